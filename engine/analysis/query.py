@@ -1,0 +1,237 @@
+"""Analysis of a SELECT: resolve the source and columns, expand ``*``, name and type columns.
+
+The result, ``AnalyzedQuery``, holds only resolved, unqualified expressions: the logical
+planner builds on it without looking at the AST again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from engine.errors import AnalysisError, TypeCheckError, UnsupportedFeatureError
+from engine.expressions import infer_type
+from engine.functions import REGISTRY, FunctionKind
+from engine.metastore import DataSource, MetaStore
+from engine.parser import ast
+from engine.plan import expr as E
+from engine.plan import types as T
+from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
+from engine.plan.types import SqlType
+
+
+@dataclass(frozen=True)
+class SelectColumn:
+    """One output column: its name and its resolved expression."""
+
+    alias: str
+    expression: E.Expr
+
+
+@dataclass
+class AnalyzedQuery:
+    """A resolved single-source query."""
+
+    source: DataSource
+    alias: str
+    select: list[SelectColumn]
+    where: E.Expr | None
+    partition_by: list[E.Expr] | None
+    table_functions: list[E.FunctionCall] = field(default_factory=list)
+    star_expanded: bool = False
+
+    @property
+    def is_table(self) -> bool:
+        return self.source.is_table
+
+
+def source_columns(source: DataSource) -> dict[str, SqlType]:
+    """Columns an expression over the source may reference, pseudo columns included."""
+    columns: dict[str, SqlType] = dict(PSEUDO_COLUMNS)
+    if source.window_info is not None:
+        columns.update(WINDOW_BOUNDS)
+    columns.update(source.schema.types())
+    return columns
+
+
+class Resolver:
+    """Rewrites qualified and unqualified column references of a single-source query."""
+
+    def __init__(self, source: DataSource, alias: str) -> None:
+        self.source = source
+        self.alias = alias
+        self.columns = source_columns(source)
+
+    def resolve(self, expr: E.Expr, *, clause: str) -> E.Expr:
+        return _rewrite(expr, lambda e: self._column(e, clause))
+
+    def _column(self, expr: E.Expr, clause: str) -> E.Expr | None:
+        if not isinstance(expr, E.ColumnRef):
+            return None
+        if expr.source is not None and expr.source not in (self.alias, self.source.name):
+            # `a.b` may also be a struct field access written with a dot.
+            raise AnalysisError(
+                f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved: "
+                f"'{expr.source}' is not a source or alias in the query."
+            )
+        if expr.name not in self.columns:
+            raise AnalysisError(f"{clause}: column '{expr.name}' cannot be resolved.")
+        return E.ColumnRef(expr.name)
+
+
+def _rewrite(expr: E.Expr, fn: Callable[[E.Expr], E.Expr | None]) -> E.Expr:
+    """Bottom-up rewrite: ``fn`` returns a replacement or None to keep (children rewritten)."""
+    replaced = fn(expr)
+    if replaced is not None:
+        return replaced
+    import dataclasses
+
+    changes = {}
+    for f in dataclasses.fields(expr):  # type: ignore[arg-type]
+        value = getattr(expr, f.name)
+        if isinstance(value, E.Expr):
+            changes[f.name] = _rewrite(value, fn)
+        elif isinstance(value, tuple) and value and all(isinstance(v, E.Expr) for v in value):
+            changes[f.name] = tuple(_rewrite(v, fn) for v in value)
+    return dataclasses.replace(expr, **changes) if changes else expr  # type: ignore[type-var]
+
+
+rewrite = _rewrite
+
+
+def column_name_for(expr: E.Expr) -> str | None:
+    """The name ksqlDB gives an unaliased select expression, or None for a generated one."""
+    if isinstance(expr, E.ColumnRef):
+        return expr.name
+    if isinstance(expr, E.Dereference):
+        return expr.field
+    return None
+
+
+def generated_names(taken: set[str]) -> Callable[[], str]:
+    """KSQL_COL_n names, skipping names already used."""
+    counter = [0]
+
+    def next_name() -> str:
+        while True:
+            name = f"KSQL_COL_{counter[0]}"
+            counter[0] += 1
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    return next_name
+
+
+def is_aggregate_call(expr: E.Expr) -> bool:
+    return isinstance(expr, E.FunctionCall) and REGISTRY.kind_of(expr.name) is FunctionKind.AGGREGATE
+
+
+def is_table_function_call(expr: E.Expr) -> bool:
+    return isinstance(expr, E.FunctionCall) and REGISTRY.kind_of(expr.name) is FunctionKind.TABLE
+
+
+def analyze_query(
+    query: ast.Query, metastore: MetaStore, *, sink_name: str | None = None
+) -> AnalyzedQuery:
+    """Resolve a single-source, non-aggregate query."""
+    relation = query.from_
+    if isinstance(relation, ast.Join):
+        raise UnsupportedFeatureError("joins")
+    if query.window is not None:
+        raise UnsupportedFeatureError("windowed aggregations")
+    if query.group_by:
+        raise UnsupportedFeatureError("GROUP BY aggregations")
+    if query.having is not None:
+        raise AnalysisError("HAVING requires a GROUP BY clause.")
+    source = metastore.get(relation.name)
+    if source is None:
+        raise AnalysisError(f"{relation.name} does not exist.")
+    alias = relation.alias or relation.name
+    resolver = Resolver(source, alias)
+    columns = resolver.columns
+
+    where = None
+    if query.where is not None:
+        where = resolver.resolve(query.where, clause="WHERE")
+        _check_no_aggregate(where, "WHERE")
+        where_type = infer_type(where, columns)
+        if where_type is not None and where_type != T.BOOLEAN:
+            raise TypeCheckError(
+                f"Type error in WHERE expression: Should evaluate to boolean but is "
+                f"{E.format_sql(where)} ({where_type}) instead."
+            )
+
+    items: list[tuple[str | None, E.Expr]] = []
+    star = False
+    for item in query.select:
+        if isinstance(item, ast.AllColumns):
+            if item.source is not None and item.source not in (alias, source.name):
+                raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
+            star = True
+            for c in source.schema.columns:
+                items.append((c.name, E.ColumnRef(c.name)))
+        else:
+            expr = resolver.resolve(item.expr, clause="SELECT")
+            _check_no_aggregate(expr, "SELECT")
+            items.append((item.alias, expr))
+
+    taken = {a for a, _ in items if a is not None} | {
+        name for a, e in items if a is None and (name := column_name_for(e)) is not None
+    }
+    next_name = generated_names(taken)
+    select: list[SelectColumn] = []
+    seen: set[str] = set()
+    for a, e in items:
+        name = a or column_name_for(e) or next_name()
+        if name in seen:
+            raise AnalysisError(f"Duplicate column name in the projection: `{name}`.")
+        seen.add(name)
+        select.append(SelectColumn(name, e))
+
+    table_functions = [
+        e for s in select for e in E.walk(s.expression) if is_table_function_call(e)
+    ]
+    if table_functions and source.is_table:
+        raise AnalysisError("Table functions cannot be used with a table source.")
+
+    partition_by = None
+    if query.partition_by:
+        if source.is_table:
+            raise AnalysisError("PARTITION BY is not supported on a table source.")
+        partition_by = [resolver.resolve(p, clause="PARTITION BY") for p in query.partition_by]
+        for p in partition_by:
+            _check_no_aggregate(p, "PARTITION BY")
+            infer_type(p, columns)
+
+    for s in select:
+        _check_typed(s, columns)
+    return AnalyzedQuery(source, alias, select, where, partition_by, table_functions, star)
+
+
+def _check_no_aggregate(expr: E.Expr, clause: str) -> None:
+    for node in E.walk(expr):
+        if is_aggregate_call(node):
+            if clause == "SELECT":
+                raise UnsupportedFeatureError("aggregate functions")
+            raise AnalysisError(f"Aggregate functions can not be used in the {clause} clause.")
+
+
+def _check_typed(column: SelectColumn, columns: Mapping[str, SqlType]) -> None:
+    t = infer_type(column.expression, columns)
+    if t is None:
+        raise AnalysisError(
+            f"Can't infer a type of null. Please explicitly cast it to a required type, "
+            f"e.g. CAST(null AS VARCHAR). Column: {column.alias}."
+        )
+
+
+def expressions_equal(a: E.Expr, b: E.Expr) -> bool:
+    return a == b
+
+
+def find_select(select: Sequence[SelectColumn], expr: E.Expr) -> SelectColumn | None:
+    for s in select:
+        if expressions_equal(s.expression, expr):
+            return s
+    return None

@@ -1,0 +1,1 @@
+"""Step builders (lower layer, frozen per step version): steps -> Spark DataFrame operations."""

@@ -1,0 +1,53 @@
+"""What a builder gets besides its step and inputs, and what it returns."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS, LogicalSchema
+from engine.plan.steps import WindowInfo
+from engine.plan.types import SqlType
+from engine.runtime.adapter import Runtime
+
+PROCESSING_LOG = logging.getLogger("kspark.processing")
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """The explicit environment of a build: runtime adapter, query id and configuration."""
+
+    runtime: Runtime
+    query_id: str
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built step: its DataFrame, its logical schema, stream or table, and windowing."""
+
+    df: DataFrame
+    schema: LogicalSchema
+    is_table: bool = False
+    window: WindowInfo | None = None
+    internal_schemas: tuple[tuple[str, str], ...] = ()
+
+    def with_df(self, df: DataFrame, schema: LogicalSchema | None = None) -> Built:
+        return replace(self, df=df, schema=schema or self.schema)
+
+    def expression_columns(self) -> dict[str, SqlType]:
+        """Names and types an expression over this step's rows may reference."""
+        columns: dict[str, SqlType] = dict(PSEUDO_COLUMNS)
+        if self.window is not None:
+            columns.update(WINDOW_BOUNDS)
+        columns.update(self.schema.types())
+        return columns
+
+
+def log_processing_error(query_id: str, ctx: str, message: str) -> None:
+    """Report a record-level problem (ksqlDB's processing log); the query keeps going."""
+    PROCESSING_LOG.warning("%s %s: %s", query_id, ctx, message)

@@ -1,0 +1,72 @@
+"""Builders of sink steps: typed rows -> raw topic records (key and value in QTT form)."""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+from engine.build.context import BuildContext, Built, log_processing_error
+from engine.build.formats import serdes_for
+from engine.build.sources import timestamp_extractor
+from engine.build.walker import builds
+from engine.errors import KsqlError
+from engine.plan.schema import Namespace
+from engine.plan.steps import StreamSink, TableSink
+from engine.runtime import rows as R
+
+
+def _build_sink(step: StreamSink | TableSink, source: Built, ctx: BuildContext) -> Built:
+    schema = source.schema
+    key_serde, value_serde = serdes_for(step.formats, schema.columns)
+    key_names = [c.name for c in schema.key]
+    value_names = [c.name for c in schema.columns if c.namespace is Namespace.VALUE]
+    extract_ts = timestamp_extractor(step.timestamp_column, schema)
+    query_id, where = ctx.query_id, step.ctx
+
+    def serialize(row: dict[str, Any]) -> list[dict[str, Any]]:
+        try:
+            key = key_serde.serialize({n: row[n] for n in key_names}) if key_names else None
+            value = None if row[R.DELETED] else value_serde.serialize({n: row[n] for n in value_names})
+        except KsqlError as exc:
+            log_processing_error(query_id, where, f"Failed to serialise the record: {exc}")
+            return []
+        ts = row[R.ROWTIME]
+        if extract_ts is not None and not row[R.DELETED]:
+            try:
+                ts = extract_ts(row)
+            except Exception as exc:  # noqa: BLE001
+                log_processing_error(query_id, where, f"Failed to extract the timestamp: {exc}")
+                return []
+        return [
+            {
+                R.SEQ: row[R.SEQ],
+                "__key": pickle.dumps(key),
+                "__value": pickle.dumps(value),
+                "__ts": ts,
+                "__partition": row[R.ROWPARTITION],
+                "__offset": None,
+                R.HEADERS: row[R.HEADERS],
+                "__wstart": row[R.WINDOWSTART],
+                "__wend": row[R.WINDOWEND],
+            }
+        ]
+
+    df = R.map_rows(
+        source.df,
+        input_schema=schema,
+        output_schema=None,
+        output_spark_schema=R.RAW_SCHEMA,
+        fn=serialize,
+        name=step.ctx,
+    )
+    return source.with_df(df)
+
+
+@builds(StreamSink)
+def build_stream_sink(step: StreamSink, *, source: Built, ctx: BuildContext) -> Built:
+    return _build_sink(step, source, ctx)
+
+
+@builds(TableSink)
+def build_table_sink(step: TableSink, *, source: Built, ctx: BuildContext) -> Built:
+    return _build_sink(step, source, ctx)

@@ -1,0 +1,56 @@
+"""Builds a step DAG: inputs first, each passed to its builder by field name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine.build.context import BuildContext, Built
+from engine.errors import InternalError, PlanError
+from engine.plan.steps import STEP_TYPES, Step
+
+Builder = Callable[..., Any]
+BUILDERS: dict[str, Builder] = {}
+
+
+def builds(step_cls: type[Step]) -> Callable[[Builder], Builder]:
+    """Register the decorated function as the builder of one step version."""
+
+    def wrap(fn: Builder) -> Builder:
+        if step_cls.TYPE in BUILDERS:
+            raise TypeError(f"Step {step_cls.TYPE} has two builders.")
+        if STEP_TYPES.get(step_cls.TYPE) is not step_cls:
+            raise TypeError(f"Step {step_cls.TYPE} is not a registered step class.")
+        BUILDERS[step_cls.TYPE] = fn
+        return fn
+
+    return wrap
+
+
+def build(step: Step, ctx: BuildContext) -> Any:
+    """Build ``step`` and everything it reads from; returns what its builder returns."""
+    _load_builders()
+    cache: dict[int, Any] = {}
+
+    def visit(s: Step) -> Any:
+        if id(s) in cache:
+            return cache[id(s)]
+        builder = BUILDERS.get(s.TYPE)
+        if builder is None:
+            raise PlanError(
+                f"No builder for step type '{s.TYPE}'; known: {', '.join(sorted(BUILDERS))}."
+            )
+        inputs = {name: visit(child) for name, child in s.inputs().items()}
+        for name, value in inputs.items():
+            if not isinstance(value, Built):
+                raise InternalError(f"Input '{name}' of step {s.ctx} did not build a stream or table.")
+        result = builder(s, ctx=ctx, **inputs)
+        cache[id(s)] = result
+        return result
+
+    return visit(step)
+
+
+def _load_builders() -> None:
+    # Importing the modules registers their builders.
+    from engine.build import sinks, sources, stateless  # noqa: F401

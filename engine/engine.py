@@ -1,0 +1,274 @@
+"""KsqlEngine: executes statements, keeps the metastore and queries, runs them on Spark.
+
+Statements go parse -> plan (upper layer) -> ``apply_plan``; a saved plan can be applied
+without its SQL text (``execute_plan``), which is how legacy plans replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engine.api import FormatDescription, SourceInfo, StatementResult
+from engine.errors import AnalysisError, KsqlError, UnsupportedFeatureError
+from engine.expressions import compile_expression, infer_type
+from engine.metastore import DataSource, InMemoryMetaStore
+from engine.parser import ast, parse
+from engine.plan import expr as E
+from engine.plan.plan import (
+    CreateStreamCommand,
+    CreateTableCommand,
+    DropSourceCommand,
+    QueryPlan,
+    StatementPlan,
+)
+from engine.plan.schema import Namespace
+from engine.planner.planner import Planner
+from engine.records import TopicInfo, TopicRecord
+from engine.runtime.adapter import TopicStore
+
+
+class KsqlEngine:
+    """One engine instance: metastore, topics, persistent queries and properties."""
+
+    def __init__(self, properties: Mapping[str, Any] | None = None, *, runtime: Any = None) -> None:
+        self.config: dict[str, Any] = dict(properties or {})
+        self.metastore = InMemoryMetaStore()
+        self.store = TopicStore()
+        self._runtime = runtime
+        self.queries: dict[str, QueryPlan] = {}
+        self.plans: list[StatementPlan] = []
+        self.variables: dict[str, str] = {}
+        self._query_counter = 0
+        self._outputs: dict[str, list[TopicRecord]] | None = None
+
+    # ------------------------------------------------------------------ topics and records
+
+    def create_topic(self, topic: TopicInfo) -> None:
+        self.store.ensure(topic)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self.store.topics)
+
+    def produce(self, records: Iterable[TopicRecord]) -> None:
+        for record in records:
+            self.store.append(record)
+
+    # ------------------------------------------------------------------ statements
+
+    def planner(self) -> Planner:
+        return Planner(self.metastore, self.topics, self.config)
+
+    def execute_sql(self, text: str) -> list[StatementResult]:
+        """Parse and execute every statement of ``text`` in order."""
+        results = []
+        for parsed in parse(text, variables=self.variables):
+            results.append(self._execute(parsed.statement, parsed.text))
+        return results
+
+    def _execute(self, stmt: Any, text: str) -> StatementResult:
+        planner = self.planner()
+        if isinstance(stmt, ast.CreateSource):
+            plan = planner.plan_create_source(stmt, text)
+            return self._apply(plan, text, f"CREATE_{stmt.kind}")
+        if isinstance(stmt, ast.CreateAsSelect):
+            plan = planner.plan_create_as_select(stmt, text, self._next_query_id(stmt))
+            return self._apply(plan, text, f"CREATE_{stmt.kind}_AS_SELECT")
+        if isinstance(stmt, ast.InsertInto):
+            plan = planner.plan_insert_into(stmt, text, self._next_query_id(stmt))
+            return self._apply(plan, text, "INSERT_INTO")
+        if isinstance(stmt, ast.DropSource):
+            plan = planner.plan_drop(stmt, text)
+            return self._apply(plan, text, f"DROP_{stmt.kind}")
+        if isinstance(stmt, ast.InsertValues):
+            self._insert_values(stmt)
+            return StatementResult(text, "INSERT_VALUES")
+        if isinstance(stmt, ast.SetProperty):
+            self.config[stmt.name] = stmt.value
+            return StatementResult(text, "SET")
+        if isinstance(stmt, ast.UnsetProperty):
+            self.config.pop(stmt.name, None)
+            return StatementResult(text, "UNSET")
+        if isinstance(stmt, ast.DefineVariable):
+            self.variables[stmt.name] = stmt.value
+            return StatementResult(text, "DEFINE")
+        if isinstance(stmt, ast.UndefineVariable):
+            self.variables.pop(stmt.name, None)
+            return StatementResult(text, "UNDEFINE")
+        raise UnsupportedFeatureError(
+            f"{type(stmt).__name__} statements", f"kspark does not support this statement yet: {text}"
+        )
+
+    def _next_query_id(self, stmt: Any) -> str:
+        n = self._query_counter
+        self._query_counter += 1
+        if isinstance(stmt, ast.CreateAsSelect):
+            prefix = "CTAS" if stmt.kind == "TABLE" else "CSAS"
+            return f"{prefix}_{stmt.name}_{n}"
+        return f"INSERTQUERY_{n}"
+
+    def _apply(self, plan: StatementPlan | None, text: str, kind: str) -> StatementResult:
+        if plan is None:
+            return StatementResult(text, kind)
+        self.execute_plan(plan)
+        return StatementResult(
+            text, kind, query_id=plan.query.query_id if plan.query else None, plan=plan
+        )
+
+    def execute_plan(self, plan: StatementPlan) -> None:
+        """Apply a statement plan: run its DDL command, register its query."""
+        command = plan.command
+        if isinstance(command, CreateStreamCommand | CreateTableCommand):
+            existing = self.metastore.get(command.name)
+            source = DataSource(
+                name=command.name,
+                kind="TABLE" if isinstance(command, CreateTableCommand) else "STREAM",
+                schema=command.schema,
+                topic=command.topic,
+                formats=command.formats,
+                timestamp_column=command.timestamp_column,
+                window_info=command.window_info,
+                is_source=command.is_source,
+                sql=plan.statement_text,
+            )
+            self.metastore.put(source, replace=command.or_replace and existing is not None)
+            self.store.ensure(TopicInfo(command.topic))
+        elif isinstance(command, DropSourceCommand):
+            for query_id in self.metastore.writers(command.name):
+                if self.queries[query_id].sink == command.name and len(self.metastore.writers(command.name)) == 1:
+                    self._terminate(query_id)
+            self.metastore.delete(command.name)
+        if plan.query is not None:
+            q = plan.query
+            if q.query_id in self.queries:
+                raise AnalysisError(f"Query id {q.query_id} is already running.")
+            self.metastore.link_query(q.query_id, q.sources, q.sink)
+            self.queries[q.query_id] = q
+        self.plans.append(plan)
+
+    def _terminate(self, query_id: str) -> None:
+        self.queries.pop(query_id, None)
+        self.metastore.unlink_query(query_id)
+
+    def _insert_values(self, stmt: Any) -> None:
+        source = self.metastore.get(stmt.target)
+        if source is None:
+            raise AnalysisError(f"Cannot insert values into an unknown stream/table: {stmt.target}")
+        columns = stmt.columns or tuple(
+            c.name for c in source.schema.columns if c.namespace is not Namespace.HEADERS
+        )
+        if len(columns) != len(stmt.values):
+            raise AnalysisError(
+                f"Expected a value for each column. Expected Columns: {list(columns)}. "
+                f"Got {[E.format_sql(v) for v in stmt.values]}"
+            )
+        types = source.schema.types()
+        row: dict[str, Any] = {}
+        timestamp = 0
+        from engine.expressions import coerce_value
+
+        for name, value_expr in zip(columns, stmt.values, strict=True):
+            value = compile_expression(value_expr, {})({})
+            value_type = infer_type(value_expr, {})
+            if name == "ROWTIME":
+                timestamp = int(value)
+                continue
+            if name not in types:
+                raise AnalysisError(f"Column name {name} does not exist.")
+            row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
+        from engine.build.formats import serdes_for
+
+        key_serde, value_serde = serdes_for(source.formats, source.schema.columns)
+        key_names = [c.name for c in source.schema.key]
+        value_names = [c.name for c in source.schema.columns if c.namespace is Namespace.VALUE]
+        key = key_serde.serialize({n: row.get(n) for n in key_names}) if key_names else None
+        value = value_serde.serialize({n: row.get(n) for n in value_names})
+        self.store.append(TopicRecord(source.topic, key, value, timestamp))
+
+    # ------------------------------------------------------------------ running
+
+    def runtime(self) -> Any:
+        if self._runtime is None:
+            from engine.runtime.adapter import BoundedRuntime
+            from engine.runtime.session import get_spark
+
+            self._runtime = BoundedRuntime(get_spark(), self.store)
+        return self._runtime
+
+    def run(self) -> dict[str, list[TopicRecord]]:
+        """Run every persistent query over all records produced; the records each sink got."""
+        from engine.build.context import BuildContext
+        from engine.build.walker import build
+
+        runtime = self.runtime()
+        outputs: dict[str, list[TopicRecord]] = {}
+        for query in self._query_order():
+            ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.config)
+            built = build(query.root, ctx)
+            topic = self.metastore.get(query.sink)
+            sink_topic = topic.topic if topic is not None else query.sink
+            window = built.window.type if built.window is not None else None
+            window_type = None if window is None else ("SESSION" if window == "SESSION" else "TIME")
+            written = runtime.write_sink(sink_topic, built.df, window_type)
+            outputs.setdefault(sink_topic, []).extend(written)
+        ordered: dict[str, list[TopicRecord]] = {}
+        for topic_name in outputs:
+            seqs = {id(s.record): s.seq for s in self.store.records.get(topic_name, [])}
+            ordered[topic_name] = sorted(outputs[topic_name], key=lambda r: seqs.get(id(r), ()))
+        self._outputs = ordered
+        return ordered
+
+    def _query_order(self) -> list[QueryPlan]:
+        """Queries in creation order, except that each runs after the queries writing its inputs."""
+        topic_of = {s.name: s.topic for s in self.metastore.all()}
+        writers: dict[str, set[str]] = {}
+        for q in self.queries.values():
+            writers.setdefault(topic_of.get(q.sink, q.sink), set()).add(q.query_id)
+        deps = {
+            q.query_id: {
+                w for s in q.sources for w in writers.get(topic_of.get(s, s), ()) if w != q.query_id
+            }
+            for q in self.queries.values()
+        }
+        order: list[str] = []
+        pending = list(self.queries)
+        while pending:
+            ready = next((qid for qid in pending if deps[qid] <= set(order)), pending[0])
+            order.append(ready)  # on a cycle, fall back to creation order
+            pending.remove(ready)
+        return [self.queries[qid] for qid in order]
+
+    # ------------------------------------------------------------------ inspection
+
+    def source(self, name: str) -> SourceInfo | None:
+        source = self.metastore.get(name)
+        return None if source is None else _source_info(source)
+
+    def sources(self) -> list[SourceInfo]:
+        return [_source_info(s) for s in self.metastore.all()]
+
+    def close(self) -> None:
+        self.queries.clear()
+
+
+def _source_info(source: DataSource) -> SourceInfo:
+    f = source.formats
+    window = source.window_info
+    return SourceInfo(
+        name=source.name,
+        kind=source.kind,
+        schema=source.schema,
+        topic=source.topic,
+        key_format=FormatDescription(
+            f.key_format,
+            dict(f.key_properties),
+            f.key_features,
+            window_type=window.type if window else None,
+            window_size_ms=window.size_ms if window else None,
+        ),
+        value_format=FormatDescription(f.value_format, dict(f.value_properties), f.value_features),
+        is_source=source.is_source,
+    )
+
+
+__all__ = ["KsqlEngine", "KsqlError"]

@@ -1,0 +1,91 @@
+"""The engine's exception tree.
+
+One root, ``KsqlError``, and a small tree under it. Messages are full sentences that
+quote the offending item and say what was expected.
+"""
+
+from __future__ import annotations
+
+
+class KsqlError(Exception):
+    """Root of every error the engine raises on purpose."""
+
+
+class ParseError(KsqlError):
+    """The SQL text does not follow the grammar.
+
+    Carries the 1-based line and column of the offending token and a snippet of the line.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        snippet: str | None = None,
+    ) -> None:
+        self.line = line
+        self.column = column
+        self.snippet = snippet
+        where = f"line {line}:{column}: " if line is not None else ""
+        text = f"{where}{message}"
+        if snippet:
+            pointer = " " * max((column or 1) - 1, 0) + "^"
+            text = f"{text}\n{snippet}\n{pointer}"
+        super().__init__(text)
+
+
+class AnalysisError(KsqlError):
+    """A statement parses but is not valid: unknown source, bad types, bad clause."""
+
+
+class TypeCheckError(AnalysisError):
+    """An expression's operand types do not fit its operator or function."""
+
+
+class UnknownFunctionError(AnalysisError):
+    """A function call names a function the registry does not know."""
+
+
+class MetastoreError(AnalysisError):
+    """A statement conflicts with the sources in the metastore."""
+
+
+class PlanError(KsqlError):
+    """An execution plan is malformed or violates a step invariant."""
+
+
+class SerdeError(KsqlError):
+    """Plan (de)serialisation failed: unknown step type, unknown or missing field."""
+
+
+class RecordSerdeError(KsqlError):
+    """A record's key or value cannot be (de)serialised in its format."""
+
+
+class ExecutionError(KsqlError):
+    """A query failed while it ran."""
+
+
+class EvaluationError(ExecutionError):
+    """An expression raised while evaluated against one record."""
+
+
+class CommandLogError(KsqlError):
+    """The command log could not be written, read or replayed."""
+
+
+class InternalError(KsqlError):
+    """An internal invariant does not hold: this is a bug in kspark."""
+
+
+class UnsupportedFeatureError(KsqlError):
+    """The statement is valid ksqlDB but uses a feature kspark does not implement yet.
+
+    ``feature`` names the missing feature in a few words (for conformance reports).
+    """
+
+    def __init__(self, feature: str, message: str | None = None) -> None:
+        self.feature = feature
+        super().__init__(message or f"kspark does not support {feature} yet.")

@@ -1,0 +1,415 @@
+"""The typed function registry: signatures, overload resolution, generics and lambdas.
+
+Functions are plain Python callables over the engine's Python value representation
+(see ``engine.plan.types``). They are registered with a decorator::
+
+    @scalar("ABS", params=[T.INTEGER], returns=T.INTEGER)
+    def abs_int(x: int) -> int:
+        return abs(x)
+
+Overloads share a name. Resolution follows ksqlDB's UdfIndex: overloads that fit without
+implicit casts win; otherwise the candidate needing the shortest implicit widenings
+(INTEGER -> BIGINT -> DECIMAL -> DOUBLE) wins, non-variadic before variadic. A tie, or
+several variadic overloads that all need casts, is ambiguous (a TypeCheckError, as in
+ksqlDB). A NULL literal argument (type ``None``) matches any parameter; a DECIMAL
+parameter takes any DECIMAL as it is. ``Generic("T")`` parameters bind to the argument's type and must bind
+consistently. A ``LambdaType`` parameter takes a lambda; the typer first asks
+``lambda_param_types`` for the lambda's parameter types, types its body, then resolves with
+the full ``LambdaType``.
+
+This module imports no pyspark and nothing from the upper layer.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import TypeCheckError, UnknownFunctionError
+from engine.plan import types as T
+from engine.plan.types import SqlType, can_implicitly_cast
+
+
+class FunctionKind(enum.Enum):
+    SCALAR = "scalar"
+    TABLE = "table"
+    AGGREGATE = "aggregate"
+
+
+@dataclass(frozen=True, slots=True)
+class Generic(SqlType):
+    """A type variable in a signature, e.g. the ``T`` of ``ARRAY<T>``."""
+
+    name: str
+    base: T.BaseType = T.BaseType.STRUCT  # unused; generics never reach values
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class LambdaType(SqlType):
+    """The type of a lambda argument: parameter types and result type.
+
+    In a signature both may contain generics. From the typer, ``result`` is None while the
+    body is not typed yet (the first resolution phase).
+    """
+
+    params: tuple[SqlType | None, ...]
+    result: SqlType | None
+    base: T.BaseType = T.BaseType.STRUCT  # unused
+
+    def __str__(self) -> str:
+        ps = ", ".join(str(p) for p in self.params)
+        return f"LAMBDA<({ps}) => {self.result}>"
+
+
+ReturnSpec = SqlType | Callable[[Sequence[SqlType | None]], SqlType]
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """One overload of a function."""
+
+    name: str
+    params: tuple[SqlType, ...]
+    returns: ReturnSpec
+    impl: Callable[..., Any]
+    variadic: bool = False
+    null_propagating: bool = True
+    kind: FunctionKind = FunctionKind.SCALAR
+    description: str = ""
+
+    def describe(self) -> str:
+        ps = [str(p) for p in self.params]
+        if self.variadic and ps:
+            ps[-1] = ps[-1] + "..."
+        return f"{self.name}({', '.join(ps)})"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedFunction:
+    """A signature bound to concrete argument types.
+
+    ``param_types`` holds, per actual argument, the type the argument is coerced to before
+    the call (None where the argument is a NULL literal of unknown type).
+    """
+
+    signature: Signature
+    param_types: tuple[SqlType | None, ...]
+    return_type: SqlType
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    def invoke(self, args: Sequence[Any]) -> Any:
+        """Call the implementation; NULL in gives NULL out when the function propagates nulls."""
+        if self.signature.null_propagating and any(a is None for a in args):
+            return None
+        return self.signature.impl(*args)
+
+
+@dataclass
+class FunctionRegistry:
+    """All functions by upper-case name."""
+
+    _by_name: dict[str, list[Signature]] = field(default_factory=dict)
+
+    def register(self, signature: Signature) -> None:
+        name = signature.name.upper()
+        existing = self._by_name.setdefault(name, [])
+        for other in existing:
+            if other.params == signature.params and other.variadic == signature.variadic:
+                raise TypeError(f"Function {signature.describe()} is registered twice.")
+        existing.append(signature)
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def kind_of(self, name: str) -> FunctionKind | None:
+        sigs = self._by_name.get(name.upper())
+        return sigs[0].kind if sigs else None
+
+    def signatures(self, name: str) -> list[Signature]:
+        sigs = self._by_name.get(name.upper())
+        if not sigs:
+            raise UnknownFunctionError(f"Can't find any functions with the name '{name.upper()}'.")
+        return sigs
+
+    def lambda_param_types(
+        self, name: str, arg_types: Sequence[SqlType | None], index: int
+    ) -> tuple[SqlType, ...]:
+        """Parameter types of the lambda at ``index``, bound from the other arguments.
+
+        Lambda arguments in ``arg_types`` are ``LambdaType(params=(None,)*arity, result=None)``.
+        """
+        for _sig, bindings, params, _cost, _rank in self._matches(name, arg_types):
+            lam = params[index]
+            if isinstance(lam, LambdaType):
+                return tuple(_substitute(p, bindings) for p in lam.params)  # type: ignore[misc]
+        raise self._no_match(name, arg_types)
+
+    def resolve(self, name: str, arg_types: Sequence[SqlType | None]) -> ResolvedFunction:
+        """Pick the best overload for the argument types; raise a clear error if none fits.
+
+        Like ksqlDB's UdfIndex: overloads that fit without implicit casts win over those
+        that need casts; within a phase the cheapest fit wins (non-variadic, then fewer
+        generics). Ties, and several variadic overloads that all need casts, are ambiguous.
+        """
+        matches = self._matches(name, arg_types)
+        if not matches:
+            raise self._no_match(name, arg_types)
+        exact = [m for m in matches if m[3] == 0]
+        phase = exact or matches
+        best = phase[0]
+        if len(phase) > 1:
+            tied = phase[1][4] == best[4]
+            all_variadic_casts = not exact and all(m[0].variadic for m in phase)
+            if tied or all_variadic_casts:
+                raise self._ambiguous(name, arg_types)
+        sig, bindings, params = best[0], best[1], best[2]
+        coerced = tuple(
+            None if a is None else _param_type(_substitute(p, bindings), a)
+            for p, a in zip(params, arg_types, strict=True)
+        )
+        if callable(sig.returns) and not isinstance(sig.returns, SqlType):
+            ret = sig.returns(list(arg_types))
+        else:
+            ret = _substitute(sig.returns, bindings)
+        if _has_generic(ret):
+            ret = T.STRING if ret is not None else ret
+        assert ret is not None
+        return ResolvedFunction(sig, coerced, ret)
+
+    def _matches(
+        self, name: str, arg_types: Sequence[SqlType | None]
+    ) -> list[tuple[Signature, dict[str, SqlType], list[SqlType], int, tuple[int, int, int]]]:
+        """Fitting overloads, best first: (signature, bindings, params, cast cost, rank)."""
+        scored: list[
+            tuple[tuple[int, int, int], int, Signature, dict[str, SqlType], list[SqlType], int]
+        ] = []
+        for order, sig in enumerate(self.signatures(name)):
+            params = _expand(sig, len(arg_types))
+            if params is None:
+                continue
+            bindings: dict[str, SqlType] = {}
+            cost = _match_all(params, arg_types, bindings)
+            if cost is None:
+                continue
+            generic_count = sum(1 for p in params if _has_generic(p))
+            rank = (cost, int(sig.variadic), generic_count)
+            scored.append((rank, order, sig, bindings, params, cost))
+        scored.sort(key=lambda s: (s[0], s[1]))
+        return [(s[2], s[3], s[4], s[5], s[0]) for s in scored]
+
+    def _describe_args(self, arg_types: Sequence[SqlType | None]) -> str:
+        return ", ".join("null" if a is None else str(a) for a in arg_types)
+
+    def _alternatives(self, name: str) -> str:
+        return "\n".join(s.describe() for s in self.signatures(name))
+
+    def _no_match(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
+        return TypeCheckError(
+            f"Function '{name.upper()}' does not accept parameters "
+            f"({self._describe_args(arg_types)}).\n"
+            f"Valid alternatives are:\n{self._alternatives(name)}"
+        )
+
+    def _ambiguous(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
+        return TypeCheckError(
+            f"Function '{name.upper()}' cannot be resolved due to ambiguous method parameters "
+            f"({self._describe_args(arg_types)}).\n"
+            f"Valid alternatives are:\n{self._alternatives(name)}"
+        )
+
+
+def _param_type(param: SqlType | None, arg: SqlType) -> SqlType | None:
+    """The type an argument is coerced to: a DECIMAL parameter takes any DECIMAL as it is."""
+    if isinstance(param, T.Decimal) and arg.is_numeric and arg.base is not T.BaseType.DOUBLE:
+        return T.decimal_for_integral(arg)
+    return param
+
+
+def _expand(sig: Signature, count: int) -> list[SqlType] | None:
+    params = list(sig.params)
+    if not sig.variadic:
+        return params if len(params) == count else None
+    fixed = params[:-1]
+    if count < len(fixed):
+        return None
+    return fixed + [params[-1]] * (count - len(fixed))
+
+
+def _has_generic(t: SqlType | None) -> bool:
+    if t is None:
+        return False
+    if isinstance(t, Generic):
+        return True
+    if isinstance(t, T.Array):
+        return _has_generic(t.item)
+    if isinstance(t, T.Map):
+        return _has_generic(t.key) or _has_generic(t.value)
+    if isinstance(t, T.Struct):
+        return any(_has_generic(f.type) for f in t.fields)
+    if isinstance(t, LambdaType):
+        return any(_has_generic(p) for p in t.params) or _has_generic(t.result)
+    return False
+
+
+def _substitute(t: SqlType | None, bindings: dict[str, SqlType]) -> SqlType | None:
+    if t is None:
+        return None
+    if isinstance(t, Generic):
+        return bindings.get(t.name, t)
+    if isinstance(t, T.Array):
+        item = _substitute(t.item, bindings)
+        return T.Array(item) if item is not None else t
+    if isinstance(t, T.Map):
+        k, v = _substitute(t.key, bindings), _substitute(t.value, bindings)
+        return T.Map(k, v) if k is not None and v is not None else t
+    if isinstance(t, LambdaType):
+        return LambdaType(
+            tuple(_substitute(p, bindings) for p in t.params), _substitute(t.result, bindings)
+        )
+    return t
+
+
+def _bind(param: SqlType, arg: SqlType, bindings: dict[str, SqlType]) -> int | None:
+    """Match one argument type against one parameter type; return the cost or None."""
+    if isinstance(param, Generic):
+        bound = bindings.get(param.name)
+        if bound is None:
+            bindings[param.name] = arg
+            return 0
+        if bound == arg:
+            return 0
+        if can_implicitly_cast(arg, bound):
+            return 1
+        if can_implicitly_cast(bound, arg):
+            bindings[param.name] = arg
+            return 1
+        if bound.is_numeric and arg.is_numeric:
+            bindings[param.name] = T.widen_numeric(bound, arg)
+            return 1
+        return None
+    if isinstance(param, T.Array):
+        return _bind(param.item, arg.item, bindings) if isinstance(arg, T.Array) else None
+    if isinstance(param, T.Map):
+        if not isinstance(arg, T.Map):
+            return None
+        a = _bind(param.key, arg.key, bindings)
+        b = _bind(param.value, arg.value, bindings)
+        return None if a is None or b is None else a + b
+    if isinstance(param, LambdaType):
+        if not isinstance(arg, LambdaType) or len(arg.params) != len(param.params):
+            return None
+        if arg.result is None or param.result is None:
+            return 0
+        return _bind(param.result, arg.result, bindings)
+    if param == arg:
+        return 0
+    if isinstance(param, T.Decimal) and isinstance(arg, T.Decimal):
+        # A DECIMAL parameter takes any DECIMAL as it is (as ksqlDB's UDF parameters do).
+        return 0
+    if isinstance(param, T.Decimal) and arg.is_numeric and arg.base is not T.BaseType.DOUBLE:
+        return _widening_cost(arg, param)
+    if can_implicitly_cast(arg, param):
+        return _widening_cost(arg, param)
+    return None
+
+
+_NUMERIC_RANK = {T.BaseType.INTEGER: 0, T.BaseType.BIGINT: 1, T.BaseType.DECIMAL: 2, T.BaseType.DOUBLE: 3}
+
+
+def _widening_cost(arg: SqlType, param: SqlType) -> int:
+    """How far an implicit cast widens: INTEGER -> BIGINT costs less than INTEGER -> DOUBLE."""
+    if arg.base in _NUMERIC_RANK and param.base in _NUMERIC_RANK:
+        return max(1, _NUMERIC_RANK[param.base] - _NUMERIC_RANK[arg.base])
+    return 1
+
+
+def _match_all(
+    params: list[SqlType], args: Sequence[SqlType | None], bindings: dict[str, SqlType]
+) -> int | None:
+    cost = 0
+    deferred: list[tuple[SqlType, SqlType]] = []
+    for p, a in zip(params, args, strict=True):
+        if a is None:
+            if isinstance(p, LambdaType):
+                return None
+            continue
+        if isinstance(p, LambdaType):
+            deferred.append((p, a))
+            continue
+        c = _bind(p, a, bindings)
+        if c is None:
+            return None
+        cost += c
+    for p, a in deferred:  # lambdas last: their result binds after the other generics
+        c = _bind(p, a, bindings)
+        if c is None:
+            return None
+        cost += c
+    return cost
+
+
+REGISTRY = FunctionRegistry()
+
+
+def scalar(
+    name: str,
+    *,
+    params: Sequence[SqlType],
+    returns: ReturnSpec,
+    variadic: bool = False,
+    null_propagating: bool = True,
+    description: str = "",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated callable as one overload of scalar function ``name``."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        REGISTRY.register(
+            Signature(
+                name=name.upper(),
+                params=tuple(params),
+                returns=returns,
+                impl=fn,
+                variadic=variadic,
+                null_propagating=null_propagating,
+                description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            )
+        )
+        return fn
+
+    return wrap
+
+
+def table_function(
+    name: str,
+    *,
+    params: Sequence[SqlType],
+    returns: ReturnSpec,
+    variadic: bool = False,
+    description: str = "",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a table function: the callable returns a list of output values (one row each)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        REGISTRY.register(
+            Signature(
+                name=name.upper(),
+                params=tuple(params),
+                returns=returns,
+                impl=fn,
+                variadic=variadic,
+                null_propagating=False,
+                kind=FunctionKind.TABLE,
+                description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            )
+        )
+        return fn
+
+    return wrap

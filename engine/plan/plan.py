@@ -1,0 +1,110 @@
+"""Statement plans: what one statement does, as a value that saves and loads without SQL.
+
+A statement plan holds an optional DDL command (create/drop a source in the metastore)
+and an optional query plan (a persistent query: a DAG of steps ending in a sink).
+Commands are versioned like steps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
+
+from engine.errors import PlanError
+from engine.plan.schema import LogicalSchema
+from engine.plan.steps import Formats, Step, TimestampColumn, WindowInfo, step_dataclass
+
+_WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
+
+COMMAND_TYPES: dict[str, type[Command]] = {}
+
+C = TypeVar("C", bound="type[Command]")
+
+
+def register_command(cls: C) -> C:
+    """Class decorator: add a command version to the registry."""
+    wire = getattr(cls, "TYPE", None)
+    if not isinstance(wire, str) or not _WIRE_NAME.match(wire):
+        raise TypeError(f"Command class {cls.__name__} has a badly formed wire name {wire!r}.")
+    if wire in COMMAND_TYPES:
+        raise TypeError(f"Command wire name '{wire}' is registered twice.")
+    COMMAND_TYPES[wire] = cls
+    return cls
+
+
+@step_dataclass
+class Command:
+    """Base of DDL commands."""
+
+    TYPE: ClassVar[str] = ""
+    name: str
+
+
+@register_command
+@step_dataclass
+class CreateStreamCommand(Command):
+    """Registers a stream in the metastore."""
+
+    TYPE: ClassVar[str] = "createStreamV1"
+    schema: LogicalSchema
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+    window_info: WindowInfo | None = None
+    or_replace: bool = False
+    is_source: bool = False
+
+
+@register_command
+@step_dataclass
+class CreateTableCommand(Command):
+    """Registers a table in the metastore."""
+
+    TYPE: ClassVar[str] = "createTableV1"
+    schema: LogicalSchema
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+    window_info: WindowInfo | None = None
+    or_replace: bool = False
+    is_source: bool = False
+
+
+@register_command
+@step_dataclass
+class DropSourceCommand(Command):
+    """Removes a stream or table from the metastore."""
+
+    TYPE: ClassVar[str] = "dropSourceV1"
+    kind: str  # STREAM or TABLE
+
+
+@step_dataclass
+class QueryPlan:
+    """A persistent query: its id, the sources it reads, its sink and its step DAG."""
+
+    query_id: str
+    sources: tuple[str, ...]
+    sink: str
+    root: Step
+
+    def __post_init__(self) -> None:
+        if not self.query_id:
+            raise PlanError("A query plan needs a query id.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatementPlan:
+    """The plan of one statement: a DDL command, a query, or both (CREATE ... AS SELECT)."""
+
+    statement_text: str
+    command: Command | None = None
+    query: QueryPlan | None = None
+    config: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.command is None and self.query is None:
+            raise PlanError(
+                f"The plan of statement '{self.statement_text}' has neither a command nor a query."
+            )

@@ -1,0 +1,202 @@
+"""Logical schemas: the key, value and header columns of a source or of a step's output.
+
+Text form as ksqlDB prints it: ``"`K` STRING KEY, `ID` BIGINT, `H` BYTES HEADER('x')"``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from lark import Lark, Transformer, UnexpectedInput
+
+from engine.errors import PlanError
+from engine.plan import types as T
+from engine.plan.types import SqlType, parse_type, quote_identifier
+
+
+class Namespace(enum.Enum):
+    """Where a column lives in a record."""
+
+    KEY = "KEY"
+    VALUE = "VALUE"
+    HEADERS = "HEADERS"
+
+
+# Pseudo columns every stream/table row has, with their types.
+ROWTIME = "ROWTIME"
+ROWPARTITION = "ROWPARTITION"
+ROWOFFSET = "ROWOFFSET"
+WINDOWSTART = "WINDOWSTART"
+WINDOWEND = "WINDOWEND"
+PSEUDO_COLUMNS: dict[str, SqlType] = {
+    ROWTIME: T.BIGINT,
+    ROWPARTITION: T.INTEGER,
+    ROWOFFSET: T.BIGINT,
+}
+WINDOW_BOUNDS: dict[str, SqlType] = {WINDOWSTART: T.BIGINT, WINDOWEND: T.BIGINT}
+HEADERS_TYPE = T.Array(T.Struct((T.Field("KEY", T.STRING), T.Field("VALUE", T.BYTES))))
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: name, type, namespace and, for ``HEADER('k')`` columns, the header key."""
+
+    name: str
+    type: SqlType
+    namespace: Namespace = Namespace.VALUE
+    header_key: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{quote_identifier(self.name)} {self.type}"
+        if self.namespace is Namespace.KEY:
+            return text + " KEY"
+        if self.namespace is Namespace.HEADERS:
+            if self.header_key is None:
+                return text + " HEADERS"
+            return text + " HEADER('" + self.header_key.replace("'", "''") + "')"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalSchema:
+    """An ordered set of uniquely named columns; key columns first by convention."""
+
+    columns: tuple[Column, ...]
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for c in self.columns:
+            if c.name in seen:
+                raise PlanError(f"Schema has the column name `{c.name}` twice.")
+            seen.add(c.name)
+
+    @property
+    def key(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.namespace is Namespace.KEY)
+
+    @property
+    def value(self) -> tuple[Column, ...]:
+        """Value columns, including header columns (they travel with the value)."""
+        return tuple(c for c in self.columns if c.namespace is not Namespace.KEY)
+
+    @property
+    def headers(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.namespace is Namespace.HEADERS)
+
+    def find(self, name: str) -> Column | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    def __iter__(self) -> Iterator[Column]:
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    def types(self) -> dict[str, SqlType]:
+        return {c.name: c.type for c in self.columns}
+
+    def __str__(self) -> str:
+        return ", ".join(str(c) for c in self.columns)
+
+    @staticmethod
+    def parse(text: str) -> LogicalSchema:
+        """Parse the text form; unquoted names are upper-cased as ksqlDB does."""
+        return _parse_schema(text)
+
+
+_SCHEMA_GRAMMAR = r"""
+    schema: [column ("," column)*]
+    column: name type [ns]
+    ns: KEY | HEADERS | header
+    header: "HEADER"i "(" STRING_LIT ")"
+    KEY: /KEY\b/i
+    HEADERS: /HEADERS\b/i
+    ?name: WORD | QUOTED
+    ?type: array | map | struct | decimal | primitive
+    array: "ARRAY"i "<" type ">"
+    map: "MAP"i "<" type "," type ">"
+    struct: "STRUCT"i "<" [field ("," field)*] ">"
+    field: name type
+    decimal: "DECIMAL"i "(" INT "," INT ")"
+    primitive: WORD
+    WORD: /[A-Za-z_][A-Za-z0-9_]*/
+    QUOTED: /`([^`]|``)*`/
+    STRING_LIT: /'([^']|'')*'/
+    INT: /[0-9]+/
+    %ignore /\s+/
+"""
+
+
+def _ident(token: object) -> str:
+    text = str(token)
+    if text.startswith("`"):
+        return text[1:-1].replace("``", "`")
+    return text.upper()
+
+
+class _ToSchema(Transformer):  # type: ignore[type-arg]
+    def schema(self, items: list[Column | None]) -> LogicalSchema:
+        return LogicalSchema(tuple(c for c in items if c is not None))
+
+    def column(self, items: list) -> Column:  # type: ignore[type-arg]
+        name, sql_type, ns = items
+        if ns is None:
+            return Column(_ident(name), sql_type)
+        return Column(_ident(name), sql_type, ns[0], ns[1])
+
+    def ns(self, items: list) -> tuple[Namespace, str | None]:  # type: ignore[type-arg]
+        item = items[0]
+        if isinstance(item, tuple):
+            return item
+        if str(item).upper() == "KEY":
+            return (Namespace.KEY, None)
+        return (Namespace.HEADERS, None)
+
+    def header(self, items: list) -> tuple[Namespace, str]:  # type: ignore[type-arg]
+        return (Namespace.HEADERS, str(items[0])[1:-1].replace("''", "'"))
+
+    def array(self, items: list[SqlType]) -> SqlType:
+        return T.Array(items[0])
+
+    def map(self, items: list[SqlType]) -> SqlType:
+        return T.Map(items[0], items[1])
+
+    def struct(self, items: list[T.Field | None]) -> SqlType:
+        return T.Struct(tuple(f for f in items if f is not None))
+
+    def field(self, items: list) -> T.Field:  # type: ignore[type-arg]
+        return T.Field(_ident(items[0]), items[1])
+
+    def decimal(self, items: list) -> SqlType:  # type: ignore[type-arg]
+        return T.Decimal(int(items[0]), int(items[1]))
+
+    def primitive(self, items: list) -> SqlType:  # type: ignore[type-arg]
+        return parse_type(str(items[0]))
+
+
+@lru_cache(maxsize=1)
+def _schema_parser() -> Lark:
+    return Lark(_SCHEMA_GRAMMAR, start="schema", parser="earley")
+
+
+@lru_cache(maxsize=4096)
+def _parse_schema(text: str) -> LogicalSchema:
+    try:
+        tree = _schema_parser().parse(text)
+    except UnexpectedInput as exc:
+        raise PlanError(
+            f"Cannot parse schema '{text}': unexpected input at column {exc.column}."
+        ) from exc
+    try:
+        result = _ToSchema().transform(tree)
+    except Exception as exc:
+        cause = exc.__context__ if isinstance(exc.__context__, PlanError) else exc
+        raise PlanError(f"Cannot parse schema '{text}': {cause}") from exc
+    assert isinstance(result, LogicalSchema)
+    return result

@@ -1,0 +1,492 @@
+"""Plans statements: DDL commands and persistent queries (upper layer).
+
+``Planner`` turns parsed statements into ``StatementPlan`` values. It reads the metastore
+and the known topics but changes neither: the engine applies the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.analysis.properties import WithProperties
+from engine.analysis.query import AnalyzedQuery, analyze_query, find_select, rewrite
+from engine.errors import AnalysisError, TypeCheckError, UnsupportedFeatureError
+from engine.expressions import infer_type
+from engine.metastore import DataSource, MetaStore
+from engine.parser import ast
+from engine.plan import expr as E
+from engine.plan import types as T
+from engine.plan.plan import (
+    CreateStreamCommand,
+    CreateTableCommand,
+    DropSourceCommand,
+    QueryPlan,
+    StatementPlan,
+)
+from engine.plan.schema import (
+    PSEUDO_COLUMNS,
+    WINDOW_BOUNDS,
+    Column,
+    LogicalSchema,
+    Namespace,
+)
+from engine.plan.steps import Formats, TimestampColumn, WindowInfo
+from engine.planner import logical as L
+from engine.planner.physical import to_steps
+from engine.records import TopicInfo
+from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
+
+RESERVED_COLUMN_NAMES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
+SCHEMA_INFERRING_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
+WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"})
+
+DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
+DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
+WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
+
+
+@dataclass
+class Planner:
+    """Plans one statement at a time against the current metastore and topics."""
+
+    metastore: MetaStore
+    topics: Callable[[], Mapping[str, TopicInfo]]
+    config: Mapping[str, Any]
+
+    # ------------------------------------------------------------------ DDL
+
+    def plan_create_source(self, stmt: ast.CreateSource, text: str) -> StatementPlan | None:
+        """CREATE [OR REPLACE] STREAM|TABLE name (columns) WITH (...)."""
+        props = WithProperties.of(stmt.properties, statement=text)
+        is_table = stmt.kind == "TABLE"
+        existing = self.metastore.get(stmt.name)
+        if existing is not None and not stmt.or_replace:
+            if stmt.if_not_exists:
+                return None
+            raise AnalysisError(
+                f"Cannot add {stmt.kind.lower()} '{stmt.name}': A "
+                f"{existing.kind.lower()} with the same name already exists."
+            )
+        schema = self._declared_schema(stmt, is_table)
+        topic = props.string("KAFKA_TOPIC")
+        if topic is None:
+            raise AnalysisError('Missing required property "KAFKA_TOPIC" which has no default value.')
+        if topic not in self.topics() and props.integer("PARTITIONS") is None:
+            raise AnalysisError(f"Kafka topic does not exist: {topic}")
+        formats = self._source_formats(props, schema)
+        if not schema.value and formats.value_format in SCHEMA_INFERRING_FORMATS:
+            raise UnsupportedFeatureError("schema inference from a schema registry")
+        if not schema.columns:
+            raise AnalysisError("The statement does not define any columns.")
+        ts = self._timestamp_column(props, schema)
+        window = self._window_info(props)
+        cls = CreateTableCommand if is_table else CreateStreamCommand
+        command = cls(
+            name=stmt.name,
+            schema=schema,
+            topic=topic,
+            formats=formats,
+            timestamp_column=ts,
+            window_info=window,
+            or_replace=stmt.or_replace,
+            is_source=getattr(stmt, "is_source", False),
+        )
+        return StatementPlan(statement_text=text, command=command)
+
+    def _declared_schema(self, stmt: ast.CreateSource, is_table: bool) -> LogicalSchema:
+        columns: list[Column] = []
+        seen: set[str] = set()
+        for el in stmt.elements:
+            if el.name in RESERVED_COLUMN_NAMES:
+                raise AnalysisError(
+                    f"'{el.name}' is a reserved column name. You cannot use it as a name for a column."
+                )
+            if el.name in seen:
+                raise AnalysisError(f"Duplicate column names: `{el.name}`.")
+            seen.add(el.name)
+            if el.constraint == "PRIMARY KEY" and not is_table:
+                raise AnalysisError(
+                    f"Column `{el.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams.\n"
+                    "Tables have PRIMARY KEYs, which are unique and NON NULL.\n"
+                    "Streams have KEYs, which have no uniqueness or NULL constraints."
+                )
+            if el.constraint == "KEY" and is_table:
+                raise AnalysisError(
+                    f"Column `{el.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.\n"
+                    "Tables have PRIMARY KEYs, which are unique and NON NULL.\n"
+                    "Streams have KEYs, which have no uniqueness or NULL constraints."
+                )
+            if el.constraint in ("KEY", "PRIMARY KEY"):
+                columns.append(Column(el.name, el.type, Namespace.KEY))
+            elif el.constraint in ("HEADERS", "HEADER"):
+                columns.append(Column(el.name, el.type, Namespace.HEADERS, el.header_key))
+            else:
+                columns.append(Column(el.name, el.type))
+        if is_table and columns and not any(c.namespace is Namespace.KEY for c in columns):
+            raise AnalysisError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+        keys = [c for c in columns if c.namespace is Namespace.KEY]
+        others = [c for c in columns if c.namespace is not Namespace.KEY]
+        return LogicalSchema(tuple(keys + others))
+
+    def _source_formats(self, props: WithProperties, schema: LogicalSchema) -> Formats:
+        fmt = props.string("FORMAT")
+        key_fmt = props.string("KEY_FORMAT")
+        value_fmt = props.string("VALUE_FORMAT")
+        if fmt is not None and (key_fmt is not None or value_fmt is not None):
+            raise AnalysisError(
+                "Cannot supply both 'FORMAT' and 'KEY_FORMAT' or 'VALUE_FORMAT' properties, "
+                "as 'FORMAT' sets both key and value formats."
+            )
+        if fmt is not None:
+            key_fmt = value_fmt = fmt
+        if value_fmt is None:
+            value_fmt = self.config.get(DEFAULT_VALUE_FORMAT)
+            if value_fmt is None:
+                raise AnalysisError(
+                    "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. "
+                    "Either provide one or set a default via the "
+                    "'ksql.persistence.default.format.value' config."
+                )
+        if key_fmt is None:
+            key_fmt = "NONE" if not schema.key else str(self.config.get(DEFAULT_KEY_FORMAT, "KAFKA"))
+        return self._formats(props, schema, key_fmt.upper(), str(value_fmt).upper())
+
+    def _formats(
+        self, props: WithProperties, schema: LogicalSchema, key_fmt: str, value_fmt: str,
+        inherited_value_props: tuple[tuple[str, str], ...] = (),
+    ) -> Formats:
+        value_props = dict(inherited_value_props)
+        delimiter = props.string("VALUE_DELIMITER")
+        if delimiter is not None:
+            if value_fmt != "DELIMITED":
+                raise AnalysisError(
+                    f"VALUE_DELIMITER is only valid with VALUE_FORMAT='DELIMITED', not '{value_fmt}'."
+                )
+            value_props["delimiter"] = delimiter
+        key_props: dict[str, str] = {}
+        key_delimiter = props.string("KEY_DELIMITER")
+        if key_delimiter is not None:
+            key_props["delimiter"] = key_delimiter
+        value_columns = [c for c in schema.columns if c.namespace is Namespace.VALUE]
+        wrap = props.boolean("WRAP_SINGLE_VALUE")
+        if wrap is None and WRAP_SINGLE_VALUES in self.config:
+            configured = str(self.config[WRAP_SINGLE_VALUES]).lower() == "true"
+            wrap = None if configured else (False if len(value_columns) == 1 else None)
+        value_features: tuple[str, ...] = ()
+        if wrap is not None:
+            if len(value_columns) != 1 and props.boolean("WRAP_SINGLE_VALUE") is not None:
+                raise AnalysisError(
+                    "'WRAP_SINGLE_VALUE' is only valid for single-field value schemas"
+                )
+            value_features = ("WRAP_SINGLES",) if wrap else ("UNWRAP_SINGLES",)
+        key_features: tuple[str, ...] = ()
+        if key_fmt in WRAPPABLE_KEY_FORMATS and len(schema.key) == 1:
+            key_features = ("UNWRAP_SINGLES",)
+        key_info = FormatInfo(key_fmt, key_props)
+        value_info = FormatInfo(value_fmt, value_props)
+        check_key_schema(key_info, list(schema.key))
+        check_value_schema(value_info, value_columns, SerdeFeatures(wrap_single_value=wrap))
+        return Formats(
+            key_format=key_fmt,
+            value_format=value_fmt,
+            key_properties=tuple(sorted(key_props.items())),
+            value_properties=tuple(sorted(value_props.items())),
+            key_features=key_features,
+            value_features=value_features,
+        )
+
+    def _timestamp_column(self, props: WithProperties, schema: LogicalSchema) -> TimestampColumn | None:
+        name = props.string("TIMESTAMP")
+        fmt = props.string("TIMESTAMP_FORMAT")
+        if name is None:
+            if fmt is not None:
+                raise AnalysisError("TIMESTAMP_FORMAT is only valid together with TIMESTAMP.")
+            return None
+        column_name = name[1:-1] if name.startswith("`") else name.upper()
+        column = schema.find(column_name)
+        if column is None:
+            raise AnalysisError(
+                f"The TIMESTAMP column set in the WITH clause does not exist in the schema: '{column_name}'"
+            )
+        base = column.type.base
+        if base is T.BaseType.STRING:
+            if fmt is None:
+                raise AnalysisError(
+                    f"A String timestamp field has been specified without also specifying the "
+                    f"TIMESTAMP_FORMAT property: '{column_name}'"
+                )
+        elif base not in (T.BaseType.BIGINT, T.BaseType.TIMESTAMP):
+            raise AnalysisError(
+                f"Timestamp column, `{column_name}`, should be LONG(INT64), TIMESTAMP, or a "
+                f"String with a timestamp_format specified."
+            )
+        return TimestampColumn(column=column_name, format=fmt)
+
+    def _window_info(self, props: WithProperties) -> WindowInfo | None:
+        kind = props.string("WINDOW_TYPE")
+        if kind is None:
+            return None
+        kind = kind.upper()
+        if kind not in ("TUMBLING", "HOPPING", "SESSION"):
+            raise AnalysisError(
+                f"WINDOW_TYPE must be one of SESSION, HOPPING or TUMBLING, got '{kind}'."
+            )
+        size = props.string("WINDOW_SIZE")
+        if kind != "SESSION" and size is None:
+            raise AnalysisError(f"{kind} windows require 'WINDOW_SIZE' to be provided in the WITH clause.")
+        if kind == "SESSION" and size is not None:
+            raise AnalysisError("'WINDOW_SIZE' should not be set for SESSION windows.")
+        return WindowInfo(type=kind, size_ms=_duration_ms(size) if size else None)
+
+    def plan_drop(self, stmt: ast.DropSource, text: str) -> StatementPlan | None:
+        existing = self.metastore.get(stmt.name)
+        if existing is None:
+            if stmt.if_exists:
+                return None
+            raise AnalysisError(f"Source {stmt.name} does not exist.")
+        if existing.kind != stmt.kind:
+            raise AnalysisError(
+                f"Incompatible data source type is {existing.kind}, but statement was DROP {stmt.kind}"
+            )
+        return StatementPlan(statement_text=text, command=DropSourceCommand(name=stmt.name, kind=stmt.kind))
+
+    # ------------------------------------------------------------------ queries
+
+    def plan_create_as_select(
+        self, stmt: ast.CreateAsSelect, text: str, query_id: str
+    ) -> StatementPlan | None:
+        """CREATE STREAM|TABLE name WITH (...) AS SELECT ..."""
+        props = WithProperties.of(stmt.properties, statement=text)
+        existing = self.metastore.get(stmt.name)
+        if existing is not None and not stmt.or_replace:
+            if stmt.if_not_exists:
+                return None
+            raise AnalysisError(
+                f"Cannot add {stmt.kind.lower()} '{stmt.name}': A "
+                f"{existing.kind.lower()} with the same name already exists."
+            )
+        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
+        if analysis.is_table != (stmt.kind == "TABLE"):
+            if stmt.kind == "TABLE":
+                raise AnalysisError(
+                    "Invalid result type. Your SELECT query produces a STREAM. "
+                    "Please use CREATE STREAM AS SELECT statement instead."
+                )
+            raise AnalysisError(
+                "Invalid result type. Your SELECT query produces a TABLE. "
+                "Please use CREATE TABLE AS SELECT statement instead."
+            )
+        projected = self._logical_query(analysis, stmt.name)
+        topic = props.string("KAFKA_TOPIC") or stmt.name
+        formats = self._sink_formats(props, analysis.source, projected.schema)
+        ts = self._timestamp_column(props, projected.schema)
+        sink = L.SinkNode(
+            schema=projected.schema, is_table=projected.is_table, window=projected.window,
+            input=projected, name=stmt.name, topic=topic, formats=formats, timestamp_column=ts,
+        )
+        cls = CreateTableCommand if analysis.is_table else CreateStreamCommand
+        command = cls(
+            name=stmt.name,
+            schema=projected.schema,
+            topic=topic,
+            formats=formats,
+            timestamp_column=ts,
+            window_info=projected.window,
+            or_replace=stmt.or_replace,
+        )
+        query = QueryPlan(
+            query_id=query_id, sources=(analysis.source.name,), sink=stmt.name, root=to_steps(sink)
+        )
+        return StatementPlan(statement_text=text, command=command, query=query)
+
+    def plan_insert_into(self, stmt: ast.InsertInto, text: str, query_id: str) -> StatementPlan:
+        """INSERT INTO target SELECT ..."""
+        target = self.metastore.get(stmt.target)
+        if target is None:
+            raise AnalysisError(f"Sink does not exist for the INSERT INTO statement: {stmt.target}")
+        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
+        if target.is_table or analysis.is_table:
+            raise AnalysisError(
+                f"INSERT INTO can only be used to insert into a stream. {target.name} is a table."
+                if target.is_table
+                else "INSERT INTO can only insert the results of a stream query."
+            )
+        projected = self._logical_query(analysis, stmt.target)
+        if _comparable(projected.schema) != _comparable(target.schema):
+            raise AnalysisError(
+                "Incompatible schema between results and sink.\n"
+                f"Result schema is {projected.schema}\nSink schema is {target.schema}"
+            )
+        sink = L.SinkNode(
+            schema=target.schema, is_table=False, window=projected.window, input=projected,
+            name=target.name, topic=target.topic, formats=target.formats,
+            timestamp_column=target.timestamp_column,
+        )
+        query = QueryPlan(
+            query_id=query_id, sources=(analysis.source.name,), sink=target.name, root=to_steps(sink)
+        )
+        return StatementPlan(statement_text=text, query=query)
+
+    def _sink_formats(self, props: WithProperties, source: DataSource, schema: LogicalSchema) -> Formats:
+        fmt = props.string("FORMAT")
+        key_fmt = props.string("KEY_FORMAT") or fmt
+        value_fmt = props.string("VALUE_FORMAT") or fmt
+        inherited: tuple[tuple[str, str], ...] = ()
+        if value_fmt is None:
+            value_fmt = source.formats.value_format
+            if props.string("VALUE_DELIMITER") is None:
+                inherited = source.formats.value_properties
+        if key_fmt is None:
+            key_fmt = source.formats.key_format
+            if key_fmt == "NONE" and schema.key:
+                key_fmt = str(self.config.get(DEFAULT_KEY_FORMAT, "KAFKA"))
+        if not schema.key:
+            key_fmt = "NONE"
+        return self._formats(props, schema, key_fmt.upper(), value_fmt.upper(), inherited)
+
+    def _logical_query(self, analysis: AnalyzedQuery, sink_name: str) -> L.LogicalNode:
+        src = analysis.source
+        node: L.LogicalNode = L.SourceNode(
+            schema=src.schema, is_table=src.is_table, window=src.window_info, source=src
+        )
+        select = list(analysis.select)
+        if analysis.where is not None:
+            node = L.FilterNode(
+                schema=node.schema, is_table=node.is_table, window=node.window,
+                input=node, predicate=analysis.where,
+            )
+        if analysis.table_functions:
+            functions: list[tuple[str, E.FunctionCall]] = []
+            for i, call in enumerate(dict.fromkeys(analysis.table_functions)):
+                functions.append((f"KSQL_SYNTH_{i}", call))
+            columns = node.columns()
+            extra = tuple(
+                Column(alias, _type_of(call, columns, alias)) for alias, call in functions
+            )
+            node = L.FlatMapNode(
+                schema=LogicalSchema(node.schema.columns + extra), is_table=False,
+                window=node.window, input=node, functions=tuple(functions),
+            )
+            replacements = {call: E.ColumnRef(alias) for alias, call in functions}
+            select = [
+                type(s)(s.alias, rewrite(s.expression, lambda e: replacements.get(e)))  # type: ignore[arg-type]
+                for s in select
+            ]
+        if analysis.partition_by is not None:
+            node, select = self._repartition(node, analysis, select, sink_name)
+        return self._project(node, select, sink_name, analysis.star_expanded)
+
+    def _repartition(
+        self, node: L.LogicalNode, analysis: AnalyzedQuery, select: list[Any], sink_name: str
+    ) -> tuple[L.LogicalNode, list[Any]]:
+        assert analysis.partition_by is not None
+        columns = node.columns()
+        keys: list[tuple[str, E.Expr]] = []
+        taken = {c.name for c in node.schema.columns}
+        counter = 0
+        for p in analysis.partition_by:
+            if isinstance(p, E.ColumnRef):
+                name = p.name
+            else:
+                match = find_select(select, p)
+                if match is not None:
+                    name = match.alias
+                else:
+                    while f"KSQL_COL_{counter}" in taken:
+                        counter += 1
+                    name = f"KSQL_COL_{counter}"
+                    counter += 1
+            taken.add(name)
+            keys.append((name, p))
+        key_columns = [Column(n, _type_of(e, columns, n), Namespace.KEY) for n, e in keys]
+        key_names = {n for n, _ in keys}
+        values = [
+            Column(c.name, c.type)
+            for c in (*node.schema.value, *node.schema.key)
+            if c.name not in key_names and c.namespace is not Namespace.HEADERS
+        ]
+        rekeyed = L.RepartitionNode(
+            schema=LogicalSchema(tuple(key_columns + values)), is_table=False,
+            window=node.window, input=node, keys=tuple(keys),
+        )
+        replacements = {e: E.ColumnRef(n) for n, e in keys if not isinstance(e, E.ColumnRef)}
+        if analysis.star_expanded:
+            # SELECT * after PARTITION BY: the new key, then every other column.
+            from engine.analysis.query import SelectColumn
+
+            select = [SelectColumn(c.name, E.ColumnRef(c.name)) for c in rekeyed.schema.columns]
+        else:
+            select = [
+                type(s)(s.alias, rewrite(s.expression, lambda e: replacements.get(e)))
+                for s in select
+            ]
+        return rekeyed, select
+
+    def _project(
+        self, node: L.LogicalNode, select: list[Any], sink_name: str, star: bool
+    ) -> L.LogicalNode:
+        columns = node.columns()
+        key_columns = node.schema.key
+        key_names: list[str] = []
+        used: set[int] = set()
+        for key in key_columns:
+            matches = [
+                i for i, s in enumerate(select)
+                if isinstance(s.expression, E.ColumnRef) and s.expression.name == key.name
+            ]
+            if not matches:
+                raise AnalysisError(
+                    "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\n"
+                    f"The query used to build `{sink_name}` must include the key column"
+                    f"{'s' if len(key_columns) > 1 else ''} "
+                    f"{', '.join(k.name for k in key_columns)} in its projection (eg, SELECT "
+                    f"{', '.join(k.name for k in key_columns)}...)."
+                )
+            if len(matches) > 1:
+                aliases = " and ".join(select[i].alias for i in matches)
+                raise AnalysisError(
+                    f"The projection contains a key column (`{key.name}`) more than once, "
+                    f"aliased as: {aliases}.\nEach key column must only be in the projection once. "
+                    "If you intended to copy the key into the value, then consider using the "
+                    "AS_VALUE function to indicate which key reference should be copied."
+                )
+            used.add(matches[0])
+            key_names.append(select[matches[0]].alias)
+        values = [(s.alias, s.expression) for i, s in enumerate(select) if i not in used]
+        out_columns = [
+            Column(n, k.type, Namespace.KEY) for n, k in zip(key_names, key_columns, strict=True)
+        ] + [Column(a, _type_of(e, columns, a)) for a, e in values]
+        return L.ProjectNode(
+            schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
+            input=node, key_names=tuple(key_names), values=tuple(values),
+        )
+
+
+def _type_of(expr: E.Expr, columns: Mapping[str, T.SqlType], alias: str) -> T.SqlType:
+    t = infer_type(expr, columns)
+    if t is None:
+        raise TypeCheckError(
+            "Can't infer a type of null. Please explicitly cast it to a required type, "
+            f"e.g. CAST(null AS VARCHAR). Column: {alias}."
+        )
+    return t
+
+
+def _comparable(schema: LogicalSchema) -> list[tuple[str, str, str]]:
+    return [(c.name, str(c.type), c.namespace.value) for c in schema.columns if c.namespace is not Namespace.HEADERS]
+
+
+_UNITS_MS = {
+    "MILLISECOND": 1, "MILLISECONDS": 1, "SECOND": 1000, "SECONDS": 1000,
+    "MINUTE": 60_000, "MINUTES": 60_000, "HOUR": 3_600_000, "HOURS": 3_600_000,
+    "DAY": 86_400_000, "DAYS": 86_400_000,
+}
+
+
+def _duration_ms(text: str) -> int:
+    parts = text.strip().split()
+    if len(parts) != 2 or not parts[0].isdigit() or parts[1].upper() not in _UNITS_MS:
+        raise AnalysisError(f"Invalid duration '{text}': expected a number and a time unit, e.g. '10 SECONDS'.")
+    return int(parts[0]) * _UNITS_MS[parts[1].upper()]

@@ -1,0 +1,1 @@
+"""Spark runtime: the one SparkSession, value conversions, and the bounded/unbounded adapter."""

@@ -1,0 +1,131 @@
+"""The runtime adapter: the one place where bounded and unbounded execution differ.
+
+Builders ask the adapter for a topic's raw records as a DataFrame (``RAW_SCHEMA``) and hand
+it the sink's raw DataFrame. ``BoundedRuntime`` keeps topics in memory and runs each query
+as a batch job over everything produced so far (the QTT harness uses it); a streaming
+runtime reads and writes Kafka with Structured Streaming behind the same two calls.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pyspark.sql import DataFrame, SparkSession
+
+from engine.records import Header, TopicInfo, TopicRecord, Window
+from engine.runtime.rows import RAW_SCHEMA
+
+
+class Runtime(Protocol):
+    """What step builders need from the execution environment."""
+
+    spark: SparkSession
+
+    def read_topic(self, topic: str) -> DataFrame:
+        """The topic's records as a DataFrame of ``RAW_SCHEMA``."""
+        ...
+
+
+@dataclass
+class StoredRecord:
+    """A record in the in-memory topic store, with its input-order key."""
+
+    seq: tuple[int, ...]
+    record: TopicRecord
+    offset: int
+
+
+@dataclass
+class TopicStore:
+    """In-memory topics: their configuration and their records in append order."""
+
+    topics: dict[str, TopicInfo] = field(default_factory=dict)
+    records: dict[str, list[StoredRecord]] = field(default_factory=dict)
+    _next_seq: int = 0
+
+    def ensure(self, info: TopicInfo) -> TopicInfo:
+        existing = self.topics.get(info.name)
+        if existing is None:
+            self.topics[info.name] = info
+            self.records.setdefault(info.name, [])
+            return info
+        return existing
+
+    def append(self, record: TopicRecord, seq: tuple[int, ...] | None = None) -> None:
+        """Append a record; without ``seq`` it is a new input record (next in input order)."""
+        if seq is None:
+            seq = (self._next_seq,)
+            self._next_seq += 1
+        if record.topic not in self.topics:
+            self.ensure(TopicInfo(record.topic))
+        stored = self.records.setdefault(record.topic, [])
+        partition = record.partition or 0
+        offset = sum(1 for r in stored if (r.record.partition or 0) == partition)
+        stored.append(StoredRecord(seq, record, offset))
+
+    def read(self, topic: str) -> list[StoredRecord]:
+        return sorted(self.records.get(topic, []), key=lambda r: r.seq)
+
+
+def raw_row(stored: StoredRecord) -> tuple[Any, ...]:
+    """One row of ``RAW_SCHEMA`` for a stored record."""
+    r = stored.record
+    window = r.window
+    return (
+        list(stored.seq),
+        pickle.dumps(r.key),
+        pickle.dumps(r.value),
+        r.timestamp if r.timestamp is not None else 0,
+        r.partition or 0,
+        stored.offset,
+        [(h.key, h.value) for h in r.headers],
+        window.start if window else None,
+        window.end if window else None,
+    )
+
+
+def record_from_raw(topic: str, row: Any, window_type: str | None) -> tuple[tuple[int, ...], TopicRecord]:
+    """A topic record (and its seq) from a collected sink row of ``RAW_SCHEMA``."""
+    window = None
+    if row["__wstart"] is not None:
+        window = Window(row["__wstart"], row["__wend"], window_type or "TIME")
+    headers = tuple(Header(h["KEY"], h["VALUE"]) for h in (row["__headers"] or ()))
+    record = TopicRecord(
+        topic=topic,
+        key=pickle.loads(row["__key"]),
+        value=pickle.loads(row["__value"]),
+        timestamp=row["__ts"],
+        partition=row["__partition"],
+        window=window,
+        headers=headers,
+    )
+    return tuple(row["__seq"]), record
+
+
+@dataclass
+class BoundedRuntime:
+    """Runs queries as batch jobs over an in-memory topic store."""
+
+    spark: SparkSession
+    store: TopicStore = field(default_factory=TopicStore)
+
+    def read_topic(self, topic: str) -> DataFrame:
+        rows = [raw_row(r) for r in self.store.read(topic)]
+        return self.spark.createDataFrame(rows, RAW_SCHEMA)
+
+    def write_sink(
+        self, topic: str, df: DataFrame, window_type: str | None = None
+    ) -> list[TopicRecord]:
+        """Run the sink's job and append its records to the topic, in input order."""
+        collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
+        collected.sort(key=lambda pair: pair[0])
+        for seq, record in collected:
+            self.store.append(record, seq)
+        return [record for _, record in collected]
+
+    def produce(self, records: Iterable[TopicRecord]) -> None:
+        for record in records:
+            self.store.append(record)

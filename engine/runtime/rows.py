@@ -1,0 +1,138 @@
+"""Row-at-a-time Python functions applied to DataFrames through ``mapInArrow``.
+
+Every stream or table DataFrame of a query has the user columns of its logical schema
+(key columns first) plus the meta columns below. ``map_rows`` converts each Arrow record
+to the engine's Python values, calls a row function that returns zero or more output rows,
+and converts those back. The same operator runs on bounded DataFrames and on Structured
+Streaming ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import types as ST
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from engine.plan.schema import LogicalSchema
+from engine.runtime.convert import from_spark, spark_type, to_spark
+
+SEQ = "__seq"  # array<bigint>: input-order key (lexicographic provenance of the record)
+DELETED = "__deleted"  # boolean: a table changelog delete (tombstone)
+HEADERS = "__headers"  # array<struct<KEY string, VALUE binary>>: the record's headers
+ROWTIME, ROWPARTITION, ROWOFFSET = "ROWTIME", "ROWPARTITION", "ROWOFFSET"
+WINDOWSTART, WINDOWEND = "WINDOWSTART", "WINDOWEND"
+
+HEADER_SPARK_TYPE = ST.ArrayType(
+    ST.StructType(
+        [ST.StructField("KEY", ST.StringType()), ST.StructField("VALUE", ST.BinaryType())]
+    )
+)
+
+META_FIELDS: tuple[ST.StructField, ...] = (
+    ST.StructField(SEQ, ST.ArrayType(ST.LongType(), containsNull=False), nullable=False),
+    ST.StructField(ROWTIME, ST.LongType()),
+    ST.StructField(ROWPARTITION, ST.IntegerType()),
+    ST.StructField(ROWOFFSET, ST.LongType()),
+    ST.StructField(HEADERS, HEADER_SPARK_TYPE),
+    ST.StructField(DELETED, ST.BooleanType()),
+    ST.StructField(WINDOWSTART, ST.LongType()),
+    ST.StructField(WINDOWEND, ST.LongType()),
+)
+META_NAMES: tuple[str, ...] = tuple(f.name for f in META_FIELDS)
+
+# Raw topic records, as a runtime adapter reads them: key and value in QTT form, pickled.
+RAW_FIELDS: tuple[ST.StructField, ...] = (
+    ST.StructField(SEQ, ST.ArrayType(ST.LongType(), containsNull=False), nullable=False),
+    ST.StructField("__key", ST.BinaryType()),
+    ST.StructField("__value", ST.BinaryType()),
+    ST.StructField("__ts", ST.LongType()),
+    ST.StructField("__partition", ST.IntegerType()),
+    ST.StructField("__offset", ST.LongType()),
+    ST.StructField(HEADERS, HEADER_SPARK_TYPE),
+    ST.StructField("__wstart", ST.LongType()),
+    ST.StructField("__wend", ST.LongType()),
+)
+RAW_SCHEMA = ST.StructType(list(RAW_FIELDS))
+
+Row = dict[str, Any]
+RowFunction = Callable[[Row], Iterable[Row]]
+
+
+def row_spark_schema(schema: LogicalSchema) -> ST.StructType:
+    """The Spark schema of a stream/table DataFrame with this logical schema."""
+    user = [ST.StructField(c.name, spark_type(c.type), nullable=True) for c in schema.columns]
+    return ST.StructType(user + list(META_FIELDS))
+
+
+@dataclass(frozen=True)
+class _Codec:
+    """Per-column converters between Arrow values and engine values."""
+
+    decode: tuple[tuple[str, Callable[[Any], Any]], ...]
+    encode: tuple[tuple[str, Callable[[Any], Any]], ...]
+
+
+def _decoders(schema: LogicalSchema) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    return tuple((c.name, from_spark(c.type)) for c in schema.columns)
+
+
+def _encoders(schema: LogicalSchema) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    return tuple((c.name, to_spark(c.type)) for c in schema.columns)
+
+
+def map_rows(
+    df: DataFrame,
+    *,
+    input_schema: LogicalSchema | None,
+    output_schema: LogicalSchema | None,
+    fn: RowFunction,
+    name: str,
+    input_fields: Sequence[str] = META_NAMES,
+    output_spark_schema: ST.StructType | None = None,
+) -> DataFrame:
+    """Apply ``fn`` to every row; ``fn`` returns the output rows (dicts) for one input row.
+
+    With ``input_schema`` None, rows hold only ``input_fields`` as Spark gives them (raw
+    topic records); with ``output_schema`` None, ``output_spark_schema`` gives the output.
+    """
+    decode = _decoders(input_schema) if input_schema is not None else ()
+    if output_schema is not None:
+        encode = _encoders(output_schema)
+        out_schema = row_spark_schema(output_schema)
+        passthrough = META_NAMES
+    else:
+        assert output_spark_schema is not None
+        encode = ()
+        out_schema = output_spark_schema
+        passthrough = tuple(f.name for f in output_spark_schema.fields)
+    arrow_schema = to_arrow_schema(out_schema)
+    meta_in = tuple(input_fields)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out: list[Row] = []
+            for record in batch.to_pylist():
+                row = {n: conv(record[n]) for n, conv in decode}
+                for m in meta_in:
+                    row[m] = record[m]
+                for produced in fn(row):
+                    encoded = {n: conv(produced.get(n)) for n, conv in encode}
+                    for m in passthrough:
+                        if m not in encoded:
+                            encoded[m] = produced.get(m)
+                    out.append(encoded)
+            yield pa.RecordBatch.from_pylist(out, schema=arrow_schema)
+
+    run.__name__ = _function_name(name)
+    run.__qualname__ = run.__name__
+    return df.mapInArrow(run, out_schema)
+
+
+def _function_name(ctx: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() else "_" for ch in ctx)
+    return cleaned or "step"

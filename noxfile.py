@@ -1,0 +1,41 @@
+"""Developer and CI sessions: tests, the main QTT job, conformance, lint, benchmarks."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = "3.11"
+CORPUS = "../shared/ksqldb-qtt"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def qtt(session: nox.Session) -> None:
+    """The main job: run the project's own QTT cases on local Spark (no broker needed)."""
+    session.install("-e", ".")
+    session.run("qtt", "run", "tests/qtt_cases", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def conformance(session: nox.Session) -> None:
+    """Run the conformance runner: `nox -s conformance -- PATH [--report FILE]`."""
+    session.install("-e", ".")
+    args = session.posargs or [CORPUS, "--report", "reports/conformance.json"]
+    session.run("qtt", "conformance", *args)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff and mypy on the engine and the harness."""
+    session.install("-e", ".[lint]")
+    session.run("ruff", "check", "engine", "qtt", "tests")
+    session.run("mypy", "engine", "qtt")
