@@ -175,6 +175,7 @@ class FunctionRegistry:
             None if a is None else _param_type(_substitute(p, bindings), a)
             for p, a in zip(params, arg_types, strict=True)
         )
+        ret: SqlType | None
         if callable(sig.returns) and not isinstance(sig.returns, SqlType):
             ret = sig.returns(list(arg_types))
         else:

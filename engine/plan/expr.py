@@ -420,11 +420,23 @@ def _quote_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# Keywords the parser reserves (engine/parser/ksql.lark); they must be back-quoted to be read
+# back as identifiers. tests/engine/parser keeps this list equal to the grammar's.
+RESERVED_WORDS = frozenset(
+    """ADVANCE ALL AND AS BEGINNING BETWEEN BY CASE CAST CONNECTOR CONNECTORS CREATE DAYS
+    DECIMAL DELETE DESCRIBE DISTINCT DROP ELSE END EXISTS EXTENDED FALSE FROM FULL GROUP
+    HAVING HOPPING HOURS IN INNER INSERT INTO IS JOIN LEFT LIKE LIMIT LIST MILLISECOND
+    MILLISECONDS MINUTES NOT NULL ON OR OUTER PRINT QUERIES RETENTION RIGHT RUN SAMPLE SCHEMA
+    SCRIPT SECONDS SELECT SIZE STREAM STREAMS TABLE TERMINATE THEN TOPICS TRUE TUMBLING UNSET
+    VALUES WHEN WHERE WINDOW WITH WITHIN""".split()
+)
+
+
 def format_identifier(name: str) -> str:
-    """Print an identifier, back-quoting it when it is not a plain upper-case name."""
+    """Print an identifier, back-quoting it when it is not a plain upper-case non-reserved name."""
     if name and (name[0].isalpha() or name[0] == "_") and all(
         c.isalnum() or c == "_" for c in name
-    ) and name == name.upper():
+    ) and name == name.upper() and name not in RESERVED_WORDS:
         return name
     return "`" + name.replace("`", "``") + "`"
 
@@ -443,7 +455,9 @@ def format_sql(expr: Expr) -> str:
             if isinstance(v, bytes):
                 return "X'" + v.hex().upper() + "'"
             if isinstance(v, float):
-                return repr(v).replace("e", "E")
+                # An exponent keeps the text a DOUBLE literal when parsed back (1.5 is DECIMAL).
+                text = repr(v).replace("e", "E")
+                return text if "E" in text or not text[-1].isdigit() else text + "E0"
             return str(v)
         case ColumnRef(name=n, source=None):
             return format_identifier(n)
@@ -460,7 +474,9 @@ def format_sql(expr: Expr) -> str:
         case Subscript(base=b, index=i):
             return f"{f(b)}[{f(i)}]"
         case Negate(operand=o):
-            return f"-{f(o)}"
+            inner = f(o)
+            # A space keeps "- -1" from reading as the comment "--1" (as ksqlDB's formatter).
+            return f"- {inner}" if inner.startswith("-") else f"-{inner}"
         case Arithmetic(op=op, left=left, right=right) | Comparison(op=op, left=left, right=right):
             return f"({f(left)} {op} {f(right)})"
         case Logical(op=op, left=left, right=right):

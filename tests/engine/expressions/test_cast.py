@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal as D
+from typing import Any
+
+import pytest
+
+from engine.errors import TypeCheckError
+from engine.expressions import cast_value, coerce_value
+from engine.plan import types as T
+
+STRUCT_AB = T.Struct((T.Field("A", T.INTEGER), T.Field("b", T.STRING)))
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "target", "expected"),
+    [
+        ("42", T.STRING, T.INTEGER, 42),
+        (" 42 ", T.STRING, T.BIGINT, 42),
+        ("1.5", T.STRING, T.DOUBLE, 1.5),
+        ("0.99", T.STRING, T.Decimal(2, 1), D("1.0")),
+        ("true", T.STRING, T.BOOLEAN, True),
+        ("nope", T.STRING, T.BOOLEAN, False),
+        (2**31, T.BIGINT, T.INTEGER, -(2**31)),
+        (3.9, T.DOUBLE, T.INTEGER, 3),
+        (-3.9, T.DOUBLE, T.BIGINT, -3),
+        (1e30, T.DOUBLE, T.INTEGER, 2**31 - 1),
+        (D("10.99"), T.Decimal(4, 2), T.INTEGER, 10),
+        (D("0.01"), T.Decimal(4, 2), T.DOUBLE, 0.01),
+        (0.01, T.DOUBLE, T.Decimal(2, 1), D("0.0")),
+        (1, T.INTEGER, T.Decimal(2, 1), D("1.0")),
+        (1.0, T.DOUBLE, T.STRING, "1.0"),
+        (1e7, T.DOUBLE, T.STRING, "1.0E7"),
+        (D("10.00"), T.Decimal(4, 2), T.STRING, "10.00"),
+        (True, T.BOOLEAN, T.STRING, "true"),
+        ([1, 3], T.Array(T.INTEGER), T.STRING, "[1, 3]"),
+        ({"this": 1}, T.Map(T.STRING, T.INTEGER), T.STRING, "{this=1}"),
+        ({"A": 1, "b": None}, STRUCT_AB, T.STRING, "Struct{A=1}"),
+        (dt.date(1969, 12, 31), T.DATE, T.STRING, "1969-12-31"),
+        (dt.time(0, 0, 5), T.TIME, T.STRING, "00:00:05"),
+        (dt.datetime(2022, 4, 28, 21, 44, 47, 943000), T.TIMESTAMP, T.STRING, "2022-04-28T21:44:47.943"),
+        ("2022-04-28T21:44:47.943Z", T.STRING, T.TIMESTAMP, dt.datetime(2022, 4, 28, 21, 44, 47, 943000)),
+        ("2022-04-28", T.STRING, T.DATE, dt.date(2022, 4, 28)),
+        ("10:11:12", T.STRING, T.TIME, dt.time(10, 11, 12)),
+        (dt.datetime(2022, 4, 28, 10, 1), T.TIMESTAMP, T.DATE, dt.date(2022, 4, 28)),
+        (dt.date(2022, 4, 28), T.DATE, T.TIMESTAMP, dt.datetime(2022, 4, 28)),
+        ([1, 2**31], T.Array(T.BIGINT), T.Array(T.STRING), ["1", "2147483648"]),
+        ({"k": {"k2": "10"}}, T.Map(T.STRING, T.Map(T.STRING, T.STRING)),
+         T.Map(T.STRING, T.Map(T.STRING, T.INTEGER)), {"k": {"k2": 10}}),
+        ({"A": 1, "b": "x"}, STRUCT_AB, T.Struct((T.Field("A", T.STRING), T.Field("Z", T.STRING))),
+         {"A": "1", "Z": None}),
+        (None, T.STRING, T.INTEGER, None),
+        (None, None, T.Array(T.INTEGER), None),
+    ],
+)
+def test_cast_matrix(value: Any, source: T.SqlType | None, target: T.SqlType, expected: Any) -> None:
+    result = cast_value(value, source, target)
+    assert result == expected
+    assert type(result) is type(expected)
+
+
+def test_cast_to_decimal_keeps_the_target_scale() -> None:
+    assert str(cast_value(D("1"), T.Decimal(1, 0), T.Decimal(5, 3))) == "1.000"
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "target"),
+    [
+        ("abc", T.STRING, T.INTEGER),
+        ("1.5", T.STRING, T.INTEGER),
+        ("99999999999", T.STRING, T.INTEGER),
+        (10, T.INTEGER, T.Decimal(2, 1)),
+        ("x", T.STRING, T.DOUBLE),
+        ("not a date", T.STRING, T.DATE),
+    ],
+)
+def test_cast_of_unconvertible_value_raises(value: Any, source: T.SqlType, target: T.SqlType) -> None:
+    with pytest.raises((ValueError, ArithmeticError)):
+        cast_value(value, source, target)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        (T.STRING, T.Array(T.INTEGER)),
+        (T.STRING, T.Map(T.STRING, T.INTEGER)),
+        (T.BOOLEAN, T.INTEGER),
+        (T.INTEGER, T.TIMESTAMP),
+        (T.TIME, T.DATE),
+        (T.BYTES, T.STRING),
+    ],
+)
+def test_unsupported_casts_are_type_errors(source: T.SqlType, target: T.SqlType) -> None:
+    with pytest.raises(TypeCheckError, match=f"Cast of {source}"):
+        cast_value(None, source, target)
+
+
+def test_coerce_widens_numbers() -> None:
+    assert coerce_value(1, T.INTEGER, T.DOUBLE) == 1.0
+    assert isinstance(coerce_value(1, T.INTEGER, T.DOUBLE), float)
+    assert coerce_value(3, T.INTEGER, T.Decimal(12, 2)) == D("3.00")
+    assert str(coerce_value(3, T.INTEGER, T.Decimal(12, 2))) == "3.00"
+    assert coerce_value([1, None], T.Array(T.INTEGER), T.Array(T.DOUBLE)) == [1.0, None]
+
+
+def test_coerce_fills_missing_struct_fields_with_null() -> None:
+    wide = T.Struct((T.Field("A", T.BIGINT), T.Field("Z", T.STRING)))
+    assert coerce_value({"A": 1}, T.Struct((T.Field("A", T.INTEGER),)), wide) == {"A": 1, "Z": None}

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.errors import TypeCheckError, UnknownFunctionError
+from engine.functions.registry import FunctionRegistry, Generic, LambdaType, Signature
+from engine.plan import types as T
+
+_T = Generic("T")
+_U = Generic("U")
+
+
+def _impl(*args: Any) -> Any:
+    return args
+
+
+def make_registry() -> FunctionRegistry:
+    registry = FunctionRegistry()
+    for params, returns in [
+        ((T.INTEGER,), T.INTEGER),
+        ((T.BIGINT,), T.BIGINT),
+        ((T.Decimal(1000, 0),), T.STRING),
+        ((T.DOUBLE,), T.DOUBLE),
+    ]:
+        registry.register(Signature("NUM", params, returns, _impl))
+    for t in (T.INTEGER, T.BIGINT, T.DOUBLE, T.STRING):
+        registry.register(Signature("BIG", (t, t), t, _impl, variadic=True))
+    registry.register(Signature("FIRST", (T.Array(_T),), _T, _impl))
+    registry.register(
+        Signature("MAPPED", (T.Array(_T), LambdaType((_T,), _U)), T.Array(_U), _impl)
+    )
+    registry.register(Signature("LEN", (T.STRING,), T.INTEGER, _impl))
+    registry.register(Signature("LEN", (T.BYTES,), T.INTEGER, _impl))
+    return registry
+
+
+def test_exact_overload_wins() -> None:
+    assert make_registry().resolve("num", [T.BIGINT]).return_type == T.BIGINT
+
+
+def test_any_decimal_parameter_takes_the_argument_decimal_as_is() -> None:
+    resolved = make_registry().resolve("NUM", [T.Decimal(4, 2)])
+    assert resolved.param_types == (T.Decimal(4, 2),)
+
+
+def test_shortest_widening_wins_when_casts_are_needed() -> None:
+    registry = FunctionRegistry()
+    registry.register(Signature("F", (T.DOUBLE,), T.DOUBLE, _impl))
+    registry.register(Signature("F", (T.BIGINT,), T.BIGINT, _impl))
+    resolved = registry.resolve("F", [T.INTEGER])
+    assert resolved.return_type == T.BIGINT
+    assert resolved.param_types == (T.BIGINT,)
+
+
+def test_variadic_overloads_that_all_need_casts_are_ambiguous() -> None:
+    with pytest.raises(TypeCheckError, match=r"ambiguous method parameters \(INTEGER, BIGINT\)"):
+        make_registry().resolve("BIG", [T.INTEGER, T.BIGINT])
+
+
+def test_null_arguments_matching_several_overloads_are_ambiguous() -> None:
+    with pytest.raises(TypeCheckError, match=r"ambiguous method parameters \(null\)"):
+        make_registry().resolve("LEN", [None])
+
+
+def test_no_match_lists_the_alternatives() -> None:
+    with pytest.raises(TypeCheckError) as info:
+        make_registry().resolve("LEN", [T.INTEGER])
+    assert "Function 'LEN' does not accept parameters (INTEGER)." in str(info.value)
+    assert "LEN(STRING)" in str(info.value)
+
+
+def test_unknown_function() -> None:
+    with pytest.raises(UnknownFunctionError, match="'NOPE'"):
+        make_registry().resolve("nope", [])
+
+
+def test_generics_bind_from_arguments() -> None:
+    resolved = make_registry().resolve("FIRST", [T.Array(T.STRING)])
+    assert resolved.return_type == T.STRING
+
+
+def test_lambda_parameters_bind_then_result_binds() -> None:
+    registry = make_registry()
+    pending = LambdaType((None,), None)
+    assert registry.lambda_param_types("MAPPED", [T.Array(T.INTEGER), pending], 1) == (T.INTEGER,)
+    full = LambdaType((T.INTEGER,), T.DOUBLE)
+    assert registry.resolve("MAPPED", [T.Array(T.INTEGER), full]).return_type == T.Array(T.DOUBLE)
