@@ -1,0 +1,657 @@
+"""String functions, with Java ``String`` semantics.
+
+Positions and lengths count UTF-16 code units as Java does, so a character outside the
+Basic Multilingual Plane counts twice in LEN, SUBSTRING, INSTR, LPAD and RPAD. Regular
+expressions are written in Java syntax and translated to Python's ``re`` (see
+``java_regex``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid as _uuid
+from array import array
+from collections.abc import Callable
+from functools import lru_cache
+
+from engine.errors import EvaluationError
+from engine.functions.registry import scalar
+from engine.plan import types as T
+
+# --------------------------------------------------------------------------- UTF-16 helpers
+
+
+def _needs_units(s: str) -> bool:
+    return not s.isascii() and any(ord(c) > 0xFFFF for c in s)
+
+
+def to_units(s: str) -> str:
+    """The string with every UTF-16 code unit as one Python character (Java's ``char`` view)."""
+    if not _needs_units(s):
+        return s
+    return "".join(map(chr, array("H", s.encode("utf-16-le", "surrogatepass"))))
+
+
+def from_units(s: str) -> str:
+    """Inverse of ``to_units``: joins surrogate pairs back into code points."""
+    if not any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+        return s
+    return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def java_length(s: str) -> int:
+    """Java's ``String.length()``: the number of UTF-16 code units."""
+    return len(to_units(s))
+
+
+# --------------------------------------------------------------------------- Java regex
+
+_POSIX_CLASSES = {
+    "Lower": "a-z",
+    "Upper": "A-Z",
+    "ASCII": "\\x00-\\x7F",
+    "Alpha": "a-zA-Z",
+    "Digit": "0-9",
+    "Alnum": "a-zA-Z0-9",
+    "Punct": "!-/:-@\\[-`{-~",
+    "Graph": "!-~",
+    "Print": " -~",
+    "Blank": " \\t",
+    "Cntrl": "\\x00-\\x1F\\x7F",
+    "XDigit": "0-9a-fA-F",
+    "Space": " \\t\\n\\x0B\\f\\r",
+    "L": "^\\W\\d_",
+    "IsAlphabetic": "^\\W\\d_",
+    "IsDigit": "\\d",
+    "N": "\\d",
+}
+
+
+@lru_cache(maxsize=256)
+def java_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a Java regular expression with Python's ``re``.
+
+    Translates the Java-only syntax that matters in practice: named groups ``(?<n>..)``,
+    back references ``\\k<n>``, quoting ``\\Q..\\E``, ``\\z``/``\\Z`` and a few POSIX
+    classes ``\\p{Alpha}``.
+    """
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            if nxt == "Q":
+                end = pattern.find("\\E", i + 2)
+                end = n if end < 0 else end
+                out.append(re.escape(pattern[i + 2 : end]))
+                i = end + 2
+                continue
+            if nxt in "pP" and i + 2 < n and pattern[i + 2] == "{":
+                close = pattern.find("}", i + 3)
+                name = pattern[i + 3 : close] if close > 0 else ""
+                name = name.removeprefix("Is") if name not in _POSIX_CLASSES else name
+                body = _POSIX_CLASSES.get(name) or _POSIX_CLASSES.get("Is" + name)
+                if body is None:
+                    raise EvaluationError(
+                        f"The regular expression '{pattern}' uses the character class "
+                        f"'\\{nxt}{{{name}}}', which is not supported."
+                    )
+                negate = nxt == "P"
+                if body.startswith("^"):  # already a negated set
+                    negate = not negate
+                    body = body[1:]
+                if in_class and not negate:
+                    out.append(body)
+                elif in_class:
+                    raise EvaluationError(
+                        f"The regular expression '{pattern}' negates a character class "
+                        "inside brackets, which is not supported."
+                    )
+                else:
+                    out.append(("[^" if negate else "[") + body + "]")
+                i = close + 1
+                continue
+            if nxt == "k" and i + 2 < n and pattern[i + 2] == "<":
+                close = pattern.find(">", i + 3)
+                out.append(f"(?P={pattern[i + 3 : close]})")
+                i = close + 1
+                continue
+            if nxt == "z" and not in_class:
+                out.append("\\Z")
+                i += 2
+                continue
+            if nxt == "Z" and not in_class:
+                out.append("(?=\\n?\\Z)")
+                i += 2
+                continue
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif c == "[":
+                out.append("\\[")
+                i += 1
+                continue
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            # A ']' right after '[' or '[^' is a literal in both dialects.
+            if pattern.startswith("^", i):
+                out.append("^")
+                i += 1
+            if pattern.startswith("]", i):
+                out.append("\\]")
+                i += 1
+            continue
+        if pattern.startswith("(?<", i) and not pattern.startswith(("(?<=", "(?<!"), i):
+            out.append("(?P<")
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    try:
+        return re.compile("".join(out))
+    except re.error as exc:
+        raise EvaluationError(
+            f"The regular expression '{pattern}' is not valid: {exc}."
+        ) from exc
+
+
+def java_replacement(pattern: re.Pattern[str], replacement: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` callback applying a Java replacement string (``$1``, ``${name}``, ``\\$``)."""
+    parts: list[tuple[bool, str | int]] = []  # (is_group_reference, literal text or group)
+    buf: list[str] = []
+    i, n = 0, len(replacement)
+    while i < n:
+        c = replacement[i]
+        if c == "\\":
+            if i + 1 >= n:
+                raise EvaluationError(
+                    f"The replacement '{replacement}' ends with a lone backslash; "
+                    "escape it as '\\\\'."
+                )
+            buf.append(replacement[i + 1])
+            i += 2
+            continue
+        if c != "$":
+            buf.append(c)
+            i += 1
+            continue
+        ref: str | int
+        if i + 1 < n and replacement[i + 1] == "{":
+            close = replacement.find("}", i + 2)
+            ref = replacement[i + 2 : close] if close > 0 else ""
+            if ref not in pattern.groupindex:
+                raise EvaluationError(
+                    f"The replacement '{replacement}' names the group '{ref}', "
+                    "which the pattern does not define."
+                )
+            i = close + 1
+        else:
+            j = i + 1
+            if j >= n or not replacement[j].isdigit():
+                raise EvaluationError(
+                    f"The replacement '{replacement}' has an illegal group reference "
+                    f"at position {i}; expected '$' followed by a group number."
+                )
+            number = int(replacement[j])
+            j += 1
+            # Java takes more digits only while the number stays a valid group.
+            while j < n and replacement[j].isdigit():
+                longer = number * 10 + int(replacement[j])
+                if longer > pattern.groups:
+                    break
+                number = longer
+                j += 1
+            if number > pattern.groups:
+                raise EvaluationError(
+                    f"The replacement '{replacement}' refers to group {number}, but "
+                    f"the pattern has only {pattern.groups} groups."
+                )
+            ref = number
+            i = j
+        if buf:
+            parts.append((False, "".join(buf)))
+            buf = []
+        parts.append((True, ref))
+    if buf:
+        parts.append((False, "".join(buf)))
+
+    def apply(m: re.Match[str]) -> str:
+        return "".join(
+            (m.group(v) or "") if is_ref else str(v) for is_ref, v in parts
+        )
+
+    return apply
+
+
+def _java_split(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Java's ``Pattern.split(text, -1)``: trailing empty strings kept, no leading empty
+    string for a zero-width match at the start."""
+    pieces: list[str] = []
+    index = 0
+    for m in pattern.finditer(text):
+        if index == 0 and m.start() == 0 and m.end() == 0:
+            continue
+        pieces.append(text[index : m.start()])
+        index = m.end()
+    if not pieces and index == 0:
+        return [text]
+    pieces.append(text[index:])
+    return pieces
+
+
+# --------------------------------------------------------------------------- concatenation
+
+STRING, INTEGER, BYTES = T.STRING, T.INTEGER, T.BYTES
+
+
+@scalar("CONCAT", params=[STRING], returns=STRING, variadic=True, null_propagating=False)
+def concat(*parts: str | None) -> str:
+    """Concatenate the strings, skipping NULLs."""
+    return "".join(p for p in parts if p is not None)
+
+
+@scalar(
+    "CONCAT_WS", params=[STRING, STRING], returns=STRING, variadic=True, null_propagating=False
+)
+def concat_ws(separator: str | None, *parts: str | None) -> str | None:
+    """Join the non-NULL strings with the separator; NULL if the separator is NULL."""
+    if separator is None:
+        return None
+    return separator.join(p for p in parts if p is not None)
+
+
+# --------------------------------------------------------------------------- case and trimming
+
+
+@scalar("UCASE", params=[STRING], returns=STRING)
+def ucase(s: str) -> str:
+    """Upper-case the string."""
+    return s.upper()
+
+
+@scalar("LCASE", params=[STRING], returns=STRING)
+def lcase(s: str) -> str:
+    """Lower-case the string."""
+    return s.lower()
+
+
+# Java's String.trim() strips every character up to and including U+0020.
+_TRIMMED = "".join(chr(c) for c in range(0x21))
+
+
+@scalar("TRIM", params=[STRING], returns=STRING)
+def trim(s: str) -> str:
+    """Remove leading and trailing whitespace and control characters (Java ``trim``)."""
+    return s.strip(_TRIMMED)
+
+
+@scalar("LTRIM", params=[STRING], returns=STRING)
+def ltrim(s: str) -> str:
+    """Remove leading whitespace and control characters."""
+    return s.lstrip(_TRIMMED)
+
+
+@scalar("RTRIM", params=[STRING], returns=STRING)
+def rtrim(s: str) -> str:
+    """Remove trailing whitespace and control characters."""
+    return s.rstrip(_TRIMMED)
+
+
+@scalar("INITCAP", params=[STRING], returns=STRING)
+def initcap(s: str) -> str:
+    """Capitalise the first letter of each word and lower-case the rest; keep the spacing."""
+    out: list[str] = []
+    word_start = True
+    for c in s:
+        if c.isspace():
+            out.append(c)
+            word_start = True
+        else:
+            out.append(c.upper() if word_start else c.lower())
+            word_start = False
+    return "".join(out)
+
+
+# --------------------------------------------------------------------------- length and slicing
+
+
+@scalar("LEN", params=[STRING], returns=INTEGER)
+def length(s: str) -> int:
+    """The length of the string in UTF-16 code units (Java ``length``)."""
+    return java_length(s)
+
+
+def substring_bounds(length: int, pos: int, count: int | None) -> tuple[int, int]:
+    """ksqlDB's SUBSTRING bounds: 1-based ``pos``, negative from the end, clamped."""
+    start = max(length + pos, 0) if pos < 0 else max(min(pos - 1, length), 0)
+    if count is None:
+        return start, length
+    return start, max(min(start + count, length), start)
+
+
+@scalar("SUBSTRING", params=[STRING, INTEGER], returns=STRING)
+def substring_from(s: str, pos: int) -> str:
+    """The rest of the string from 1-based position ``pos`` (negative counts from the end)."""
+    units = to_units(s)
+    start, end = substring_bounds(len(units), pos, None)
+    return from_units(units[start:end])
+
+
+@scalar("SUBSTRING", params=[STRING, INTEGER, INTEGER], returns=STRING)
+def substring(s: str, pos: int, count: int) -> str:
+    """Up to ``count`` characters from 1-based position ``pos``."""
+    units = to_units(s)
+    start, end = substring_bounds(len(units), pos, count)
+    return from_units(units[start:end])
+
+
+@scalar("INSTR", params=[STRING, STRING], returns=INTEGER, null_propagating=False)
+def instr(s: str | None, sub: str | None) -> int:
+    """1-based position of the first occurrence of ``sub`` in ``s``, or 0."""
+    return instr_occurrence(s, sub, 1, 1)
+
+
+@scalar("INSTR", params=[STRING, STRING, INTEGER], returns=INTEGER, null_propagating=False)
+def instr_from(s: str | None, sub: str | None, position: int | None) -> int:
+    """1-based position of ``sub`` searching from ``position`` (backwards if negative), or 0."""
+    return instr_occurrence(s, sub, position, 1)
+
+
+@scalar(
+    "INSTR",
+    params=[STRING, STRING, INTEGER, INTEGER],
+    returns=INTEGER,
+    null_propagating=False,
+)
+def instr_occurrence(
+    s: str | None, sub: str | None, position: int | None, occurrence: int | None
+) -> int:
+    """1-based position of the ``occurrence``-th ``sub`` searching from ``position``, or 0."""
+    if position is None or occurrence is None:
+        raise EvaluationError("INSTR needs a non-NULL position and occurrence.")
+    if occurrence <= 0:
+        raise EvaluationError(
+            f"INSTR needs an occurrence greater than 0, got {occurrence}."
+        )
+    if s is None or sub is None:
+        return 0
+    text, needle = to_units(s), to_units(sub)
+    if position > 0:
+        index = position - 2
+        for _ in range(occurrence):
+            index = text.find(needle, max(index + 1, 0))
+            if index < 0:
+                return 0
+        return index + 1
+    if position < 0:
+        index = len(text) + position + 1
+        for _ in range(occurrence):
+            # Java's lastIndexOf(str, from) finds a match starting at or before `from`.
+            limit = index - 1
+            if limit < 0:
+                return 0
+            index = text.rfind(needle, 0, limit + len(needle))
+            if index < 0:
+                return 0
+        return index + 1
+    return 0
+
+
+def pad(subject: str, target: int, padding: str, left: bool) -> str:
+    """ksqlDB's LPAD/RPAD: pad with repeated ``padding`` to ``target``, truncating to it."""
+    if left:
+        fill = max(target - len(subject), 0)
+        repeated = (padding * (fill // len(padding) + 1))[:fill]
+        return (repeated + subject)[:target]
+    combined = subject + padding * (max(target - len(subject), 0) // len(padding) + 1)
+    return combined[:target]
+
+
+@scalar("LPAD", params=[STRING, INTEGER, STRING], returns=STRING)
+def lpad(s: str, target: int, padding: str) -> str | None:
+    """Left-pad ``s`` with ``padding`` to ``target`` characters (truncates longer input)."""
+    if target < 0 or not padding:
+        return None
+    return from_units(pad(to_units(s), target, to_units(padding), left=True))
+
+
+@scalar("RPAD", params=[STRING, INTEGER, STRING], returns=STRING)
+def rpad(s: str, target: int, padding: str) -> str | None:
+    """Right-pad ``s`` with ``padding`` to ``target`` characters (truncates longer input)."""
+    if target < 0 or not padding:
+        return None
+    return from_units(pad(to_units(s), target, to_units(padding), left=False))
+
+
+# --------------------------------------------------------------------------- replacing and splitting
+
+
+@scalar("REPLACE", params=[STRING, STRING, STRING], returns=STRING)
+def replace(s: str, old: str, new: str) -> str:
+    """Replace every occurrence of ``old`` with ``new``."""
+    return s.replace(old, new)
+
+
+@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING)
+def regexp_replace(s: str, regex: str, replacement: str) -> str:
+    """Replace every match of the Java regex; ``$n`` in the replacement refers to groups."""
+    pattern = java_regex(regex)
+    return pattern.sub(java_replacement(pattern, replacement), s)
+
+
+def _group(pattern: re.Pattern[str], regex: str, group: int) -> int:
+    if group < 0 or group > pattern.groups:
+        raise EvaluationError(
+            f"The regular expression '{regex}' has no group {group}; it has "
+            f"{pattern.groups} groups."
+        )
+    return group
+
+
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING], returns=STRING)
+def regexp_extract(regex: str, s: str) -> str | None:
+    """The first substring matching the regex, or NULL."""
+    return regexp_extract_group(regex, s, 0)
+
+
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING, INTEGER], returns=STRING)
+def regexp_extract_group(regex: str, s: str, group: int) -> str | None:
+    """The given group of the first match of the regex, or NULL."""
+    pattern = java_regex(regex)
+    m = pattern.search(s)
+    return m.group(_group(pattern, regex, group)) if m else None
+
+
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING], returns=T.Array(STRING))
+def regexp_extract_all(regex: str, s: str) -> list[str | None]:
+    """Every substring matching the regex."""
+    return regexp_extract_all_group(regex, s, 0)
+
+
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING, INTEGER], returns=T.Array(STRING))
+def regexp_extract_all_group(regex: str, s: str, group: int) -> list[str | None]:
+    """The given group of every match of the regex."""
+    pattern = java_regex(regex)
+    g = _group(pattern, regex, group)
+    return [m.group(g) for m in pattern.finditer(s)]
+
+
+@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING))
+def regexp_split_to_array(s: str, regex: str) -> list[str]:
+    """Split around matches of the regex, keeping empty strings."""
+    return _java_split(java_regex(regex), s)
+
+
+@scalar("SPLIT", params=[STRING, STRING], returns=T.Array(STRING))
+def split(s: str, delimiter: str) -> list[str]:
+    """Split around a literal delimiter, keeping empty strings; '' splits into characters."""
+    if not delimiter:
+        return list(s) if s else [""]
+    return s.split(delimiter)
+
+
+@scalar(
+    "SPLIT_TO_MAP", params=[STRING, STRING, STRING], returns=T.Map(STRING, STRING)
+)
+def split_to_map(s: str, entry_delimiter: str, kv_delimiter: str) -> dict[str, str] | None:
+    """Split into entries, then each entry into key and value; later keys win."""
+    if not entry_delimiter or not kv_delimiter or entry_delimiter == kv_delimiter:
+        return None
+    result: dict[str, str] = {}
+    for entry in s.split(entry_delimiter):
+        if not entry or kv_delimiter not in entry:
+            continue
+        key, value = entry.split(kv_delimiter)[:2]
+        result[key] = value
+    return result
+
+
+# --------------------------------------------------------------------------- masking
+
+_DEFAULT_MASKS = ("X", "x", "n", "-")
+
+
+def _mask(s: str, masks: tuple[str | None, ...], fn_name: str) -> str:
+    codes: list[str | None] = []
+    for m in masks:
+        if m is not None and not m:
+            raise EvaluationError(
+                f"{fn_name} needs mask characters that are NULL or at least one character "
+                "long, got ''."
+            )
+        codes.append(m[0] if m else None)
+    upper, lower, digit, other = codes
+    out: list[str] = []
+    for c in s:
+        if c.isupper():
+            r = upper
+        elif c.islower():
+            r = lower
+        elif c.isdecimal():
+            r = digit
+        else:
+            r = other
+        out.append(c if r is None else r)
+    return "".join(out)
+
+
+def _check_count(count: int, fn_name: str) -> None:
+    if count < 0:
+        raise EvaluationError(f"function {fn_name} requires a non-negative number, got {count}.")
+
+
+def _register_masks() -> None:
+    four = [STRING, STRING, STRING, STRING]
+
+    @scalar("MASK", params=[STRING], returns=STRING)
+    def mask(s: str) -> str:
+        """Mask upper-case letters as X, lower-case as x, digits as n, others as -."""
+        return _mask(s, _DEFAULT_MASKS, "MASK")
+
+    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False)
+    def mask_with(s: str | None, *masks: str | None) -> str | None:
+        """Mask with the given replacement characters; a NULL one keeps that class."""
+        return None if s is None else _mask(s, masks, "MASK")
+
+    def region(name: str, pick: Callable[[int, int], tuple[int, int]]) -> None:
+        def apply(s: str | None, count: int | None, masks: tuple[str | None, ...]) -> str | None:
+            if s is None or count is None:
+                return None
+            _check_count(count, name.lower())
+            start, end = pick(len(s), count)
+            return s[:start] + _mask(s[start:end], masks, name) + s[end:]
+
+        @scalar(name, params=[STRING, INTEGER], returns=STRING)
+        def default(s: str, count: int) -> str | None:
+            return apply(s, count, _DEFAULT_MASKS)
+
+        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False)
+        def custom(s: str | None, count: int | None, *masks: str | None) -> str | None:
+            return apply(s, count, masks)
+
+        default.__doc__ = custom.__doc__ = f"{name}: mask part of the string."
+
+    region("MASK_LEFT", lambda n, c: (0, min(c, n)))
+    region("MASK_RIGHT", lambda n, c: (max(n - c, 0), n))
+    region("MASK_KEEP_LEFT", lambda n, c: (min(c, n), n))
+    region("MASK_KEEP_RIGHT", lambda n, c: (0, max(n - c, 0)))
+
+
+_register_masks()
+
+
+# --------------------------------------------------------------------------- characters and lists
+
+_UNICODE_ESCAPE = re.compile(r"\\u+([0-9a-fA-F]{4})")
+
+
+@scalar("CHR", params=[INTEGER], returns=STRING)
+def chr_code(code: int) -> str | None:
+    """The character with the given Unicode code point, or NULL if it is not one."""
+    if not 0 <= code <= 0x10FFFF:
+        return None
+    return chr(code)
+
+
+@scalar("CHR", params=[STRING], returns=STRING)
+def chr_escape(code: str) -> str | None:
+    """The character(s) of a Java escape such as '\\u004b', or NULL."""
+    if len(code) < 6 or not code.startswith("\\u"):
+        return None
+    rest = _UNICODE_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), code)
+    if "\\u" in rest:
+        return None
+    return from_units(rest)
+
+
+@scalar("ELT", params=[INTEGER, STRING], returns=STRING, variadic=True, null_propagating=False)
+def elt(n: int | None, *items: str | None) -> str | None:
+    """The ``n``-th (1-based) of the remaining arguments, or NULL if out of range."""
+    if n is None or n < 1 or n > len(items):
+        return None
+    return items[n - 1]
+
+
+@scalar("FIELD", params=[STRING, STRING], returns=INTEGER, variadic=True, null_propagating=False)
+def field(s: str | None, *items: str | None) -> int:
+    """The 1-based position of ``s`` among the remaining arguments, or 0."""
+    if s is None:
+        return 0
+    for i, item in enumerate(items, start=1):
+        if item == s:
+            return i
+    return 0
+
+
+# --------------------------------------------------------------------------- hashes and ids
+
+
+@scalar("MD5", params=[STRING], returns=STRING)
+def md5(s: str) -> str:
+    """The MD5 digest of the UTF-8 bytes of the string, as lower-case hex."""
+    return hashlib.md5(s.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
+
+
+@scalar("UUID", params=[], returns=STRING)
+def random_uuid() -> str:
+    """A random (version 4) UUID."""
+    return str(_uuid.uuid4())
+
+
+@scalar("UUID", params=[BYTES], returns=STRING)
+def uuid_from_bytes(b: bytes) -> str:
+    """The UUID whose 16 bytes are given."""
+    if len(b) != 16:
+        raise EvaluationError(f"UUID needs exactly 16 bytes, got {len(b)}.")
+    return str(_uuid.UUID(bytes=b))

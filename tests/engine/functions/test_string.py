@@ -1,0 +1,287 @@
+"""String functions: ksqlDB semantics for positions, NULLs, Java regexes and UTF-16 lengths."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import engine.functions  # noqa: F401  (registers the libraries)
+from engine.errors import EvaluationError
+from engine.functions.lib_string import from_units, java_regex, to_units
+from engine.functions.registry import REGISTRY
+from engine.plan import types as T
+
+_TYPES = {bool: T.BOOLEAN, int: T.INTEGER, float: T.DOUBLE, str: T.STRING, bytes: T.BYTES}
+
+
+def call(name: str, *args: Any, types: list[Any] | None = None) -> Any:
+    """Resolve ``name`` for the arguments' types (NULL typed as STRING) and invoke it."""
+    if types is None:
+        types = [T.STRING if a is None else _TYPES[type(a)] for a in args]
+    return REGISTRY.resolve(name, types).invoke(list(args))
+
+
+def test_concat_skips_nulls_and_joins_the_rest():
+    assert call("CONCAT", "ks", None, "ql", "DB") == "ksqlDB"
+    assert call("CONCAT", None, None) == ""
+
+
+def test_concat_ws_uses_separator_and_skips_nulls():
+    assert call("CONCAT_WS", "-", "a", None, "b") == "a-b"
+    assert call("CONCAT_WS", None, "a", "b") is None
+    assert call("CONCAT_WS", ", ", None) == ""
+
+
+def test_case_functions_follow_unicode_rules():
+    assert call("UCASE", "straße") == "STRASSE"
+    assert call("LCASE", "ÄBC") == "äbc"
+    assert call("UCASE", None) is None
+
+
+def test_trim_strips_java_whitespace_and_control_characters():
+    assert call("TRIM", "\t\n  pad me \r\x00") == "pad me"
+    assert call("LTRIM", "  x  ") == "x  "
+    assert call("RTRIM", "  x  ") == "  x"
+    # Java's trim does not strip a non-breaking space.
+    assert call("TRIM", "\u00a0x") == "\u00a0x"
+    assert call("TRIM", None) is None
+
+
+def test_initcap_capitalises_words_and_keeps_spacing():
+    assert call("INITCAP", "hELLO   wide\tworld 9lives") == "Hello   Wide\tWorld 9lives"
+    assert call("INITCAP", "snake_case") == "Snake_case"
+    assert call("INITCAP", "") == ""
+    assert call("INITCAP", None) is None
+
+
+def test_len_counts_utf16_code_units():
+    assert call("LEN", "abc") == 3
+    assert call("LEN", "") == 0
+    assert call("LEN", "a\U0001f600") == 3
+    assert call("LEN", None, types=[T.STRING]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "pos", "length", "expected"),
+    [
+        ("streaming", 1, 6, "stream"),
+        ("streaming", 7, 100, "ing"),
+        ("streaming", -3, 2, "in"),
+        ("streaming", 0, 3, "str"),
+        ("streaming", -20, 3, "str"),
+        ("streaming", 20, 3, ""),
+        ("streaming", 3, -1, ""),
+    ],
+)
+def test_substring_with_length_clamps_like_ksqldb(text, pos, length, expected):
+    assert call("SUBSTRING", text, pos, length) == expected
+
+
+def test_substring_without_length_takes_the_rest():
+    assert call("SUBSTRING", "window", 4) == "dow"
+    assert call("SUBSTRING", "window", -2) == "ow"
+    assert call("SUBSTRING", None, 2, types=[T.STRING, T.INTEGER]) is None
+    assert call("SUBSTRING", "abc", None, types=[T.STRING, T.INTEGER]) is None
+
+
+def test_substring_counts_a_supplementary_character_as_two_units():
+    assert call("SUBSTRING", "x\U0001f600y", 2, 2) == "\U0001f600"
+    assert call("SUBSTRING", "x\U0001f600y", 4) == "y"
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",))),
+       st.integers(-30, 30), st.integers(0, 30))
+def test_substring_of_bmp_text_matches_python_slicing(text, pos, length):
+    start = max(len(text) + pos, 0) if pos < 0 else max(min(pos - 1, len(text)), 0)
+    assert call("SUBSTRING", text, pos, length) == text[start : start + length]
+
+
+@given(st.text())
+def test_utf16_units_round_trip(text):
+    assert from_units(to_units(text)) == text
+
+
+def test_instr_finds_positions_forwards_and_backwards():
+    text = "banana bandana"
+    assert call("INSTR", text, "an") == 2
+    assert call("INSTR", text, "an", 3) == 4
+    assert call("INSTR", text, "an", 1, 3) == 9
+    assert call("INSTR", text, "an", -1) == 12
+    assert call("INSTR", text, "an", -1, 2) == 9
+    assert call("INSTR", text, "xyz") == 0
+    assert call("INSTR", text, "an", 1, 9) == 0
+
+
+def test_instr_returns_zero_for_null_input():
+    assert call("INSTR", None, "a") == 0
+    assert call("INSTR", "abc", None) == 0
+
+
+def test_instr_rejects_non_positive_occurrence():
+    with pytest.raises(EvaluationError, match="occurrence"):
+        call("INSTR", "abc", "a", 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("fn", "text", "size", "padding", "expected"),
+    [
+        ("LPAD", "id", 6, "xy", "xyxyid"),
+        ("LPAD", "id", 5, "xy", "xyxid"),
+        ("LPAD", "identity", 3, "xy", "ide"),
+        ("RPAD", "id", 5, "xy", "idxyx"),
+        ("RPAD", "identity", 3, "xy", "ide"),
+        ("RPAD", "", 3, "ab", "aba"),
+        ("LPAD", "id", 0, "x", ""),
+        ("LPAD", "id", -1, "x", None),
+        ("RPAD", "id", 4, "", None),
+    ],
+)
+def test_pad_functions(fn, text, size, padding, expected):
+    assert call(fn, text, size, padding) == expected
+
+
+def test_pad_functions_return_null_for_null_arguments():
+    assert call("LPAD", None, 3, "x", types=[T.STRING, T.INTEGER, T.STRING]) is None
+    assert call("RPAD", "a", None, "x", types=[T.STRING, T.INTEGER, T.STRING]) is None
+
+
+def test_replace_replaces_every_occurrence():
+    assert call("REPLACE", "a-b-c", "-", "+") == "a+b+c"
+    assert call("REPLACE", "abc", "", "|") == "|a|b|c|"
+    assert call("REPLACE", "abc", None, "x") is None
+
+
+def test_regexp_replace_supports_java_group_references():
+    assert call("REGEXP_REPLACE", "2024-05-17", r"(\d+)-(\d+)-(\d+)", "$3/$2/$1") == "17/05/2024"
+    assert call("REGEXP_REPLACE", "aaa", "a+?", "b") == "bbb"
+    assert call("REGEXP_REPLACE", "cost", "o", "\\$") == "c$st"
+    assert call("REGEXP_REPLACE", "xy", "(?<first>x)", "${first}${first}") == "xxy"
+    assert call("REGEXP_REPLACE", None, "a", "b") is None
+
+
+def test_regexp_replace_rejects_bad_group_reference():
+    with pytest.raises(EvaluationError, match="group"):
+        call("REGEXP_REPLACE", "abc", "(a)", "$2")
+    with pytest.raises(EvaluationError, match="not valid"):
+        call("REGEXP_REPLACE", "abc", "(a", "x")
+
+
+def test_regexp_extract_returns_first_match_or_group():
+    assert call("REGEXP_EXTRACT", r"\d+", "order 66 and 99") == "66"
+    assert call("REGEXP_EXTRACT", r"(\w+)@(\w+)", "mail bob@corp now", 2) == "corp"
+    assert call("REGEXP_EXTRACT", r"\d+", "none") is None
+    assert call("REGEXP_EXTRACT", None, "x") is None
+
+
+def test_regexp_extract_all_returns_every_match():
+    assert call("REGEXP_EXTRACT_ALL", r"\d", "a1b22c3") == ["1", "2", "2", "3"]
+    assert call("REGEXP_EXTRACT_ALL", r"(\w)=(\d)", "a=1 b=2", 1) == ["a", "b"]
+    assert call("REGEXP_EXTRACT_ALL", r"\d", "none") == []
+    assert call("REGEXP_EXTRACT_ALL", r"\d", None) is None
+
+
+def test_regexp_split_to_array_keeps_empty_pieces():
+    assert call("REGEXP_SPLIT_TO_ARRAY", "x1y22z", r"\d") == ["x", "y", "", "z"]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "-a-", "-") == ["", "a", ""]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "ab", "(x|y)") == ["ab"]
+    # Java drops the leading empty piece of a zero-width match at the start.
+    assert call("REGEXP_SPLIT_TO_ARRAY", "abc", "") == ["a", "b", "c", ""]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "", "-") == [""]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "a", None) is None
+
+
+def test_java_regex_translates_java_only_syntax():
+    assert java_regex(r"(?<year>\d{4})").match("2024").group("year") == "2024"
+    assert java_regex(r"\p{Alpha}+").fullmatch("abcXYZ")
+    assert java_regex(r"[\p{Digit}x]+").fullmatch("1x2")
+    assert java_regex(r"\Qa.b\E").fullmatch("a.b")
+    assert not java_regex(r"\Qa.b\E").fullmatch("axb")
+    assert java_regex(r"(a)\k<n>".replace("(a)", "(?<n>a)")).fullmatch("aa")
+    assert isinstance(java_regex("a"), re.Pattern)
+
+
+def test_split_keeps_empty_pieces_and_splits_characters_on_empty_delimiter():
+    assert call("SPLIT", ",a,,b,", ",") == ["", "a", "", "b", ""]
+    assert call("SPLIT", "a::b", "::") == ["a", "b"]
+    assert call("SPLIT", "abc", "") == ["a", "b", "c"]
+    assert call("SPLIT", "", "") == [""]
+    assert call("SPLIT", "", ",") == [""]
+    assert call("SPLIT", None, ",") is None
+
+
+def test_split_to_map_builds_entries_and_later_keys_win():
+    assert call("SPLIT_TO_MAP", "k1=v1;k2=v2;k1=v3", ";", "=") == {"k1": "v3", "k2": "v2"}
+    assert call("SPLIT_TO_MAP", "a=1;;noval;b=2=3", ";", "=") == {"a": "1", "b": "2"}
+    assert call("SPLIT_TO_MAP", "", ";", "=") == {}
+    assert call("SPLIT_TO_MAP", "a=1", "", "=") is None
+    assert call("SPLIT_TO_MAP", "a=1", "=", "=") is None
+    assert call("SPLIT_TO_MAP", "a=1", None, "=") is None
+
+
+def test_mask_replaces_each_character_class():
+    assert call("MASK", "Ab1-é") == "Xxn-x"
+    assert call("MASK", "Ab1 z", "U", "l", "#", "_") == "Ul#_l"
+    # A NULL mask character keeps that class unmasked.
+    assert call("MASK", "Ab1", None, "*", None, None) == "A*1"
+    assert call("MASK", None) is None
+
+
+def test_mask_regions():
+    assert call("MASK_LEFT", "Secret42", 3) == "Xxxret42"
+    assert call("MASK_RIGHT", "Secret42", 3) == "Secrexnn"
+    assert call("MASK_KEEP_LEFT", "Secret42", 3) == "Secxxxnn"
+    assert call("MASK_KEEP_RIGHT", "Secret42", 3) == "Xxxxxt42"
+    assert call("MASK_LEFT", "ab", 10) == "xx"
+    assert call("MASK_KEEP_RIGHT", "ab", 10) == "ab"
+    assert call("MASK_LEFT", "Ab1", 3, "*", "*", "*", "*") == "***"
+    assert call("MASK_RIGHT", None, 2, types=[T.STRING, T.INTEGER]) is None
+
+
+def test_mask_region_rejects_negative_count():
+    with pytest.raises(EvaluationError, match="non-negative"):
+        call("MASK_LEFT", "abc", -1)
+
+
+def test_chr_from_code_point_and_escape():
+    assert call("CHR", 65) == "A"
+    assert call("CHR", 0x1F600) == "\U0001f600"
+    assert call("CHR", -5) is None
+    assert call("CHR", 0x110000) is None
+    assert call("CHR", "\\u0041") == "A"
+    assert call("CHR", "\\ud83d\\ude00") == "\U0001f600"
+    assert call("CHR", "0041") is None
+    assert call("CHR", "\\u00zz") is None
+    assert call("CHR", None) is None
+
+
+def test_elt_picks_one_based_argument():
+    assert call("ELT", 2, "zero", "one", "two") == "one"
+    assert call("ELT", 0, "a") is None
+    assert call("ELT", 3, "a", "b") is None
+    assert call("ELT", 1, None, "b") is None
+    assert call("ELT", None, "a", types=[T.INTEGER, T.STRING]) is None
+
+
+def test_field_finds_one_based_position():
+    assert call("FIELD", "b", "a", "b", "b") == 2
+    assert call("FIELD", "z", "a", "b") == 0
+    assert call("FIELD", None, None, "a") == 0
+
+
+def test_md5_hashes_utf8_bytes_as_hex():
+    assert call("MD5", "abc") == "900150983cd24fb0d6963f7d28e17f72"
+    assert call("MD5", "") == "d41d8cd98f00b204e9800998ecf8427e"
+    assert call("MD5", None) is None
+
+
+def test_uuid_is_random_or_built_from_sixteen_bytes():
+    first, second = call("UUID"), call("UUID")
+    assert first != second
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", first)
+    assert call("UUID", bytes(range(16))) == "00010203-0405-0607-0809-0a0b0c0d0e0f"
+    with pytest.raises(EvaluationError, match="16 bytes"):
+        call("UUID", b"short")
