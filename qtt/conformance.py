@@ -1,0 +1,251 @@
+"""Run many QTT files and summarise: per-file counts, totals, top reasons, a JSON report."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from qtt.loader import QttFile
+from qtt.runner import CaseResult, Status, problem_result, run_case
+
+STATUSES: tuple[Status, ...] = (Status.PASSED, Status.FAILED, Status.ERROR, Status.UNSUPPORTED)
+
+
+@dataclass(slots=True)
+class Counts:
+    """Cases per status, plus the cases left out of the totals."""
+
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    unsupported: int = 0
+    not_applicable: int = 0
+    disabled: int = 0
+
+    @property
+    def total(self) -> int:
+        """Cases that ran (or failed to load): not-applicable and disabled ones excluded."""
+        return self.passed + self.failed + self.error + self.unsupported
+
+    def add(self, status: Status) -> None:
+        setattr(self, status.value, getattr(self, status.value) + 1)
+
+    def merge(self, other: Counts) -> None:
+        for name in ("passed", "failed", "error", "unsupported", "not_applicable", "disabled"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "passed": self.passed,
+            "failed": self.failed,
+            "error": self.error,
+            "unsupported": self.unsupported,
+            "total": self.total,
+            "not_applicable": self.not_applicable,
+            "disabled": self.disabled,
+        }
+
+
+@dataclass(slots=True)
+class ConformanceRun:
+    """The results of a conformance run, in file then case order."""
+
+    results: list[CaseResult] = field(default_factory=list)
+    files: dict[str, Counts] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    @property
+    def totals(self) -> Counts:
+        totals = Counts()
+        for counts in self.files.values():
+            totals.merge(counts)
+        return totals
+
+    def top_unsupported(self, n: int = 10) -> list[tuple[str, int]]:
+        """The most frequent missing features."""
+        return Counter(
+            r.feature or r.reason for r in self.results if r.status is Status.UNSUPPORTED
+        ).most_common(n)
+
+    def top_failures(self, n: int = 10) -> list[tuple[str, int]]:
+        """The most frequent failure and error reasons, with names and numbers masked."""
+        return Counter(
+            reason_category(r) for r in self.results if r.status in (Status.FAILED, Status.ERROR)
+        ).most_common(n)
+
+    def last_line(self) -> str:
+        """``conformance: P/T passed (X.Y%)``."""
+        totals = self.totals
+        pct = 100.0 * totals.passed / totals.total if totals.total else 0.0
+        return f"conformance: {totals.passed}/{totals.total} passed ({pct:.1f}%)"
+
+    def report(self) -> dict[str, Any]:
+        """The JSON report (see ``write_report``)."""
+        cases = []
+        for r in self.results:
+            entry: dict[str, Any] = {
+                "file": r.file,
+                "name": r.case_id,
+                "status": r.status.value,
+                "reason": r.reason,
+                "seconds": round(r.seconds, 4),
+            }
+            if r.message_matched is not None:
+                entry["message_matched"] = r.message_matched
+            cases.append(entry)
+        return {
+            "cases": cases,
+            "files": {name: c.as_dict() for name, c in sorted(self.files.items())},
+            "totals": self.totals.as_dict(),
+            "top_unsupported": [{"feature": f, "count": n} for f, n in self.top_unsupported()],
+            "top_failures": [{"reason": f, "count": n} for f, n in self.top_failures()],
+            "wall_seconds": round(self.wall_seconds, 3),
+        }
+
+
+def reason_category(result: CaseResult) -> str:
+    """A reason with quoted names and numbers masked, so alike failures count together."""
+    if result.verification is not None and result.verification.comparisons:
+        bad = [c for c in result.verification.comparisons if c.reason is not None]
+        if bad and bad[0].field is not None:
+            root = re.split(r"[.\[]", bad[0].field, maxsplit=1)[0]
+            if not bad[0].expected:
+                return "records on a topic that expects none"
+            return f"output {root} differs" if root != "count" else "output record count differs"
+    text = re.sub(r"'[^']*'|`[^`]*`|\"[^\"]*\"", "'…'", result.reason)
+    text = re.sub(r"\d+", "N", text)
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def run_conformance(
+    files: Iterable[QttFile],
+    *,
+    strict: bool = False,
+    progress: bool = False,
+    stderr: TextIO | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+) -> ConformanceRun:
+    """Run every case of ``files``; load problems count as errors. Never raises for cases."""
+    files = list(files)
+    run = ConformanceRun()
+    total = sum(len(f.cases) + len(f.problems) for f in files)
+    start = time.perf_counter()
+    bar = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=Console(file=stderr or sys.stderr),
+        disable=not progress,
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task("QTT cases", total=total)
+        for f in files:
+            counts = run.files.setdefault(f.display_name, Counts())
+            counts.not_applicable += len(f.not_applicable)
+            counts.disabled += len(f.disabled)
+            for problem in f.problems:
+                result = problem_result(problem, f.display_name)
+                _record(run, counts, result, on_result)
+                bar.advance(task)
+            for case in f.cases:
+                bar.update(task, description=_short(case.id))
+                result = run_case(case, strict=strict, file=f.display_name)
+                _record(run, counts, result, on_result)
+                bar.advance(task)
+    run.wall_seconds = time.perf_counter() - start
+    return run
+
+
+def _record(
+    run: ConformanceRun,
+    counts: Counts,
+    result: CaseResult,
+    on_result: Callable[[CaseResult], None] | None,
+) -> None:
+    run.results.append(result)
+    counts.add(result.status)
+    if on_result is not None:
+        on_result(result)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def write_report(run: ConformanceRun, path: str | Path) -> None:
+    """Write the JSON report: sorted keys, 2-space indent, trailing newline."""
+    text = json.dumps(run.report(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def print_summary(run: ConformanceRun, console: Console, *, top: int = 10) -> None:
+    """Per-file table, totals, top reasons, counts left out, timing; ends with the last line."""
+    table = Table(title="QTT conformance")
+    table.add_column("file")
+    for status in STATUSES:
+        table.add_column(status.value, justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("pass %", justify="right")
+    for name, counts in sorted(run.files.items()):
+        table.add_row(name, *_row(counts))
+    totals = run.totals
+    table.add_section()
+    table.add_row("TOTAL", *_row(totals), style="bold")
+    console.print(table)
+    if top > 0:
+        for title, label, rows in (
+            ("top unsupported features", "feature", run.top_unsupported(top)),
+            ("top failure reasons", "reason", run.top_failures(top)),
+        ):
+            if rows:
+                console.print(title, markup=False, highlight=False)
+                t = Table()
+                t.add_column("count", justify="right")
+                t.add_column(label)
+                for text, n in rows:
+                    t.add_row(str(n), text)
+                console.print(t)
+    rate = totals.total / run.wall_seconds if run.wall_seconds > 0 else 0.0
+    console.print(
+        f"not applicable (versions): {totals.not_applicable}, disabled: {totals.disabled}",
+        markup=False,
+        highlight=False,
+    )
+    console.print(
+        f"wall time: {run.wall_seconds:.1f}s, {rate:.2f} cases/s", markup=False, highlight=False
+    )
+    console.print(run.last_line(), markup=False, highlight=False, soft_wrap=True)
+
+
+def _row(counts: Counts) -> list[str]:
+    pct = f"{100.0 * counts.passed / counts.total:.1f}" if counts.total else "-"
+    return [
+        str(counts.passed),
+        str(counts.failed),
+        str(counts.error),
+        str(counts.unsupported),
+        str(counts.total),
+        pct,
+    ]

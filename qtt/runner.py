@@ -1,0 +1,294 @@
+"""Run one expanded QTT case against a fresh engine and judge it.
+
+The engine is imported lazily (``make_engine``) so that loading and verifying work without
+it; tests and the pytest plugin swap the factory with ``set_engine_factory``.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine import errors
+from engine.records import TopicInfo, TopicRecord
+from qtt.loader import LoadProblem
+from qtt.model import ExpectedException, QttCase
+from qtt.verify import Verification, check_post, verify_outputs
+
+EngineFactory = Callable[[Mapping[str, Any]], Any]
+
+
+class Status(enum.StrEnum):
+    """The verdict on one case."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    UNSUPPORTED = "unsupported"
+
+
+# ksqlDB exception classes (by Java name) and the engine errors that stand for them.
+# KsqlException and KsqlStatementException wrap every planning error in ksqlDB, so any
+# engine error satisfies them, except "not implemented", which is a separate verdict.
+_ANY_KSQL_ERROR: tuple[type[errors.KsqlError], ...] = (errors.KsqlError,)
+_RUNTIME_ERRORS: tuple[type[errors.KsqlError], ...] = (
+    errors.ExecutionError,
+    errors.RecordSerdeError,
+)
+EXPECTED_EXCEPTION_CLASSES: dict[str, tuple[type[errors.KsqlError], ...]] = {
+    "io.confluent.ksql.util.KsqlStatementException": _ANY_KSQL_ERROR,
+    "io.confluent.ksql.util.KsqlException": _ANY_KSQL_ERROR,
+    "io.confluent.ksql.parser.exception.ParseFailedException": (errors.ParseError,),
+    "org.apache.kafka.streams.errors.StreamsException": _RUNTIME_ERRORS,
+    "org.apache.kafka.common.errors.SerializationException": _RUNTIME_ERRORS,
+    "io.confluent.ksql.serde.KsqlSerializationException": _RUNTIME_ERRORS,
+    "org.apache.kafka.connect.errors.DataException": _RUNTIME_ERRORS,
+}
+
+
+def expected_error_classes(java_type: str) -> tuple[type[errors.KsqlError], ...]:
+    """The engine error classes that satisfy a ksqlDB exception class; unknown -> KsqlError."""
+    return EXPECTED_EXCEPTION_CLASSES.get(java_type.strip(), _ANY_KSQL_ERROR)
+
+
+def error_matches(expected: ExpectedException, exc: BaseException) -> bool:
+    """True when ``exc`` stands for the ksqlDB exception the case expects."""
+    if isinstance(exc, errors.UnsupportedFeatureError):
+        return False
+    return isinstance(exc, expected_error_classes(expected.type))
+
+
+def message_matches(expected: ExpectedException, exc: BaseException) -> bool | None:
+    """Whether the expected message fragments occur in the error chain (None: none given)."""
+    fragments = [m for m in (expected.message, expected.cause_message) if m]
+    if not fragments:
+        return None
+    text = "\n".join(str(e) for e in _chain(exc))
+    return all(f in text for f in fragments)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+# ---------------------------------------------------------------------------- engine factory
+
+_engine_factory: EngineFactory | None = None
+
+
+def default_engine_factory(properties: Mapping[str, Any]) -> Any:
+    """A new ``engine.engine.KsqlEngine`` with the case's properties."""
+    from engine.engine import KsqlEngine
+
+    return KsqlEngine(properties)
+
+
+def set_engine_factory(factory: EngineFactory | None) -> EngineFactory | None:
+    """Install the factory new engines come from (None: the default); returns the old one."""
+    global _engine_factory
+    previous = _engine_factory
+    _engine_factory = factory
+    return previous
+
+
+def make_engine(properties: Mapping[str, Any]) -> Any:
+    """A new engine from the installed factory."""
+    return (_engine_factory or default_engine_factory)(properties)
+
+
+# ---------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseResult:
+    """The verdict on one case, with a one-line reason and, for output mismatches, the diff."""
+
+    case_id: str
+    file: str
+    name: str
+    status: Status
+    reason: str = ""
+    seconds: float = 0.0
+    message_matched: bool | None = None
+    feature: str | None = None
+    verification: Verification | None = None
+    details: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+    def render(self, *, color: bool = False) -> str:
+        """A readable account of a failure: reason, details and the record diff."""
+        parts = [f"{self.status.value.upper()}: {self.reason}"]
+        if self.details:
+            parts.append(self.details)
+        if self.verification is not None and not self.verification.ok:
+            parts.append(self.verification.render(color=color))
+        return "\n".join(parts).rstrip() + "\n"
+
+
+def problem_result(problem: LoadProblem, file: str) -> CaseResult:
+    """The ``error`` result for a file or case that could not be loaded."""
+    return CaseResult(
+        case_id=problem.id,
+        file=file,
+        name=problem.case_name
+        or (f"case #{problem.index + 1}" if problem.index is not None else "<file>"),
+        status=Status.ERROR,
+        reason=one_line(f"Cannot load: {problem.message}"),
+    )
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """Collapse whitespace to one line and cut it at ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def describe_exception(exc: BaseException) -> str:
+    """Type, message and the last frame of an unexpected exception, on one line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" (at {_short_path(last.filename)}:{last.lineno} in {last.name})"
+    return one_line(f"{type(exc).__name__}: {exc}{where}")
+
+
+def _short_path(filename: str) -> str:
+    try:
+        return Path(filename).resolve().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return filename
+
+
+# ---------------------------------------------------------------------------- running
+
+
+class _Stage:
+    """Where in the case the engine is, for messages."""
+
+    def __init__(self) -> None:
+        self.text = "starting the engine"
+
+
+def run_case(
+    case: QttCase,
+    *,
+    strict: bool = False,
+    file: str | None = None,
+    engine_factory: EngineFactory | None = None,
+) -> CaseResult:
+    """Run one case on a new engine; never raises for what the engine does."""
+    start = time.perf_counter()
+    stage = _Stage()
+    engine: Any = None
+    close_error: str | None = None
+    outcome: dict[str, Any]
+    try:
+        engine = (engine_factory or make_engine)(dict(case.properties))
+        outcome = _drive(case, engine, stage, strict=strict)
+    except errors.KsqlError as exc:
+        outcome = _judge_error(case, exc, stage.text)
+    except Exception as exc:
+        outcome = {
+            "status": Status.ERROR,
+            "reason": f"Unexpected {describe_exception(exc)} while {stage.text}.",
+            "details": "".join(traceback.format_exception(exc)),
+        }
+    finally:
+        if engine is not None:
+            try:
+                engine.close()
+            except Exception as exc:  # a failing close must not hide the verdict
+                close_error = describe_exception(exc)
+    if close_error and outcome["status"] is Status.PASSED:
+        outcome = {"status": Status.ERROR, "reason": f"Closing the engine failed: {close_error}"}
+    outcome["reason"] = one_line(outcome.get("reason", ""))
+    return CaseResult(
+        case_id=case.id,
+        file=file or case.file.name,
+        name=case.name,
+        seconds=time.perf_counter() - start,
+        **outcome,
+    )
+
+
+def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[str, Any]:
+    stage.text = "creating topics"
+    declared = {t.name for t in case.topics}
+    for topic in case.topics:
+        engine.create_topic(topic.to_topic_info())
+    for name in case.topic_names():
+        if name not in declared:
+            engine.create_topic(TopicInfo(name=name))
+    for i, statement in enumerate(case.statements):
+        stage.text = f"executing statement {i + 1} ({one_line(statement, 80)})"
+        engine.execute_sql(statement)
+    stage.text = "producing the input records"
+    engine.produce(list(case.inputs))
+    stage.text = "running the queries"
+    produced: Mapping[str, Sequence[TopicRecord]] = engine.run() or {}
+    if case.expected_exception is not None:
+        exp = case.expected_exception
+        message = f" with a message containing '{exp.message}'" if exp.message else ""
+        return {
+            "status": Status.FAILED,
+            "reason": f"Expected {_java_name(exp.type)}{message}, but no error was raised.",
+        }
+    stage.text = "verifying the outputs"
+    verification = verify_outputs(
+        case.outputs, produced, headers_at=case.outputs_with_headers, strict=strict
+    )
+    stage.text = "checking the post-conditions"
+    post_reasons = check_post(case.post, engine) if not case.post.is_empty() else []
+    if post_reasons:
+        verification = Verification(
+            verification.reasons + tuple(post_reasons), verification.comparisons
+        )
+    if verification.ok:
+        return {"status": Status.PASSED}
+    return {"status": Status.FAILED, "reason": verification.reason, "verification": verification}
+
+
+def _judge_error(case: QttCase, exc: errors.KsqlError, stage: str) -> dict[str, Any]:
+    error = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, errors.UnsupportedFeatureError):
+        return {
+            "status": Status.UNSUPPORTED,
+            "reason": f"Unsupported feature: {exc.feature}.",
+            "feature": exc.feature,
+            "details": f"Raised while {stage}: {error}",
+        }
+    expected = case.expected_exception
+    if expected is None:
+        return {
+            "status": Status.FAILED,
+            "reason": f"{error} (while {stage})",
+            "details": f"Raised while {stage}:\n{error}",
+        }
+    matched = message_matches(expected, exc)
+    if error_matches(expected, exc):
+        return {"status": Status.PASSED, "message_matched": matched}
+    wanted = " or ".join(c.__name__ for c in expected_error_classes(expected.type))
+    return {
+        "status": Status.FAILED,
+        "reason": f"Expected {_java_name(expected.type)} ({wanted}) but got {error}",
+        "message_matched": matched,
+        "details": f"Raised while {stage}:\n{error}",
+    }
+
+
+def _java_name(java_type: str) -> str:
+    return java_type.strip().rsplit(".", 1)[-1]

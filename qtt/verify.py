@@ -1,0 +1,481 @@
+"""Compare what the engine wrote and built with what a QTT case expects.
+
+Numbers compare by value across int, Decimal and float (a Decimal is converted to float when
+the other side is a float, then compared exactly); booleans are never numbers; object keys
+compare exactly. A mismatch carries a one-line reason and renders a table of expected vs
+actual records with the first difference marked.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+import io
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from engine.api import FormatDescription, SourceInfo
+from engine.errors import KsqlError
+from engine.plan.schema import LogicalSchema
+from engine.records import TopicInfo, TopicRecord
+from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
+
+# ---------------------------------------------------------------------------- values
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool)
+
+
+def numbers_equal(expected: Any, actual: Any) -> bool:
+    """Compare two numbers by value: exact for int/Decimal, float-exact when a float is involved."""
+    if isinstance(expected, float) or isinstance(actual, float):
+        e, a = float(expected), float(actual)
+        return e == a or (math.isnan(e) and math.isnan(a))
+    return bool(expected == actual)
+
+
+def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
+    """The path of the first place where ``actual`` differs from ``expected``, or None."""
+    if expected is None or actual is None:
+        return None if expected is None and actual is None else path
+    if _is_number(expected) and _is_number(actual):
+        return None if numbers_equal(expected, actual) else path
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        if set(expected) != set(actual):
+            missing = [k for k in expected if k not in actual]
+            extra = [k for k in actual if k not in expected]
+            return _join(path, str((missing or extra)[0]))
+        for k in expected:
+            sub = find_difference(expected[k], actual[k], _join(path, str(k)))
+            if sub is not None:
+                return sub
+        return None
+    if isinstance(expected, list | tuple) and isinstance(actual, list | tuple):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
+            sub = find_difference(e, a, f"{path}[{i}]")
+            if sub is not None:
+                return sub
+        return (
+            None if len(expected) == len(actual) else f"{path}[{min(len(expected), len(actual))}]"
+        )
+    if type(expected) is not type(actual) and not (
+        isinstance(expected, str) and isinstance(actual, str)
+    ):
+        return path
+    return None if expected == actual else path
+
+
+def values_equal(expected: Any, actual: Any) -> bool:
+    """True when ``actual`` matches ``expected`` under the harness's equality rules."""
+    return find_difference(expected, actual) is None
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _get(value: Any, path: str) -> Any:
+    """The sub-value at ``path`` (as find_difference writes it), or a marker when absent."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        try:
+            if part.startswith("["):
+                value = value[int(part[1:-1])]
+            else:
+                value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return _ABSENT
+    return value
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT = _Absent()
+
+
+def show(value: Any) -> str:
+    """Compact JSON-like text for a key, value or header list (Decimals keep their digits)."""
+    if value is _ABSENT:
+        return "<absent>"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | decimal.Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bytes):
+        return "b64:" + base64.b64encode(value).decode("ascii")
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{show(str(k))}:{show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(show(v) for v in value) + "]"
+    return str(value)
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def _headers_view(record: TopicRecord) -> list[dict[str, Any]]:
+    return [{"KEY": h.key, "VALUE": h.value} for h in record.headers]
+
+
+def _window_view(record: TopicRecord) -> dict[str, Any] | None:
+    w = record.window
+    return None if w is None else {"start": w.start, "end": w.end, "type": w.type.upper()}
+
+
+def record_difference(
+    expected: TopicRecord, actual: TopicRecord, *, compare_headers: bool
+) -> str | None:
+    """The first differing field of two records (``key``, ``window``, ``value.X``...), or None."""
+    checks: list[tuple[str, Any, Any]] = [
+        ("key", expected.key, actual.key),
+        ("window", _window_view(expected), _window_view(actual)),
+        ("value", expected.value, actual.value),
+    ]
+    if expected.timestamp is not None:
+        checks.append(("timestamp", expected.timestamp, actual.timestamp))
+    if compare_headers:
+        checks.append(("headers", _headers_view(expected), _headers_view(actual)))
+    for name, e, a in checks:
+        if name == "window" or name == "headers" or name == "timestamp":
+            diff = None if e == a else name
+        else:
+            diff = find_difference(e, a, name)
+        if diff is not None:
+            return diff
+    return None
+
+
+def _field_value(record: TopicRecord, path: str) -> Any:
+    root, _, rest = path.partition(".")
+    root, bracket, tail = root.partition("[")
+    views = {
+        "key": record.key,
+        "value": record.value,
+        "window": _window_view(record),
+        "timestamp": record.timestamp,
+        "headers": _headers_view(record),
+    }
+    value = views.get(root)
+    sub = (bracket + tail + ("." + rest if rest else "")) if bracket else rest
+    return _get(value, sub) if sub else value
+
+
+@dataclass(frozen=True, slots=True)
+class TopicComparison:
+    """Expected vs actual records of one topic, with the first difference if any."""
+
+    topic: str
+    expected: tuple[TopicRecord, ...]
+    actual: tuple[TopicRecord, ...]
+    headers_compared: tuple[bool, ...]
+    first_difference: int | None = None
+    field: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of verifying one case: ``ok`` or a list of reasons with comparisons."""
+
+    reasons: tuple[str, ...] = ()
+    comparisons: tuple[TopicComparison, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    @property
+    def reason(self) -> str:
+        """The first reason (one line), with a count of the others."""
+        if not self.reasons:
+            return ""
+        more = len(self.reasons) - 1
+        return self.reasons[0] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+
+    def render(self, *, color: bool = False, width: int = 140) -> str:
+        """All reasons, then a table of expected vs actual records for each differing topic."""
+        return render_verification(self, color=color, width=width)
+
+
+def verify_outputs(
+    expected: Sequence[TopicRecord],
+    actual: Mapping[str, Sequence[TopicRecord]],
+    *,
+    headers_at: frozenset[int] = frozenset(),
+    strict: bool = False,
+) -> Verification:
+    """Compare per topic: same count and matching records in order.
+
+    ``headers_at`` holds the indexes (in ``expected``) of records whose headers are compared.
+    In ``strict`` mode a topic that received records the case did not expect fails.
+    """
+    by_topic: dict[str, list[tuple[int, TopicRecord]]] = {}
+    for i, record in enumerate(expected):
+        by_topic.setdefault(record.topic, []).append((i, record))
+    reasons: list[str] = []
+    comparisons: list[TopicComparison] = []
+    for topic, items in by_topic.items():
+        exp = tuple(r for _, r in items)
+        hdr = tuple(i in headers_at for i, _ in items)
+        act = tuple(actual.get(topic, ()))
+        comparison = _compare_topic(topic, exp, act, hdr)
+        comparisons.append(comparison)
+        if comparison.reason is not None:
+            reasons.append(comparison.reason)
+    if strict:
+        for topic, records in actual.items():
+            if topic not in by_topic and records:
+                reason = (
+                    f"Topic '{topic}' received {len(records)} record"
+                    f"{'s' * (len(records) != 1)} but the case expects none on it."
+                )
+                reasons.append(reason)
+                comparisons.append(
+                    TopicComparison(topic, (), tuple(records), (), 0, "unexpected", reason)
+                )
+    return Verification(tuple(reasons), tuple(comparisons))
+
+
+def _compare_topic(
+    topic: str,
+    expected: tuple[TopicRecord, ...],
+    actual: tuple[TopicRecord, ...],
+    headers: tuple[bool, ...],
+) -> TopicComparison:
+    for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
+        diff = record_difference(e, a, compare_headers=headers[i])
+        if diff is not None:
+            reason = (
+                f"Topic '{topic}' record {i + 1} of {len(expected)}: {diff} expected "
+                f"{_short(show(_field_value(e, diff)))} but was {_short(show(_field_value(a, diff)))}."
+            )
+            if len(expected) != len(actual):
+                reason += f" (Also {len(actual)} records instead of {len(expected)}.)"
+            return TopicComparison(topic, expected, actual, headers, i, diff, reason)
+    if len(expected) != len(actual):
+        reason = (
+            f"Topic '{topic}' expected {len(expected)} record{'s' * (len(expected) != 1)} "
+            f"but got {len(actual)}."
+        )
+        return TopicComparison(
+            topic, expected, actual, headers, min(len(expected), len(actual)), "count", reason
+        )
+    return TopicComparison(topic, expected, actual, headers)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def _record_text(record: TopicRecord | None, *, headers: bool) -> str:
+    if record is None:
+        return "-"
+    parts = [f"key={show(record.key)}"]
+    if record.window is not None:
+        parts.append(
+            f"window={record.window.type.upper()}[{record.window.start},{record.window.end})"
+        )
+    parts.append(f"value={show(record.value)}")
+    if record.timestamp is not None:
+        parts.append(f"ts={record.timestamp}")
+    if headers or record.headers:
+        parts.append(f"headers={show(_headers_view(record))}")
+    return " ".join(parts)
+
+
+def render_comparison(comparison: TopicComparison, *, context: int = 20) -> Table:
+    """A rich table of expected vs actual records of one topic, first difference marked."""
+    table = Table(
+        title=f"topic {comparison.topic}: expected {len(comparison.expected)}, "
+        f"actual {len(comparison.actual)}",
+        show_lines=False,
+        expand=False,
+    )
+    table.add_column("#", justify="right")
+    table.add_column("expected", overflow="fold")
+    table.add_column("actual", overflow="fold")
+    table.add_column("", no_wrap=True)
+    rows = max(len(comparison.expected), len(comparison.actual))
+    first = comparison.first_difference if comparison.first_difference is not None else rows
+    start = max(0, first - context // 2)
+    stop = min(rows, start + context)
+    if start > 0:
+        table.add_row("...", f"({start} matching records)", "", "")
+    for i in range(start, stop):
+        e = comparison.expected[i] if i < len(comparison.expected) else None
+        a = comparison.actual[i] if i < len(comparison.actual) else None
+        hdr = comparison.headers_compared[i] if i < len(comparison.headers_compared) else False
+        marker = Text("")
+        style = ""
+        if i == comparison.first_difference:
+            marker = Text(f"<- {comparison.field}", style="bold red")
+            style = "red"
+        elif i > first:
+            style = "dim"
+        table.add_row(
+            str(i + 1),
+            Text(_record_text(e, headers=hdr), style=style),
+            Text(_record_text(a, headers=hdr), style=style),
+            marker,
+        )
+    if stop < rows:
+        table.add_row("...", f"({rows - stop} more)", "", "")
+    return table
+
+
+def render_verification(
+    verification: Verification, *, color: bool = False, width: int = 140
+) -> str:
+    """The reasons and the comparison tables as text."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+    )
+    for reason in verification.reasons:
+        console.print(f"- {reason}", markup=False)
+    for comparison in verification.comparisons:
+        if comparison.reason is not None:
+            console.print(render_comparison(comparison))
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------- post-conditions
+
+
+class EngineView(Protocol):
+    """The part of the engine post-conditions read."""
+
+    def source(self, name: str) -> SourceInfo | None: ...
+
+    def topics(self) -> dict[str, TopicInfo]: ...
+
+
+def check_post(post: PostConditions, engine: EngineView) -> list[str]:
+    """Reasons why the post-conditions do not hold (empty when they all do)."""
+    reasons: list[str] = []
+    for expected in post.sources:
+        reasons.extend(_check_source(expected, engine.source(expected.name)))
+    if post.blacklist is not None or post.topics:
+        topics = engine.topics()
+        if post.blacklist is not None:
+            try:
+                pattern = re.compile(post.blacklist)
+            except re.error as exc:
+                reasons.append(f"Topic blacklist '{post.blacklist}' is not a valid regex: {exc}.")
+            else:
+                hits = sorted(t for t in topics if pattern.fullmatch(t))
+                if hits:
+                    reasons.append(
+                        f"Topic '{hits[0]}' exists but matches the blacklist '{post.blacklist}'."
+                    )
+        for expected_topic in post.topics:
+            reasons.extend(_check_topic(expected_topic, topics.get(expected_topic.name)))
+    return reasons
+
+
+def _check_source(expected: PostSource, actual: SourceInfo | None) -> list[str]:
+    name = expected.name
+    if actual is None:
+        return [f"Source '{name}' does not exist after the case ran."]
+    reasons: list[str] = []
+    if expected.type is not None and expected.type.upper() != actual.kind.upper():
+        reasons.append(
+            f"Source '{name}' is a {actual.kind.upper()} but expected a {expected.type}."
+        )
+    if expected.schema is not None:
+        try:
+            schema = LogicalSchema.parse(expected.schema)
+        except KsqlError as exc:
+            reasons.append(f"Expected schema of source '{name}' cannot be parsed: {exc}")
+        else:
+            if schema != actual.schema:
+                reasons.append(
+                    f"Source '{name}' has schema '{actual.schema}' but expected '{schema}'."
+                )
+    reasons.extend(_check_format(f"Source '{name}' key", expected.key_format, actual.key_format))
+    reasons.extend(
+        _check_format(f"Source '{name}' value", expected.value_format, actual.value_format)
+    )
+    for label, want, got in (
+        ("key", expected.key_features, actual.key_format.features),
+        ("value", expected.value_features, actual.value_format.features),
+    ):
+        if want is not None and set(want) != set(got):
+            reasons.append(
+                f"Source '{name}' has {label} features {sorted(got)} but expected {sorted(want)}."
+            )
+    if expected.is_source is not None and expected.is_source != actual.is_source:
+        reasons.append(
+            f"Source '{name}' has isSource={actual.is_source} but expected {expected.is_source}."
+        )
+    return reasons
+
+
+def _check_format(label: str, expected: FormatSpec | None, actual: FormatDescription) -> list[str]:
+    if expected is None:
+        return []
+    reasons: list[str] = []
+    if expected.format.upper() != actual.format.upper():
+        reasons.append(f"{label} format is {actual.format} but expected {expected.format}.")
+    for k, v in expected.properties.items():
+        if str(actual.properties.get(k)) != str(v):
+            reasons.append(
+                f"{label} format property '{k}' is {actual.properties.get(k)!r} but expected {v!r}."
+            )
+    if expected.features is not None and set(expected.features) != set(actual.features):
+        reasons.append(
+            f"{label} features are {sorted(actual.features)} but expected {sorted(expected.features)}."
+        )
+    if expected.window_type is not None and (
+        (actual.window_type or "").upper() != expected.window_type.upper()
+    ):
+        reasons.append(
+            f"{label} window type is {actual.window_type} but expected {expected.window_type}."
+        )
+    if expected.window_size is not None and actual.window_size_ms != expected.window_size:
+        reasons.append(
+            f"{label} window size is {actual.window_size_ms} ms but expected {expected.window_size} ms."
+        )
+    return reasons
+
+
+def _check_topic(expected: PostTopic, actual: TopicInfo | None) -> list[str]:
+    name = expected.name
+    if actual is None:
+        return [f"Topic '{name}' does not exist after the case ran."]
+    reasons: list[str] = []
+    for label, want, got in (
+        ("key", expected.key_format, actual.key_format),
+        ("value", expected.value_format, actual.value_format),
+    ):
+        if want is not None and (got or "").upper() != want.format.upper():
+            reasons.append(f"Topic '{name}' has {label} format {got} but expected {want.format}.")
+    if expected.partitions is not None and expected.partitions != actual.partitions:
+        reasons.append(
+            f"Topic '{name}' has {actual.partitions} partitions but expected {expected.partitions}."
+        )
+    return reasons

@@ -1,0 +1,246 @@
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.api import FormatDescription, SourceInfo
+from engine.plan.schema import LogicalSchema
+from engine.records import Header, TopicInfo, TopicRecord, Window
+from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
+from qtt.verify import check_post, find_difference, values_equal, verify_outputs
+
+
+def rec(topic: str = "OUT", key: Any = "k", value: Any = None, **kw: Any) -> TopicRecord:
+    return TopicRecord(topic=topic, key=key, value=value, **kw)
+
+
+# ---------------------------------------------------------------------------- values
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [
+        (Decimal("1.0"), 1),
+        (1, Decimal("1.00")),
+        (Decimal("0.1"), 0.1),
+        (2, 2.0),
+        ({"a": [Decimal("1.5"), None]}, {"a": [1.5, None]}),
+        ("x", "x"),
+        (None, None),
+    ],
+)
+def test_numbers_and_structures_equal_by_value(expected: Any, actual: Any) -> None:
+    assert values_equal(expected, actual)
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "path"),
+    [
+        (Decimal("0.1"), 0.10000001, ""),
+        (True, 1, ""),
+        (1, True, ""),
+        ("1", 1, ""),
+        ({"a": 1}, {"A": 1}, "a"),
+        ({"a": 1}, {"a": 1, "b": 2}, "b"),
+        ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}, "a.b[1]"),
+        ([1, 2], [1], "[1]"),
+        (None, 0, ""),
+        ({"a": None}, {"a": 0}, "a"),
+    ],
+)
+def test_differences_are_found_with_their_path(expected: Any, actual: Any, path: str) -> None:
+    assert not values_equal(expected, actual)
+    assert find_difference(expected, actual) == path
+
+
+@given(
+    st.decimals(
+        allow_nan=False, allow_infinity=False, places=3, min_value=-(10**6), max_value=10**6
+    )
+)
+def test_decimal_equals_its_own_float_and_int_forms(value: Decimal) -> None:
+    assert values_equal(value, float(value))
+    if value == value.to_integral_value():
+        assert values_equal(value, int(value))
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def test_matching_outputs_pass() -> None:
+    expected = [rec(value={"V": 1}, timestamp=5), rec(topic="OTHER", value=2)]
+    actual = {
+        "OUT": [rec(value={"V": Decimal("1")}, timestamp=5)],
+        "OTHER": [rec(topic="OTHER", value=2)],
+    }
+    result = verify_outputs(expected, actual)
+    assert result.ok and result.reason == ""
+
+
+def test_count_mismatch_names_topic_and_counts() -> None:
+    result = verify_outputs([rec(value=1), rec(value=2)], {"OUT": [rec(value=1)]})
+    assert not result.ok
+    assert result.reason == "Topic 'OUT' expected 2 records but got 1."
+    assert result.comparisons[0].first_difference == 1
+
+
+def test_missing_topic_counts_as_zero_records() -> None:
+    result = verify_outputs([rec(value=1)], {})
+    assert result.reason == "Topic 'OUT' expected 1 record but got 0."
+
+
+def test_value_mismatch_reason_and_diff_mark_the_first_differing_field() -> None:
+    expected = [
+        rec(value={"A": 1, "B": "x"}),
+        rec(value={"A": 2, "B": "y"}),
+        rec(value={"A": 3, "B": "z"}),
+    ]
+    actual = {
+        "OUT": [
+            rec(value={"A": 1, "B": "x"}),
+            rec(value={"A": 2, "B": "Y"}),
+            rec(value={"A": 9, "B": "z"}),
+        ]
+    }
+    result = verify_outputs(expected, actual)
+    assert result.reason == 'Topic \'OUT\' record 2 of 3: value.B expected "y" but was "Y".'
+    text = result.render()
+    assert "topic OUT: expected 3, actual 3" in text
+    marked = [line for line in text.splitlines() if "<- value.B" in line]
+    assert len(marked) == 1 and '"B":"y"' in marked[0] and '"B":"Y"' in marked[0]
+
+
+def test_key_mismatch_is_reported_before_value() -> None:
+    result = verify_outputs([rec(key="a", value=1)], {"OUT": [rec(key="b", value=2)]})
+    assert result.comparisons[0].field == "key"
+
+
+def test_windows_are_compared_including_their_type() -> None:
+    window = Window(0, 100, "TIME")
+    assert verify_outputs([rec(value=1, window=window)], {"OUT": [rec(value=1, window=window)]}).ok
+    other = verify_outputs(
+        [rec(value=1, window=window)], {"OUT": [rec(value=1, window=Window(0, 100, "SESSION"))]}
+    )
+    assert other.comparisons[0].field == "window"
+    unwindowed = verify_outputs([rec(value=1)], {"OUT": [rec(value=1, window=window)]})
+    assert unwindowed.comparisons[0].field == "window"
+
+
+def test_timestamps_are_compared_only_when_expected() -> None:
+    assert verify_outputs([rec(value=1)], {"OUT": [rec(value=1, timestamp=77)]}).ok
+    result = verify_outputs([rec(value=1, timestamp=5)], {"OUT": [rec(value=1, timestamp=6)]})
+    assert result.comparisons[0].field == "timestamp"
+
+
+def test_headers_are_compared_only_for_records_that_list_them() -> None:
+    actual = {"OUT": [rec(value=1, headers=(Header("h", b"\x01"),))]}
+    assert verify_outputs([rec(value=1)], actual).ok
+    assert not verify_outputs([rec(value=1)], actual, headers_at=frozenset({0})).ok
+    expected = [rec(value=1, headers=(Header("h", b"\x01"),))]
+    assert verify_outputs(expected, actual, headers_at=frozenset({0})).ok
+
+
+def test_strict_mode_fails_records_on_a_topic_expecting_none() -> None:
+    actual = {"OUT": [rec(value=1)], "EXTRA": [rec(topic="EXTRA", value=1)], "EMPTY": []}
+    assert verify_outputs([rec(value=1)], actual).ok
+    strict = verify_outputs([rec(value=1)], actual, strict=True)
+    assert strict.reasons == ("Topic 'EXTRA' received 1 record but the case expects none on it.",)
+    assert "topic EXTRA: expected 0, actual 1" in strict.render()
+
+
+def test_strict_mode_catches_a_case_expecting_nothing() -> None:
+    assert not verify_outputs([], {"OUT": [rec(value=1)]}, strict=True).ok
+
+
+# ---------------------------------------------------------------------------- post-conditions
+
+
+class FakeMetastore:
+    def __init__(self, sources: list[SourceInfo], topics: dict[str, TopicInfo]) -> None:
+        self._sources = {s.name: s for s in sources}
+        self._topics = topics
+
+    def source(self, name: str) -> SourceInfo | None:
+        return self._sources.get(name)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return self._topics
+
+
+def source(**kw: Any) -> SourceInfo:
+    values: dict[str, Any] = {
+        "name": "OUT",
+        "kind": "TABLE",
+        "schema": LogicalSchema.parse("`ID` INTEGER KEY, `TOTAL` BIGINT"),
+        "topic": "OUT",
+        "key_format": FormatDescription("KAFKA", window_type="TUMBLING", window_size_ms=1000),
+        "value_format": FormatDescription("JSON", features=("WRAP_SINGLES",)),
+    }
+    values.update(kw)
+    return SourceInfo(**values)
+
+
+def test_post_source_matches_with_other_spelling_of_the_same_schema() -> None:
+    post = PostConditions(
+        sources=(
+            PostSource(
+                name="OUT",
+                type="TABLE",
+                schema="id INT KEY, total BIGINT",
+                key_format=FormatSpec(format="KAFKA", window_type="TUMBLING", window_size=1000),
+                value_features=("WRAP_SINGLES",),
+            ),
+        )
+    )
+    assert check_post(post, FakeMetastore([source()], {})) == []
+
+
+@pytest.mark.parametrize(
+    ("expected", "fragment"),
+    [
+        (PostSource(name="NOPE"), "Source 'NOPE' does not exist"),
+        (PostSource(name="OUT", type="STREAM"), "is a TABLE but expected a STREAM"),
+        (PostSource(name="OUT", schema="TOTAL BIGINT, ID INT KEY"), "has schema"),
+        (PostSource(name="OUT", schema="ID INT, TOTAL BIGINT"), "has schema"),
+        (PostSource(name="OUT", schema="ID INT KEY, TOTAL INT"), "has schema"),
+        (PostSource(name="OUT", schema="ID INT KEY,,"), "cannot be parsed"),
+        (PostSource(name="OUT", key_format=FormatSpec(format="JSON")), "key format is KAFKA"),
+        (
+            PostSource(name="OUT", key_format=FormatSpec(format="KAFKA", window_type="SESSION")),
+            "window type",
+        ),
+        (PostSource(name="OUT", value_features=()), "value features"),
+        (PostSource(name="OUT", is_source=True), "isSource"),
+    ],
+)
+def test_post_source_mismatches_are_named(expected: PostSource, fragment: str) -> None:
+    [reason] = check_post(PostConditions(sources=(expected,)), FakeMetastore([source()], {}))
+    assert fragment in reason
+
+
+def test_topic_blacklist_must_match_no_topic() -> None:
+    topics = {"OUT": TopicInfo("OUT"), "app-repartition": TopicInfo("app-repartition")}
+    view = FakeMetastore([], topics)
+    assert check_post(PostConditions(blacklist=".*-changelog"), view) == []
+    [reason] = check_post(PostConditions(blacklist=".*-repartition"), view)
+    assert "'app-repartition'" in reason
+    # The regex must match the whole name, as ksqlDB's matcher does.
+    assert check_post(PostConditions(blacklist="repartition"), view) == []
+
+
+def test_listed_topics_check_formats_and_partitions_when_given() -> None:
+    view = FakeMetastore(
+        [], {"OUT": TopicInfo("OUT", partitions=3, key_format="KAFKA", value_format="JSON")}
+    )
+    ok = PostTopic(name="OUT", key_format=FormatSpec(format="kafka"), partitions=3)
+    assert check_post(PostConditions(topics=(ok,)), view) == []
+    bad = PostTopic(name="OUT", value_format=FormatSpec(format="AVRO"), partitions=1)
+    reasons = check_post(PostConditions(topics=(bad, PostTopic(name="GONE"))), view)
+    assert len(reasons) == 3
+    assert "value format JSON but expected AVRO" in reasons[0]
+    assert "3 partitions but expected 1" in reasons[1]
+    assert "'GONE' does not exist" in reasons[2]
