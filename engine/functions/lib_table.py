@@ -1,0 +1,38 @@
+"""Table functions: each call returns a list of values, one output row per value.
+
+A NULL argument yields no rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.functions.registry import Generic, table_function
+from engine.plan import types as T
+
+_T = Generic("T")
+
+
+@table_function("EXPLODE", params=[T.Array(_T)], returns=_T)
+def explode(array: list[Any] | None) -> list[Any]:
+    """One row per element of the array."""
+    return [] if array is None else list(array)
+
+
+@table_function("CUBE_EXPLODE", params=[T.Array(_T)], returns=T.Array(_T))
+def cube_explode(array: list[Any] | None) -> list[list[Any]]:
+    """One row per combination of the elements kept or replaced by NULL (2^n rows).
+
+    Rows count in binary with the first element as the most significant bit, from all-NULL
+    to all-kept; a NULL element has only one state, so duplicate rows are not produced.
+    """
+    if array is None:
+        return []
+    n = len(array)
+    null_bits = sum(1 << (n - 1 - j) for j, v in enumerate(array) if v is None)
+    rows: list[list[Any]] = []
+    for mask in range(1 << n):
+        if mask & null_bits:
+            continue
+        rows.append([v if mask >> (n - 1 - j) & 1 else None for j, v in enumerate(array)])
+    return rows

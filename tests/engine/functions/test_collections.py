@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.errors import EvaluationError
+from engine.functions import REGISTRY
+from engine.plan import types as T
+from engine.plan.types import SqlType
+
+INTS = T.Array(T.INTEGER)
+STRINGS = T.Array(T.STRING)
+SMAP = T.Map(T.STRING, T.INTEGER)
+
+
+def call(name: str, types: Sequence[SqlType], *args: Any) -> Any:
+    return REGISTRY.resolve(name, types).invoke(list(args))
+
+
+def return_type(name: str, types: Sequence[SqlType]) -> SqlType:
+    return REGISTRY.resolve(name, types).return_type
+
+
+# --------------------------------------------------------------------------- ARRAY_CONTAINS, POSITION
+
+
+def test_array_contains_finds_values_and_nulls() -> None:
+    assert call("ARRAY_CONTAINS", [STRINGS, T.STRING], ["x", "y"], "y") is True
+    assert call("ARRAY_CONTAINS", [STRINGS, T.STRING], ["x", "y"], "z") is False
+    assert call("ARRAY_CONTAINS", [STRINGS, T.STRING], ["x", None], None) is True
+
+
+def test_array_contains_of_a_null_array_is_false() -> None:
+    assert call("ARRAY_CONTAINS", [INTS, T.INTEGER], None, 1) is False
+
+
+def test_array_contains_compares_nested_arrays_by_content() -> None:
+    nested = T.Array(INTS)
+    assert call("ARRAY_CONTAINS", [nested, INTS], [[1, 2], [3]], [3]) is True
+
+
+def test_array_position_is_one_based_and_zero_when_missing() -> None:
+    assert call("ARRAY_POSITION", [INTS, T.INTEGER], [5, 6, 6], 6) == 2
+    assert call("ARRAY_POSITION", [INTS, T.INTEGER], [5, 6], 7) == 0
+    assert call("ARRAY_POSITION", [INTS, T.INTEGER], None, 7) == 0
+    assert call("ARRAY_POSITION", [INTS, T.INTEGER], [1, None], None) == 2
+
+
+# --------------------------------------------------------------------------- set functions
+
+
+def test_array_distinct_keeps_first_appearances() -> None:
+    assert call("ARRAY_DISTINCT", [INTS], [3, 1, 3, None, 1, None]) == [3, 1, None]
+    assert call("ARRAY_DISTINCT", [INTS], None) is None
+    assert call("ARRAY_DISTINCT", [INTS], []) == []
+
+
+def test_array_distinct_compares_maps_ignoring_order() -> None:
+    maps = T.Array(SMAP)
+    value = [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1}]
+    assert call("ARRAY_DISTINCT", [maps], value) == [{"a": 1, "b": 2}, {"a": 1}]
+
+
+def test_array_distinct_treats_nan_as_equal_to_itself() -> None:
+    result = call("ARRAY_DISTINCT", [T.Array(T.DOUBLE)], [math.nan, 1.0, math.nan])
+    assert len(result) == 2 and math.isnan(result[0])
+
+
+def test_array_except_intersect_union() -> None:
+    left, right = [4, 4, 5, 6, None], [6, 7, None]
+    assert call("ARRAY_EXCEPT", [INTS, INTS], left, right) == [4, 5]
+    assert call("ARRAY_INTERSECT", [INTS, INTS], left, right) == [6, None]
+    assert call("ARRAY_UNION", [INTS, INTS], left, right) == [4, 5, 6, None, 7]
+
+
+def test_set_functions_of_null_are_null() -> None:
+    for name in ("ARRAY_EXCEPT", "ARRAY_INTERSECT", "ARRAY_UNION"):
+        assert call(name, [INTS, INTS], None, [1]) is None, name
+        assert call(name, [INTS, INTS], [1], None) is None, name
+
+
+def test_array_concat_treats_one_null_side_as_empty() -> None:
+    assert call("ARRAY_CONCAT", [INTS, INTS], [1, 1], [2]) == [1, 1, 2]
+    assert call("ARRAY_CONCAT", [INTS, INTS], None, [2]) == [2]
+    assert call("ARRAY_CONCAT", [INTS, INTS], [1], None) == [1]
+    assert call("ARRAY_CONCAT", [INTS, INTS], None, None) is None
+
+
+@given(st.lists(st.integers(-5, 5)), st.lists(st.integers(-5, 5)))
+def test_union_is_the_distinct_concatenation(a: list[int], b: list[int]) -> None:
+    union = call("ARRAY_UNION", [INTS, INTS], a, b)
+    assert union == call("ARRAY_DISTINCT", [INTS], a + b)
+    assert set(call("ARRAY_INTERSECT", [INTS, INTS], a, b)) == set(a) & set(b)
+    assert set(call("ARRAY_EXCEPT", [INTS, INTS], a, b)) == set(a) - set(b)
+
+
+# --------------------------------------------------------------------------- ARRAY_REMOVE, SORT, ...
+
+
+def test_array_remove_drops_every_equal_element() -> None:
+    assert call("ARRAY_REMOVE", [STRINGS, T.STRING], ["a", "b", "a"], "a") == ["b"]
+    assert call("ARRAY_REMOVE", [STRINGS, T.STRING], ["a", None], None) == ["a"]
+    assert call("ARRAY_REMOVE", [STRINGS, T.STRING], None, "a") is None
+
+
+def test_array_sort_puts_nulls_last_in_both_directions() -> None:
+    assert call("ARRAY_SORT", [INTS], [3, None, 1, 2]) == [1, 2, 3, None]
+    assert call("ARRAY_SORT", [INTS, T.STRING], [3, None, 1], "desc") == [3, 1, None]
+    assert call("ARRAY_SORT", [STRINGS], ["b", "B", "a"]) == ["B", "a", "b"]
+    assert call("ARRAY_SORT", [INTS], None) is None
+
+
+def test_array_sort_with_an_unknown_direction_is_null() -> None:
+    assert call("ARRAY_SORT", [INTS, T.STRING], [2, 1], "sideways") is None
+
+
+def test_array_sort_of_nested_arrays_is_an_error() -> None:
+    with pytest.raises(EvaluationError, match="primitive values only"):
+        call("ARRAY_SORT", [T.Array(INTS)], [[2], [1]])
+
+
+def test_array_max_and_min_skip_nulls() -> None:
+    assert call("ARRAY_MAX", [INTS], [4, None, 9, -1]) == 9
+    assert call("ARRAY_MIN", [INTS], [4, None, 9, -1]) == -1
+    assert call("ARRAY_MAX", [T.Array(T.BOOLEAN)], [False, True]) is True
+    assert call("ARRAY_MIN", [STRINGS], ["pear", "apple"]) == "apple"
+    assert return_type("ARRAY_MAX", [T.Array(T.Decimal(4, 1))]) == T.Decimal(4, 1)
+
+
+def test_array_max_of_empty_or_all_null_or_null_is_null() -> None:
+    assert call("ARRAY_MAX", [INTS], []) is None
+    assert call("ARRAY_MIN", [INTS], [None, None]) is None
+    assert call("ARRAY_MAX", [INTS], None) is None
+
+
+def test_array_length() -> None:
+    assert call("ARRAY_LENGTH", [INTS], [1, None, 3]) == 3
+    assert call("ARRAY_LENGTH", [INTS], []) == 0
+    assert call("ARRAY_LENGTH", [INTS], None) is None
+    assert return_type("ARRAY_LENGTH", [T.Array(SMAP)]) == T.INTEGER
+
+
+def test_array_join_prints_java_text() -> None:
+    doubles = T.Array(T.DOUBLE)
+    assert call("ARRAY_JOIN", [doubles], [1.0, 1e7, None]) == "1.0,1.0E7,null"
+    assert call("ARRAY_JOIN", [T.Array(T.BOOLEAN), T.STRING], [True, False], "|") == "true|false"
+    dec = T.Array(T.Decimal(3, 2))
+    assert call("ARRAY_JOIN", [dec, T.STRING], [Decimal("1.50")], None) == "1.50"
+    assert call("ARRAY_JOIN", [INTS, T.STRING], None, ",") is None
+
+
+def test_slice_is_one_based_and_inclusive() -> None:
+    args = [INTS, T.INTEGER, T.INTEGER]
+    assert call("SLICE", args, [10, 20, 30, 40], 2, 3) == [20, 30]
+    assert call("SLICE", args, [10, 20, 30], None, 2) == [10, 20]
+    assert call("SLICE", args, [10, 20, 30], 2, None) == [20, 30]
+    assert call("SLICE", args, [10, 20, 30], 0, 2) is None
+    assert call("SLICE", args, [10, 20, 30], 2, 4) is None
+    assert call("SLICE", args, None, 1, 1) is None
+
+
+def test_generate_series_counts_up_or_down() -> None:
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 2, 5) == [2, 3, 4, 5]
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 1, -1) == [1, 0, -1]
+    assert call("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT], 0, 10, 4) == [0, 4, 8]
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 5, 0, -5) == [5, 0]
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 7, 7) == [7]
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], None, 7) is None
+    assert return_type("GENERATE_SERIES", [T.BIGINT, T.BIGINT]) == T.Array(T.BIGINT)
+
+
+def test_generate_series_rejects_zero_and_backward_steps() -> None:
+    with pytest.raises(EvaluationError, match="cannot be zero"):
+        call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 1, 5, 0)
+    with pytest.raises(EvaluationError, match="moves away"):
+        call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 1, 5, -1)
+
+
+# --------------------------------------------------------------------------- maps
+
+
+def test_entries_builds_k_v_structs_optionally_sorted() -> None:
+    value = {"b": 2, "a": 1}
+    assert call("ENTRIES", [SMAP, T.BOOLEAN], value, True) == [
+        {"K": "a", "V": 1},
+        {"K": "b", "V": 2},
+    ]
+    assert call("ENTRIES", [SMAP, T.BOOLEAN], value, False)[0] == {"K": "b", "V": 2}
+    assert call("ENTRIES", [SMAP, T.BOOLEAN], None, True) is None
+    assert return_type("ENTRIES", [T.Map(T.STRING, T.DOUBLE), T.BOOLEAN]) == T.Array(
+        T.Struct((T.Field("K", T.STRING), T.Field("V", T.DOUBLE)))
+    )
+
+
+def test_entries_needs_string_keys() -> None:
+    with pytest.raises(Exception, match="does not accept parameters"):
+        REGISTRY.resolve("ENTRIES", [T.Map(T.INTEGER, T.INTEGER), T.BOOLEAN])
+
+
+def test_map_keys_and_values() -> None:
+    value = {"x": [1], "y": None}
+    mtype = T.Map(T.STRING, INTS)
+    assert call("MAP_KEYS", [mtype], value) == ["x", "y"]
+    assert call("MAP_VALUES", [mtype], value) == [[1], None]
+    assert call("MAP_KEYS", [mtype], {}) == []
+    assert call("MAP_VALUES", [mtype], None) is None
+    assert return_type("MAP_VALUES", [mtype]) == T.Array(INTS)
+
+
+def test_map_union_prefers_the_second_map() -> None:
+    assert call("MAP_UNION", [SMAP, SMAP], {"a": 1, "b": 2}, {"b": None, "c": 3}) == {
+        "a": 1,
+        "b": None,
+        "c": 3,
+    }
+    assert call("MAP_UNION", [SMAP, SMAP], None, {"c": 3}) == {"c": 3}
+    assert call("MAP_UNION", [SMAP, SMAP], None, None) is None
+
+
+def test_as_map_pairs_keys_with_values() -> None:
+    args = [STRINGS, INTS]
+    assert call("AS_MAP", args, ["p", "q"], [7, 8, 9]) == {"p": 7, "q": 8}
+    assert call("AS_MAP", args, ["p", "q"], [7]) == {"p": 7, "q": None}
+    assert call("AS_MAP", args, None, [1]) is None
+    assert return_type("AS_MAP", args) == T.Map(T.STRING, T.INTEGER)

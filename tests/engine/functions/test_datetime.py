@@ -1,0 +1,313 @@
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.errors import EvaluationError
+from engine.functions import REGISTRY
+from engine.functions.lib_datetime import (
+    PatternField,
+    PatternLiteral,
+    PatternOptional,
+    java_pattern,
+    java_zone,
+    tokenize_java_pattern,
+    unit_to_millis,
+)
+from engine.plan import types as T
+from engine.plan.types import SqlType
+
+S, INT, BI = T.STRING, T.INTEGER, T.BIGINT
+
+
+def call(name: str, types: Sequence[SqlType], *args: Any) -> Any:
+    return REGISTRY.resolve(name, types).invoke(list(args))
+
+
+# --------------------------------------------------------------------------- pattern translator
+
+
+def test_tokenizer_splits_fields_literals_and_quotes() -> None:
+    assert tokenize_java_pattern("yyyy-MM-dd'T'HH:mm:ss.SSSX") == (
+        PatternField("y", 4),
+        PatternLiteral("-"),
+        PatternField("M", 2),
+        PatternLiteral("-"),
+        PatternField("d", 2),
+        PatternLiteral("T"),
+        PatternField("H", 2),
+        PatternLiteral(":"),
+        PatternField("m", 2),
+        PatternLiteral(":"),
+        PatternField("s", 2),
+        PatternLiteral("."),
+        PatternField("S", 3),
+        PatternField("X", 1),
+    )
+
+
+def test_tokenizer_reads_escaped_quotes_and_optional_sections() -> None:
+    assert tokenize_java_pattern("HH''mm['at' z]") == (
+        PatternField("H", 2),
+        PatternLiteral("'"),
+        PatternField("m", 2),
+        PatternOptional((PatternLiteral("at"), PatternLiteral(" "), PatternField("z", 1))),
+    )
+    assert tokenize_java_pattern("'it''s'") == (PatternLiteral("it's"),)
+
+
+def test_tokenizer_rejects_unknown_letters_and_open_quotes() -> None:
+    with pytest.raises(EvaluationError, match="unsupported pattern letter 'b'"):
+        tokenize_java_pattern("yyyy-bb")
+    with pytest.raises(EvaluationError, match="unterminated quote"):
+        tokenize_java_pattern("HH 'oops")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("yyyy-MM-dd HH:mm:ss.SSS", "2009-03-07 05:04:09.250"),
+        ("yy/M/d H:m:s", "09/3/7 5:4:9"),
+        ("EEE, dd MMM yyyy", "Sat, 07 Mar 2009"),
+        ("EEEE MMMM", "Saturday March"),
+        ("hh:mm a", "05:04 AM"),
+        ("D 'day' Q", "66 day 1"),
+        ("yyyyMMddHHmmssSSS", "20090307050409250"),
+    ],
+)
+def test_pattern_formats_a_local_datetime(pattern: str, expected: str) -> None:
+    value = dt.datetime(2009, 3, 7, 5, 4, 9, 250_000)
+    assert java_pattern(pattern).format(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("X", "+0530"),
+        ("XX", "+0530"),
+        ("XXX", "+05:30"),
+        ("Z", "+0530"),
+        ("ZZZZ", "GMT+05:30"),
+        ("O", "GMT+5:30"),
+        ("xxx", "+05:30"),
+        ("z", "+05:30"),
+    ],
+)
+def test_pattern_formats_zone_offsets(pattern: str, expected: str) -> None:
+    value = dt.datetime(2020, 1, 1, tzinfo=java_zone("+05:30"))
+    assert java_pattern(pattern).format(value) == expected
+
+
+def test_pattern_prints_z_for_utc_offset_and_names_for_regions() -> None:
+    utc = dt.datetime(2020, 1, 1, tzinfo=java_zone("Z"))
+    assert java_pattern("XXX").format(utc) == "Z"
+    assert java_pattern("xx").format(utc) == "+0000"
+    paris = dt.datetime(2020, 7, 1, tzinfo=java_zone("Europe/Paris"))
+    assert java_pattern("z VV").format(paris) == "CEST Europe/Paris"
+
+
+def test_pattern_refuses_fields_the_value_lacks() -> None:
+    with pytest.raises(EvaluationError, match="letter 'H'"):
+        java_pattern("yyyy HH").format(dt.date(2020, 1, 1))
+    with pytest.raises(EvaluationError, match="letter 'y'"):
+        java_pattern("yyyy").format(dt.time(1, 2))
+
+
+def test_pattern_parses_case_insensitively_and_rejects_extra_text() -> None:
+    fields = java_pattern("dd-MMM-yyyy").parse("05-fEb-2021")
+    assert (fields.year, fields.month, fields.day) == (2021, 2, 5)
+    with pytest.raises(EvaluationError, match="could not be parsed"):
+        java_pattern("dd-MMM-yyyy").parse("05-Feb-2021 extra")
+
+
+def test_pattern_parses_adjacent_numbers_and_two_digit_years() -> None:
+    fields = java_pattern("yyMMddHHmm").parse("9912312359")
+    assert fields.date() == dt.date(2099, 12, 31)
+    assert fields.time() == dt.time(23, 59)
+
+
+def test_parsed_day_beyond_month_end_is_clamped_like_java_smart_mode() -> None:
+    assert java_pattern("yyyy-MM-dd").parse("2023-02-30").date() == dt.date(2023, 2, 28)
+    with pytest.raises(EvaluationError, match="Invalid month 13"):
+        java_pattern("yyyy-MM-dd").parse("2023-13-01").date()
+
+
+@given(st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31)))
+def test_format_then_parse_returns_the_same_millisecond(value: dt.datetime) -> None:
+    value = value.replace(microsecond=value.microsecond // 1000 * 1000, fold=0)
+    pattern = java_pattern("yyyy-MM-dd'T'HH:mm:ss.SSS")
+    fields = pattern.parse(pattern.format(value))
+    assert dt.datetime.combine(fields.date(), fields.time()) == value
+
+
+# --------------------------------------------------------------------------- zones
+
+
+def test_java_zone_reads_offsets_prefixes_and_regions() -> None:
+    jan = dt.datetime(2020, 1, 1)
+    assert java_zone("+02").utcoffset(jan) == dt.timedelta(hours=2)
+    assert java_zone("-0330").utcoffset(jan) == dt.timedelta(hours=-3, minutes=-30)
+    assert java_zone("UTC+01:00").utcoffset(jan) == dt.timedelta(hours=1)
+    assert java_zone("GMT").utcoffset(jan) == dt.timedelta(0)
+    assert java_zone("Asia/Tokyo").utcoffset(jan) == dt.timedelta(hours=9)
+
+
+def test_java_zone_rejects_unknown_ids() -> None:
+    with pytest.raises(EvaluationError, match="Unknown time zone 'Mars/Olympus'"):
+        java_zone("Mars/Olympus")
+    with pytest.raises(EvaluationError, match="Unknown time zone"):
+        java_zone("+25:00")
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def test_unix_date_and_unix_timestamp() -> None:
+    assert call("UNIX_DATE", [T.DATE], dt.date(1970, 2, 1)) == 31
+    assert call("UNIX_DATE", [T.DATE], None) is None
+    assert call("UNIX_TIMESTAMP", [T.TIMESTAMP], dt.datetime(1970, 1, 1, 0, 0, 1, 500_000)) == 1500
+    assert call("UNIX_TIMESTAMP", [T.TIMESTAMP], dt.datetime(1969, 12, 31, 23, 59, 59)) == -1000
+    now = int(time.time() * 1000)
+    assert abs(call("UNIX_TIMESTAMP", []) - now) < 60_000
+    assert call("UNIX_DATE", []) == now // 86_400_000
+
+
+def test_from_unixtime_and_from_days() -> None:
+    assert call("FROM_UNIXTIME", [BI], 86_400_123) == dt.datetime(1970, 1, 2, 0, 0, 0, 123_000)
+    assert call("FROM_DAYS", [INT], -1) == dt.date(1969, 12, 31)
+    assert call("FROM_DAYS", [INT], None) is None
+    with pytest.raises(EvaluationError, match="outside the supported range"):
+        call("FROM_DAYS", [INT], 10**9)
+
+
+def test_format_and_parse_date() -> None:
+    assert call("FORMAT_DATE", [T.DATE, S], dt.date(2024, 2, 29), "dd.MM.yyyy") == "29.02.2024"
+    assert call("PARSE_DATE", [S, S], "29.02.2024", "dd.MM.yyyy") == dt.date(2024, 2, 29)
+    assert call("PARSE_DATE", [S, S], "Mar 2024", "MMM yyyy") == dt.date(2024, 3, 1)
+    assert call("PARSE_DATE", [S, S], None, "yyyy") is None
+    with pytest.raises(EvaluationError):
+        call("PARSE_DATE", [S, S], "2024", "yyyy")
+
+
+def test_format_and_parse_time() -> None:
+    assert call("FORMAT_TIME", [T.TIME, S], dt.time(13, 5, 7, 8000), "hh:mm:ss.SSS a") == (
+        "01:05:07.008 PM"
+    )
+    assert call("PARSE_TIME", [S, S], "01:05 PM", "hh:mm a") == dt.time(13, 5)
+    assert call("PARSE_TIME", [S, S], "23", "HH") == dt.time(23, 0)
+    assert call("FORMAT_TIME", [T.TIME, S], None, "HH") is None
+    with pytest.raises(EvaluationError, match="letter 'd'"):
+        call("FORMAT_TIME", [T.TIME, S], dt.time(1, 2), "dd HH")
+
+
+def test_format_timestamp_in_utc_and_in_a_zone() -> None:
+    ts = dt.datetime(2021, 7, 4, 16, 30, 15, 42_000)
+    assert call("FORMAT_TIMESTAMP", [T.TIMESTAMP, S], ts, "yyyy-MM-dd HH:mm:ss.SSS") == (
+        "2021-07-04 16:30:15.042"
+    )
+    assert call("FORMAT_TIMESTAMP", [T.TIMESTAMP, S, S], ts, "HH:mm z", "America/Chicago") == (
+        "11:30 CDT"
+    )
+    assert call("FORMAT_TIMESTAMP", [T.TIMESTAMP, S, S], ts, "HH:mm", None) is None
+
+
+def test_parse_timestamp_uses_the_zone_argument_unless_the_text_has_one() -> None:
+    pattern = "yyyy-MM-dd HH:mm"
+    assert call("PARSE_TIMESTAMP", [S, S], "2021-07-04 16:30", pattern) == dt.datetime(
+        2021, 7, 4, 16, 30
+    )
+    assert call("PARSE_TIMESTAMP", [S, S, S], "2021-07-04 16:30", pattern, "+03:00") == (
+        dt.datetime(2021, 7, 4, 13, 30)
+    )
+    with_zone = "yyyy-MM-dd HH:mmXXX"
+    assert call(
+        "PARSE_TIMESTAMP", [S, S, S], "2021-07-04 16:30-02:00", with_zone, "+03:00"
+    ) == dt.datetime(2021, 7, 4, 18, 30)
+
+
+def test_parse_timestamp_defaults_missing_fields_to_the_epoch() -> None:
+    assert call("PARSE_TIMESTAMP", [S, S], "07:45", "HH:mm") == dt.datetime(1970, 1, 1, 7, 45)
+
+
+def test_parse_timestamp_reads_zone_names() -> None:
+    assert call("PARSE_TIMESTAMP", [S, S], "2021-01-15 08:00 EST", "yyyy-MM-dd HH:mm z") == (
+        dt.datetime(2021, 1, 15, 13, 0)
+    )
+
+
+def test_parse_timestamp_of_bad_text_is_an_error() -> None:
+    with pytest.raises(EvaluationError, match="could not be parsed"):
+        call("PARSE_TIMESTAMP", [S, S], "yesterday", "yyyy-MM-dd")
+
+
+def test_legacy_string_and_number_forms() -> None:
+    assert call("DATETOSTRING", [INT, S], 365, "yyyy/MM/dd") == "1971/01/01"
+    assert call("STRINGTODATE", [S, S], "1971/01/01", "yyyy/MM/dd") == 365
+    assert call("TIMESTAMPTOSTRING", [BI, S], 1_000, "HH:mm:ss") == "00:00:01"
+    assert call("TIMESTAMPTOSTRING", [BI, S, S], 0, "yyyy-MM-dd HH", "Asia/Kolkata") == (
+        "1970-01-01 05"
+    )
+    assert call("STRINGTOTIMESTAMP", [S, S], "1970-01-01 00:00:02", "yyyy-MM-dd HH:mm:ss") == 2000
+    assert call("STRINGTOTIMESTAMP", [S, S, S], "1970-01-01 01", "yyyy-MM-dd HH", "+01:00") == 0
+    assert call("STRINGTODATE", [S, S], None, "yyyy") is None
+
+
+def test_convert_tz_shifts_by_the_offset_difference() -> None:
+    ts = dt.datetime(2022, 1, 10, 12, 0)
+    assert call("CONVERT_TZ", [T.TIMESTAMP, S, S], ts, "UTC", "Asia/Kolkata") == dt.datetime(
+        2022, 1, 10, 17, 30
+    )
+    assert call("CONVERT_TZ", [T.TIMESTAMP, S, S], ts, "+0100", "-0100") == dt.datetime(
+        2022, 1, 10, 10, 0
+    )
+    assert call("CONVERT_TZ", [T.TIMESTAMP, S, S], None, "UTC", "UTC") is None
+    with pytest.raises(EvaluationError, match="Unknown time zone"):
+        call("CONVERT_TZ", [T.TIMESTAMP, S, S], ts, "UTC", "Nowhere")
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def test_unit_to_millis_truncates_like_java_time_unit() -> None:
+    assert unit_to_millis("SECONDS", 3) == 3000
+    assert unit_to_millis("hour", 1) == 3_600_000
+    assert unit_to_millis("MICROSECONDS", 2500) == 2
+    assert unit_to_millis("NANOSECONDS", -1_500_000) == -1
+    with pytest.raises(EvaluationError, match="Unknown time unit 'FORTNIGHTS'"):
+        unit_to_millis("FORTNIGHTS", 1)
+
+
+def test_dateadd_and_datesub() -> None:
+    day = dt.date(2000, 2, 28)
+    assert call("DATEADD", [S, INT, T.DATE], "DAYS", 2, day) == dt.date(2000, 3, 1)
+    assert call("DATESUB", [S, INT, T.DATE], "DAY", 59, day) == dt.date(1999, 12, 31)
+    assert call("DATEADD", [S, INT, T.DATE], "HOURS", 47, day) == dt.date(2000, 2, 29)
+    assert call("DATEADD", [S, INT, T.DATE], "DAYS", None, day) is None
+
+
+def test_timeadd_and_timesub_wrap_around_midnight() -> None:
+    assert call("TIMEADD", [S, INT, T.TIME], "MINUTES", 90, dt.time(23, 0)) == dt.time(0, 30)
+    assert call("TIMESUB", [S, INT, T.TIME], "SECONDS", 1, dt.time(0, 0)) == dt.time(23, 59, 59)
+    assert call("TIMESUB", [S, INT, T.TIME], "SECONDS", 1, None) is None
+
+
+def test_timestampadd_and_timestampsub() -> None:
+    ts = dt.datetime(2020, 12, 31, 23, 59, 59, 999_000)
+    assert call("TIMESTAMPADD", [S, INT, T.TIMESTAMP], "MILLISECONDS", 1, ts) == dt.datetime(
+        2021, 1, 1
+    )
+    assert call("TIMESTAMPSUB", [S, BI, T.TIMESTAMP], "DAYS", 366, ts) == dt.datetime(
+        2019, 12, 31, 23, 59, 59, 999_000
+    )
+    assert call("TIMESTAMPADD", [S, INT, T.TIMESTAMP], "DAYS", 1, None) is None
+
+
+def test_interval_functions_reject_a_non_unit_first_argument() -> None:
+    with pytest.raises(Exception, match="does not accept parameters"):
+        REGISTRY.resolve("TIMESTAMPADD", [T.TIMESTAMP, INT, T.TIMESTAMP])

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.functions import REGISTRY, FunctionKind
+from engine.plan import types as T
+from engine.plan.types import SqlType
+
+
+def rows(name: str, types: Sequence[SqlType], *args: Any) -> Any:
+    return REGISTRY.resolve(name, types).invoke(list(args))
+
+
+def test_explode_and_cube_explode_are_table_functions() -> None:
+    assert REGISTRY.kind_of("EXPLODE") is FunctionKind.TABLE
+    assert REGISTRY.kind_of("CUBE_EXPLODE") is FunctionKind.TABLE
+
+
+def test_explode_gives_one_row_per_element() -> None:
+    assert rows("EXPLODE", [T.Array(T.BIGINT)], [7, None, 9]) == [7, None, 9]
+    assert REGISTRY.resolve("EXPLODE", [T.Array(T.Decimal(6, 2))]).return_type == T.Decimal(6, 2)
+
+
+def test_explode_of_null_or_empty_gives_no_rows() -> None:
+    assert rows("EXPLODE", [T.Array(T.STRING)], None) == []
+    assert rows("EXPLODE", [T.Array(T.STRING)], []) == []
+
+
+def test_explode_does_not_accept_maps() -> None:
+    with pytest.raises(Exception, match="does not accept parameters"):
+        REGISTRY.resolve("EXPLODE", [T.Map(T.STRING, T.INTEGER)])
+
+
+def test_cube_explode_gives_every_combination_of_kept_and_null() -> None:
+    result = rows("CUBE_EXPLODE", [T.Array(T.STRING)], ["x", "y"])
+    assert result == [[None, None], [None, "y"], ["x", None], ["x", "y"]]
+    assert REGISTRY.resolve("CUBE_EXPLODE", [T.Array(T.STRING)]).return_type == T.Array(T.STRING)
+
+
+def test_cube_explode_does_not_repeat_rows_for_null_elements() -> None:
+    result = rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], [1, None])
+    assert result == [[None, None], [1, None]]
+
+
+def test_cube_explode_of_null_gives_no_rows() -> None:
+    assert rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], None) == []
+    assert rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], []) == [[]]
+
+
+@given(st.lists(st.integers(), max_size=6, unique=True))
+def test_cube_explode_of_distinct_values_has_two_to_the_n_distinct_rows(values: list[int]) -> None:
+    result = rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], values)
+    assert len(result) == 2 ** len(values)
+    assert len({tuple(r) for r in result}) == len(result)
