@@ -7,6 +7,7 @@ without its SQL text (``execute_plan``), which is how legacy plans replay.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
@@ -28,6 +29,20 @@ from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import TopicStore
 
 
+@dataclass(frozen=True)
+class QueryReport:
+    """What running a query showed: its Spark physical plan and its internal state schemas."""
+
+    query_id: str
+    physical_plan: str
+    internal_schemas: dict[str, str]
+
+
+def physical_plan_text(df: Any) -> str:
+    """The Spark physical plan of a DataFrame, as ``explain()`` prints it (not normalised)."""
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
 class KsqlEngine:
     """One engine instance: metastore, topics, persistent queries and properties."""
 
@@ -41,6 +56,7 @@ class KsqlEngine:
         self.variables: dict[str, str] = {}
         self._query_counter = 0
         self._outputs: dict[str, list[TopicRecord]] | None = None
+        self.query_reports: dict[str, QueryReport] = {}
 
     # ------------------------------------------------------------------ topics and records
 
@@ -209,6 +225,11 @@ class KsqlEngine:
             sink_topic = topic.topic if topic is not None else query.sink
             window = built.window.type if built.window is not None else None
             window_type = None if window is None else ("SESSION" if window == "SESSION" else "TIME")
+            self.query_reports[query.query_id] = QueryReport(
+                query_id=query.query_id,
+                physical_plan=physical_plan_text(built.df),
+                internal_schemas=dict(built.internal_schemas),
+            )
             written = runtime.write_sink(sink_topic, built.df, window_type)
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
