@@ -52,5 +52,11 @@ def build(step: Step, ctx: BuildContext) -> Any:
 
 
 def _load_builders() -> None:
-    # Importing the modules registers their builders.
-    from engine.build import sinks, sources, stateless  # noqa: F401
+    """Import every module of the package once: importing a module registers its builders."""
+    import importlib
+    import pkgutil
+
+    import engine.build as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")

@@ -441,6 +441,12 @@ def format_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _postfix_base(base: Expr) -> str:
+    # "->" and "[]" bind tighter than unary minus: -(x)->f must keep its parentheses.
+    text = format_sql(base)
+    return f"({text})" if isinstance(base, Negate) else text
+
+
 def format_sql(expr: Expr) -> str:
     """Format an expression as ksqlDB's ExpressionFormatter does (fully parenthesised)."""
     f = format_sql
@@ -470,9 +476,9 @@ def format_sql(expr: Expr) -> str:
         case IntervalUnit(unit=u):
             return u
         case Dereference(base=b, field=name):
-            return f"{f(b)}->{format_identifier(name)}"
+            return f"{_postfix_base(b)}->{format_identifier(name)}"
         case Subscript(base=b, index=i):
-            return f"{f(b)}[{f(i)}]"
+            return f"{_postfix_base(b)}[{f(i)}]"
         case Negate(operand=o):
             inner = f(o)
             # A space keeps "- -1" from reading as the comment "--1" (as ksqlDB's formatter).

@@ -50,10 +50,18 @@ def json_key(field_name: str) -> str:
 
 @cache
 def _hints(cls: type[Any]) -> dict[str, Any]:
+    import sys
+
     import engine.plan.plan as plan_mod
     import engine.plan.steps as steps_mod
 
-    namespace = {**vars(steps_mod), **vars(plan_mod), "Expr": E.Expr, "SqlType": SqlType}
+    namespace = {
+        **vars(steps_mod),
+        **vars(plan_mod),
+        **vars(sys.modules[cls.__module__]),
+        "Expr": E.Expr,
+        "SqlType": SqlType,
+    }
     return typing.get_type_hints(cls, globalns=namespace)
 
 

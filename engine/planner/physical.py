@@ -7,57 +7,115 @@ across releases and name steps in plan diffs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from engine.errors import InternalError
 from engine.planner import logical as L
 from engine.plan import steps as S
 
 
+PhysicalRule = Callable[[Any], S.Step]
+RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
+
+
+def rule(node_type: type[L.LogicalNode]) -> Callable[[PhysicalRule], PhysicalRule]:
+    """Register the decorated function as the physical rule for one logical node type."""
+
+    def wrap(fn: PhysicalRule) -> PhysicalRule:
+        if node_type in RULES:
+            raise TypeError(f"Logical node {node_type.__name__} has two physical rules.")
+        RULES[node_type] = fn
+        return fn
+
+    return wrap
+
+
 def to_steps(node: L.LogicalNode) -> S.Step:
     """The step DAG that executes ``node`` (and its inputs)."""
-    match node:
-        case L.SourceNode(source=src):
-            common = dict(
-                ctx="KsqlTopic/Source",
-                topic=src.topic,
-                formats=src.formats,
-                source_schema=src.schema,
-                timestamp_column=src.timestamp_column,
-            )
-            if src.window_info is not None:
-                if src.is_table:
-                    return S.WindowedTableSource(window_info=src.window_info, **common)
-                return S.WindowedStreamSource(window_info=src.window_info, **common)
-            if src.is_table:
-                return S.TableSource(**common)
-            return S.StreamSource(**common)
-        case L.FilterNode(input=inp, predicate=pred):
-            if inp.is_table:
-                return S.TableFilter(ctx="WhereFilter", source=to_steps(inp), predicate=pred)
-            return S.StreamFilter(ctx="WhereFilter", source=to_steps(inp), predicate=pred)
-        case L.FlatMapNode(input=inp, functions=fns):
-            return S.StreamFlatMap(
-                ctx="FlatMap",
-                source=to_steps(inp),
-                table_functions=tuple(S.SelectExpression(alias=a, expression=f) for a, f in fns),
-            )
-        case L.RepartitionNode(input=inp, keys=keys):
-            return S.StreamSelectKey(
-                ctx="PartitionBy",
-                source=to_steps(inp),
-                key_expressions=tuple(S.SelectExpression(alias=a, expression=e) for a, e in keys),
-            )
-        case L.ProjectNode(input=inp, key_names=keys, values=values):
-            selects = tuple(S.SelectExpression(alias=a, expression=e) for a, e in values)
-            if inp.is_table:
-                return S.TableSelect(
-                    ctx="Project", source=to_steps(inp), key_column_names=keys, select_expressions=selects
-                )
-            return S.StreamSelect(
-                ctx="Project", source=to_steps(inp), key_column_names=keys, select_expressions=selects
-            )
-        case L.SinkNode(input=inp, topic=topic, formats=formats, timestamp_column=ts):
-            cls = S.TableSink if inp.is_table else S.StreamSink
-            return cls(
-                ctx="KsqlTopic/Sink", source=to_steps(inp), topic=topic, formats=formats, timestamp_column=ts
-            )
-    raise InternalError(f"The physical planner has no rule for {type(node).__name__} (a bug).")
+    fn = RULES.get(type(node))
+    if fn is None:
+        raise InternalError(f"The physical planner has no rule for {type(node).__name__} (a bug).")
+    return fn(node)
+
+
+@rule(L.SourceNode)
+def _source(node: L.SourceNode) -> S.Step:
+    src = node.source
+    common: dict[str, Any] = dict(
+        ctx=node.ctx or "KsqlTopic/Source",
+        topic=src.topic,
+        formats=src.formats,
+        source_schema=src.schema,
+        timestamp_column=src.timestamp_column,
+    )
+    if src.window_info is not None:
+        if src.is_table:
+            return S.WindowedTableSource(window_info=src.window_info, **common)
+        return S.WindowedStreamSource(window_info=src.window_info, **common)
+    if src.is_table:
+        return S.TableSource(**common)
+    return S.StreamSource(**common)
+
+
+@rule(L.FilterNode)
+def _filter(node: L.FilterNode) -> S.Step:
+    cls = S.TableFilter if node.input.is_table else S.StreamFilter
+    return cls(ctx="WhereFilter", source=to_steps(node.input), predicate=node.predicate)
+
+
+@rule(L.FlatMapNode)
+def _flat_map(node: L.FlatMapNode) -> S.Step:
+    return S.StreamFlatMap(
+        ctx="FlatMap",
+        source=to_steps(node.input),
+        table_functions=tuple(S.SelectExpression(alias=a, expression=f) for a, f in node.functions),
+    )
+
+
+@rule(L.RepartitionNode)
+def _repartition(node: L.RepartitionNode) -> S.Step:
+    return S.StreamSelectKey(
+        ctx="PartitionBy",
+        source=to_steps(node.input),
+        key_expressions=tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.keys),
+    )
+
+
+@rule(L.ProjectNode)
+def _project(node: L.ProjectNode) -> S.Step:
+    selects = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.values)
+    cls = S.TableSelect if node.input.is_table else S.StreamSelect
+    return cls(
+        ctx=node.ctx or "Project",
+        source=to_steps(node.input),
+        key_column_names=node.key_names,
+        select_expressions=selects,
+    )
+
+
+@rule(L.SinkNode)
+def _sink(node: L.SinkNode) -> S.Step:
+    cls = S.TableSink if node.input.is_table else S.StreamSink
+    return cls(
+        ctx="KsqlTopic/Sink",
+        source=to_steps(node.input),
+        topic=node.topic,
+        formats=node.formats,
+        timestamp_column=node.timestamp_column,
+    )
+
+
+def _load_rules() -> None:
+    """Import the planner modules that add rules for their own logical nodes."""
+    import importlib
+    import pkgutil
+
+    import engine.planner as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name.startswith("physical_"):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+_load_rules()

@@ -1,0 +1,7 @@
+"""The ksqlDB-dialect SQL parser (upper layer): text to ``engine.parser.ast`` statements."""
+
+from __future__ import annotations
+
+from engine.parser.parser import ParsedStatement, parse, parse_expression, reserved_words
+
+__all__ = ["ParsedStatement", "parse", "parse_expression", "reserved_words"]
