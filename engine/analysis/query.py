@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.errors import AnalysisError, TypeCheckError, UnsupportedFeatureError
 from engine.expressions import infer_type
@@ -32,8 +33,7 @@ class SelectColumn:
 class AnalyzedQuery:
     """A resolved single-source query."""
 
-    source: DataSource
-    alias: str
+    from_clause: FromClause
     select: list[SelectColumn]
     where: E.Expr | None
     partition_by: list[E.Expr] | None
@@ -42,7 +42,15 @@ class AnalyzedQuery:
 
     @property
     def is_table(self) -> bool:
-        return self.source.is_table
+        return bool(self.from_clause.node.is_table)
+
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.name for s in self.from_clause.sources))
+
+    @property
+    def node(self) -> Any:
+        return self.from_clause.node
 
 
 def source_columns(source: DataSource) -> dict[str, SqlType]:
@@ -54,13 +62,23 @@ def source_columns(source: DataSource) -> dict[str, SqlType]:
     return columns
 
 
-class Resolver:
-    """Rewrites qualified and unqualified column references of a single-source query."""
+@dataclass
+class Scope:
+    """Resolves column references of a query against the columns of its FROM clause.
 
-    def __init__(self, source: DataSource, alias: str) -> None:
-        self.source = source
-        self.alias = alias
-        self.columns = source_columns(source)
+    ``qualified`` maps each source name and alias to {column name -> name in the FROM
+    node's schema}; unqualified names resolve when exactly one source has them. A single
+    source maps names to themselves; a join maps ``A.ID`` to ``A_ID``.
+    """
+
+    columns: dict[str, SqlType]
+    qualified: dict[str, dict[str, str]]
+
+    @staticmethod
+    def of_source(source: DataSource, alias: str) -> Scope:
+        columns = source_columns(source)
+        names = {n: n for n in columns}
+        return Scope(columns, {alias: names, source.name: names})
 
     def resolve(self, expr: E.Expr, *, clause: str) -> E.Expr:
         return _rewrite(expr, lambda e: self._column(e, clause))
@@ -68,15 +86,43 @@ class Resolver:
     def _column(self, expr: E.Expr, clause: str) -> E.Expr | None:
         if not isinstance(expr, E.ColumnRef):
             return None
-        if expr.source is not None and expr.source not in (self.alias, self.source.name):
-            # `a.b` may also be a struct field access written with a dot.
+        if expr.source is not None:
+            names = self.qualified.get(expr.source)
+            if names is None:
+                raise AnalysisError(
+                    f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved: "
+                    f"'{expr.source}' is not a source or alias in the query."
+                )
+            if expr.name not in names:
+                raise AnalysisError(
+                    f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved."
+                )
+            return E.ColumnRef(names[expr.name])
+        if expr.name in self.columns:
+            return E.ColumnRef(expr.name)
+        candidates = sorted(
+            {f"{alias}.{expr.name}": names[expr.name] for alias, names in self.qualified.items() if expr.name in names}.items()
+        )
+        targets = {target for _, target in candidates}
+        if len(targets) == 1:
+            return E.ColumnRef(targets.pop())
+        if len(targets) > 1:
             raise AnalysisError(
-                f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved: "
-                f"'{expr.source}' is not a source or alias in the query."
+                f"{clause}: column '{expr.name}' is ambiguous. Could be "
+                + " or ".join(name for name, _ in candidates)
+                + "."
             )
-        if expr.name not in self.columns:
-            raise AnalysisError(f"{clause}: column '{expr.name}' cannot be resolved.")
-        return E.ColumnRef(expr.name)
+        raise AnalysisError(f"{clause}: column '{expr.name}' cannot be resolved.")
+
+
+@dataclass
+class FromClause:
+    """What the FROM clause contributes: the logical node it reads, its sources and scope."""
+
+    node: Any  # engine.planner.logical.LogicalNode (imported lazily: the planner imports us)
+    sources: list[DataSource]
+    scope: Scope
+    alias: str
 
 
 def _rewrite(expr: E.Expr, fn: Callable[[E.Expr], E.Expr | None]) -> E.Expr:
@@ -135,25 +181,21 @@ def analyze_query(
     query: ast.Query, metastore: MetaStore, *, sink_name: str | None = None
 ) -> AnalyzedQuery:
     """Resolve a single-source, non-aggregate query."""
-    relation = query.from_
-    if isinstance(relation, ast.Join):
-        raise UnsupportedFeatureError("joins")
+    from_clause = analyze_from(query.from_, metastore)
     if query.window is not None:
         raise UnsupportedFeatureError("windowed aggregations")
     if query.group_by:
         raise UnsupportedFeatureError("GROUP BY aggregations")
     if query.having is not None:
         raise AnalysisError("HAVING requires a GROUP BY clause.")
-    source = metastore.get(relation.name)
-    if source is None:
-        raise AnalysisError(f"{relation.name} does not exist.")
-    alias = relation.alias or relation.name
-    resolver = Resolver(source, alias)
-    columns = resolver.columns
+    scope = from_clause.scope
+    columns = scope.columns
+    node_schema = from_clause.node.schema
+    alias = from_clause.alias
 
     where = None
     if query.where is not None:
-        where = resolver.resolve(query.where, clause="WHERE")
+        where = scope.resolve(query.where, clause="WHERE")
         _check_no_aggregate(where, "WHERE")
         where_type = infer_type(where, columns)
         if where_type is not None and where_type != T.BOOLEAN:
@@ -166,13 +208,18 @@ def analyze_query(
     star = False
     for item in query.select:
         if isinstance(item, ast.AllColumns):
-            if item.source is not None and item.source not in (alias, source.name):
-                raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
             star = True
-            for c in source.schema.columns:
-                items.append((c.name, E.ColumnRef(c.name)))
+            if item.source is None:
+                wanted = {c.name for c in node_schema.columns}
+            elif item.source in scope.qualified:
+                wanted = set(scope.qualified[item.source].values())
+            else:
+                raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
+            for c in node_schema.columns:
+                if c.name in wanted:
+                    items.append((c.name, E.ColumnRef(c.name)))
         else:
-            expr = resolver.resolve(item.expr, clause="SELECT")
+            expr = scope.resolve(item.expr, clause="SELECT")
             _check_no_aggregate(expr, "SELECT")
             items.append((item.alias, expr))
 
@@ -192,21 +239,40 @@ def analyze_query(
     table_functions = [
         e for s in select for e in E.walk(s.expression) if is_table_function_call(e)
     ]
-    if table_functions and source.is_table:
+    if table_functions and from_clause.node.is_table:
         raise AnalysisError("Table functions cannot be used with a table source.")
 
     partition_by = None
     if query.partition_by:
-        if source.is_table:
+        if from_clause.node.is_table:
             raise AnalysisError("PARTITION BY is not supported on a table source.")
-        partition_by = [resolver.resolve(p, clause="PARTITION BY") for p in query.partition_by]
+        partition_by = [scope.resolve(p, clause="PARTITION BY") for p in query.partition_by]
         for p in partition_by:
             _check_no_aggregate(p, "PARTITION BY")
             infer_type(p, columns)
 
     for s in select:
         _check_typed(s, columns)
-    return AnalyzedQuery(source, alias, select, where, partition_by, table_functions, star)
+    del alias
+    return AnalyzedQuery(from_clause, select, where, partition_by, table_functions, star)
+
+
+def analyze_from(relation: Any, metastore: MetaStore) -> FromClause:
+    """Resolve the FROM clause: one source, or a join (see engine.analysis.joins)."""
+    from engine.planner import logical as L
+
+    if isinstance(relation, ast.Join):
+        from engine.analysis.joins import analyze_join
+
+        return analyze_join(relation, metastore)
+    source = metastore.get(relation.name)
+    if source is None:
+        raise AnalysisError(f"{relation.name} does not exist.")
+    alias = relation.alias or relation.name
+    node = L.SourceNode(
+        schema=source.schema, is_table=source.is_table, window=source.window_info, source=source
+    )
+    return FromClause(node, [source], Scope.of_source(source, alias), alias)
 
 
 def _check_no_aggregate(expr: E.Expr, clause: str) -> None:

@@ -23,6 +23,7 @@ This module imports no pyspark and nothing from the upper layer.
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +67,34 @@ class LambdaType(SqlType):
         return f"LAMBDA<({ps}) => {self.result}>"
 
 
+@dataclass(frozen=True, slots=True)
+class AnyType(SqlType):
+    """A parameter that takes an argument of any type as it is (Java's ``Object``)."""
+
+    base: T.BaseType = T.BaseType.STRUCT  # unused
+
+    def __str__(self) -> str:
+        return "ANY"
+
+
+ANY = AnyType()
+
 ReturnSpec = SqlType | Callable[[Sequence[SqlType | None]], SqlType]
+
+
+@dataclass(frozen=True, slots=True)
+class AggregateInfo:
+    """What an aggregate overload adds to its signature.
+
+    ``init_params``: how many trailing declared parameters are literal init arguments.
+    ``supports_undo``: whether ksqlDB allows it on a table source (a TableUdaf).
+    ``intermediate``: the SQL type of its accumulator (None: the return type), checked
+    against the value format like ksqlDB does.
+    """
+
+    init_params: int = 0
+    supports_undo: bool = False
+    intermediate: ReturnSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +109,7 @@ class Signature:
     null_propagating: bool = True
     kind: FunctionKind = FunctionKind.SCALAR
     description: str = ""
+    aggregate: AggregateInfo | None = None
 
     def describe(self) -> str:
         ps = [str(p) for p in self.params]
@@ -229,6 +258,8 @@ class FunctionRegistry:
 
 def _param_type(param: SqlType | None, arg: SqlType) -> SqlType | None:
     """The type an argument is coerced to: a DECIMAL parameter takes any DECIMAL as it is."""
+    if isinstance(param, AnyType):
+        return arg
     if isinstance(param, T.Decimal) and arg.is_numeric and arg.base is not T.BaseType.DOUBLE:
         return T.decimal_for_integral(arg)
     return param
@@ -280,6 +311,8 @@ def _substitute(t: SqlType | None, bindings: dict[str, SqlType]) -> SqlType | No
 
 def _bind(param: SqlType, arg: SqlType, bindings: dict[str, SqlType]) -> int | None:
     """Match one argument type against one parameter type; return the cost or None."""
+    if isinstance(param, AnyType):
+        return 0
     if isinstance(param, Generic):
         bound = bindings.get(param.name)
         if bound is None:
@@ -409,6 +442,59 @@ def table_function(
                 null_propagating=False,
                 kind=FunctionKind.TABLE,
                 description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            )
+        )
+        return fn
+
+    return wrap
+
+
+def aggregate(
+    name: str,
+    *,
+    params: Sequence[SqlType],
+    returns: ReturnSpec,
+    init_params: int = 0,
+    variadic: bool = False,
+    supports_undo: bool = False,
+    intermediate: ReturnSpec | None = None,
+    description: str = "",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register an aggregate overload; the decorated factory builds its aggregator.
+
+    ``params`` lists the aggregated column types, then the types of the ``init_params``
+    trailing literal init arguments; the factory is called with the evaluated init
+    arguments, plus, when it declares these keywords, ``config=`` (the query properties)
+    and ``arg_types=`` (the coerced column types, e.g. for a DECIMAL's precision).
+    A variadic parameter must be the last column (no init params) or the last init param.
+    """
+    if not 0 <= init_params <= len(params):
+        raise TypeError(f"Aggregate {name}: init_params={init_params} exceeds its parameters.")
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        declared = inspect.signature(fn).parameters
+
+        def factory(*init_args: Any, config: Any = None, arg_types: Any = None) -> Any:
+            extra: dict[str, Any] = {}
+            if "config" in declared:
+                extra["config"] = config
+            if "arg_types" in declared:
+                extra["arg_types"] = arg_types
+            return fn(*init_args, **extra)
+
+        factory.__name__ = fn.__name__
+        factory.__doc__ = fn.__doc__
+        REGISTRY.register(
+            Signature(
+                name=name.upper(),
+                params=tuple(params),
+                returns=returns,
+                impl=factory,
+                variadic=variadic,
+                null_propagating=False,
+                kind=FunctionKind.AGGREGATE,
+                description=description or (fn.__doc__ or "").strip().split("\n")[0],
+                aggregate=AggregateInfo(init_params, supports_undo, intermediate),
             )
         )
         return fn

@@ -14,13 +14,14 @@ from engine.plan.steps import Formats, TimestampColumn, WindowInfo
 from engine.plan.types import SqlType
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogicalNode:
     """Base: every node has an output schema and knows whether it is a table."""
 
     schema: LogicalSchema
     is_table: bool
     window: WindowInfo | None
+    ctx: str = ""
 
     def columns(self) -> dict[str, SqlType]:
         """Names an expression over this node's rows may reference, with their types."""
@@ -31,14 +32,14 @@ class LogicalNode:
         return columns
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SourceNode(LogicalNode):
     """Reads a source from its topic."""
 
     source: DataSource
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FilterNode(LogicalNode):
     """Keeps the rows for which ``predicate`` holds."""
 
@@ -46,7 +47,7 @@ class FilterNode(LogicalNode):
     predicate: E.Expr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FlatMapNode(LogicalNode):
     """Applies table functions, each output column named by its alias."""
 
@@ -54,7 +55,7 @@ class FlatMapNode(LogicalNode):
     functions: tuple[tuple[str, E.FunctionCall], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RepartitionNode(LogicalNode):
     """Re-keys a stream by expressions (PARTITION BY)."""
 
@@ -62,7 +63,7 @@ class RepartitionNode(LogicalNode):
     keys: tuple[tuple[str, E.Expr], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProjectNode(LogicalNode):
     """Projects onto renamed key columns and computed value columns."""
 
@@ -71,7 +72,7 @@ class ProjectNode(LogicalNode):
     values: tuple[tuple[str, E.Expr], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SinkNode(LogicalNode):
     """Writes the result into a topic."""
 

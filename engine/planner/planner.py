@@ -280,7 +280,7 @@ class Planner:
             )
         projected = self._logical_query(analysis, stmt.name)
         topic = props.string("KAFKA_TOPIC") or stmt.name
-        formats = self._sink_formats(props, analysis.source, projected.schema)
+        formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema)
         ts = self._timestamp_column(props, projected.schema)
         sink = L.SinkNode(
             schema=projected.schema, is_table=projected.is_table, window=projected.window,
@@ -297,7 +297,7 @@ class Planner:
             or_replace=stmt.or_replace,
         )
         query = QueryPlan(
-            query_id=query_id, sources=(analysis.source.name,), sink=stmt.name, root=to_steps(sink)
+            query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=to_steps(sink)
         )
         return StatementPlan(statement_text=text, command=command, query=query)
 
@@ -325,7 +325,7 @@ class Planner:
             timestamp_column=target.timestamp_column,
         )
         query = QueryPlan(
-            query_id=query_id, sources=(analysis.source.name,), sink=target.name, root=to_steps(sink)
+            query_id=query_id, sources=analysis.source_names, sink=target.name, root=to_steps(sink)
         )
         return StatementPlan(statement_text=text, query=query)
 
@@ -347,10 +347,7 @@ class Planner:
         return self._formats(props, schema, key_fmt.upper(), value_fmt.upper(), inherited)
 
     def _logical_query(self, analysis: AnalyzedQuery, sink_name: str) -> L.LogicalNode:
-        src = analysis.source
-        node: L.LogicalNode = L.SourceNode(
-            schema=src.schema, is_table=src.is_table, window=src.window_info, source=src
-        )
+        node: L.LogicalNode = analysis.node
         select = list(analysis.select)
         if analysis.where is not None:
             node = L.FilterNode(
