@@ -142,7 +142,13 @@ def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-_cached_like_regex = lru_cache(maxsize=256)(like_regex)
+@lru_cache(maxsize=256)
+def cached_like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
+    """``like_regex`` with a cache, for patterns that vary per record.
+
+    Defined with its own name so that closures pickle it by reference (Spark ships them).
+    """
+    return like_regex(pattern, escape)
 
 
 class _Compiler:
@@ -393,7 +399,7 @@ class _Compiler:
 
             def pattern_of(row: Row, scope: Scope) -> re.Pattern[str] | None:
                 p = pattern(row, scope)
-                return None if p is None else _cached_like_regex(p, escape)
+                return None if p is None else cached_like_regex(p, escape)
 
         def like(row: Row, scope: Scope) -> Any:
             v, regex = value(row, scope), pattern_of(row, scope)

@@ -3,7 +3,8 @@
 Mapping: BOOLEAN boolean, INTEGER int, BIGINT bigint, DOUBLE double, DECIMAL(p,s)
 decimal(p,s) (precision above Spark's 38 is carried as its string form), STRING string,
 BYTES binary, DATE date, TIME bigint milliseconds of the day, TIMESTAMP timestamp (UTC),
-ARRAY array, MAP map, STRUCT struct.
+ARRAY array, MAP array<struct<key, value>> (ksqlDB maps may hold a NULL key, which Spark's
+map type cannot), STRUCT struct.
 
 Converters are built once per type and applied per value; identity where the two
 representations agree.
@@ -41,7 +42,13 @@ def spark_type(t: SqlType) -> ST.DataType:
     if isinstance(t, T.Array):
         return ST.ArrayType(spark_type(t.item), containsNull=True)
     if isinstance(t, T.Map):
-        return ST.MapType(spark_type(t.key), spark_type(t.value), valueContainsNull=True)
+        entry = ST.StructType(
+            [
+                ST.StructField("key", spark_type(t.key), nullable=True),
+                ST.StructField("value", spark_type(t.value), nullable=True),
+            ]
+        )
+        return ST.ArrayType(entry, containsNull=False)
     if isinstance(t, T.Struct):
         return ST.StructType(
             [ST.StructField(f.name, spark_type(f.type), nullable=True) for f in t.fields]
@@ -89,7 +96,7 @@ def from_spark(t: SqlType) -> Converter:
         return lambda v: None if v is None else [item(x) for x in v]
     if isinstance(t, T.Map):
         k, val = from_spark(t.key), from_spark(t.value)
-        return lambda v: None if v is None else {k(a): val(b) for a, b in _pairs(v)}
+        return lambda v: None if v is None else {k(e["key"]): val(e["value"]) for e in v}
     if isinstance(t, T.Struct):
         convs = [(f.name, from_spark(f.type)) for f in t.fields]
         return lambda v: None if v is None else {n: c(v.get(n)) for n, c in convs}
@@ -111,15 +118,13 @@ def to_spark(t: SqlType) -> Converter:
         return lambda v: None if v is None else [item(x) for x in v]
     if isinstance(t, T.Map):
         k, val = to_spark(t.key), to_spark(t.value)
-        return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
+        return lambda v: (
+            None if v is None else [{"key": k(a), "value": val(b)} for a, b in v.items()]
+        )
     if isinstance(t, T.Struct):
         convs = [(f.name, to_spark(f.type)) for f in t.fields]
         return lambda v: None if v is None else {n: c(v.get(n)) for n, c in convs}
     return _identity
-
-
-def _pairs(value: Any) -> Any:
-    return value.items() if isinstance(value, dict) else value
 
 
 def _timestamp_from_spark(value: Any) -> Any:

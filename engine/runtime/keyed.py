@@ -26,11 +26,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from engine.plan.schema import LogicalSchema
 from engine.runtime import rows as R
-from engine.runtime.convert import to_spark
 
 GROUP = "__group"
 SIDE = "__side"
@@ -134,9 +132,9 @@ def process_keyed(
     assert envelopes is not None
     timed = with_stream_time(envelopes)
 
-    encode = tuple((c.name, to_spark(c.type)) for c in output_schema.columns)
+    encode = R.encoders(output_schema)
     out_spark_schema = R.row_spark_schema(output_schema)
-    arrow_schema = to_arrow_schema(out_spark_schema)
+    arrow_schema = R.arrow_schema_of(out_spark_schema)
 
     def run(table: pa.Table) -> pa.Table:
         records = table.to_pylist()
@@ -150,7 +148,7 @@ def process_keyed(
                 KeyedRecord(rec[SIDE], tuple(rec[R.SEQ]), row, rec[STREAM_TIME]),
             )
             for p in produced:
-                encoded = {n: conv(p.get(n)) for n, conv in encode}
+                encoded = {sn: conv(p.get(n)) for n, sn, conv in encode}
                 for m in R.META_NAMES:
                     encoded[m] = p.get(m)
                 out.append(encoded)

@@ -10,7 +10,7 @@ Streaming ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -63,26 +63,44 @@ Row = dict[str, Any]
 RowFunction = Callable[[Row], Iterable[Row]]
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SPARK_TIME_ZONE = "UTC"
+
+
+def spark_name(name: str) -> str:
+    """The Spark column name of a user column.
+
+    PySpark resolves names with dots or back-quotes as nested fields, and a user column may
+    share its name with a meta column (``PARTITION BY ROWOFFSET``), so such names are
+    encoded; plain names stay readable in physical plans.
+    """
+    if _PLAIN_NAME.fullmatch(name) and name not in META_NAMES and not name.startswith("__"):
+        return name
+    return "__c_" + name.encode("utf-8").hex()
+
+
 def row_spark_schema(schema: LogicalSchema) -> ST.StructType:
     """The Spark schema of a stream/table DataFrame with this logical schema."""
-    user = [ST.StructField(c.name, spark_type(c.type), nullable=True) for c in schema.columns]
+    user = [
+        ST.StructField(spark_name(c.name), spark_type(c.type), nullable=True)
+        for c in schema.columns
+    ]
     return ST.StructType(user + list(META_FIELDS))
 
 
-@dataclass(frozen=True)
-class _Codec:
-    """Per-column converters between Arrow values and engine values."""
-
-    decode: tuple[tuple[str, Callable[[Any], Any]], ...]
-    encode: tuple[tuple[str, Callable[[Any], Any]], ...]
+def arrow_schema_of(schema: ST.StructType) -> pa.Schema:
+    """The Arrow schema Spark expects for batches of ``schema``."""
+    return to_arrow_schema(schema, timezone=SPARK_TIME_ZONE)
 
 
-def _decoders(schema: LogicalSchema) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    return tuple((c.name, from_spark(c.type)) for c in schema.columns)
+def decoders(schema: LogicalSchema) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+    """(user name, Spark name, Arrow value -> engine value) per column."""
+    return tuple((c.name, spark_name(c.name), from_spark(c.type)) for c in schema.columns)
 
 
-def _encoders(schema: LogicalSchema) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    return tuple((c.name, to_spark(c.type)) for c in schema.columns)
+def encoders(schema: LogicalSchema) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+    """(user name, Spark name, engine value -> Arrow value) per column."""
+    return tuple((c.name, spark_name(c.name), to_spark(c.type)) for c in schema.columns)
 
 
 def map_rows(
@@ -100,9 +118,9 @@ def map_rows(
     With ``input_schema`` None, rows hold only ``input_fields`` as Spark gives them (raw
     topic records); with ``output_schema`` None, ``output_spark_schema`` gives the output.
     """
-    decode = _decoders(input_schema) if input_schema is not None else ()
+    decode = decoders(input_schema) if input_schema is not None else ()
     if output_schema is not None:
-        encode = _encoders(output_schema)
+        encode = encoders(output_schema)
         out_schema = row_spark_schema(output_schema)
         passthrough = META_NAMES
     else:
@@ -110,18 +128,18 @@ def map_rows(
         encode = ()
         out_schema = output_spark_schema
         passthrough = tuple(f.name for f in output_spark_schema.fields)
-    arrow_schema = to_arrow_schema(out_schema)
+    arrow_schema = arrow_schema_of(out_schema)
     meta_in = tuple(input_fields)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             out: list[Row] = []
             for record in batch.to_pylist():
-                row = {n: conv(record[n]) for n, conv in decode}
+                row = {n: conv(record[sn]) for n, sn, conv in decode}
                 for m in meta_in:
                     row[m] = record[m]
                 for produced in fn(row):
-                    encoded = {n: conv(produced.get(n)) for n, conv in encode}
+                    encoded = {sn: conv(produced.get(n)) for n, sn, conv in encode}
                     for m in passthrough:
                         if m not in encoded:
                             encoded[m] = produced.get(m)
