@@ -15,7 +15,10 @@ ksqlDB). A NULL literal argument (type ``None``) matches any parameter; a DECIMA
 parameter takes any DECIMAL as it is. ``Generic("T")`` parameters bind to the argument's type and must bind
 consistently. A ``LambdaType`` parameter takes a lambda; the typer first asks
 ``lambda_param_types`` for the lambda's parameter types, types its body, then resolves with
-the full ``LambdaType``.
+the full ``LambdaType``. An ``ANY`` parameter takes an argument of any type as it is.
+
+Aggregate functions register with ``@aggregate`` on a factory of aggregators; their
+protocol and the planner-facing ``aggregate_spec`` live in ``engine.functions.udaf``.
 
 This module imports no pyspark and nothing from the upper layer.
 """

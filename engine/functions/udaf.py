@@ -232,9 +232,7 @@ def config_int(config: Mapping[str, Any] | None, key: str, default: int) -> int:
     try:
         return int(raw)
     except (TypeError, ValueError):
-        raise AnalysisError(
-            f"Property '{key}' must be an integer, got '{raw}'."
-        ) from None
+        raise AnalysisError(f"Property '{key}' must be an integer, got '{raw}'.") from None
 
 
 __all__ = [
