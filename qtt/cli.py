@@ -1,4 +1,5 @@
-"""The ``qtt`` command: ``qtt run`` (strict, for the project's cases) and ``qtt conformance``.
+"""The ``qtt`` command: ``qtt run`` (strict, for the project's cases), ``qtt conformance``,
+``qtt plans verify|regenerate`` and ``qtt schema generate|check``.
 
 Exit codes: 0 success; 1 some case did not pass (``run`` only) or no case was found;
 2 the runner itself could not work (bad arguments, missing path, report not writable).
@@ -10,11 +11,17 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.progress import Progress
 
 from qtt.conformance import print_summary, run_conformance, write_report
 from qtt.loader import QttFile, load_paths
+from qtt.plans.layout import DEFAULT_ROOT
+from qtt.plans.schema import SCHEMA_FILE
+from qtt.plans.verify import DEFAULT_CASES
 from qtt.runner import CaseResult, Status, problem_result, run_case
 
 _LABELS = {
@@ -63,7 +70,71 @@ def build_parser() -> argparse.ArgumentParser:
         help="Show the N most frequent unsupported features and failure reasons (0: none).",
     )
     conf.set_defaults(handler=_cmd_conformance)
+    _add_plan_commands(sub)
     return parser
+
+
+def _add_plan_commands(sub: Any) -> None:
+    """``qtt plans verify|regenerate`` and ``qtt schema generate|check``."""
+    plans = sub.add_parser("plans", help="Planned cases: verify and regenerate.")
+    plans_sub = plans.add_subparsers(dest="plans_command", required=True, metavar="ACTION")
+    verify = plans_sub.add_parser(
+        "verify",
+        help="Replay, up-to-date, orphans, completeness and schema checks; non-zero on failure.",
+    )
+    _plan_paths(verify)
+    verify.add_argument(
+        "--allow-orphans", action="store_true", help="Report orphaned planned cases, do not fail."
+    )
+    verify.add_argument(
+        "--schema", default=str(SCHEMA_FILE), metavar="FILE", help="Committed plan schema."
+    )
+    verify.set_defaults(handler=_cmd_plans_verify)
+    regen = plans_sub.add_parser(
+        "regenerate",
+        help="Write new planned cases for cases whose latest one is missing or stale.",
+        description=(
+            "Record a new planned-case version for every positive case whose latest saved "
+            "plan differs from what the engine plans now. Never rewrites saved versions. With "
+            "--release VERSION, then fold each case's unreleased versions into one VERSION_<time> "
+            "folder and add VERSION to planned_cases/RELEASES."
+        ),
+    )
+    _plan_paths(regen)
+    regen.add_argument("--filter", metavar="S", help="Only cases whose id contains S.")
+    regen.add_argument(
+        "--release", metavar="VERSION", help="Fold unreleased versions into VERSION."
+    )
+    regen.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
+    regen.set_defaults(handler=_cmd_plans_regenerate)
+
+    schema = sub.add_parser("schema", help="The plan JSON Schema guard.")
+    schema_sub = schema.add_subparsers(dest="schema_command", required=True, metavar="ACTION")
+    gen = schema_sub.add_parser("generate", help="Write the generated plan schema.")
+    gen.add_argument(
+        "--schema", default=str(SCHEMA_FILE), metavar="FILE", help="Where to write it."
+    )
+    gen.set_defaults(handler=_cmd_schema_generate)
+    check = schema_sub.add_parser(
+        "check", help="Compare the generated schema with the committed one (compatibility rules)."
+    )
+    check.add_argument(
+        "--schema", default=str(SCHEMA_FILE), metavar="FILE", help="Committed schema."
+    )
+    check.set_defaults(handler=_cmd_schema_check)
+
+
+def _plan_paths(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root", default=str(DEFAULT_ROOT), metavar="DIR", help="Planned cases folder."
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        default=[str(DEFAULT_CASES)],
+        metavar="PATH",
+        help="QTT case files or folders.",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,6 +204,99 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 120)
     print_summary(run, console, top=args.top)
     return status
+
+
+def _cmd_plans_verify(args: argparse.Namespace) -> int:
+    from qtt.plans.verify import verify
+
+    def show(result: Any) -> None:
+        print(
+            f"{'PASS' if result.ok else 'FAIL'} replay {result.label} ({result.seconds:.2f}s)",
+            flush=True,
+        )
+
+    try:
+        report = verify(
+            Path(args.root),
+            [Path(p) for p in args.cases],
+            allow_orphans=args.allow_orphans,
+            schema_path=Path(args.schema),
+            on_replay=show,
+        )
+    except FileNotFoundError as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
+    print(report.render())
+    return 0 if report.ok else 1
+
+
+def _cmd_plans_regenerate(args: argparse.Namespace) -> int:
+    from qtt.plans.regenerate import fold_release, regenerate
+    from qtt.plans.verify import current_cases
+
+    try:
+        cases, problems = current_cases([Path(p) for p in args.cases])
+    except FileNotFoundError as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
+    if args.filter:
+        cases = [c for c in cases if args.filter in c.id]
+    root = Path(args.root)
+    with Progress(disable=args.no_progress, transient=True) as progress:
+        task = progress.add_task("recording planned cases", total=len(cases))
+        report = regenerate(root, cases, advance=lambda _case: progress.advance(task))
+    for path in report.written:
+        print(f"WROTE {path}")
+    for line in report.failed + problems:
+        print(f"FAIL {line}")
+    print(
+        f"{len(report.written)} written, {len(report.current)} up to date, {len(report.failed)} failed"
+    )
+    if args.release:
+        if report.failed:
+            print("qtt: not releasing while some cases cannot be recorded.", file=sys.stderr)
+            return 1
+        try:
+            for line in fold_release(root, args.release):
+                print(f"RELEASED {line}")
+        except ValueError as exc:
+            print(f"qtt: {exc}", file=sys.stderr)
+            return 1
+    return 1 if report.failed or problems else 0
+
+
+def _cmd_schema_generate(args: argparse.Namespace) -> int:
+    from qtt.plans.schema import write_schema
+
+    print(f"wrote {write_schema(Path(args.schema))}")
+    return 0
+
+
+def _cmd_schema_check(args: argparse.Namespace) -> int:
+    from qtt.plans.schema import BREAKING, compare_schemas, generate_schema, read_schema
+
+    try:
+        committed = read_schema(Path(args.schema))
+    except (OSError, ValueError) as exc:
+        print(f"qtt: cannot read the committed schema {args.schema}: {exc}", file=sys.stderr)
+        return 2
+    changes = compare_schemas(committed, generate_schema())
+    for change in changes:
+        print(change.render())
+    breaking = [c for c in changes if c.verdict == BREAKING]
+    if breaking:
+        print(
+            f"{len(breaking)} breaking change(s): old plans would no longer load. Add a new step "
+            "version instead of changing a published one."
+        )
+        return 1
+    if changes:
+        print(
+            f"{len(changes)} compatible change(s): run `qtt schema generate` and commit the schema."
+        )
+        return 1
+    print("The plan schema matches the committed one.")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

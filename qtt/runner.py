@@ -225,6 +225,30 @@ def run_case(
     )
 
 
+def statement_topics(statements: Sequence[str]) -> list[tuple[str, int]]:
+    """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front.
+
+    Statements that do not parse are skipped here: executing them reports the error.
+    """
+    from engine.errors import KsqlError
+    from engine.parser import ast, parse
+
+    found: list[tuple[str, int]] = []
+    for statement in statements:
+        try:
+            parsed = parse(statement)
+        except KsqlError:
+            continue
+        for p in parsed:
+            stmt = p.statement
+            if isinstance(stmt, ast.CreateSource):
+                topic = stmt.properties.get("KAFKA_TOPIC")
+                if isinstance(topic, str):
+                    partitions = stmt.properties.get("PARTITIONS", 1)
+                    found.append((topic, int(partitions) if str(partitions).isdigit() else 1))
+    return found
+
+
 def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[str, Any]:
     stage.text = "creating topics"
     declared = {t.name for t in case.topics}
@@ -233,6 +257,9 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
     for name in case.topic_names():
         if name not in declared:
             engine.create_topic(TopicInfo(name=name))
+    for name, partitions in statement_topics(case.statements):
+        if name not in declared and name not in case.topic_names():
+            engine.create_topic(TopicInfo(name=name, partitions=partitions))
     for i, statement in enumerate(case.statements):
         stage.text = f"executing statement {i + 1} ({one_line(statement, 80)})"
         engine.execute_sql(statement)

@@ -43,6 +43,31 @@ def numbers_equal(expected: Any, actual: Any) -> bool:
     return bool(expected == actual)
 
 
+def _match_fields(expected: dict[Any, Any], actual: dict[Any, Any]) -> dict[Any, Any] | None:
+    """Pair each expected field with an actual one: exact name first, else ignoring case.
+
+    ksqlDB's QTT compares field names of JSON objects without regard to case (cases write
+    ``{"json_v": ...}`` for a column ``JSON_V``); an exact match is always preferred.
+    """
+    if set(expected) == set(actual):
+        return {k: k for k in expected}
+    if len(expected) != len(actual):
+        return None
+    by_upper: dict[str, Any] = {}
+    for k in actual:
+        upper = str(k).upper()
+        if upper in by_upper:
+            return None
+        by_upper[upper] = k
+    pairs: dict[Any, Any] = {}
+    for k in expected:
+        target = k if k in actual else by_upper.get(str(k).upper())
+        if target is None or target in pairs.values():
+            return None
+        pairs[k] = target
+    return pairs
+
+
 def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
     """The path of the first place where ``actual`` differs from ``expected``, or None."""
     if expected is None or actual is None:
@@ -50,12 +75,13 @@ def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
     if _is_number(expected) and _is_number(actual):
         return None if numbers_equal(expected, actual) else path
     if isinstance(expected, dict) and isinstance(actual, dict):
-        if set(expected) != set(actual):
+        matched = _match_fields(expected, actual)
+        if matched is None:
             missing = [k for k in expected if k not in actual]
             extra = [k for k in actual if k not in expected]
             return _join(path, str((missing or extra)[0]))
         for k in expected:
-            sub = find_difference(expected[k], actual[k], _join(path, str(k)))
+            sub = find_difference(expected[k], actual[matched[k]], _join(path, str(k)))
             if sub is not None:
                 return sub
         return None

@@ -39,10 +39,11 @@ class AnalyzedQuery:
     partition_by: list[E.Expr] | None
     table_functions: list[E.FunctionCall] = field(default_factory=list)
     star_expanded: bool = False
+    aggregation: Any = None  # engine.analysis.aggregate.AggregateAnalysis of a GROUP BY query
 
     @property
     def is_table(self) -> bool:
-        return bool(self.from_clause.node.is_table)
+        return self.aggregation is not None or bool(self.from_clause.node.is_table)
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -169,6 +170,41 @@ def generated_names(taken: set[str]) -> Callable[[], str]:
     return next_name
 
 
+def name_columns(
+    items: Sequence[tuple[str | None, E.Expr]], source_names: set[str]
+) -> list[SelectColumn]:
+    """Name the select items as ksqlDB does.
+
+    An alias wins; a column keeps its name; a struct field access takes the field name,
+    suffixed ``_1``, ``_2``... when that name is taken by a source column or an earlier
+    output; anything else is ``KSQL_COL_n`` with the smallest n not taken.
+    """
+    taken = set(source_names) | {a for a, _ in items if a is not None}
+    taken |= {e.name for a, e in items if a is None and isinstance(e, E.ColumnRef)}
+    next_name = generated_names(taken)
+    select: list[SelectColumn] = []
+    seen: set[str] = set()
+    for alias, expr in items:
+        if alias is not None:
+            name = alias
+        elif isinstance(expr, E.ColumnRef):
+            name = expr.name
+        elif isinstance(expr, E.Dereference):
+            name = expr.field
+            suffix = 0
+            while name in taken and (name in seen or name in source_names):
+                suffix += 1
+                name = f"{expr.field}_{suffix}"
+            taken.add(name)
+        else:
+            name = next_name()
+        if name in seen:
+            raise AnalysisError(f"Duplicate column name in the projection: `{name}`.")
+        seen.add(name)
+        select.append(SelectColumn(name, expr))
+    return select
+
+
 def is_aggregate_call(expr: E.Expr) -> bool:
     return isinstance(expr, E.FunctionCall) and REGISTRY.kind_of(expr.name) is FunctionKind.AGGREGATE
 
@@ -182,10 +218,10 @@ def analyze_query(
 ) -> AnalyzedQuery:
     """Resolve a single-source, non-aggregate query."""
     from_clause = analyze_from(query.from_, metastore)
-    if query.window is not None:
-        raise UnsupportedFeatureError("windowed aggregations")
-    if query.group_by:
-        raise UnsupportedFeatureError("GROUP BY aggregations")
+    if query.window is not None or query.group_by or _selects_aggregate(query):
+        from engine.analysis.aggregate import analyze_aggregate_query
+
+        return analyze_aggregate_query(query, from_clause, sink_name=sink_name)
     if query.having is not None:
         raise AnalysisError("HAVING requires a GROUP BY clause.")
     scope = from_clause.scope
@@ -223,18 +259,7 @@ def analyze_query(
             _check_no_aggregate(expr, "SELECT")
             items.append((item.alias, expr))
 
-    taken = {a for a, _ in items if a is not None} | {
-        name for a, e in items if a is None and (name := column_name_for(e)) is not None
-    }
-    next_name = generated_names(taken)
-    select: list[SelectColumn] = []
-    seen: set[str] = set()
-    for a, e in items:
-        name = a or column_name_for(e) or next_name()
-        if name in seen:
-            raise AnalysisError(f"Duplicate column name in the projection: `{name}`.")
-        seen.add(name)
-        select.append(SelectColumn(name, e))
+    select = name_columns(items, {c.name for c in node_schema.columns})
 
     table_functions = [
         e for s in select for e in E.walk(s.expression) if is_table_function_call(e)
@@ -273,6 +298,15 @@ def analyze_from(relation: Any, metastore: MetaStore) -> FromClause:
         schema=source.schema, is_table=source.is_table, window=source.window_info, source=source
     )
     return FromClause(node, [source], Scope.of_source(source, alias), alias)
+
+
+def _selects_aggregate(query: ast.Query) -> bool:
+    return any(
+        is_aggregate_call(node)
+        for item in query.select
+        if isinstance(item, ast.SelectColumn)
+        for node in E.walk(item.expr)
+    )
 
 
 def _check_no_aggregate(expr: E.Expr, clause: str) -> None:

@@ -25,7 +25,9 @@ def _build_sink(step: StreamSink | TableSink, source: Built, ctx: BuildContext) 
 
     def serialize(row: dict[str, Any]) -> list[dict[str, Any]]:
         try:
-            key = key_serde.serialize({n: row[n] for n in key_names}) if key_names else None
+            key_row = {n: row[n] for n in key_names}
+            # A key whose columns are all null is a null key (ksqlDB writes no key bytes).
+            key = key_serde.serialize(key_row) if any(v is not None for v in key_row.values()) else None
             value = None if row[R.DELETED] else value_serde.serialize({n: row[n] for n in value_names})
         except KsqlError as exc:
             log_processing_error(query_id, where, f"Failed to serialise the record: {exc}")

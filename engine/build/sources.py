@@ -73,9 +73,7 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
             row[n] = key_row.get(n)
         if is_table and key_names and all(row[n] is None for n in key_names):
             return []  # a table row needs a key
-        deleted = value_data is None
-        if deleted and not is_table:
-            return []  # streams skip null values
+        deleted = value_data is None  # a tombstone: a table delete, or a stream's null value
         if not deleted:
             try:
                 value_row = value_serde.deserialize(value_data) or {}

@@ -66,7 +66,7 @@ def build_stream_filter(step: StreamFilter, *, source: Built, ctx: BuildContext)
     holds = _predicate(step, source, ctx)
 
     def keep(row: dict[str, Any]) -> list[dict[str, Any]]:
-        return [row] if holds(row) else []
+        return [row] if not row[R.DELETED] and holds(row) else []
 
     df = R.map_rows(source.df, input_schema=source.schema, output_schema=source.schema, fn=keep, name=step.ctx)
     return source.with_df(df)
@@ -107,7 +107,7 @@ def projection_schema(
     return LogicalSchema(tuple(out))
 
 
-def _build_select(step: StreamSelect | TableSelect, source: Built, ctx: BuildContext, *, table: bool) -> Built:
+def _build_select(step: StreamSelect | TableSelect, source: Built, ctx: BuildContext) -> Built:
     schema = projection_schema(source, step.key_column_names, step.select_expressions, step.ctx)
     compiled = _compile_all(step.select_expressions, source.expression_columns())
     key_pairs = list(zip(step.key_column_names, [c.name for c in source.schema.key], strict=True))
@@ -117,7 +117,7 @@ def _build_select(step: StreamSelect | TableSelect, source: Built, ctx: BuildCon
         out = {new: row[old] for new, old in key_pairs}
         for m in R.META_NAMES:
             out[m] = row[m]
-        if table and row[R.DELETED]:
+        if row[R.DELETED]:  # a delete (table) or a null value (stream) stays one
             for alias, _, _ in compiled:
                 out[alias] = None
             return [out]
@@ -131,12 +131,12 @@ def _build_select(step: StreamSelect | TableSelect, source: Built, ctx: BuildCon
 
 @builds(StreamSelect)
 def build_stream_select(step: StreamSelect, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_select(step, source, ctx, table=False)
+    return _build_select(step, source, ctx)
 
 
 @builds(TableSelect)
 def build_table_select(step: TableSelect, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_select(step, source, ctx, table=True)
+    return _build_select(step, source, ctx)
 
 
 def select_key_schema(source: Built, keys: Sequence[SelectExpression], where: str) -> LogicalSchema:
@@ -189,6 +189,8 @@ def build_stream_flat_map(step: StreamFlatMap, *, source: Built, ctx: BuildConte
     query_id, where = ctx.query_id, step.ctx
 
     def explode(row: dict[str, Any]) -> list[dict[str, Any]]:
+        if row[R.DELETED]:
+            return []
         results = []
         for _, fn, args in resolved:
             try:

@@ -45,6 +45,7 @@ WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTO
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
+OUTPUT_TOPIC_PREFIX = "ksql.output.topic.name.prefix"
 
 
 @dataclass
@@ -279,7 +280,9 @@ class Planner:
                 "Please use CREATE TABLE AS SELECT statement instead."
             )
         projected = self._logical_query(analysis, stmt.name)
-        topic = props.string("KAFKA_TOPIC") or stmt.name
+        topic = props.string("KAFKA_TOPIC") or (
+            str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
+        )
         formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema)
         ts = self._timestamp_column(props, projected.schema)
         sink = L.SinkNode(
@@ -428,10 +431,12 @@ class Planner:
         key_columns = node.schema.key
         key_names: list[str] = []
         used: set[int] = set()
+        equivalents = key_equivalents(node)
         for key in key_columns:
+            names = {key.name, *equivalents.get(key.name, ())}
             matches = [
                 i for i, s in enumerate(select)
-                if isinstance(s.expression, E.ColumnRef) and s.expression.name == key.name
+                if isinstance(s.expression, E.ColumnRef) and s.expression.name in names
             ]
             if not matches:
                 raise AnalysisError(
@@ -459,6 +464,23 @@ class Planner:
             schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
             input=node, key_names=tuple(key_names), values=tuple(values),
         )
+
+
+def key_equivalents(node: L.LogicalNode) -> dict[str, frozenset[str]]:
+    """Columns equal to each key column by construction (a join's key equals both sides' keys).
+
+    A node may declare ``key_equivalents``; filters and flat maps keep their input's.
+    """
+    current: Any = node
+    while current is not None:
+        found = getattr(current, "key_equivalents", None)
+        if found is not None:
+            return dict(found)
+        if isinstance(current, L.FilterNode | L.FlatMapNode):
+            current = current.input
+        else:
+            return {}
+    return {}
 
 
 def _type_of(expr: E.Expr, columns: Mapping[str, T.SqlType], alias: str) -> T.SqlType:

@@ -405,7 +405,15 @@ def _identity(v: Any) -> Any:
 
 
 def _write_double(v: Any) -> Any:
-    return None if v is None else float(v)
+    """Doubles as floats; NaN and infinities as the strings Jackson writes for them."""
+    if v is None:
+        return None
+    f = float(v)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
+    return f
 
 
 def _write_bytes(v: Any) -> Any:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.errors import RecordSerdeError, UnsupportedFeatureError
+from engine.plan import types as T
 from engine.plan.schema import Column
 from engine.serde.base import RecordSerde
 from engine.serde.coerce import json_text, reader, struct_lookup, upper_keys, writer
@@ -40,6 +41,16 @@ def uses_protobuf_defaults(fmt: FormatInfo) -> bool:
     return fmt.name in PROTOBUF_FORMATS and fmt.get(NULLABLE_REPRESENTATION) is None
 
 
+def _avro_decimal_text(write: Any) -> Any:
+    """AVRO decimals appear as strings in QTT form (ksqlDB prints Avro decimals as text)."""
+
+    def write_text(v: Any) -> Any:
+        out = write(v)
+        return None if out is None else str(out)
+
+    return write_text
+
+
 class JsonSerde(RecordSerde):
     """JSON-valued formats: JSON, JSON_SR, AVRO, PROTOBUF and PROTOBUF_NOSR in QTT form."""
 
@@ -55,7 +66,12 @@ class JsonSerde(RecordSerde):
         self._readers = tuple(
             (c.name, reader(c.type, c.name, proto_defaults=proto)) for c in self.columns
         )
-        self._writers = tuple((c.name, writer(c.type, proto_defaults=proto)) for c in self.columns)
+        self._writers = tuple(
+            (c.name, _avro_decimal_text(writer(c.type, proto_defaults=proto)))
+            if fmt.name == "AVRO" and isinstance(c.type, T.Decimal)
+            else (c.name, writer(c.type, proto_defaults=proto))
+            for c in self.columns
+        )
         self._names = frozenset(self.names)
 
     def deserialize(self, data: Any) -> dict[str, Any] | None:

@@ -44,7 +44,8 @@ def test_numbers_and_structures_equal_by_value(expected: Any, actual: Any) -> No
         (True, 1, ""),
         (1, True, ""),
         ("1", 1, ""),
-        ({"a": 1}, {"A": 1}, "a"),
+        ({"a": 1}, {"A": 2}, "a"),
+        ({"a": 1, "A": 1}, {"A": 1, "B": 1}, "a"),
         ({"a": 1}, {"a": 1, "b": 2}, "b"),
         ({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}, "a.b[1]"),
         ([1, 2], [1], "[1]"),
@@ -244,3 +245,9 @@ def test_listed_topics_check_formats_and_partitions_when_given() -> None:
     assert "value format JSON but expected AVRO" in reasons[0]
     assert "3 partitions but expected 1" in reasons[1]
     assert "'GONE' does not exist" in reasons[2]
+
+
+def test_field_names_match_without_regard_to_case_as_ksqldb_does():
+    assert values_equal({"json_v": "1"}, {"JSON_V": "1"})
+    assert values_equal({"a": 1, "A": 2}, {"a": 1, "A": 2})
+    assert not values_equal({"a": 1, "A": 2}, {"a": 2, "A": 1})

@@ -1,0 +1,84 @@
+"""Up to date: the plan the engine builds now for a case equals its latest saved plan."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import KsqlError
+from qtt.model import QttCase
+from qtt.plans import codec
+from qtt.plans.diff import LOAD, Change, plan_changes, render_changes, strip_statement_text
+from qtt.plans.layout import PLAN_FILE, SavedVersion, case_slug, latest_version
+from qtt.plans.record import plan_case
+
+MISSING = "missing"
+STALE = "stale"
+CURRENT = "current"
+
+
+@dataclass(frozen=True, slots=True)
+class UpToDateResult:
+    """Whether a case's latest saved plan matches what the engine plans now."""
+
+    case_id: str
+    state: str
+    latest: SavedVersion | None = None
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.state == CURRENT
+
+    def render(self) -> str:
+        """Why the case is not up to date, the changes by step, and the command that fixes it."""
+        if self.state == MISSING:
+            head = f"Case '{self.case_id}' has no planned case."
+        elif self.state == STALE:
+            where = self.latest.name if self.latest else "?"
+            head = (
+                f"The plan of case '{self.case_id}' differs from its latest planned case {where}:"
+            )
+        else:
+            return f"Case '{self.case_id}' is up to date."
+        body = render_changes(self.changes)
+        return "\n".join(
+            p
+            for p in (head, body, f"Write a new planned case with: {fix_command(self.case_id)}")
+            if p
+        )
+
+
+def fix_command(case_id: str | None = None) -> str:
+    """The command that writes new planned cases (for one case, or all)."""
+    if case_id is None:
+        return "qtt plans regenerate"
+    return f"qtt plans regenerate --filter {shlex.quote(case_id)}"
+
+
+def check_up_to_date(case: QttCase, root: Path) -> UpToDateResult:
+    """Compare the plans the engine builds now for ``case`` with its latest saved version."""
+    latest = latest_version(root / case_slug(case.id))
+    if latest is None:
+        return UpToDateResult(case.id, MISSING)
+    try:
+        engine, now, _ = plan_case(case)
+        engine.close()
+    except KsqlError as exc:
+        change = Change(
+            LOAD, detail=f"The engine cannot plan the case now: {type(exc).__name__}: {exc}"
+        )
+        return UpToDateResult(case.id, STALE, latest, (change,))
+    try:
+        saved = codec.read_json(latest.path / PLAN_FILE)
+        saved_plans = saved["plans"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        change = Change(LOAD, detail=f"Cannot read {latest.path / PLAN_FILE}: {exc}")
+        return UpToDateResult(case.id, STALE, latest, (change,))
+    old = strip_statement_text(saved_plans)
+    new = strip_statement_text(now)
+    if codec.dumps(old) == codec.dumps(new):
+        return UpToDateResult(case.id, CURRENT, latest)
+    changes = plan_changes(old, new) or [Change(LOAD, detail="plans differ")]
+    return UpToDateResult(case.id, STALE, latest, tuple(changes))

@@ -1,0 +1,180 @@
+"""``qtt plans verify``: replay every saved version, check the latest plans are up to date,
+report orphans, check step completeness and the plan-schema guard, all in one report."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qtt.loader import load_paths
+from qtt.model import QttCase
+from qtt.plans import codec
+from qtt.plans.completeness import Completeness, check_completeness, step_types_in
+from qtt.plans.layout import PLAN_FILE, case_dirs, case_slug, saved_versions
+from qtt.plans.record import positive_cases
+from qtt.plans.replay import ReplayResult, replay
+from qtt.plans.schema import (
+    BREAKING,
+    SCHEMA_FILE,
+    SchemaChange,
+    compare_schemas,
+    generate_schema,
+    read_schema,
+    validate_plan_file,
+)
+from qtt.plans.uptodate import UpToDateResult, check_up_to_date, fix_command
+
+DEFAULT_CASES = Path("tests/qtt_cases")
+
+
+@dataclass
+class VerifyReport:
+    """Everything ``qtt plans verify`` found."""
+
+    replays: list[ReplayResult] = field(default_factory=list)
+    up_to_date: list[UpToDateResult] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    completeness: Completeness | None = None
+    schema_changes: list[SchemaChange] = field(default_factory=list)
+    schema_problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    allow_orphans: bool = False
+    replay_seconds: float = 0.0
+
+    @property
+    def failed_replays(self) -> list[ReplayResult]:
+        return [r for r in self.replays if not r.ok]
+
+    @property
+    def stale(self) -> list[UpToDateResult]:
+        return [r for r in self.up_to_date if not r.ok]
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.failed_replays
+            or self.stale
+            or (self.orphans and not self.allow_orphans)
+            or (self.completeness is not None and not self.completeness.ok)
+            or any(c.verdict == BREAKING for c in self.schema_changes)
+            or self.schema_problems
+            or self.problems
+        )
+
+    def render(self) -> str:
+        """Every failure in detail, then the summary line and the fixing command."""
+        parts: list[str] = [r.render() for r in self.failed_replays]
+        parts += [r.render() for r in self.stale]
+        for slug in self.orphans:
+            verdict = "allowed" if self.allow_orphans else "fails the run"
+            parts.append(
+                f"Orphaned planned case '{slug}': no current QTT case has this slug ({verdict}). "
+                "Delete the folder if the case was removed on purpose, or pass --allow-orphans."
+            )
+        if self.completeness is not None and not self.completeness.ok:
+            parts.append(self.completeness.render())
+        parts += [c.render() for c in self.schema_changes]
+        parts += self.schema_problems + self.problems
+        parts.append(self.summary())
+        return "\n\n".join(parts)
+
+    def summary(self) -> str:
+        """One line of counts, plus the command that fixes the state when something is stale."""
+        rate = len(self.replays) / self.replay_seconds if self.replay_seconds else 0.0
+        line = (
+            f"planned cases: {len(self.replays)} versions replayed "
+            f"({len(self.failed_replays)} failed, {rate:.1f}/s), "
+            f"{len(self.up_to_date) - len(self.stale)} up to date, {len(self.stale)} stale or missing, "
+            f"{len(self.orphans)} orphaned"
+        )
+        if self.stale:
+            line += f"\nWrite the missing planned cases with: {fix_command()}"
+        return line
+
+
+def current_cases(paths: Sequence[Path]) -> tuple[list[QttCase], list[str]]:
+    """The positive cases under ``paths`` and the load problems found."""
+    files = load_paths(paths)
+    cases = [c for f in files for c in f.cases]
+    problems = [str(p) for f in files for p in f.problems]
+    return positive_cases(cases), problems
+
+
+def find_orphans(root: Path, cases: Sequence[QttCase]) -> list[str]:
+    """Planned-case folders that no current case maps to."""
+    wanted = {case_slug(c.id) for c in cases}
+    return [d.name for d in case_dirs(root) if d.name not in wanted]
+
+
+def check_schema(root: Path, schema_path: Path) -> tuple[list[SchemaChange], list[str]]:
+    """Committed vs generated schema, and every committed plan.json against the committed schema."""
+    problems: list[str] = []
+    try:
+        committed = read_schema(schema_path)
+    except (OSError, ValueError) as exc:
+        return [], [
+            f"Cannot read the committed plan schema {schema_path}: {exc}. Run `qtt schema generate`."
+        ]
+    changes = compare_schemas(committed, generate_schema())
+    if changes and all(c.verdict != BREAKING for c in changes):
+        problems.append(
+            f"The committed schema {schema_path} is out of date (compatible changes only): "
+            "run `qtt schema generate` and commit it."
+        )
+    for case_dir in case_dirs(root):
+        for version in saved_versions(case_dir):
+            path = version.path / PLAN_FILE
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                problems.append(f"{path}: cannot be read: {exc}.")
+                continue
+            for message in validate_plan_file(data, committed):
+                problems.append(f"{path} does not match the plan schema {message}")
+    return changes, problems
+
+
+def verify(
+    root: Path,
+    case_paths: Sequence[Path] = (DEFAULT_CASES,),
+    *,
+    allow_orphans: bool = False,
+    schema_path: Path | None = SCHEMA_FILE,
+    on_replay: Callable[[ReplayResult], None] | None = None,
+) -> VerifyReport:
+    """Run every check of ``qtt plans verify`` and collect the results."""
+    report = VerifyReport(allow_orphans=allow_orphans)
+    cases, report.problems = current_cases(case_paths)
+    slugs: dict[str, str] = {}
+    for case in cases:
+        slug = case_slug(case.id)
+        if slug in slugs:
+            report.problems.append(
+                f"Cases '{slugs[slug]}' and '{case.id}' map to the same planned-case folder '{slug}'."
+            )
+        slugs[slug] = case.id
+    used: set[str] = set()
+    start = time.perf_counter()
+    for case_dir in case_dirs(root):
+        versions = saved_versions(case_dir)
+        if not versions:
+            report.problems.append(f"Planned-case folder {case_dir} holds no saved version.")
+        for version in versions:
+            result = replay(version)
+            report.replays.append(result)
+            if on_replay is not None:
+                on_replay(result)
+            try:
+                used |= step_types_in(codec.read_json(version.path / PLAN_FILE).get("plans", []))
+            except (OSError, ValueError, AttributeError):
+                pass
+    report.replay_seconds = time.perf_counter() - start
+    report.up_to_date = [check_up_to_date(c, root) for c in cases]
+    report.orphans = find_orphans(root, cases)
+    report.completeness = check_completeness(used)
+    if schema_path is not None:
+        report.schema_changes, report.schema_problems = check_schema(root, schema_path)
+    return report
