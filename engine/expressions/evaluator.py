@@ -272,10 +272,12 @@ class _Compiler:
 
         def arithmetic(row: Row, scope: Scope) -> Any:
             a = left(row, scope)
-            if a is None:
-                return None
             b = right(row, scope)
-            if b is None:
+            if a is None or b is None:
+                if scope:
+                    # Inside a lambda body ksqlDB's generated Java unboxes operands: a NULL
+                    # fails the whole lambda function call (which then yields NULL).
+                    raise _LambdaNull(format_sql(expr))
                 return None
             return impl(a, b)
 
@@ -304,7 +306,15 @@ class _Compiler:
     def _Comparison(self, expr: Comparison) -> NodeFn:
         left, right = self._comparison_sides(expr.left, expr.right)
         impl = comparison_impl(expr.op)
-        return lambda row, scope: impl(left(row, scope), right(row, scope))
+        ordering = expr.op in ("<", "<=", ">", ">=")
+
+        def compare(row: Row, scope: Scope) -> Any:
+            a, b = left(row, scope), right(row, scope)
+            if ordering and scope and (a is None or b is None):
+                raise _LambdaNull(format_sql(expr))  # see arithmetic: Java unboxing in lambdas
+            return impl(a, b)
+
+        return compare
 
     def _Logical(self, expr: Logical) -> NodeFn:
         left, right = self.compile(expr.left), self.compile(expr.right)
@@ -432,7 +442,19 @@ class _Compiler:
         return case
 
     def _Cast(self, expr: Cast) -> NodeFn:
-        return _then(self.compile(expr.operand), make_cast(self.type_of(expr.operand), expr.type))
+        operand = self.compile(expr.operand)
+        cast = make_cast(self.type_of(expr.operand), expr.type)
+        if cast is None:
+            return operand
+
+        def cast_or_null(row: Row, scope: Scope) -> Any:
+            value = operand(row, scope)
+            try:
+                return cast(value)
+            except Exception:  # noqa: BLE001 - ksqlDB's CAST yields NULL for bad input
+                return None
+
+        return cast_or_null
 
     # ------------------------------------------------------------------ constructors
 
@@ -475,7 +497,17 @@ class _Compiler:
                 fn = _then(fn, make_coercion(source, target))
             args.append(fn)
         invoke = resolved.invoke
-        return lambda row, scope: invoke([a(row, scope) for a in args])
+
+        def call(row: Row, scope: Scope) -> Any:
+            values = [a(row, scope) for a in args]
+            try:
+                return invoke(values)
+            except Exception:  # noqa: BLE001
+                # ksqlDB wraps every function call: a failing call yields NULL for that call
+                # only, so e.g. one bad element of an ARRAY constructor is NULL, not the array.
+                return None
+
+        return call
 
     def _lambda(self, expr: Lambda) -> NodeFn:
         body = self.compile(expr.body)
@@ -490,6 +522,10 @@ class _Compiler:
             return call
 
         return make_callable
+
+
+class _LambdaNull(Exception):
+    """A NULL operand inside a lambda body, which fails the enclosing function call."""
 
 
 def _equal_fn(left: NodeFn, right: NodeFn, equal: Callable[[Any, Any], Any]) -> NodeFn:

@@ -316,9 +316,20 @@ def test_lambda_arguments_become_python_callables() -> None:
     assert run(expr, ARR=[1, 2], I=10) == [11, 12]
 
 
-def test_cast_failure_is_an_evaluation_error() -> None:
-    with pytest.raises(EvaluationError, match="CAST"):
-        run(Cast(col("S"), T.INTEGER), S="abc")
+def test_cast_of_bad_input_yields_null_as_ksqldb_does() -> None:
+    assert run(Cast(col("S"), T.INTEGER), S="abc") is None
+
+
+def test_failing_function_call_yields_null_for_that_call_only() -> None:
+    items = CreateArray((Cast(col("S"), T.INTEGER), FunctionCall("LEN", (col("S"),))))
+    assert run(items, S="abc") == [None, 3]
+
+
+def test_null_inside_a_lambda_body_fails_the_whole_lambda_call() -> None:
+    body = Arithmetic("+", LambdaVariable("X"), lit(5))
+    expr = FunctionCall("TRANSFORM", (col("ARR"), Lambda(("X",), body)))
+    assert run(expr, ARR=[1, None]) is None
+    assert run(expr, ARR=[1, 2]) == [6, 7]
 
 
 def test_constant_subtrees_are_folded_at_compile_time() -> None:
