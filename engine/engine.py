@@ -272,6 +272,28 @@ class KsqlEngine:
         self.queries.clear()
 
 
+def topics_declared_by(text: str) -> list[tuple[str, int]]:
+    """(topic, partitions) named by the CREATE STREAM/TABLE statements of ``text``.
+
+    Tools that host the engine over in-memory topics (the QTT harness, ``kspark run``)
+    create these up front, as ksqlDB's test runner does. Text that does not parse yields
+    nothing here: executing it reports the error.
+    """
+    try:
+        parsed = parse(text)
+    except KsqlError:
+        return []
+    found: list[tuple[str, int]] = []
+    for p in parsed:
+        stmt = p.statement
+        if isinstance(stmt, ast.CreateSource):
+            topic = stmt.properties.get("KAFKA_TOPIC")
+            if isinstance(topic, str):
+                partitions = str(stmt.properties.get("PARTITIONS", 1))
+                found.append((topic, int(partitions) if partitions.isdigit() else 1))
+    return found
+
+
 def _source_info(source: DataSource) -> SourceInfo:
     f = source.formats
     window = source.window_info

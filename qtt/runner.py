@@ -226,27 +226,10 @@ def run_case(
 
 
 def statement_topics(statements: Sequence[str]) -> list[tuple[str, int]]:
-    """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front.
+    """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front."""
+    from engine.engine import topics_declared_by
 
-    Statements that do not parse are skipped here: executing them reports the error.
-    """
-    from engine.errors import KsqlError
-    from engine.parser import ast, parse
-
-    found: list[tuple[str, int]] = []
-    for statement in statements:
-        try:
-            parsed = parse(statement)
-        except KsqlError:
-            continue
-        for p in parsed:
-            stmt = p.statement
-            if isinstance(stmt, ast.CreateSource):
-                topic = stmt.properties.get("KAFKA_TOPIC")
-                if isinstance(topic, str):
-                    partitions = stmt.properties.get("PARTITIONS", 1)
-                    found.append((topic, int(partitions) if str(partitions).isdigit() else 1))
-    return found
+    return [t for statement in statements for t in topics_declared_by(statement)]
 
 
 def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[str, Any]:

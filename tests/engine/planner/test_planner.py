@@ -1,0 +1,104 @@
+"""The upper layer: statements become plans (no Spark needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.engine import KsqlEngine
+from engine.errors import AnalysisError, ParseError, TypeCheckError
+from engine.plan import expr as E
+from engine.plan import steps as S
+from engine.plan.steps import walk_steps
+from engine.records import TopicInfo
+
+SOURCE = "CREATE STREAM PAGEVIEWS (PAGEID STRING KEY, USERID STRING, VIEWTIME BIGINT) WITH (kafka_topic='pv', value_format='JSON');"
+
+
+def _engine() -> KsqlEngine:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("pv"))
+    engine.execute_sql(SOURCE)
+    return engine
+
+
+def _plan(sql: str):
+    (result,) = _engine().execute_sql(sql)
+    return result.plan
+
+
+def test_projection_with_filter_plans_source_filter_select_sink() -> None:
+    plan = _plan("CREATE STREAM LONG_VIEWS AS SELECT PAGEID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 10;")
+    types = [s.TYPE for s in walk_steps(plan.query.root)]
+    assert types == ["streamSourceV1", "streamFilterV1", "streamSelectV1", "streamSinkV1"]
+    select = next(s for s in walk_steps(plan.query.root) if isinstance(s, S.StreamSelect))
+    assert select.key_column_names == ("PAGEID",)
+    assert [x.alias for x in select.select_expressions] == ["T"]
+    assert plan.query.query_id == "CSAS_LONG_VIEWS_0"
+    assert str(plan.command.schema) == "`PAGEID` STRING KEY, `T` BIGINT"
+
+
+def test_partition_by_plans_a_select_key_step_with_the_new_key() -> None:
+    plan = _plan("CREATE STREAM BY_USER AS SELECT USERID, PAGEID FROM PAGEVIEWS PARTITION BY USERID;")
+    rekey = next(s for s in walk_steps(plan.query.root) if isinstance(s, S.StreamSelectKey))
+    assert rekey.key_expressions[0].expression == E.ColumnRef("USERID")
+    assert str(plan.command.schema) == "`USERID` STRING KEY, `PAGEID` STRING"
+
+
+def test_sink_formats_default_to_the_source_and_can_be_overridden() -> None:
+    plan = _plan("CREATE STREAM D WITH (value_format='DELIMITED') AS SELECT * FROM PAGEVIEWS;")
+    assert plan.command.formats.value_format == "DELIMITED"
+    assert plan.command.formats.key_format == "KAFKA"
+
+
+def test_qualified_and_aliased_columns_resolve() -> None:
+    plan = _plan("CREATE STREAM Q AS SELECT P.PAGEID, P.USERID AS U FROM PAGEVIEWS P;")
+    assert str(plan.command.schema) == "`PAGEID` STRING KEY, `U` STRING"
+
+
+def test_unknown_source_and_column_are_analysis_errors() -> None:
+    engine = _engine()
+    with pytest.raises(AnalysisError, match="NOPE does not exist"):
+        engine.execute_sql("CREATE STREAM X AS SELECT * FROM NOPE;")
+    with pytest.raises(AnalysisError, match="'MISSING' cannot be resolved"):
+        engine.execute_sql("CREATE STREAM X AS SELECT PAGEID, MISSING FROM PAGEVIEWS;")
+
+
+def test_type_errors_name_the_expression() -> None:
+    with pytest.raises(TypeCheckError, match="Cannot compare"):
+        _engine().execute_sql("CREATE STREAM X AS SELECT PAGEID FROM PAGEVIEWS WHERE USERID > 1;")
+
+
+def test_parse_errors_carry_line_and_column() -> None:
+    with pytest.raises(ParseError) as info:
+        _engine().execute_sql("CREATE STREAM X AS\nSELECT * FORM PAGEVIEWS;")
+    assert info.value.line == 2 and info.value.column == 10
+
+
+def test_missing_topic_is_rejected_unless_partitions_are_given() -> None:
+    engine = KsqlEngine()
+    with pytest.raises(AnalysisError, match="Kafka topic does not exist: nowhere"):
+        engine.execute_sql("CREATE STREAM S (ID INT KEY, V INT) WITH (kafka_topic='nowhere', value_format='JSON');")
+    engine.execute_sql("CREATE STREAM S (ID INT KEY, V INT) WITH (kafka_topic='nowhere', value_format='JSON', partitions=2);")
+    assert engine.source("S").topic == "nowhere"
+
+
+def test_drop_of_a_source_read_by_a_query_names_the_query() -> None:
+    engine = _engine()
+    engine.execute_sql("CREATE STREAM COPY AS SELECT * FROM PAGEVIEWS;")
+    with pytest.raises(AnalysisError, match=r"read from this source: \[CSAS_COPY_0\]"):
+        engine.execute_sql("DROP STREAM PAGEVIEWS;")
+    engine.execute_sql("DROP STREAM COPY;")
+    engine.execute_sql("DROP STREAM PAGEVIEWS;")
+    assert engine.sources() == []
+
+
+def test_saved_plans_apply_without_sql() -> None:
+    from engine.plan import serde
+
+    source_engine = _engine()
+    (result,) = source_engine.execute_sql("CREATE STREAM COPY AS SELECT * FROM PAGEVIEWS;")
+    text = serde.dumps(result.plan)
+    replay = _engine()
+    replay.execute_plan(serde.loads_statement_plan(text))
+    assert replay.source("COPY") is not None
+    assert list(replay.queries) == ["CSAS_COPY_0"]
