@@ -1,6 +1,6 @@
 """The ``kspark`` command: plan or run ksqlDB statements on the embedded local Spark.
 
-    kspark plan statements.sql                 # print each statement's execution plan (JSON)
+    kspark plan statements.sql                 # print the statements' execution plans (a JSON list)
     kspark run statements.sql --input in.json  # run the queries over input records, print outputs
     kspark version
 
@@ -111,9 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if args.command == "plan":
-        for result in results:
-            if result.plan is not None:
-                sys.stdout.write(serde.dumps(result.plan))
+        plans = [serde.to_json_value(r.plan) for r in results if r.plan is not None]
+        sys.stdout.write(json.dumps(plans, indent=2, sort_keys=True) + "\n")
         return 0
     engine.produce(inputs)
     try:

@@ -19,9 +19,11 @@ def test_plan_prints_the_execution_plan_of_each_query(tmp_path, capsys) -> None:
     sql = tmp_path / "q.sql"
     sql.write_text(SQL)
     assert main(["plan", str(sql)]) == 0
-    plan = json.loads(capsys.readouterr().out)
-    assert plan["query"]["root"]["@type"] == "streamSinkV1"
-    assert plan["command"]["schema"] == "`PAGEID` STRING KEY, `U` STRING"
+    source, query = json.loads(capsys.readouterr().out)
+    assert source["command"]["@type"] == "createStreamV1"
+    assert source["query"] is None
+    assert query["query"]["root"]["@type"] == "streamSinkV1"
+    assert query["command"]["schema"] == "`PAGEID` STRING KEY, `U` STRING"
 
 
 def test_run_prints_output_records(tmp_path, capsys, spark) -> None:
