@@ -57,6 +57,9 @@ class KeyedRecord:
     seq: tuple[int, ...]
     row: dict[str, Any]
     stream_time: int
+    # Per input side (indexed by side tag): the largest timestamp of that side's records so
+    # far. Joins need it: each side's window store expires records by its own stream time.
+    side_times: tuple[int | None, ...] = ()
 
 
 class KeyedHandler(Protocol):
@@ -117,6 +120,31 @@ def with_stream_time(envelopes: DataFrame) -> DataFrame:
     return envelopes.withColumn(STREAM_TIME, F.max(TS).over(timeline))
 
 
+def side_time_column(side: int) -> str:
+    """The timeline column with the running max timestamp of one side's records."""
+    return f"{STREAM_TIME}_{side}"
+
+
+def timeline(inputs: Sequence[KeyedInput], *, name: str) -> DataFrame:
+    """The envelopes of every input with their stream time and each side's stream time."""
+    envelopes: DataFrame | None = None
+    for inp in inputs:
+        env = _envelope(inp, name)
+        envelopes = env if envelopes is None else envelopes.unionByName(env)
+    assert envelopes is not None
+    timed = with_stream_time(envelopes)
+    order = (
+        Window.partitionBy(PARTITION)
+        .orderBy(R.SEQ)
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    for side in sorted({inp.side for inp in inputs}):
+        timed = timed.withColumn(
+            side_time_column(side), F.max(F.when(F.col(SIDE) == side, F.col(TS))).over(order)
+        )
+    return timed
+
+
 def process_keyed(
     inputs: Sequence[KeyedInput],
     *,
@@ -125,12 +153,8 @@ def process_keyed(
     name: str,
 ) -> DataFrame:
     """Run ``handler`` over the records of every input, grouped by key, in input order."""
-    envelopes: DataFrame | None = None
-    for inp in inputs:
-        env = _envelope(inp, name)
-        envelopes = env if envelopes is None else envelopes.unionByName(env)
-    assert envelopes is not None
-    timed = with_stream_time(envelopes)
+    timed = timeline(inputs, name=name)
+    sides = tuple(range(max(inp.side for inp in inputs) + 1))
 
     encode = R.encoders(output_schema)
     out_spark_schema = R.row_spark_schema(output_schema)
@@ -145,7 +169,13 @@ def process_keyed(
             row = pickle.loads(rec[ROW])
             produced = handler.process(
                 state,
-                KeyedRecord(rec[SIDE], tuple(rec[R.SEQ]), row, rec[STREAM_TIME]),
+                KeyedRecord(
+                    rec[SIDE],
+                    tuple(rec[R.SEQ]),
+                    row,
+                    rec[STREAM_TIME],
+                    tuple(rec.get(side_time_column(s)) for s in sides),
+                ),
             )
             for p in produced:
                 encoded = {sn: conv(p.get(n)) for n, sn, conv in encode}

@@ -1,0 +1,398 @@
+"""Analysis of ``FROM a JOIN b ON ..``: validation, the join key and the joined scope.
+
+Follows ksqlDB: each side's columns are prefixed by its alias (``A.ID`` -> ``A_ID``); the
+result key is the left join column, else the right one, else (and always for FULL OUTER)
+a synthetic ``ROWKEY`` (``ROWKEY_n`` when a source has that name). Joins nest to the left;
+an n-way join keeps the names of its left join.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.analysis.query import FromClause, Scope, analyze_from, rewrite, source_columns
+from engine.errors import AnalysisError, UnsupportedFeatureError
+from engine.expressions import infer_type
+from engine.metastore import DataSource, MetaStore
+from engine.parser import ast
+from engine.plan import expr as E
+from engine.plan import types as T
+from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
+from engine.plan.steps_join import join_output_schema, prefixed
+from engine.planner import logical_join as LJ
+
+_JOIN_TEXT = {
+    "INNER": "[INNER] JOIN",
+    "LEFT": "LEFT [OUTER] JOIN",
+    "RIGHT": "RIGHT [OUTER] JOIN",
+    "FULL": "[FULL] OUTER JOIN",
+}
+_SESSION_MIX = (
+    "Session windowed sources can only be joined to other session windowed sources, and may "
+    "still not result in expected behaviour as session bounds must be an exact match for the "
+    "join to work\nHopping and tumbling windowed sources can only be joined to other hopping "
+    "and tumbling windowed sources"
+)
+_REPARTITION_WINDOWED = (
+    "Implicit repartitioning of windowed sources is not supported. "
+    "See https://github.com/confluentinc/ksql/issues/4385."
+)
+_NO_WITHIN = (
+    "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn "
+    "about how to specify a WITHIN clause with a stream-stream join, please visit: "
+    "https://docs.confluent.io/current/ksql/docs/syntax-reference.html#create-stream-as-select"
+)
+_KEY_MISSING = "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\n"
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A column of the joined scope: its side, source alias and name in its source."""
+
+    side: str  # "L" or "R"
+    alias: str
+    name: str
+
+
+def analyze_join(relation: ast.Join, metastore: MetaStore) -> FromClause:
+    """Resolve and validate a join; returns the FROM clause over its JoinNode."""
+    return _analyze(relation, metastore, depth=_depth(relation))
+
+
+def _depth(relation: ast.Join) -> int:
+    return 1 + (_depth(relation.left) if isinstance(relation.left, ast.Join) else 0)
+
+
+def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromClause:
+    left = analyze_from(relation.left, metastore)
+    left_is_join = isinstance(relation.left, ast.Join)
+    right_src = metastore.get(relation.right.name)
+    if right_src is None:
+        raise AnalysisError(f"{relation.right.name} does not exist.")
+    right_alias = relation.right.alias or relation.right.name
+    for s in left.sources:
+        if s.name == right_src.name:
+            raise AnalysisError(
+                f"Can not join '{s.name}' to '{right_src.name}': self joins are not yet supported."
+            )
+    sources = [*left.sources, right_src]
+    kafka = [s.name for s in sources if s.formats.value_format == "KAFKA"]
+    if kafka:
+        raise AnalysisError(
+            f"Source(s) {', '.join(kafka)} are using the 'KAFKA' value format. "
+            "This format does not yet support JOIN."
+        )
+
+    # Every column of the joined scope, by its output name.
+    left_alias = "" if left_is_join else left.alias
+    columns: dict[str, _Column] = {}
+    qualified: dict[str, dict[str, str]] = {}
+    if left_is_join:
+        for alias, names in left.scope.qualified.items():
+            qualified[alias] = dict(names)
+        for out, col in _origins(left).items():
+            columns[out] = _Column("L", col.alias, col.name)
+    else:
+        src = left.sources[0]
+        names = {n: prefixed(left.alias, n) for n in source_columns(src)}
+        qualified[left.alias] = qualified[src.name] = names
+        for n, out in names.items():
+            columns[out] = _Column("L", left.alias, n)
+    right_names = {n: prefixed(right_alias, n) for n in source_columns(right_src)}
+    qualified[right_alias] = qualified[right_src.name] = right_names
+    for n, out in right_names.items():
+        columns[out] = _Column("R", right_alias, n)
+    primary_alias = {alias: alias for alias in qualified}
+    for s in sources:
+        for alias, names in qualified.items():
+            if alias != s.name and names is qualified.get(s.name):
+                primary_alias[s.name] = alias
+
+    resolved = _resolve_criteria(relation.criteria, qualified, columns, primary_alias)
+
+    def display(expr: E.Expr) -> E.Expr:
+        def qualify(e: E.Expr) -> E.Expr | None:
+            if isinstance(e, E.ColumnRef) and e.name in columns:
+                col = columns[e.name]
+                return E.ColumnRef(col.name, col.alias)
+            return None
+
+        return rewrite(expr, qualify)
+
+    def text(expr: E.Expr) -> str:
+        return E.format_sql(display(expr))
+
+    if isinstance(resolved, E.Logical):
+        raise AnalysisError(
+            "Invalid join condition: joins on multiple conditions are not yet supported. "
+            f"Got {text(resolved)}."
+        )
+    if not isinstance(resolved, E.Comparison) or resolved.op != "=":
+        raise AnalysisError(
+            f"Unsupported join expression: {text(resolved)}. Joins need an equality between "
+            "one expression over each source, e.g. ON A.ID = B.ID."
+        )
+    sides = []
+    for operand in (resolved.left, resolved.right):
+        referenced = {columns[e.name].side for e in E.walk(operand) if isinstance(e, E.ColumnRef)}
+        if len(referenced) != 1:
+            raise AnalysisError(
+                f"Invalid comparison expression '{text(operand)}' in join '{text(resolved)}'. "
+                "Each side of the join comparision must contain references from exactly one source."
+            )
+        sides.append(referenced.pop())
+    if sides[0] == sides[1]:
+        raise AnalysisError(
+            f"Invalid comparison expression '{text(resolved.right)}' in join '{text(resolved)}'. "
+            "Each side of the join comparision must contain references from exactly one source."
+        )
+    left_op, right_op = (
+        (resolved.left, resolved.right) if sides[0] == "L" else (resolved.right, resolved.left)
+    )
+    criteria_text = text(resolved)[1:-1]
+
+    scope_types = {**PSEUDO_COLUMNS}
+    left_node, right_node = left.node, _source_node(right_src)
+    left_types = left_node.columns() if left_is_join else _types_of(left.sources[0], left.alias)
+    right_types = _types_of(right_src, right_alias)
+    scope_types.update(left_types)
+    scope_types.update(right_types)
+    left_type = infer_type(left_op, left_types)
+    right_type = infer_type(right_op, right_types)
+    if left_type != right_type:
+        lt, rt = (left_type, right_type) if sides[0] == "L" else (right_type, left_type)
+        raise AnalysisError(
+            "Invalid join condition: types don't match. Got "
+            f"{text(resolved.left)}{{{lt}}} = {text(resolved.right)}{{{rt}}}."
+        )
+    assert left_type is not None
+
+    join_type = relation.join_type
+    left_table, right_table = left_node.is_table, right_src.is_table
+    left_name = left.alias if not left_is_join else left.sources[-1].name
+    got_order = f"Got {left_name} {_JOIN_TEXT[join_type]} {right_alias}."
+    if left_table and not right_table:
+        raise AnalysisError(
+            f"Invalid join order: table-stream joins are not supported; only stream-table joins. {got_order}"
+        )
+    left_is_key = _is_key(left_op, left_node.schema, left_alias)
+    right_is_key = _is_key(right_op, right_src.schema, right_alias)
+    if left_table and right_table:
+        kind = LJ.TABLE_TABLE
+        if not right_is_key:
+            raise AnalysisError(
+                "Invalid join condition: table-table joins require to join on the primary key "
+                f"of the right input table. Got {criteria_text}."
+            )
+        if not left_is_key:
+            raise UnsupportedFeatureError("foreign-key table-table joins")
+        if relation.within is not None:
+            raise AnalysisError(
+                "A window definition was provided for a Table-Table join. These joins are not "
+                "windowed. Please drop the window definition (ie. the WITHIN clause) and try to "
+                "submit your query again."
+            )
+    elif right_table:
+        kind = LJ.STREAM_TABLE
+        if join_type in ("FULL", "RIGHT"):
+            word = "full-outer" if join_type == "FULL" else "right-outer"
+            raise AnalysisError(
+                f"Invalid join type: {word} join not supported for stream-table join. {got_order}"
+            )
+        if not right_is_key:
+            raise AnalysisError(
+                "Invalid join condition: stream-table joins require to join on the table's "
+                f"primary key. Got {criteria_text}."
+            )
+        if relation.within is not None:
+            raise AnalysisError(
+                "A window definition was provided for a Stream-Table join. These joins are not "
+                "windowed. Please drop the window definition (ie. the WITHIN clause) and try to "
+                "submit your query again."
+            )
+    else:
+        kind = LJ.STREAM_STREAM
+    _check_windows(left, left_node, right_src, left_is_key, right_is_key)
+    if kind == LJ.STREAM_STREAM and relation.within is None:
+        raise AnalysisError(_NO_WITHIN)
+
+    # The result key.
+    key_refs = [op.name for op in (left_op, right_op) if isinstance(op, E.ColumnRef)]
+    if join_type == "FULL" or not key_refs:
+        taken = {c.name for c in columns.values()} | set(columns)
+        key_column = "ROWKEY"
+        n = 0
+        while key_column in taken:
+            n += 1
+            key_column = f"ROWKEY_{n}"
+        synthetic = True
+    else:
+        key_column = key_refs[0]
+        synthetic = False
+    if _contains_map(left_type):
+        raise AnalysisError(
+            "Map keys, including types that contain maps, are not supported as they may lead to "
+            "unexpected behavior due to inconsistent serialization. Key column name: "
+            f"`{key_column}`. Column type: {left_type}. "
+            "See https://github.com/confluentinc/ksql/issues/6621 for more."
+        )
+    if synthetic:
+        message = (
+            f"{_KEY_MISSING}The query used to build `{{sink}}` must include the join expression "
+            f"{key_column} in its projection (eg, SELECT {key_column}...).\n{key_column} was "
+            "added as a synthetic key column because the join criteria did not match any source "
+            "column. This expression must be included in the projection and may be aliased."
+        )
+        equivalents: tuple[tuple[str, frozenset[str]], ...] = ()
+    else:
+        shown = [text(E.ColumnRef(n)) for n in key_refs]
+        plural = "s" if len(shown) > 1 else ""
+        message = (
+            f"{_KEY_MISSING}The query used to build `{{sink}}` must include the join expression"
+            f"{plural} {' or '.join(shown)} in its projection (eg, SELECT {shown[0]}...)."
+        )
+        equivalents = ((key_column, frozenset(key_refs) - {key_column}),)
+
+    # Key expressions over each input's own columns.
+    left_own = {out: col.name for out, col in columns.items() if col.side == "L"}
+    right_own = {out: col.name for out, col in columns.items() if col.side == "R"}
+    left_key = left_op if left_is_join else _unprefix(left_op, left_own)
+    right_key = _unprefix(right_op, right_own)
+
+    inherited = tuple(getattr(left_node, "hidden", ())) if left_is_join else ()
+    schema, hidden = join_output_schema(
+        left_node.schema, right_src.schema, left_alias=left_alias, right_alias=right_alias,
+        key_columns=[(key_column, left_type)], left_window=left_node.window,
+        right_window=right_src.window_info, inherited_hidden=inherited,
+    )
+    within = None
+    if relation.within is not None:
+        w = relation.within
+        within = (w.before_ms, w.after_ms, w.grace_ms)
+    node = LJ.JoinNode(
+        schema=schema, is_table=kind == LJ.TABLE_TABLE, window=left_node.window,
+        ctx="Join" if depth == 1 else f"Join_{depth}",
+        left=left_node, right=right_node, kind=kind, join_type=join_type,
+        left_alias=left_alias, right_alias=right_alias, key_column=key_column,
+        left_key=left_key, right_key=right_key, within=within,
+        key_equivalents=equivalents, hidden=hidden, missing_key_message=message,
+    )
+    scope_columns = dict(node.columns())
+    scope = Scope(scope_columns, qualified, _select_aliases(columns))
+    return FromClause(node, sources, scope, left.alias, hidden=frozenset(hidden))
+
+
+def _origins(clause: FromClause) -> dict[str, _Column]:
+    """Output name -> origin of every column of a join's FROM clause (for n-way joins)."""
+    found = getattr(clause, "origins", None)
+    if found is not None:
+        return found
+    out: dict[str, _Column] = {}
+    for alias, names in clause.scope.qualified.items():
+        for name, target in names.items():
+            out.setdefault(target, _Column("L", alias, name))
+    return out
+
+
+def _source_node(source: DataSource) -> object:
+    from engine.planner import logical as L
+
+    return L.SourceNode(
+        schema=source.schema, is_table=source.is_table, window=source.window_info, source=source
+    )
+
+
+def _types_of(source: DataSource, alias: str) -> dict[str, T.SqlType]:
+    return {prefixed(alias, n): t for n, t in source_columns(source).items()}
+
+
+def _is_key(operand: E.Expr, schema: object, alias: str) -> bool:
+    keys = [c.name for c in schema.key]  # type: ignore[attr-defined]
+    return (
+        isinstance(operand, E.ColumnRef) and len(keys) == 1
+        and operand.name == prefixed(alias, keys[0])
+    )
+
+
+def _unprefix(expr: E.Expr, own: dict[str, str]) -> E.Expr:
+    return rewrite(
+        expr, lambda e: E.ColumnRef(own[e.name]) if isinstance(e, E.ColumnRef) and e.name in own else None
+    )
+
+
+def _contains_map(t: T.SqlType | None) -> bool:
+    if isinstance(t, T.Map):
+        return True
+    if isinstance(t, T.Array):
+        return _contains_map(t.item)
+    if isinstance(t, T.Struct):
+        return any(_contains_map(f.type) for f in t.fields)
+    return False
+
+
+def _check_windows(
+    left: FromClause, left_node: object, right: DataSource, left_is_key: bool, right_is_key: bool
+) -> None:
+    lw = left_node.window  # type: ignore[attr-defined]
+    rw = right.window_info
+    if lw is None and rw is None:
+        return
+    left_name = left.sources[-1].name
+    if (lw is None) != (rw is None):
+        def state(name: str, w: object) -> str:
+            return f"`{name}` is {w.type} windowed" if w is not None else f"`{name}` is not windowed"  # type: ignore[attr-defined]
+
+        raise AnalysisError(
+            "Can not join windowed source to non-windowed source.\n"
+            f"{state(left_name, lw)}\n{state(right.name, rw)}"
+        )
+    assert lw is not None and rw is not None
+    if (lw.type == "SESSION") != (rw.type == "SESSION"):
+        raise AnalysisError(
+            f"Incompatible windowed sources.\nLeft source: {lw.type}\nRight source: {rw.type}\n{_SESSION_MIX}"
+        )
+    if not (left_is_key and right_is_key) or lw != rw:
+        raise AnalysisError(_REPARTITION_WINDOWED)
+
+
+def _resolve_criteria(
+    criteria: E.Expr,
+    qualified: dict[str, dict[str, str]],
+    columns: dict[str, _Column],
+    primary_alias: dict[str, str],
+) -> E.Expr:
+    def column(e: E.Expr) -> E.Expr | None:
+        if not isinstance(e, E.ColumnRef):
+            return None
+        if e.source is not None:
+            names = qualified.get(e.source)
+            if names is None:
+                raise AnalysisError(f"'{e.source}' is not a valid stream/table name or alias.")
+            if e.name not in names:
+                raise AnalysisError(f"JOIN ON column '{e.source}.{e.name}' cannot be resolved.")
+            return E.ColumnRef(names[e.name])
+        if e.name in columns:
+            return E.ColumnRef(e.name)
+        matches: dict[str, str] = {}
+        for alias, names in qualified.items():
+            if e.name in names and names[e.name] not in matches:
+                matches[names[e.name]] = primary_alias.get(alias, alias)
+        if not matches:
+            raise AnalysisError(f"JOIN ON column '{e.name}' cannot be resolved.")
+        if len(matches) > 1:
+            could = " or ".join(f"{a}.{e.name}" for a in matches.values())
+            raise AnalysisError(f"Column '{e.name}' is ambiguous. Could be {could}.")
+        return E.ColumnRef(next(iter(matches)))
+
+    return rewrite(criteria, column)
+
+
+def _select_aliases(columns: dict[str, _Column]) -> dict[str, str]:
+    """The name a selected join column gets: its source name when no other source has it."""
+    owners: dict[str, set[str]] = {}
+    for out, col in columns.items():
+        owners.setdefault(col.name, set()).add(out)
+    return {out: col.name if len(owners[col.name]) == 1 else out for out, col in columns.items()}
+
+
+_ = WINDOW_BOUNDS

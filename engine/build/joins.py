@@ -1,0 +1,466 @@
+"""Builders of join steps, and the per-key join handlers they run through ``process_keyed``.
+
+Every join groups both inputs by the join key (evaluating a key expression that is not
+the input's key is the pre-join repartition) and lets a handler see one key's records in
+input order. The handlers reproduce Kafka Streams' join processors as ksqlDB 7.x uses them:
+
+- stream-table: a stream record joins the table row of its key as of that record; table
+  updates emit nothing.
+- table-table: every change on either side emits the new result for its key, or a delete
+  when the result disappears (Kafka Streams' KTable-KTable join processors, including
+  when they stay silent).
+- stream-stream: each side keeps a window store; a record joins the other side's records
+  within (before, after). Without GRACE PERIOD an unmatched record of an outer side is
+  emitted at once (the legacy eager semantics); with GRACE PERIOD it waits in the shared
+  "outer store" until the window closes by stream time.
+
+Outer-store closes are decided across keys: Kafka Streams emits every closed entry of the
+store (all keys, ordered by timestamp, then right before left) when a record whose
+timestamp equals the stream time arrives. A handler only sees its key, so it emits the
+unmatched record as *pending* (with the stream time after which it closes) and a *cancel*
+marker when a later record of its key matches it. ``resolve_closes`` then finds, on the
+global timeline of the partition, the first record after the put that advances stream time
+past the close; unless the entry was cancelled before, the null-joined row is emitted with
+that record's seq (``seq + [0, rank]``, before the record's own outputs at ``seq + [1, i]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from engine.build.context import BuildContext, Built, log_processing_error
+from engine.build.walker import builds
+from engine.errors import EvaluationError
+from engine.expressions import compile_expression, infer_type
+from engine.plan import types as T
+from engine.plan.schema import Column, LogicalSchema
+from engine.plan.steps_join import (
+    StreamStreamJoin,
+    StreamTableJoin,
+    TableTableJoin,
+    join_output_schema,
+    side_columns,
+)
+from engine.runtime import keyed as K
+from engine.runtime import rows as R
+
+LEFT, RIGHT = 0, 1
+KIND = "__join_kind"  # 0: a result row, 1: a pending outer-store entry, 2: a cancel marker
+PENDING = "__join_pending"  # the seq of the record that put the entry
+CLOSE = "__join_close"  # the entry is emitted once stream time exceeds this
+ORDER = "__join_order"  # store order at equal timestamps: right (0) before left (1)
+RESULT, PENDING_ENTRY, CANCEL = 0, 1, 2
+
+INTERNAL_COLUMNS = (
+    Column(KIND, T.INTEGER),
+    Column(PENDING, T.Array(T.BIGINT)),
+    Column(CLOSE, T.BIGINT),
+    Column(ORDER, T.INTEGER),
+)
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JoinShape:
+    """How a pair of side rows becomes an output row."""
+
+    key_columns: tuple[str, ...]
+    left: tuple[tuple[str, str], ...]  # (input name, output name), key columns excluded
+    right: tuple[tuple[str, str], ...]
+
+    def row(
+        self,
+        key: Sequence[Any],
+        left: Row | None,
+        right: Row | None,
+        *,
+        ts: int,
+        seq: Sequence[int],
+        trigger: Row,
+    ) -> Row:
+        """The joined row for ``key``; a missing side gives nulls."""
+        out: Row = dict(zip(self.key_columns, key, strict=True))
+        for side, names in ((left, self.left), (right, self.right)):
+            for src, dst in names:
+                out[dst] = None if side is None else side.get(src)
+        window = left if left is not None and left.get(R.WINDOWSTART) is not None else right
+        out.update(
+            {
+                R.SEQ: list(seq),
+                R.ROWTIME: ts,
+                R.ROWPARTITION: trigger.get(R.ROWPARTITION),
+                R.ROWOFFSET: trigger.get(R.ROWOFFSET),
+                R.HEADERS: trigger.get(R.HEADERS),
+                R.DELETED: False,
+                R.WINDOWSTART: None if window is None else window.get(R.WINDOWSTART),
+                R.WINDOWEND: None if window is None else window.get(R.WINDOWEND),
+            }
+        )
+        return out
+
+    def tombstone(self, key: Sequence[Any], *, ts: int, seq: Sequence[int], trigger: Row) -> Row:
+        """A delete of the result row of ``key``."""
+        out = self.row(key, None, None, ts=ts, seq=seq, trigger=trigger)
+        out[R.DELETED] = True
+        return out
+
+
+def join_shape(
+    left: Built, right: Built, left_alias: str, right_alias: str, key_columns: Sequence[str]
+) -> JoinShape:
+    """Column mapping of a join of ``left`` and ``right``."""
+    keys = set(key_columns)
+
+    def mapping(side: Built, alias: str) -> tuple[tuple[str, str], ...]:
+        visible, hidden = side_columns(side.schema, alias, side.window)
+        return tuple((src, dst) for src, dst, _ in (*visible, *hidden) if dst not in keys)
+
+    return JoinShape(tuple(key_columns), mapping(left, left_alias), mapping(right, right_alias))
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+@dataclass
+class StreamTableHandler:
+    """Stream (side 0) joined to the table (side 1) as of each stream record."""
+
+    shape: JoinShape
+    outer: bool
+
+    def process(self, state: dict[str, Any], record: K.KeyedRecord) -> list[Row]:
+        row = record.row
+        if record.side == RIGHT:
+            state["table"] = None if row[R.DELETED] else row
+            return []
+        table = state.get("table")
+        if table is None and not self.outer:
+            return []
+        key = state_key(row, state)
+        return [self.shape.row(key, row, table, ts=row[R.ROWTIME], seq=record.seq, trigger=row)]
+
+
+def state_key(row: Row, state: dict[str, Any]) -> tuple[Any, ...]:
+    """The join key of the group, which the builder's group-key function stored in the row."""
+    return row[GROUP_KEY]
+
+
+GROUP_KEY = "__join_key"
+
+
+@dataclass
+class TableTableHandler:
+    """Kafka Streams' KTable-KTable join processors for one key (both sides are changelogs)."""
+
+    shape: JoinShape
+    join_type: str
+
+    def process(self, state: dict[str, Any], record: K.KeyedRecord) -> list[Row]:
+        row = record.row
+        this, other = ("L", "R") if record.side == LEFT else ("R", "L")
+        old = state.get(this)
+        new = None if row[R.DELETED] else row
+        state[this] = new
+        other_row = state.get(other)
+        ts = row[R.ROWTIME]
+        key = row[GROUP_KEY]
+        # Which processor runs: a RIGHT join is a LEFT join with the sides swapped.
+        outer_this = self.join_type == "FULL" or (
+            self.join_type == "LEFT" and this == "L") or (self.join_type == "RIGHT" and this == "R")
+        outer_other = self.join_type == "FULL" or (
+            self.join_type == "LEFT" and this == "R") or (self.join_type == "RIGHT" and this == "L")
+        if other_row is None:
+            if not outer_this or (new is None and old is None):
+                return []
+            result_ts = ts
+        else:
+            result_ts = max(ts, other_row[R.ROWTIME])
+        if new is None and (other_row is None or not outer_other):
+            return [self.shape.tombstone(key, ts=result_ts, seq=record.seq, trigger=row)]
+        left, right = (new, other_row) if this == "L" else (other_row, new)
+        return [self.shape.row(key, left, right, ts=result_ts, seq=record.seq, trigger=row)]
+
+
+@dataclass(frozen=True)
+class StreamWindows:
+    """The join window of a stream-stream join, in milliseconds."""
+
+    before: int
+    after: int
+    grace: int | None
+    retention: int
+
+    def bounds(self, side: int, ts: int) -> tuple[int, int]:
+        """Timestamps of the other side's records that ``ts`` on ``side`` joins."""
+        if side == LEFT:
+            return ts - self.before, ts + self.after
+        return ts - self.after, ts + self.before
+
+    def look_ahead(self, side: int) -> int:
+        """How far after a record of ``side`` a match may still be timestamped."""
+        return self.after if side == LEFT else self.before
+
+
+@dataclass
+class StreamStreamHandler:
+    """Kafka Streams' KStream-KStream join processors (both sides) for one key."""
+
+    shape: JoinShape
+    join_type: str
+    windows: StreamWindows
+    outer_sides: frozenset[int] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        self.outer_sides = frozenset(
+            {"INNER": (), "LEFT": (LEFT,), "RIGHT": (RIGHT,), "FULL": (LEFT, RIGHT)}[self.join_type]
+        )
+
+    def process(self, state: dict[str, Any], record: K.KeyedRecord) -> list[Row]:
+        row, side, w = record.row, record.side, self.windows
+        ts, seq = row[R.ROWTIME], list(record.seq)
+        other = RIGHT if side == LEFT else LEFT
+        stores: dict[int, list[tuple[int, Row]]] = state.setdefault("stores", {LEFT: [], RIGHT: []})
+        pending: dict[tuple[int, ...], tuple[int, int]] = state.setdefault("pending", {})
+        key = row[GROUP_KEY]
+        lo, hi = w.bounds(side, ts)
+        other_time = record.side_times[other] if len(record.side_times) > other else None
+        # A window store only returns records that are not expired by its own stream time.
+        floor = None if other_time is None else other_time - w.retention
+        matches = sorted(
+            (e for e in stores[other] if lo <= e[0] <= hi and (floor is None or e[0] > floor)),
+            key=lambda e: e[0],
+        )
+        out: list[Row] = []
+        for i, (other_ts, other_row) in enumerate(matches):
+            left, right = (row, other_row) if side == LEFT else (other_row, row)
+            out.append(
+                self.shape.row(key, left, right, ts=max(ts, other_ts), seq=seq + [1, i], trigger=row)
+            )
+            for pid, (p_side, p_ts) in list(pending.items()):
+                if p_side == other and p_ts == other_ts:
+                    del pending[pid]
+                    out.append({KIND: CANCEL, PENDING: list(pid), R.SEQ: seq, R.DELETED: False})
+        stores[side].append((ts, row))
+        own_time = record.side_times[side] if len(record.side_times) > side else ts
+        if own_time is not None:
+            stores[side] = [e for e in stores[side] if e[0] > own_time - w.retention]
+        if matches or side not in self.outer_sides:
+            return out
+        left, right = (row, None) if side == LEFT else (None, row)
+        unmatched = self.shape.row(key, left, right, ts=ts, seq=seq + [1, 0], trigger=row)
+        if w.grace is None or ts + w.look_ahead(side) < record.stream_time:
+            return out + [unmatched]
+        pending[tuple(seq)] = (side, ts)
+        unmatched.update(
+            {
+                KIND: PENDING_ENTRY,
+                PENDING: seq,
+                CLOSE: ts + w.look_ahead(side) + w.grace,
+                ORDER: 0 if side == RIGHT else 1,
+            }
+        )
+        return out + [unmatched]
+
+
+# --------------------------------------------------------------------------- closes
+
+
+def resolve_closes(rows: Sequence[Row], timeline: Sequence[Row]) -> list[Row]:
+    """Plain-Python ``resolve_closes``: results plus the pending entries that close, by seq.
+
+    ``timeline`` holds every join input record as ``{seq, ts, stream_time, partition}``.
+    """
+    triggers = [t for t in timeline if t["ts"] == t["stream_time"]]
+    triggers.sort(key=lambda t: t["seq"])
+    cancels: dict[tuple[int, ...], list[int]] = {}
+    for r in rows:
+        if r.get(KIND) == CANCEL:
+            pid = tuple(r[PENDING])
+            cancels[pid] = min(cancels.get(pid, r[R.SEQ]), r[R.SEQ])
+    out = [r for r in rows if r.get(KIND) in (None, RESULT)]
+    by_trigger: dict[tuple[int, ...], list[Row]] = {}
+    for r in rows:
+        if r.get(KIND) != PENDING_ENTRY:
+            continue
+        put = list(r[PENDING])
+        trigger = next(
+            (
+                t for t in triggers
+                if t["partition"] == r[R.ROWPARTITION] and list(t["seq"]) > put
+                and t["stream_time"] > r[CLOSE]
+            ),
+            None,
+        )
+        if trigger is None:
+            continue
+        cancelled = cancels.get(tuple(put))
+        if cancelled is not None and list(cancelled) < list(trigger["seq"]):
+            continue
+        by_trigger.setdefault(tuple(trigger["seq"]), []).append(r)
+    for tseq, entries in by_trigger.items():
+        entries.sort(key=lambda r: (r[R.ROWTIME], r[ORDER], r[PENDING]))
+        for rank, r in enumerate(entries):
+            emitted = dict(r)
+            emitted[R.SEQ] = [*tseq, 0, rank]
+            out.append(emitted)
+    out.sort(key=lambda r: r[R.SEQ])
+    return [{k: v for k, v in r.items() if k not in (KIND, PENDING, CLOSE, ORDER)} for r in out]
+
+
+def resolve_closes_df(results: DataFrame, timeline: DataFrame, schema: LogicalSchema) -> DataFrame:
+    """Spark version of ``resolve_closes`` over the handler output and the input timeline."""
+    kind, pid, close, order = (R.spark_name(n) for n in (KIND, PENDING, CLOSE, ORDER))
+    names = [c.name for c in R.row_spark_schema(schema).fields]
+    results = results.fillna({kind: RESULT})
+    final = results.filter(F.col(kind) == RESULT).select(*names)
+    pending = results.filter(F.col(kind) == PENDING_ENTRY)
+    cancels = (
+        results.filter(F.col(kind) == CANCEL)
+        .groupBy(F.col(pid).alias("__c_pid"))
+        .agg(F.min(R.SEQ).alias("__c_seq"))
+    )
+    triggers = timeline.filter(F.col(K.TS) == F.col(K.STREAM_TIME)).select(
+        F.col(K.PARTITION).alias("__t_part"),
+        F.col(R.SEQ).alias("__t_seq"),
+        F.col(K.STREAM_TIME).alias("__t_time"),
+    )
+    candidates = pending.join(
+        triggers,
+        (F.col(R.ROWPARTITION) == F.col("__t_part"))
+        & (F.col("__t_seq") > F.col(pid))
+        & (F.col("__t_time") > F.col(close)),
+    )
+    first = candidates.groupBy(pid).agg(F.min("__t_seq").alias("__t_seq"))
+    closing = (
+        pending.join(first, pid)
+        .join(cancels, F.col(pid) == F.col("__c_pid"), "left")
+        .filter(F.col("__c_seq").isNull() | (F.col("__c_seq") > F.col("__t_seq")))
+    )
+    rank = F.row_number().over(Window.partitionBy("__t_seq").orderBy(R.ROWTIME, order, pid)) - 1
+    closing = closing.withColumn(
+        R.SEQ, F.concat(F.col("__t_seq"), F.array(F.lit(0).cast("long"), rank.cast("long")))
+    )
+    return final.unionByName(closing.select(*names))
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _key_function(
+    expr: Any, side: Built, ctx: BuildContext, where: str
+) -> Callable[[Row], tuple[Any, ...] | None]:
+    fn = compile_expression(expr, side.expression_columns())
+    query_id, stream = ctx.query_id, not side.is_table
+    # A windowed key joins only records of the same window (session windows: same bounds).
+    bounds = () if side.window is None else (
+        (R.WINDOWSTART, R.WINDOWEND) if side.window.type == "SESSION" else (R.WINDOWSTART,)
+    )
+
+    def key_of(row: Row) -> tuple[Any, ...] | None:
+        if stream and row[R.DELETED]:
+            return None  # Kafka Streams' stream joins drop records with a null value
+        try:
+            value = fn(row)
+        except EvaluationError as exc:
+            log_processing_error(query_id, where, str(exc))
+            return None
+        if value is None:
+            return None  # Kafka Streams drops records whose join key is null
+        # The handlers read the key back from the row (the envelope pickles it after this).
+        row[GROUP_KEY] = (value,)
+        return (_hashable(value), *(row[b] for b in bounds))
+
+    return key_of
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return ("__list", tuple(_hashable(v) for v in value))
+    if isinstance(value, dict):
+        return ("__map", tuple((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _key_type(step: Any, left: Built) -> T.SqlType:
+    t = infer_type(step.left_key, left.expression_columns())
+    assert t is not None
+    return t
+
+
+def _schema(step: Any, left: Built, right: Built, key_columns: Sequence[tuple[str, T.SqlType]]) -> LogicalSchema:
+    schema, _ = join_output_schema(
+        left.schema, right.schema, left_alias=step.left_alias, right_alias=step.right_alias,
+        key_columns=key_columns, left_window=left.window, right_window=right.window,
+    )
+    return schema
+
+
+def _describe(schema: LogicalSchema) -> str:
+    return ", ".join(str(c) for c in schema.columns)
+
+
+def _internal(step: Any, ctx: BuildContext, left: Built, right: Built, stores: Sequence[tuple[str, Built]]) -> tuple[tuple[str, str], ...]:
+    own = tuple(
+        (f"{ctx.query_id}.{step.ctx}.{name}", _describe(side.schema)) for name, side in stores
+    )
+    return left.internal_schemas + right.internal_schemas + own
+
+
+def _inputs(step: Any, left: Built, right: Built, ctx: BuildContext) -> list[K.KeyedInput]:
+    return [
+        K.KeyedInput(left.df, left.schema, LEFT, _key_function(step.left_key, left, ctx, step.ctx)),
+        K.KeyedInput(right.df, right.schema, RIGHT, _key_function(step.right_key, right, ctx, step.ctx)),
+    ]
+
+
+@builds(StreamTableJoin)
+def build_stream_table_join(step: StreamTableJoin, *, left: Built, right: Built, ctx: BuildContext) -> Built:
+    schema = _schema(step, left, right, [(step.key_column, _key_type(step, left))])
+    shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
+    handler = StreamTableHandler(shape, outer=step.join_type == "LEFT")
+    df = K.process_keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
+    return Built(
+        df=df, schema=schema, is_table=False, window=left.window,
+        internal_schemas=_internal(step, ctx, left, right, [("Left", left), ("Right", right)]),
+    )
+
+
+@builds(TableTableJoin)
+def build_table_table_join(step: TableTableJoin, *, left: Built, right: Built, ctx: BuildContext) -> Built:
+    schema = _schema(step, left, right, [(step.key_column, _key_type(step, left))])
+    shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
+    handler = TableTableHandler(shape, step.join_type)
+    df = K.process_keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
+    return Built(
+        df=df, schema=schema, is_table=True, window=left.window,
+        internal_schemas=_internal(step, ctx, left, right, [("Left", left), ("Right", right)]),
+    )
+
+
+def stream_windows(step: StreamStreamJoin) -> StreamWindows:
+    """The handler's view of a stream-stream join step's window."""
+    return StreamWindows(step.before_ms, step.after_ms, step.grace_ms, step.retention_ms)
+
+
+@builds(StreamStreamJoin)
+def build_stream_stream_join(step: StreamStreamJoin, *, left: Built, right: Built, ctx: BuildContext) -> Built:
+    schema = _schema(step, left, right, [(step.key_column, _key_type(step, left))])
+    shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
+    handler = StreamStreamHandler(shape, step.join_type, stream_windows(step))
+    inputs = _inputs(step, left, right, ctx)
+    internal = _internal(step, ctx, left, right, [("Left", left), ("Right", right)])
+    if step.grace_ms is None or step.join_type == "INNER":
+        df = K.process_keyed(inputs, handler=handler, output_schema=schema, name=step.ctx)
+        return Built(df=df, schema=schema, window=left.window, internal_schemas=internal)
+    wide = LogicalSchema(schema.columns + INTERNAL_COLUMNS)
+    results = K.process_keyed(inputs, handler=handler, output_schema=wide, name=step.ctx)
+    timeline = K.timeline(inputs, name=f"{step.ctx}_timeline")
+    df = resolve_closes_df(results, timeline, schema)
+    internal += ((f"{ctx.query_id}.{step.ctx}.Outer", _describe(schema)),)
+    return Built(df=df, schema=schema, window=left.window, internal_schemas=internal)

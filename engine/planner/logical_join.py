@@ -1,0 +1,35 @@
+"""Logical join node: two inputs (a source or a join, then a source) joined on one key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.plan import expr as E
+from engine.planner.logical import LogicalNode
+
+STREAM_STREAM, STREAM_TABLE, TABLE_TABLE = "STREAM_STREAM", "STREAM_TABLE", "TABLE_TABLE"
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinNode(LogicalNode):
+    """Joins ``left`` and ``right``; output columns are prefixed by each side's alias.
+
+    ``left_key``/``right_key`` compute the join key over each input's own columns;
+    ``key_equivalents`` names the output columns equal to the key by construction, and
+    ``missing_key_message`` is the error (with ``{sink}``) when a projection drops the key.
+    ``hidden`` columns (``A_ROWTIME``...) are selectable but not part of ``*``.
+    """
+
+    left: LogicalNode
+    right: LogicalNode
+    kind: str
+    join_type: str
+    left_alias: str
+    right_alias: str
+    key_column: str
+    left_key: E.Expr
+    right_key: E.Expr
+    within: tuple[int, int, int | None] | None = None
+    key_equivalents: tuple[tuple[str, frozenset[str]], ...] = ()
+    hidden: tuple[str, ...] = ()
+    missing_key_message: str = ""
