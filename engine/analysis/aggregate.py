@@ -243,6 +243,8 @@ def analyze_aggregate_query(
     window = window_spec(query.window) if query.window is not None else None
     if query.emit == "FINAL" and window is None:
         raise AnalysisError("EMIT FINAL is only supported for windowed aggregations.")
+    if window is not None and node.is_table:
+        raise AnalysisError("Windowing is not supported for table aggregations.")
     if query.partition_by:
         raise AnalysisError("PARTITION BY can not be used together with GROUP BY.")
     for source in from_clause.sources:
@@ -264,7 +266,7 @@ def analyze_aggregate_query(
             raise AnalysisError("Aggregate functions can not be used in the WHERE clause.")
         check_boolean(where, scope.columns, "WHERE")
 
-    group_exprs = [scope.resolve(g, clause="GROUP BY") for g in query.group_by or ()]
+    group_exprs = [select_scope.resolve(g, clause="GROUP BY") for g in query.group_by or ()]
     check_group_by(group_exprs, from_clause.alias)
 
     items: list[tuple[str | None, E.Expr]] = []

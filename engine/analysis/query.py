@@ -74,6 +74,9 @@ class Scope:
 
     columns: dict[str, SqlType]
     qualified: dict[str, dict[str, str]]
+    # Join scopes: the name an unaliased selected column gets (``T.NAME`` -> ``NAME`` when
+    # no other source has NAME, else ``T_NAME``).
+    aliases: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def of_source(source: DataSource, alias: str) -> Scope:
@@ -124,6 +127,7 @@ class FromClause:
     sources: list[DataSource]
     scope: Scope
     alias: str
+    hidden: frozenset[str] = frozenset()  # selectable columns that ``*`` leaves out
 
 
 def _rewrite(expr: E.Expr, fn: Callable[[E.Expr], E.Expr | None]) -> E.Expr:
@@ -133,7 +137,7 @@ def _rewrite(expr: E.Expr, fn: Callable[[E.Expr], E.Expr | None]) -> E.Expr:
         return replaced
     import dataclasses
 
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in dataclasses.fields(expr):  # type: ignore[arg-type]
         value = getattr(expr, f.name)
         if isinstance(value, E.Expr):
@@ -252,17 +256,23 @@ def analyze_query(
             else:
                 raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
             for c in node_schema.columns:
-                if c.name in wanted:
+                if c.name in wanted and c.name not in from_clause.hidden:
                     items.append((c.name, E.ColumnRef(c.name)))
         else:
             expr = scope.resolve(item.expr, clause="SELECT")
             _check_no_aggregate(expr, "SELECT")
-            items.append((item.alias, expr))
+            alias_ = item.alias
+            if alias_ is None and isinstance(expr, E.ColumnRef):
+                alias_ = scope.aliases.get(expr.name)
+            items.append((alias_, expr))
 
     select = name_columns(items, {c.name for c in node_schema.columns})
 
     table_functions = [
-        e for s in select for e in E.walk(s.expression) if is_table_function_call(e)
+        e
+        for s in select
+        for e in E.walk(s.expression)
+        if isinstance(e, E.FunctionCall) and is_table_function_call(e)
     ]
     if table_functions and from_clause.node.is_table:
         raise AnalysisError("Table functions cannot be used with a table source.")

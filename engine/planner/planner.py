@@ -6,6 +6,7 @@ and the known topics but changes neither: the engine applies the plan.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -357,6 +358,14 @@ class Planner:
                 schema=node.schema, is_table=node.is_table, window=node.window,
                 input=node, predicate=analysis.where,
             )
+        if analysis.aggregation is not None:
+            from engine.planner.logical_aggregate import finish_aggregation, plan_aggregation
+
+            node = plan_aggregation(node, analysis.aggregation, analysis.from_clause.sources[0].formats)
+            projected = self._project(node, select, sink_name, False)
+            return finish_aggregation(
+                dataclasses.replace(projected, ctx="Aggregate/Project"), analysis.aggregation
+            )
         if analysis.table_functions:
             functions: list[tuple[str, E.FunctionCall]] = []
             for i, call in enumerate(dict.fromkeys(analysis.table_functions)):
@@ -369,9 +378,9 @@ class Planner:
                 schema=LogicalSchema(node.schema.columns + extra), is_table=False,
                 window=node.window, input=node, functions=tuple(functions),
             )
-            replacements = {call: E.ColumnRef(alias) for alias, call in functions}
+            replacements: dict[E.Expr, E.Expr] = {call: E.ColumnRef(alias) for alias, call in functions}
             select = [
-                type(s)(s.alias, rewrite(s.expression, lambda e: replacements.get(e)))  # type: ignore[arg-type]
+                type(s)(s.alias, rewrite(s.expression, lambda e: replacements.get(e)))
                 for s in select
             ]
         if analysis.partition_by is not None:
@@ -438,6 +447,11 @@ class Planner:
                 i for i, s in enumerate(select)
                 if isinstance(s.expression, E.ColumnRef) and s.expression.name in names
             ]
+            # The key column itself wins over columns merely equal to it (a join's other side).
+            exact = [i for i in matches if select[i].expression.name == key.name]
+            matches = exact or matches[:1] if len(names) > 1 else matches
+            if not matches and _join_message(node):
+                raise AnalysisError(_join_message(node).replace("{sink}", sink_name))
             if not matches:
                 raise AnalysisError(
                     "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\n"
@@ -447,7 +461,7 @@ class Planner:
                     f"{', '.join(k.name for k in key_columns)}...)."
                 )
             if len(matches) > 1:
-                aliases = " and ".join(select[i].alias for i in matches)
+                aliases = " and ".join(sorted(select[i].alias for i in matches))
                 raise AnalysisError(
                     f"The projection contains a key column (`{key.name}`) more than once, "
                     f"aliased as: {aliases}.\nEach key column must only be in the projection once. "
@@ -464,6 +478,14 @@ class Planner:
             schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
             input=node, key_names=tuple(key_names), values=tuple(values),
         )
+
+
+def _join_message(node: L.LogicalNode) -> str:
+    """A join's own "key missing from projection" message, if ``node`` reads a join."""
+    current: Any = node
+    while isinstance(current, L.FilterNode | L.FlatMapNode):
+        current = current.input
+    return str(getattr(current, "missing_key_message", "") or "")
 
 
 def key_equivalents(node: L.LogicalNode) -> dict[str, frozenset[str]]:

@@ -1,0 +1,55 @@
+"""Physical rules of aggregate queries: group by, aggregate and suppress steps.
+
+Query-context ids follow ksqlDB's: ``Aggregate/GroupBy``, ``Aggregate/Aggregate``,
+``Suppress``.
+"""
+
+from __future__ import annotations
+
+from engine.plan import steps as S
+from engine.plan import steps_aggregate as A
+from engine.planner.logical_aggregate import AggregateNode, GroupByNode, SuppressNode
+from engine.planner.physical import rule, to_steps
+
+
+@rule(GroupByNode)
+def _group_by(node: GroupByNode) -> S.Step:
+    source = to_steps(node.input)
+    keys = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.keys)
+    if node.input.is_table:
+        return A.TableGroupBy(
+            ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
+            internal_formats=node.internal_formats,
+        )
+    if node.by_key:
+        return A.StreamGroupByKey(
+            ctx="Aggregate/GroupBy", source=source, internal_formats=node.internal_formats
+        )
+    return A.StreamGroupBy(
+        ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
+        internal_formats=node.internal_formats,
+    )
+
+
+@rule(AggregateNode)
+def _aggregate(node: AggregateNode) -> S.Step:
+    common = dict(
+        ctx="Aggregate/Aggregate",
+        source=to_steps(node.input),
+        key_column_names=tuple(c.name for c in node.schema.key),
+        aggregation_functions=tuple(
+            S.SelectExpression(alias=a, expression=c) for a, c in node.aggregates
+        ),
+        internal_formats=node.internal_formats,
+        having=node.having,
+    )
+    if node.input.is_table:
+        return A.TableAggregate(**common)  # type: ignore[arg-type]
+    if node.window_spec is not None:
+        return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
+    return A.StreamAggregate(**common)  # type: ignore[arg-type]
+
+
+@rule(SuppressNode)
+def _suppress(node: SuppressNode) -> S.Step:
+    return A.TableSuppress(ctx="Suppress", source=to_steps(node.input), grace_ms=node.grace_ms)
