@@ -46,7 +46,7 @@ def timestamp_from_millis(millis: int) -> dt.datetime:
 def timestamp_to_millis(value: dt.datetime) -> int:
     """Epoch milliseconds of a naive UTC (or aware) datetime."""
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
     delta = value - EPOCH
     return (delta.days * 86_400_000) + (delta.seconds * 1000) + (delta.microseconds // 1000)
 

@@ -8,7 +8,7 @@ milliseconds and identifiers are already normalised (unquoted upper-cased, quote
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar, dataclass_transform
 
 from engine.plan.expr import Expr
 from engine.plan.types import SqlType
@@ -17,7 +17,12 @@ SourceKind: TypeAlias = Literal["STREAM", "TABLE"]
 JoinType: TypeAlias = Literal["INNER", "LEFT", "RIGHT", "FULL"]
 WindowKind: TypeAlias = Literal["TUMBLING", "HOPPING", "SESSION"]
 
-_ast = dataclass(frozen=True, slots=True, kw_only=True)
+_A = TypeVar("_A")
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def _ast(cls: type[_A]) -> type[_A]:
+    return dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 class Statement:

@@ -296,7 +296,11 @@ def _syntax_error(exc: UnexpectedInput, text: str, chunk: _Chunk) -> ParseError:
         snippet = _snippet_line(text, max(len(stripped) - 1, 0))
     else:
         line, col = exc.line, exc.column
-        offending = str(exc.token) if isinstance(exc, UnexpectedToken) else text[exc.pos_in_stream]
+        offending = (
+            str(exc.token)
+            if isinstance(exc, UnexpectedToken)
+            else text[exc.pos_in_stream or 0]
+        )
         at = f"'{offending}'"
         snippet = _snippet_line(text, exc.pos_in_stream or 0)
     whole_line, whole_col = chunk.position(line, col)
@@ -1151,6 +1155,7 @@ def _bind(node: E.Expr, params: frozenset[str]) -> E.Expr:
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(node):  # type: ignore[arg-type]
         value = getattr(node, f.name)
+        new: Any
         if isinstance(value, E.Expr):
             new = _bind(value, params)
         elif isinstance(value, tuple) and any(isinstance(v, E.Expr) for v in value):

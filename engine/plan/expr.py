@@ -13,7 +13,7 @@ import base64
 import dataclasses
 import decimal
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import SerdeError
 from engine.plan import types as T
@@ -53,7 +53,12 @@ def _node(cls: type[Expr]) -> type[Expr]:
     return cls
 
 
-_node_dc = dataclass(frozen=True, slots=True)
+_N = TypeVar("_N")
+
+
+@dataclass_transform(frozen_default=True)
+def _node_dc(cls: type[_N]) -> type[_N]:
+    return dataclass(frozen=True, slots=True)(cls)
 
 
 @_node
@@ -467,7 +472,7 @@ def format_sql(expr: Expr) -> str:
             return str(v)
         case ColumnRef(name=n, source=None):
             return format_identifier(n)
-        case ColumnRef(name=n, source=s):
+        case ColumnRef(name=n, source=str() as s):
             return f"{format_identifier(s)}.{format_identifier(n)}"
         case LambdaVariable(name=n):
             return n

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import types
 import typing
-from functools import cache
 from typing import Any
 
 from engine.errors import SerdeError
@@ -48,8 +47,18 @@ def json_key(field_name: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
-@cache
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
 def _hints(cls: type[Any]) -> dict[str, Any]:
+    """Resolved type hints of a plan class (cached: plans load often)."""
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = _resolve_hints(cls)
+    return found
+
+
+def _resolve_hints(cls: type[Any]) -> dict[str, Any]:
     import sys
 
     import engine.plan.plan as plan_mod

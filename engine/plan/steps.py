@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import PlanError
 from engine.plan.expr import Expr
@@ -46,7 +46,13 @@ def register_step(cls: S) -> S:
     return cls
 
 
-step_dataclass = dataclass(frozen=True, slots=True, kw_only=True)
+T_cls = TypeVar("T_cls")
+
+
+@dataclass_transform(frozen_default=True, kw_only_default=True)
+def step_dataclass(cls: type[T_cls]) -> type[T_cls]:
+    """``@dataclass(frozen=True, slots=True, kw_only=True)``, the shape of every plan value."""
+    return dataclass(frozen=True, slots=True, kw_only=True)(cls)
 
 
 @step_dataclass

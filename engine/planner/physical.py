@@ -11,9 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import InternalError
-from engine.planner import logical as L
 from engine.plan import steps as S
-
+from engine.planner import logical as L
 
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}

@@ -131,5 +131,5 @@ def _timestamp_from_spark(value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
     return value

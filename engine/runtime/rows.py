@@ -9,8 +9,8 @@ Streaming ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa

@@ -45,7 +45,7 @@ def get_spark(master: str = "local[2]", extra_conf: dict[str, str] | None = None
         for key, value in {**DEFAULT_CONF, **(extra_conf or {})}.items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
-        _session.sparkContext.setLogLevel("ERROR")
+        _session.sparkContext.setLogLevel("FATAL")
         return _session
 
 
