@@ -81,7 +81,7 @@ def compile_aggregate_calls(
         arg_types = [infer_type(arg, columns) for arg in call.args]
         spec = aggregate_spec(call.name, arg_types)
         init_values = [compile_expression(arg, {})({}) for arg in call.args[spec.column_args:]]
-        args = []
+        args: list[Callable[[Any], Any]] = []
         for arg, arg_type, param in zip(
             call.args[: spec.column_args], arg_types[: spec.column_args], spec.column_types, strict=True
         ):
@@ -98,8 +98,8 @@ def compile_aggregate_calls(
     return out
 
 
-def _coerced(fn: Callable[[Row], Any], source: SqlType, target: SqlType) -> Callable[[Row], Any]:
-    def run(row: Row) -> Any:
+def _coerced(fn: Callable[[Any], Any], source: SqlType, target: SqlType) -> Callable[[Any], Any]:
+    def run(row: Any) -> Any:
         value = fn(row)
         return None if value is None else coerce_value(value, source, target)
 
@@ -286,7 +286,7 @@ class SessionAggregateHandler(_Aggregating):
                 self.query_id, self.where, f"Skipping a record for the expired session [{start}, {end}]."
             )
             return []
-        out = []
+        out: list[Row] = []
         keys = self.keys(row)
         partition = row[R.ROWPARTITION]
         if (start, end) != (ts, ts):
@@ -365,8 +365,8 @@ class TableGroupByHandler:
         old_key = self.group_key(old) if old is not None else None
         new_key = None if deleted else self.group_key(row)
         state["old"] = None if deleted else row
-        out = []
-        if old_key is not None:
+        out: list[Row] = []
+        if old is not None and old_key is not None:
             out.append(
                 self._grouped(old_key, old, record, sub=0, retract=True, paired=new_key == old_key)
             )
@@ -412,9 +412,10 @@ def _describe(schema: LogicalSchema, formats: Formats) -> str:
 
 def _key_exprs(
     keys: Sequence[SelectExpression], source: Built
-) -> tuple[list[Column], list[tuple[str, Callable[[Row], Any]]]]:
+) -> tuple[list[Column], list[tuple[str, Callable[[Any], Any]]]]:
     columns = source.expression_columns()
-    cols, compiled = [], []
+    cols: list[Column] = []
+    compiled: list[tuple[str, Callable[[Any], Any]]] = []
     for k in keys:
         t = infer_type(k.expression, columns)
         if t is None:
