@@ -1,0 +1,128 @@
+"""Conformance throughput benchmark: cases per second, and where the time goes.
+
+    python -m qtt.benchmark ../shared/ksqldb-qtt [--report reports/benchmark.json]
+
+Runs the conformance runner over the given QTT files with engines that time their phases:
+statement execution (parse, analyse, plan: no Spark) and ``run`` (building the queries and
+running them as Spark jobs), and counts the queries run. It prints cases/s overall and the
+split, so a change that slows the planner or adds Spark jobs shows up as a number.
+This is a benchmark, not a test: it asserts nothing and belongs in a nox session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from qtt.conformance import run_conformance
+from qtt.loader import load_paths
+from qtt.runner import default_engine_factory, set_engine_factory
+
+
+@dataclass
+class PhaseTimes:
+    """Seconds spent per phase, summed over all cases."""
+
+    statements: float = 0.0
+    run: float = 0.0
+    queries: int = 0
+    cases_with_queries: int = 0
+    per_case: list[float] = field(default_factory=list)
+
+
+class TimedEngine:
+    """Wraps a KsqlEngine and adds the time of each phase to ``PhaseTimes``."""
+
+    def __init__(self, inner: Any, times: PhaseTimes) -> None:
+        self._inner = inner
+        self._times = times
+
+    def execute_sql(self, text: str) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._inner.execute_sql(text)
+        finally:
+            self._times.statements += time.perf_counter() - start
+
+    def run(self) -> Any:
+        start = time.perf_counter()
+        queries = len(getattr(self._inner, "queries", {}))
+        try:
+            return self._inner.run()
+        finally:
+            self._times.run += time.perf_counter() - start
+            self._times.queries += queries
+            self._times.cases_with_queries += 1 if queries else 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: ``python -m qtt.benchmark PATH... [--report FILE]``."""
+    parser = argparse.ArgumentParser(prog="python -m qtt.benchmark", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+")
+    parser.add_argument("--report", help="write the figures as JSON to this file")
+    args = parser.parse_args(argv)
+
+    times = PhaseTimes()
+
+    def factory(properties: Mapping[str, Any]) -> Any:
+        return TimedEngine(default_engine_factory(properties), times)
+
+    files = load_paths([Path(p) for p in args.paths])
+    from engine.runtime.session import get_spark
+
+    start_spark = time.perf_counter()
+    get_spark()
+    spark_start = time.perf_counter() - start_spark
+    previous = set_engine_factory(factory)
+    try:
+        start = time.perf_counter()
+        result = run_conformance(files, progress=False, on_result=lambda r: times.per_case.append(r.seconds))
+        wall = time.perf_counter() - start
+    finally:
+        set_engine_factory(previous)
+
+    cases = len(times.per_case)
+    figures = {
+        "cases": cases,
+        "passed": result.totals.passed,
+        "wall_seconds": round(wall, 2),
+        "cases_per_second": round(cases / wall, 2) if wall else None,
+        "spark_start_seconds": round(spark_start, 2),
+        "statement_seconds": round(times.statements, 2),
+        "run_seconds": round(times.run, 2),
+        "queries_run": times.queries,
+        "seconds_per_query": round(times.run / times.queries, 3) if times.queries else None,
+        "case_seconds_median": round(statistics.median(times.per_case), 3) if cases else None,
+        "case_seconds_p95": round(sorted(times.per_case)[int(0.95 * (cases - 1))], 3) if cases else None,
+    }
+    table = Table(title="conformance throughput")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name, value in figures.items():
+        table.add_row(name, str(value))
+    Console().print(table)
+    share = times.run / wall * 100 if wall else 0.0
+    print(
+        f"benchmark: {figures['cases_per_second']} cases/s; {share:.0f}% of the time runs queries on "
+        f"Spark ({figures['seconds_per_query']} s per query), the rest parses, plans and verifies."
+    )
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
