@@ -2,8 +2,9 @@
 
 Follows ksqlDB: each side's columns are prefixed by its alias (``A.ID`` -> ``A_ID``); the
 result key is the left join column, else the right one, else (and always for FULL OUTER)
-a synthetic ``ROWKEY`` (``ROWKEY_n`` when a source has that name). Joins nest to the left;
-an n-way join keeps the names of its left join.
+a synthetic ``ROWKEY`` (``ROWKEY_n`` when a source has that name). A table-table join
+whose left operand is not the left key is a foreign-key join, keyed by the left table's
+primary key. Joins nest to the left; an n-way join keeps the names of its left join.
 """
 
 from __future__ import annotations
@@ -185,7 +186,19 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
                 f"of the right input table. Got {criteria_text}."
             )
         if not left_is_key:
-            raise UnsupportedFeatureError("foreign-key table-table joins")
+            kind = LJ.FOREIGN_KEY
+            if join_type in ("FULL", "RIGHT"):
+                word = "full-outer" if join_type == "FULL" else "right-outer"
+                raise AnalysisError(
+                    f"Invalid join type: {word} join not supported for foreign-key table-table "
+                    f"join. {got_order}"
+                )
+            if len(left_node.schema.key) != 1:
+                raise UnsupportedFeatureError(
+                    "foreign-key joins of tables with several key columns",
+                    "kspark does not support foreign-key table-table joins whose left table has "
+                    f"{len(left_node.schema.key)} key columns yet; expected exactly one.",
+                )
         if relation.within is not None:
             raise AnalysisError(
                 "A window definition was provided for a Table-Table join. These joins are not "
@@ -216,9 +229,13 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     if kind == LJ.STREAM_STREAM and relation.within is None:
         raise AnalysisError(_NO_WITHIN)
 
-    # The result key.
+    # The result key (a foreign-key join keeps the left table's primary key).
     key_refs = [op.name for op in (left_op, right_op) if isinstance(op, E.ColumnRef)]
-    if join_type == "FULL" or not key_refs:
+    key_type = left_type
+    if kind == LJ.FOREIGN_KEY:
+        left_pk = left_node.schema.key[0]
+        key_column, key_type, synthetic = prefixed(left_alias, left_pk.name), left_pk.type, False
+    elif join_type == "FULL" or not key_refs:
         taken = {c.name for c in columns.values()} | set(columns)
         key_column = "ROWKEY"
         n = 0
@@ -236,14 +253,22 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
             f"`{key_column}`. Column type: {left_type}. "
             "See https://github.com/confluentinc/ksql/issues/6621 for more."
         )
-    if synthetic:
+    if kind == LJ.FOREIGN_KEY:
+        origin = columns.get(key_column, _Column("L", left.alias, key_column))
+        message = (
+            "Primary key column missing in projection. For foreign-key table-table joins, the "
+            "projection must include all primary key columns from the left input table "
+            f"(`{origin.alias}`). Missing column: `{origin.name}`."
+        )
+        equivalents: tuple[tuple[str, frozenset[str]], ...] = ()
+    elif synthetic:
         message = (
             f"{_KEY_MISSING}The query used to build `{{sink}}` must include the join expression "
             f"{key_column} in its projection (eg, SELECT {key_column}...).\n{key_column} was "
             "added as a synthetic key column because the join criteria did not match any source "
             "column. This expression must be included in the projection and may be aliased."
         )
-        equivalents: tuple[tuple[str, frozenset[str]], ...] = ()
+        equivalents = ()
     else:
         shown = [text(E.ColumnRef(n)) for n in key_refs]
         plural = "s" if len(shown) > 1 else ""
@@ -262,7 +287,7 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     inherited = tuple(getattr(left_node, "hidden", ())) if left_is_join else ()
     schema, hidden = join_output_schema(
         left_node.schema, right_src.schema, left_alias=left_alias, right_alias=right_alias,
-        key_columns=[(key_column, left_type)], left_window=left_node.window,
+        key_columns=[(key_column, key_type)], left_window=left_node.window,
         right_window=right_src.window_info, inherited_hidden=inherited,
     )
     within = None
@@ -270,7 +295,7 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
         w = relation.within
         within = (w.before_ms, w.after_ms, w.grace_ms)
     node = LJ.JoinNode(
-        schema=schema, is_table=kind == LJ.TABLE_TABLE, window=left_node.window,
+        schema=schema, is_table=kind in (LJ.TABLE_TABLE, LJ.FOREIGN_KEY), window=left_node.window,
         ctx="Join" if depth == 1 else f"Join_{depth}",
         left=left_node, right=right_node, kind=kind, join_type=join_type,
         left_alias=left_alias, right_alias=right_alias, key_column=key_column,

@@ -9,6 +9,10 @@ input order. The handlers reproduce Kafka Streams' join processors as ksqlDB 7.x
 - table-table: every change on either side emits the new result for its key, or a delete
   when the result disappears (Kafka Streams' KTable-KTable join processors, including
   when they stay silent).
+- foreign-key table-table: two passes, Kafka Streams' KIP-213 processors run synchronously
+  as in ksqlDB's QTT. Per left key, row changes become subscription events for foreign
+  keys; per foreign key, the right row joins its subscribers (a right change fans out to
+  all of them, a subscription emits its own result).
 - stream-stream: each side keeps a window store; a record joins the other side's records
   within (before, after). Without GRACE PERIOD an unmatched record of an outer side is
   emitted at once (the legacy eager semantics); with GRACE PERIOD it waits in the shared
@@ -26,6 +30,7 @@ that record's seq (``seq + [0, rank]``, before the record's own outputs at ``seq
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +45,7 @@ from engine.expressions import compile_expression, infer_type
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema
 from engine.plan.steps_join import (
+    ForeignKeyTableTableJoin,
     StreamStreamJoin,
     StreamTableJoin,
     TableTableJoin,
@@ -268,6 +274,130 @@ class StreamStreamHandler:
         return out + [unmatched]
 
 
+# --------------------------------------------------------------------------- foreign keys
+
+FK_OP = "__fk_op"  # what a subscription event asks of the foreign-key group
+FK_VALUE = "__fk_value"  # the foreign key the event is for (None: the left row has none)
+# Kafka Streams' SubscriptionWrapper instructions (KIP-213; null foreign keys as in KIP-962).
+UNSUBSCRIBE = 0  # DELETE_KEY_NO_PROPAGATE
+DELETE = 1  # DELETE_KEY_AND_PROPAGATE
+SUBSCRIBE = 2  # PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+SUBSCRIBE_IF_MATCH = 3  # PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+NO_FOREIGN_KEY = "\0nofk"  # group of the events of one left key whose foreign key is null
+
+
+def subscription_columns(fk_type: T.SqlType) -> tuple[Column, ...]:
+    """The internal columns a subscription event adds to the left row."""
+    return (Column(FK_OP, T.INTEGER), Column(FK_VALUE, fk_type))
+
+
+@dataclass
+class ForeignKeySubscriptionHandler:
+    """Left side of a foreign-key join, per left key: turns row changes into subscription events.
+
+    Kafka Streams' subscription-send processor: a change of the foreign key unsubscribes
+    the old one (``seq + [0]``), then the new row subscribes, or the delete propagates
+    (``seq + [1]``). An INNER join ignores a new row without foreign key; a LEFT join
+    sends it (and deletes) to the null-foreign-key group of its left key.
+    """
+
+    foreign_key: Callable[[Row], Any]
+    outer: bool
+
+    def process(self, state: dict[str, Any], record: K.KeyedRecord) -> list[Row]:
+        row = record.row
+        new = None if row[R.DELETED] else row
+        new_fk = None if new is None else self.foreign_key(new)
+        existed, old_fk = state.get("exists", False), state.get("fk")
+        state["exists"], state["fk"] = new is not None, new_fk
+        changed = _hashable(new_fk) != _hashable(old_fk)
+        seq = list(record.seq)
+
+        def event(op: int, fk: Any, step: int) -> Row:
+            return {**row, FK_OP: op, FK_VALUE: fk, R.SEQ: [*seq, step]}
+
+        if self.outer:
+            if not existed:
+                return [] if new is None else [event(SUBSCRIBE, new_fk, 1)]
+            out = [event(UNSUBSCRIBE, old_fk, 0)] if old_fk is not None and changed else []
+            return out + [event(SUBSCRIBE, new_fk, 1)]
+        if not existed:
+            return [] if new_fk is None else [event(SUBSCRIBE_IF_MATCH, new_fk, 1)]
+        if old_fk is None:
+            return [] if new_fk is None else [event(SUBSCRIBE, new_fk, 1)]
+        if new_fk is None:
+            return [event(DELETE, old_fk, 1)]
+        out = [event(UNSUBSCRIBE, old_fk, 0)] if changed else []
+        return out + [event(SUBSCRIBE, new_fk, 1)]
+
+
+@dataclass
+class ForeignKeyJoinHandler:
+    """Right side of a foreign-key join, per foreign key: the right row and its subscribers.
+
+    A right change emits the result of every subscriber (by serialized left key, at the
+    right record's ``seq + [rank]``, with its timestamp); a subscription emits its own
+    result at the event's seq, timestamped with the later of the left and right rows.
+    """
+
+    shape: JoinShape
+    join_type: str
+    left_key: str  # the left table's primary key column, in the left row
+
+    def process(self, state: dict[str, Any], record: K.KeyedRecord) -> list[Row]:
+        row, outer = record.row, self.join_type == "LEFT"
+        subscribers: dict[Any, tuple[bytes, Row]] = state.setdefault("subscribers", {})
+        if record.side == RIGHT:
+            old = state.get("right")
+            new = None if row[R.DELETED] else row
+            state["right"] = new
+            if old is None and new is None:
+                return []
+            ts = row[R.ROWTIME]
+            out: list[Row] = []
+            ranked = sorted(subscribers.values(), key=lambda s: s[0])
+            for rank, (_, left) in enumerate(ranked):
+                key, seq = (left[self.left_key],), [*record.seq, rank]
+                if new is None and not outer:
+                    out.append(self.shape.tombstone(key, ts=ts, seq=seq, trigger=row))
+                else:
+                    out.append(self.shape.row(key, left, new, ts=ts, seq=seq, trigger=row))
+            return out
+        op, key = row[FK_OP], (row[self.left_key],)
+        right = state.get("right")
+        ts = row[R.ROWTIME] if right is None else max(row[R.ROWTIME], right[R.ROWTIME])
+        if op in (UNSUBSCRIBE, DELETE):
+            subscribers.pop(_hashable(key), None)
+            if op == UNSUBSCRIBE:
+                return []
+            return [self.shape.tombstone(key, ts=ts, seq=record.seq, trigger=row)]
+        if row[R.DELETED]:
+            return [self.shape.tombstone(key, ts=ts, seq=record.seq, trigger=row)]
+        if row[FK_VALUE] is not None:
+            subscribers[_hashable(key)] = (serialized_order(key[0]), row)
+        if right is None:
+            if op == SUBSCRIBE_IF_MATCH:
+                return []
+            if not outer:
+                return [self.shape.tombstone(key, ts=ts, seq=record.seq, trigger=row)]
+        return [self.shape.row(key, row, right, ts=ts, seq=record.seq, trigger=row)]
+
+
+def serialized_order(value: Any) -> bytes:
+    """Bytes that sort like the KAFKA-format serialization of a key (the store's scan order)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value).encode()
+    if isinstance(value, int):
+        return (value & (2**64 - 1)).to_bytes(8, "big")
+    if isinstance(value, float):
+        return struct.pack(">d", value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes):
+        return value
+    return repr(value).encode("utf-8")
+
+
 # --------------------------------------------------------------------------- closes
 
 
@@ -464,3 +594,72 @@ def build_stream_stream_join(step: StreamStreamJoin, *, left: Built, right: Buil
     df = resolve_closes_df(results, timeline, schema)
     internal += ((f"{ctx.query_id}.{step.ctx}.Outer", _describe(schema)),)
     return Built(df=df, schema=schema, window=left.window, internal_schemas=internal)
+
+
+def _foreign_key_function(expr: Any, side: Built, ctx: BuildContext, where: str) -> Callable[[Row], Any]:
+    fn = compile_expression(expr, side.expression_columns())
+    query_id = ctx.query_id
+
+    def foreign_key(row: Row) -> Any:
+        try:
+            return fn(row)
+        except EvaluationError as exc:
+            log_processing_error(query_id, where, str(exc))
+            return None
+
+    return foreign_key
+
+
+def _column_key(name: str) -> Callable[[Row], tuple[Any, ...] | None]:
+    def key_of(row: Row) -> tuple[Any, ...] | None:
+        value = row.get(name)
+        return None if value is None else (_hashable(value),)
+
+    return key_of
+
+
+def _subscription_key(left_key: str) -> Callable[[Row], tuple[Any, ...] | None]:
+    def key_of(row: Row) -> tuple[Any, ...] | None:
+        fk = row[FK_VALUE]
+        if fk is None:
+            # Events without foreign key join no right row: one group per left key.
+            return (NO_FOREIGN_KEY, _hashable(row[left_key]))
+        return (_hashable(fk),)
+
+    return key_of
+
+
+@builds(ForeignKeyTableTableJoin)
+def build_foreign_key_table_table_join(
+    step: ForeignKeyTableTableJoin, *, left: Built, right: Built, ctx: BuildContext
+) -> Built:
+    left_pk, right_pk = left.schema.key[0], right.schema.key[0]
+    schema = _schema(step, left, right, [(step.key_column, left_pk.type)])
+    shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
+    fk_type = infer_type(step.foreign_key, left.expression_columns())
+    assert fk_type is not None
+    events_schema = LogicalSchema(left.schema.columns + subscription_columns(fk_type))
+    outer = step.join_type == "LEFT"
+    subscribe = ForeignKeySubscriptionHandler(
+        _foreign_key_function(step.foreign_key, left, ctx, step.ctx), outer
+    )
+    events = K.process_keyed(
+        [K.KeyedInput(left.df, left.schema, LEFT, _column_key(left_pk.name))],
+        handler=subscribe, output_schema=events_schema, name=f"{step.ctx}_subscriptions",
+    )
+    handler = ForeignKeyJoinHandler(shape, step.join_type, left_pk.name)
+    df = K.process_keyed(
+        [
+            K.KeyedInput(events, events_schema, LEFT, _subscription_key(left_pk.name)),
+            K.KeyedInput(right.df, right.schema, RIGHT, _column_key(right_pk.name)),
+        ],
+        handler=handler, output_schema=schema, name=step.ctx,
+    )
+    own = (
+        (f"{ctx.query_id}.{step.ctx}.SubscriptionStore", _describe(events_schema)),
+        (f"{ctx.query_id}.{step.ctx}.ResponseStore", _describe(schema)),
+    )
+    return Built(
+        df=df, schema=schema, is_table=True, window=None,
+        internal_schemas=_internal(step, ctx, left, right, [("Left", left), ("Right", right)]) + own,
+    )

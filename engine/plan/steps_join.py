@@ -4,7 +4,8 @@ Each join step names both inputs, the join type, the aliases that prefix each si
 columns in the output (``""`` keeps an input's names, as for the left input of an n-way
 join whose columns are already prefixed), the output key column and the expressions that
 compute the join key on each side. Evaluating a key expression that is not the input's
-key column is the pre-join repartition.
+key column is the pre-join repartition. A foreign-key join has no key expressions: it
+names the left expression that gives the right table's primary key.
 
 The output schema is a pure function of the inputs' schemas and the step
 (``join_output_schema``), so planner and builders agree on it. This module imports no
@@ -23,6 +24,7 @@ from engine.plan.steps import Step, WindowInfo, register_step, step_dataclass
 from engine.plan.types import SqlType
 
 JOIN_TYPES = ("INNER", "LEFT", "RIGHT", "FULL")
+FOREIGN_KEY_JOIN_TYPES = ("INNER", "LEFT")
 # ksqlDB's default grace for joins declared without GRACE PERIOD (Kafka Streams' legacy
 # JoinWindows.of): the window store keeps records for at least a day.
 LEGACY_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -111,7 +113,29 @@ class TableTableJoin(Step):
         _check_join_type(self, self.join_type, JOIN_TYPES)
 
 
-JoinStep = StreamStreamJoin | StreamTableJoin | TableTableJoin
+@register_step
+@step_dataclass
+class ForeignKeyTableTableJoin(Step):
+    """Joins each left table row to the right table row whose primary key its foreign key names.
+
+    ``foreign_key`` is computed over the left input's own columns; the output is keyed by
+    the left table's primary key (``key_column``), so many left rows may join one right row.
+    """
+
+    TYPE: ClassVar[str] = "foreignKeyTableTableJoinV1"
+    left: Step
+    right: Step
+    join_type: str
+    left_alias: str
+    right_alias: str
+    key_column: str
+    foreign_key: Expr
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_join_type(self, self.join_type, FOREIGN_KEY_JOIN_TYPES)
+
+JoinStep = StreamStreamJoin | StreamTableJoin | TableTableJoin | ForeignKeyTableTableJoin
 
 PSEUDO_NAMES = tuple(PSEUDO_COLUMNS)
 

@@ -8,6 +8,9 @@ from engine.plan import expr as E
 from engine.planner.logical import LogicalNode
 
 STREAM_STREAM, STREAM_TABLE, TABLE_TABLE = "STREAM_STREAM", "STREAM_TABLE", "TABLE_TABLE"
+# A table-table join whose left operand is a non-key expression (``left_key`` is the
+# foreign key, ``right_key`` the right table's primary key; the result keeps the left key).
+FOREIGN_KEY = "FOREIGN_KEY"
 
 
 @dataclass(frozen=True, kw_only=True)

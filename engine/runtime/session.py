@@ -17,7 +17,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.shuffle.partitions": "1",
     "spark.default.parallelism": "2",
     "spark.sql.caseSensitive": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",

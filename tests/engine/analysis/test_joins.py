@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from engine.analysis.query import analyze_query
-from engine.errors import AnalysisError, UnsupportedFeatureError
+from engine.errors import AnalysisError
 from engine.metastore.memory import InMemoryMetaStore
 from engine.metastore.model import DataSource
 from engine.parser import parse
@@ -180,7 +180,3 @@ def test_invalid_joins_are_rejected_with_ksqldb_messages(
         analyze(sql, store)
     assert message in str(info.value)
 
-
-def test_foreign_key_joins_are_reported_unsupported(store: InMemoryMetaStore) -> None:
-    with pytest.raises(UnsupportedFeatureError):
-        analyze("SELECT * FROM REGIONS R JOIN CUSTOMERS C ON R.CUST = C.ID;", store)

@@ -59,10 +59,10 @@ def test_filter_and_select_produce_records_in_input_order(runtime):
     ]
 
 
-def test_stream_source_skips_null_values(runtime):
+def test_stream_null_values_pass_through_as_null_values(runtime):
     sink = S.StreamSink(ctx="KsqlTopic/Sink", source=_source(), topic="output", formats=JSON_FORMATS)
     records = _run(runtime, sink)
-    assert [r.key for r in records] == ["a", "b", "d"]
+    assert [(r.key, r.value is None) for r in records] == [("a", False), ("b", False), ("c", True), ("d", False)]
 
 
 def test_table_filter_turns_non_matching_rows_into_deletes(runtime):
