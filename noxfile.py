@@ -39,3 +39,24 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[lint]")
     session.run("ruff", "check", "engine", "qtt", "tests")
     session.run("mypy", "engine", "qtt")
+
+
+@nox.session(python=PYTHON)
+def plans_report(session: nox.Session) -> None:
+    """HTML view of saved vs current plan DAGs, changes marked: reports/planned_cases.html."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.plans.html", "planned_cases", "reports/planned_cases.html", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def mutation(session: nox.Session) -> None:
+    """Inject small changes into builders, evaluation and plan serde; count the ones caught."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "qtt.plans.mutation", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def replay_bench(session: nox.Session) -> None:
+    """Planned-case versions replayed per second (Spark start-up excluded)."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.plans.bench", "planned_cases", *session.posargs)

@@ -4,6 +4,13 @@ Files (``*.json``) are collected under the folders of the ini option ``qtt_paths
 (default ``tests/qtt_cases``, relative to the rootdir). Cases run in strict mode; an
 unsupported feature or a file that cannot be loaded fails. A conftest can share one engine
 setup for the session by implementing ``pytest_qtt_engine_factory(config)``.
+
+Planned cases (``qtt.plans``): when the folder of the ini option ``qtt_planned_cases``
+(default ``planned_cases``) exists, every positive case that passes must also match its
+latest planned case; ``--qtt-update`` writes a new planned case instead of failing (never
+rewriting a saved one). After a full run, planned cases with no current case are orphans
+and fail the session unless ``--qtt-allow-orphans``. The terminal summary counts passed,
+failed, written and orphaned planned cases and prints the command that fixes the state.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from qtt import hookspecs
 
 _FACTORY_KEY = pytest.StashKey[Any]()
 _COUNTS_KEY = pytest.StashKey[dict[str, int]]()
+_PLANS_KEY = pytest.StashKey[dict[str, Any]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,6 +37,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="SUBSTRING",
         help="Only run QTT cases whose id contains SUBSTRING.",
+    )
+    group.addoption(
+        "--qtt-update",
+        action="store_true",
+        default=False,
+        help="Write a new planned case for every case whose planned case is missing or stale.",
+    )
+    group.addoption(
+        "--qtt-allow-orphans",
+        action="store_true",
+        default=False,
+        help="Report planned cases that no current case uses, but do not fail the run.",
+    )
+    parser.addini(
+        "qtt_planned_cases",
+        "Folder of the planned cases (relative to the rootdir).",
+        default="planned_cases",
     )
     parser.addini(
         "qtt_paths",
@@ -46,6 +71,20 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Start the session's QTT counters."""
     config.stash[_COUNTS_KEY] = {}
+    config.stash[_PLANS_KEY] = {
+        "counts": {"passed": 0, "failed": 0, "written": 0, "orphaned": 0},
+        "collected_files": set(),
+        "orphans": [],
+    }
+
+
+def _planned_root(config: pytest.Config) -> Path | None:
+    """The planned-cases folder, or None when planned cases are not in use."""
+    path = Path(config.getini("qtt_planned_cases"))
+    root = path if path.is_absolute() else config.rootpath / path
+    if root.is_dir() or config.getoption("qtt_update"):
+        return root
+    return None
 
 
 def _qtt_roots(config: pytest.Config) -> list[Path]:
@@ -75,6 +114,7 @@ class QttFileCollector(pytest.File):
 
         wanted = self.config.getoption("qtt_filter")
         loaded = load_file(self.path)
+        self.config.stash[_PLANS_KEY]["collected_files"].add(self.path.resolve())
 
         def keep(case_id: str) -> bool:
             return wanted is None or wanted in case_id
@@ -100,6 +140,28 @@ class QttCaseFailed(Exception):
         self.result = result
 
 
+class QttPlannedCaseStale(Exception):
+    """A case's latest planned case is missing or differs from what the engine plans now."""
+
+
+def _check_planned_case(config: pytest.Config, case: Any, root: Path) -> None:
+    from qtt.plans.record import record_case, write_planned_case
+    from qtt.plans.uptodate import check_up_to_date
+
+    counts = config.stash[_PLANS_KEY]["counts"]
+    result = check_up_to_date(case, root)
+    if result.ok:
+        counts["passed"] += 1
+    elif config.getoption("qtt_update"):
+        write_planned_case(root, record_case(case))
+        counts["written"] += 1
+    else:
+        counts["failed"] += 1
+        raise QttPlannedCaseStale(
+            result.render() + "\nOr with pytest: pytest --qtt-update --qtt-filter " + repr(case.id)
+        )
+
+
 class QttLoadFailed(Exception):
     """A QTT file or case could not be loaded."""
 
@@ -119,6 +181,9 @@ class QttCaseItem(pytest.Item):
         counts[result.status.value] = counts.get(result.status.value, 0) + 1
         if result.status is not Status.PASSED:
             raise QttCaseFailed(result)
+        root = _planned_root(self.config)
+        if root is not None and self.case.expected_exception is None:
+            _check_planned_case(self.config, self.case, root)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The readable diff for case failures; the usual traceback otherwise."""
@@ -126,6 +191,8 @@ class QttCaseItem(pytest.Item):
             result = excinfo.value.result
             where = f"QTT case '{self.case.id}' is case #{self.case.index + 1} of {self.case.file}"
             return result.render() + where
+        if isinstance(excinfo.value, QttPlannedCaseStale):
+            return str(excinfo.value)
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -169,9 +236,54 @@ def _engine_factory(config: pytest.Config) -> Any:
     return config.stash[_FACTORY_KEY]
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Find orphaned planned cases after a full QTT run; they fail it unless allowed."""
+    config = session.config
+    state = config.stash.get(_PLANS_KEY, None)
+    root = _planned_root(config)
+    if state is None or root is None or config.getoption("qtt_filter"):
+        return
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
+    from qtt.loader import discover
+    from qtt.plans.verify import current_cases, find_orphans
+
+    roots = [r for r in _qtt_roots(config) if r.is_dir()]
+    every_file = {p.resolve() for p, _ in discover(roots)} if roots else set()
+    if not every_file or not every_file <= state["collected_files"]:
+        return  # only part of the QTT files ran: orphans cannot be told apart
+    cases, _ = current_cases(roots)
+    state["orphans"] = find_orphans(root, cases)
+    state["counts"]["orphaned"] = len(state["orphans"])
+    if state["orphans"] and not config.getoption("qtt_allow_orphans"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """One line counting QTT case verdicts, when any ran."""
+    """Lines counting QTT case verdicts and planned cases, with the command that fixes them."""
     counts = config.stash.get(_COUNTS_KEY, {})
     if counts:
         text = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         terminalreporter.write_line(f"qtt: {sum(counts.values())} cases ran: {text}")
+    state = config.stash.get(_PLANS_KEY, None)
+    if state is None or not any(state["counts"].values()):
+        return
+    plans = state["counts"]
+    terminalreporter.write_line(
+        f"qtt planned cases: {plans['passed']} passed, {plans['failed']} failed, "
+        f"{plans['written']} written, {plans['orphaned']} orphaned"
+    )
+    if plans["failed"]:
+        terminalreporter.write_line(
+            "qtt: write the missing or stale planned cases with: pytest --qtt-update "
+            "(or: qtt plans regenerate)"
+        )
+    if state["orphans"]:
+        allowed = config.getoption("qtt_allow_orphans")
+        for slug in state["orphans"]:
+            terminalreporter.write_line(f"qtt: orphaned planned case: {slug}")
+        if not allowed:
+            terminalreporter.write_line(
+                "qtt: delete the orphaned folders under planned_cases/ if their cases were "
+                "removed on purpose, or pass --qtt-allow-orphans"
+            )

@@ -39,6 +39,10 @@ def _ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/$defs/{name}"}
 
 
+# Parameter dataclasses referenced while generating; each gets a definition of its own.
+_referenced: dict[str, type[Any]] = {}
+
+
 def _type_schema(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
@@ -64,6 +68,7 @@ def _type_schema(annotation: Any) -> dict[str, Any]:
         if annotation.__name__ == "Command":
             return _ref("Command")
         if dataclasses.is_dataclass(annotation):
+            _referenced.setdefault(annotation.__name__, annotation)
             return _ref(annotation.__name__)
         simple = {bool: "boolean", int: "integer", float: "number", str: "string"}
         if annotation in simple:
@@ -71,8 +76,15 @@ def _type_schema(annotation: Any) -> dict[str, Any]:
     raise TypeError(f"No JSON Schema mapping for the annotation {annotation!r} (a bug).")
 
 
+def _class_hints(cls: type[Any]) -> dict[str, Any]:
+    try:
+        return dict(_hints(cls))
+    except NameError:  # a class defined outside the modules the serde knows
+        return typing.get_type_hints(cls)
+
+
 def _object_schema(cls: type[Any], wire: str | None, key: str = TYPE_KEY) -> dict[str, Any]:
-    hints = _hints(cls)
+    hints = _class_hints(cls)
     properties: dict[str, Any] = {}
     required: list[str] = []
     if wire is not None:
@@ -111,20 +123,33 @@ def _expr_schema(cls: type[Any]) -> dict[str, Any]:
     }
 
 
+def _union(key: str, prefix: str, names: list[str]) -> dict[str, Any]:
+    # Dispatch on the discriminator with if/then: only the matching member is validated,
+    # so nested steps are not checked once per member (oneOf would be exponential in depth).
+    members: list[dict[str, Any]] = [{"properties": {key: {"enum": names}}}]
+    members += [
+        {"if": {"properties": {key: {"const": n}}}, "then": _ref(f"{prefix}.{n}")} for n in names
+    ]
+    return {"type": "object", "required": [key], "allOf": members}
+
+
 def generate_schema() -> dict[str, Any]:
     """The JSON Schema of ``plan.json``, deterministic for a given set of registries."""
     defs: dict[str, Any] = {}
+    _referenced.clear()
     for wire, cls in sorted(STEP_TYPES.items()):
         defs[f"step.{wire}"] = _object_schema(cls, wire)
     for wire, cls in sorted(COMMAND_TYPES.items()):
         defs[f"command.{wire}"] = _object_schema(cls, wire)
     for kind, cls in sorted(E._KINDS.items()):
         defs[f"expr.{kind}"] = _expr_schema(cls)
-    defs["Step"] = {"oneOf": [_ref(f"step.{w}") for w in sorted(STEP_TYPES)]}
-    defs["Command"] = {"oneOf": [_ref(f"command.{w}") for w in sorted(COMMAND_TYPES)]}
-    defs["Expr"] = {"oneOf": [_ref(f"expr.{k}") for k in sorted(E._KINDS)]}
-    for name, cls in sorted(VALUE_CLASSES.items()):
-        defs[name] = _object_schema(cls, None)
+    defs["Step"] = _union(TYPE_KEY, "step", sorted(STEP_TYPES))
+    defs["Command"] = _union(TYPE_KEY, "command", sorted(COMMAND_TYPES))
+    defs["Expr"] = _union("kind", "expr", sorted(E._KINDS))
+    _referenced.update(VALUE_CLASSES)
+    while missing := sorted(set(_referenced) - set(defs)):
+        for name in missing:
+            defs[name] = _object_schema(_referenced[name], None)
     assert QueryPlan.__name__ in defs and StatementPlan.__name__ in defs
     return {
         "$schema": DIALECT,
@@ -239,15 +264,43 @@ def validate_plan_file(data: Any, schema: dict[str, Any]) -> list[str]:
 
     validator = Draft202012Validator(schema)
     messages = []
-    for error in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path)):
-        path = "/".join(str(p) for p in error.absolute_path) or "<root>"
-        messages.append(f"at {path}: {_best(error)}")
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+        leaf = _deepest(error)
+        path = "/".join(str(p) for p in leaf.absolute_path) or "<root>"
+        message = leaf.message
+        last = leaf.absolute_path[-1] if leaf.absolute_path else None
+        if leaf.validator == "enum" and last in (TYPE_KEY, "kind"):
+            message = f"the type {leaf.instance!r} is not in the schema"
+        messages.append(f"at {path}: {_short(message)}")
     return messages
 
 
-def _best(error: Any) -> str:
-    from jsonschema.exceptions import best_match
+def _deepest(error: Any) -> Any:
+    """The most specific error under an anyOf/oneOf failure.
 
-    if error.context:
-        return best_match(error.context).message
-    return str(error.message)
+    Branches for another type (a failing ``@type``/``kind`` const, or the ``null`` of an
+    optional value) are ignored; the deepest error of the remaining branches wins.
+    """
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context or ():
+        branches.setdefault(sub.schema_path[0] if sub.schema_path else None, []).append(sub)
+    candidates = [
+        _deepest(sub)
+        for subs in branches.values()
+        if not any(_other_branch(sub) for sub in subs)
+        for sub in subs
+    ]
+    if not candidates:
+        return error
+    return max(candidates, key=lambda e: len(e.absolute_path))
+
+
+def _other_branch(error: Any) -> bool:
+    if error.validator == "type" and error.validator_value == "null":
+        return True
+    last = error.relative_path[-1] if error.relative_path else None
+    return error.validator == "const" and last in ("@type", "kind")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

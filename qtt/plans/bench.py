@@ -1,0 +1,36 @@
+"""Replay speed: planned-case versions replayed per second, Spark start-up excluded.
+
+``python -m qtt.plans.bench [ROOT]``
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from qtt.plans.layout import DEFAULT_ROOT, case_dirs, saved_versions
+from qtt.plans.replay import replay
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Warm up Spark with one replay, then time all the others."""
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[0]) if args else DEFAULT_ROOT
+    versions = [v for d in case_dirs(root) for v in saved_versions(d)]
+    if not versions:
+        print(f"no planned cases under {root}", file=sys.stderr)
+        return 2
+    replay(versions[0])  # starts the shared SparkSession
+    start = time.perf_counter()
+    failed = sum(not replay(v).ok for v in versions)
+    seconds = time.perf_counter() - start
+    print(
+        f"{len(versions)} planned-case versions replayed in {seconds:.1f}s: "
+        f"{len(versions) / seconds:.2f}/s ({failed} failed)"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
