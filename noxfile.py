@@ -60,3 +60,11 @@ def replay_bench(session: nox.Session) -> None:
     """Planned-case versions replayed per second (Spark start-up excluded)."""
     session.install("-e", ".")
     session.run("python", "-m", "qtt.plans.bench", "planned_cases", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def benchmark(session: nox.Session) -> None:
+    """Conformance throughput in cases/s, and how the time splits between planning and Spark."""
+    session.install("-e", ".")
+    args = session.posargs or [CORPUS, "--report", "reports/benchmark.json"]
+    session.run("python", "-m", "qtt.benchmark", *args)
