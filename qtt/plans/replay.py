@@ -4,6 +4,7 @@ on the saved inputs, and compare outputs, schemas and the physical plan with the
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,27 @@ def _physical_changes(folder: Path, reports: dict[str, Any]) -> list[Change]:
         new = normalise_physical_plan(reports[qid].physical_plan) if qid in reports else ""
         changes += physical_plan_changes(qid, old, new)
     return changes
+
+
+REPLAY_WORKERS_ENV = "KSPARK_REPLAY_WORKERS"
+
+
+def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[ReplayResult]:
+    """Replay ``versions`` on the shared SparkSession, several at a time, results in order.
+
+    Each replay has its own engine and in-memory topics; Spark runs jobs submitted from
+    several threads concurrently, which hides the per-job latency of small replays.
+    ``workers`` defaults to $KSPARK_REPLAY_WORKERS or 3.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    count = workers or int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
+    if count <= 1 or len(versions) <= 1:
+        yield from (replay(v) for v in versions)
+        return
+    from engine.runtime.session import get_spark
+
+    get_spark()  # start the session once, before the threads race to create it
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="replay") as pool:
+        yield from pool.map(replay, versions)

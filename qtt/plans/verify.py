@@ -15,7 +15,7 @@ from qtt.plans import codec
 from qtt.plans.completeness import Completeness, check_completeness, step_types_in
 from qtt.plans.layout import PLAN_FILE, case_dirs, case_slug, saved_versions
 from qtt.plans.record import positive_cases
-from qtt.plans.replay import ReplayResult, replay
+from qtt.plans.replay import ReplayResult, replay_all
 from qtt.plans.schema import (
     BREAKING,
     SCHEMA_FILE,
@@ -163,19 +163,20 @@ def verify(
         slugs[slug] = case.id
     used: set[str] = set()
     start = time.perf_counter()
+    all_versions = []
     for case_dir in case_dirs(root):
         versions = saved_versions(case_dir)
         if not versions:
             report.problems.append(f"Planned-case folder {case_dir} holds no saved version.")
-        for version in versions:
-            result = replay(version)
-            report.replays.append(result)
-            if on_replay is not None:
-                on_replay(result)
-            try:
-                used |= step_types_in(codec.read_json(version.path / PLAN_FILE).get("plans", []))
-            except (OSError, ValueError, AttributeError):
-                pass
+        all_versions.extend(versions)
+    for version, result in zip(all_versions, replay_all(all_versions), strict=True):
+        report.replays.append(result)
+        if on_replay is not None:
+            on_replay(result)
+        try:
+            used |= step_types_in(codec.read_json(version.path / PLAN_FILE).get("plans", []))
+        except (OSError, ValueError, AttributeError):
+            pass
     report.replay_seconds = time.perf_counter() - start
     report.up_to_date = [check_up_to_date(c, root) for c in cases]
     report.orphans = find_orphans(root, cases)
