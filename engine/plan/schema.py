@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from lark import Lark, Transformer, UnexpectedInput
+from lark import Lark, UnexpectedInput
 
 from engine.errors import PlanError
 from engine.plan import types as T
-from engine.plan.types import SqlType, parse_type, quote_identifier
+from engine.plan.types import TYPE_RULES, SqlType, TypeTransformer, identifier, quote_identifier
 
 
 class Namespace(enum.Enum):
@@ -110,45 +110,31 @@ class LogicalSchema:
         return _parse_schema(text)
 
 
-_SCHEMA_GRAMMAR = r"""
+_SCHEMA_GRAMMAR = (
+    r"""
     schema: [column ("," column)*]
     column: name type [ns]
     ns: KEY | HEADERS | header
     header: "HEADER"i "(" STRING_LIT ")"
     KEY: /KEY\b/i
     HEADERS: /HEADERS\b/i
-    ?name: WORD | QUOTED
-    ?type: array | map | struct | decimal | primitive
-    array: "ARRAY"i "<" type ">"
-    map: "MAP"i "<" type "," type ">"
-    struct: "STRUCT"i "<" [field ("," field)*] ">"
-    field: name type
-    decimal: "DECIMAL"i "(" INT "," INT ")"
-    primitive: WORD
-    WORD: /[A-Za-z_][A-Za-z0-9_]*/
-    QUOTED: /`([^`]|``)*`/
     STRING_LIT: /'([^']|'')*'/
-    INT: /[0-9]+/
-    %ignore /\s+/
 """
+    + TYPE_RULES
+)
 
 
-def _ident(token: object) -> str:
-    text = str(token)
-    if text.startswith("`"):
-        return text[1:-1].replace("``", "`")
-    return text.upper()
+class _ToSchema(TypeTransformer):
+    """Lark tree -> LogicalSchema: the type rules plus columns and their namespaces."""
 
-
-class _ToSchema(Transformer):  # type: ignore[type-arg]
     def schema(self, items: list[Column | None]) -> LogicalSchema:
         return LogicalSchema(tuple(c for c in items if c is not None))
 
     def column(self, items: list) -> Column:  # type: ignore[type-arg]
         name, sql_type, ns = items
         if ns is None:
-            return Column(_ident(name), sql_type)
-        return Column(_ident(name), sql_type, ns[0], ns[1])
+            return Column(identifier(name), sql_type)
+        return Column(identifier(name), sql_type, ns[0], ns[1])
 
     def ns(self, items: list) -> tuple[Namespace, str | None]:  # type: ignore[type-arg]
         item = items[0]
@@ -160,24 +146,6 @@ class _ToSchema(Transformer):  # type: ignore[type-arg]
 
     def header(self, items: list) -> tuple[Namespace, str]:  # type: ignore[type-arg]
         return (Namespace.HEADERS, str(items[0])[1:-1].replace("''", "'"))
-
-    def array(self, items: list[SqlType]) -> SqlType:
-        return T.Array(items[0])
-
-    def map(self, items: list[SqlType]) -> SqlType:
-        return T.Map(items[0], items[1])
-
-    def struct(self, items: list[T.Field | None]) -> SqlType:
-        return T.Struct(tuple(f for f in items if f is not None))
-
-    def field(self, items: list) -> T.Field:  # type: ignore[type-arg]
-        return T.Field(_ident(items[0]), items[1])
-
-    def decimal(self, items: list) -> SqlType:  # type: ignore[type-arg]
-        return T.Decimal(int(items[0]), int(items[1]))
-
-    def primitive(self, items: list) -> SqlType:  # type: ignore[type-arg]
-        return parse_type(str(items[0]))
 
 
 @lru_cache(maxsize=1)

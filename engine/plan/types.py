@@ -229,7 +229,8 @@ def widen_numeric(a: SqlType, b: SqlType) -> SqlType:
 
 # --------------------------------------------------------------------------- parsing
 
-_TYPE_GRAMMAR = r"""
+# Type rules shared with the schema grammar (engine.plan.schema), which adds columns.
+TYPE_RULES = r"""
     ?type: array | map | struct | decimal | primitive
     array: "ARRAY"i "<" type ">"
     map: "MAP"i "<" type "," type ">"
@@ -243,6 +244,7 @@ _TYPE_GRAMMAR = r"""
     INT: /[0-9]+/
     %ignore /\s+/
 """
+_TYPE_GRAMMAR = TYPE_RULES
 
 _PRIMITIVE_NAMES = {
     "BOOLEAN": BOOLEAN,
@@ -264,7 +266,16 @@ def primitive_named(name: str) -> SqlType | None:
     return _PRIMITIVE_NAMES.get(name.upper())
 
 
-class _ToType(Transformer):  # type: ignore[type-arg]
+def identifier(token: object) -> str:
+    """An identifier as written: back-quoted keeps its case, unquoted is upper-cased."""
+    text = str(token)
+    if text.startswith("`"):
+        return text[1:-1].replace("``", "`")
+    return text.upper()
+
+
+class TypeTransformer(Transformer):  # type: ignore[type-arg]
+    """Lark tree -> SqlType; the schema parser extends it with columns."""
     def array(self, items: list[SqlType]) -> SqlType:
         return Array(items[0])
 
@@ -275,10 +286,7 @@ class _ToType(Transformer):  # type: ignore[type-arg]
         return Struct(tuple(f for f in items if f is not None))
 
     def field(self, items: list) -> Field:  # type: ignore[type-arg]
-        name = str(items[0])
-        if name.startswith("`"):
-            name = name[1:-1].replace("``", "`")
-        return Field(name, items[1])
+        return Field(identifier(items[0]), items[1])
 
     def decimal(self, items: list) -> SqlType:  # type: ignore[type-arg]
         return Decimal(int(items[0]), int(items[1]))
@@ -308,7 +316,7 @@ def parse_type(text: str) -> SqlType:
     except PlanError:
         raise
     try:
-        result = _ToType().transform(tree)
+        result = TypeTransformer().transform(tree)
     except Exception as exc:  # lark wraps transformer errors
         cause = exc.__context__ if isinstance(exc.__context__, PlanError) else exc
         raise PlanError(f"Cannot parse type '{text}': {cause}") from exc
