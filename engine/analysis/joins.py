@@ -10,6 +10,7 @@ primary key. Joins nest to the left; an n-way join keeps the names of its left j
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from engine.analysis.query import FromClause, Scope, analyze_from, rewrite, source_columns
 from engine.errors import AnalysisError, UnsupportedFeatureError
@@ -238,10 +239,10 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     elif join_type == "FULL" or not key_refs:
         taken = {c.name for c in columns.values()} | set(columns)
         key_column = "ROWKEY"
-        n = 0
+        suffix = 0
         while key_column in taken:
-            n += 1
-            key_column = f"ROWKEY_{n}"
+            suffix += 1
+            key_column = f"ROWKEY_{suffix}"
         synthetic = True
     else:
         key_column = key_refs[0]
@@ -319,7 +320,7 @@ def _origins(clause: FromClause) -> dict[str, _Column]:
     return out
 
 
-def _source_node(source: DataSource) -> object:
+def _source_node(source: DataSource) -> Any:
     from engine.planner import logical as L
 
     return L.SourceNode(

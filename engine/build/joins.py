@@ -243,6 +243,8 @@ class StreamStreamHandler:
             key=lambda e: e[0],
         )
         out: list[Row] = []
+        left: Row | None
+        right: Row | None
         for i, (other_ts, other_row) in enumerate(matches):
             left, right = (row, other_row) if side == LEFT else (other_row, row)
             out.append(
@@ -258,8 +260,8 @@ class StreamStreamHandler:
             stores[side] = [e for e in stores[side] if e[0] > own_time - w.retention]
         if matches or side not in self.outer_sides:
             return out
-        left, right = (row, None) if side == LEFT else (None, row)
-        unmatched = self.shape.row(key, left, right, ts=ts, seq=seq + [1, 0], trigger=row)
+        alone_left, alone_right = (row, None) if side == LEFT else (None, row)
+        unmatched = self.shape.row(key, alone_left, alone_right, ts=ts, seq=seq + [1, 0], trigger=row)
         if w.grace is None or ts + w.look_ahead(side) < record.stream_time:
             return out + [unmatched]
         pending[tuple(seq)] = (side, ts)
@@ -412,7 +414,7 @@ def resolve_closes(rows: Sequence[Row], timeline: Sequence[Row]) -> list[Row]:
     for r in rows:
         if r.get(KIND) == CANCEL:
             pid = tuple(r[PENDING])
-            cancels[pid] = min(cancels.get(pid, r[R.SEQ]), r[R.SEQ])
+            cancels[pid] = min(cancels.get(pid) or r[R.SEQ], r[R.SEQ])
     out = [r for r in rows if r.get(KIND) in (None, RESULT)]
     by_trigger: dict[tuple[int, ...], list[Row]] = {}
     for r in rows:

@@ -123,11 +123,11 @@ def plan_changes(
         changes.append(
             Change(PLAN, field="statements", old=len(old), new=len(new), detail="statement count")
         )
-    for i, (o, n) in enumerate(zip(old, new, strict=False)):
-        if o.get("config") != n.get("config"):
+    for i, (old_plan, new_plan) in enumerate(zip(old, new, strict=False)):
+        if old_plan.get("config") != new_plan.get("config"):
             changes.append(
                 Change(
-                    PLAN, field=f"statement[{i}].config", old=o.get("config"), new=n.get("config")
+                    PLAN, field=f"statement[{i}].config", old=old_plan.get("config"), new=new_plan.get("config")
                 )
             )
     return changes

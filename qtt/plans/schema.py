@@ -139,10 +139,10 @@ def generate_schema() -> dict[str, Any]:
     _referenced.clear()
     for wire, cls in sorted(STEP_TYPES.items()):
         defs[f"step.{wire}"] = _object_schema(cls, wire)
-    for wire, cls in sorted(COMMAND_TYPES.items()):
-        defs[f"command.{wire}"] = _object_schema(cls, wire)
-    for kind, cls in sorted(E._KINDS.items()):
-        defs[f"expr.{kind}"] = _expr_schema(cls)
+    for wire, command in sorted(COMMAND_TYPES.items()):
+        defs[f"command.{wire}"] = _object_schema(command, wire)
+    for kind, node in sorted(E._KINDS.items()):
+        defs[f"expr.{kind}"] = _expr_schema(node)
     defs["Step"] = _union(TYPE_KEY, "step", sorted(STEP_TYPES))
     defs["Command"] = _union(TYPE_KEY, "command", sorted(COMMAND_TYPES))
     defs["Expr"] = _union("kind", "expr", sorted(E._KINDS))
