@@ -306,15 +306,8 @@ class _Compiler:
     def _Comparison(self, expr: Comparison) -> NodeFn:
         left, right = self._comparison_sides(expr.left, expr.right)
         impl = comparison_impl(expr.op)
-        ordering = expr.op in ("<", "<=", ">", ">=")
-
-        def compare(row: Row, scope: Scope) -> Any:
-            a, b = left(row, scope), right(row, scope)
-            if ordering and scope and (a is None or b is None):
-                raise _LambdaNull(format_sql(expr))  # see arithmetic: Java unboxing in lambdas
-            return impl(a, b)
-
-        return compare
+        # Unlike arithmetic, a comparison with NULL inside a lambda is just false in ksqlDB.
+        return lambda row, scope: impl(left(row, scope), right(row, scope))
 
     def _Logical(self, expr: Logical) -> NodeFn:
         left, right = self.compile(expr.left), self.compile(expr.right)

@@ -352,3 +352,9 @@ def test_logical_and_or_short_circuit_with_nulls() -> None:
     assert run(Logical("AND", col("B"), lit(False))) is False
     assert run(Logical("OR", col("B"), lit(True))) is True
     assert run(Logical("AND", col("B"), lit(True))) is None
+
+
+def test_comparison_with_null_inside_a_lambda_is_false_not_a_failure() -> None:
+    body = Comparison(">", LambdaVariable("X"), lit(5))
+    expr = FunctionCall("FILTER", (col("ARR"), Lambda(("X",), body)))
+    assert run(expr, ARR=[5, None, 7]) == [7]
