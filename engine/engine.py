@@ -170,6 +170,13 @@ class KsqlEngine:
         source = self.metastore.get(stmt.target)
         if source is None:
             raise AnalysisError(f"Cannot insert values into an unknown stream/table: {stmt.target}")
+        if source.is_source:
+            raise AnalysisError(
+                f"Cannot insert values into read-only {source.kind.lower()}: {source.name}"
+            )
+        headers = [c.name for c in source.schema.headers if stmt.columns and c.name in stmt.columns]
+        if headers:
+            raise AnalysisError(f"Cannot insert into HEADER columns: {', '.join(headers)}")
         columns = stmt.columns or tuple(
             c.name for c in source.schema.columns if c.namespace is not Namespace.HEADERS
         )

@@ -174,6 +174,9 @@ def generated_names(taken: set[str]) -> Callable[[], str]:
     return next_name
 
 
+RESERVED_ALIASES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
+
+
 def name_columns(
     items: Sequence[tuple[str | None, E.Expr]], source_names: set[str]
 ) -> list[SelectColumn]:
@@ -190,6 +193,10 @@ def name_columns(
     seen: set[str] = set()
     for alias, expr in items:
         if alias is not None:
+            if alias in RESERVED_ALIASES:
+                raise AnalysisError(
+                    f"`{alias}` is a reserved column name. You cannot use it as an alias for a column."
+                )
             name = alias
         elif isinstance(expr, E.ColumnRef):
             name = expr.name

@@ -27,6 +27,7 @@ from engine.plan.plan import (
     StatementPlan,
 )
 from engine.plan.schema import (
+    HEADERS_TYPE,
     PSEUDO_COLUMNS,
     WINDOW_BOUNDS,
     Column,
@@ -64,6 +65,8 @@ class Planner:
         props = WithProperties.of(stmt.properties, statement=text)
         is_table = stmt.kind == "TABLE"
         existing = self.metastore.get(stmt.name)
+        if existing is not None and stmt.or_replace and (existing.is_source or stmt.is_source):
+            raise AnalysisError(_replace_source_message(existing))
         if existing is not None and not stmt.or_replace:
             if stmt.if_not_exists:
                 return None
@@ -123,6 +126,7 @@ class Planner:
             if el.constraint in ("KEY", "PRIMARY KEY"):
                 columns.append(Column(el.name, el.type, Namespace.KEY))
             elif el.constraint in ("HEADERS", "HEADER"):
+                _check_header_type(el)
                 columns.append(Column(el.name, el.type, Namespace.HEADERS, el.header_key))
             else:
                 columns.append(Column(el.name, el.type))
@@ -252,6 +256,8 @@ class Planner:
             raise AnalysisError(
                 f"Incompatible data source type is {existing.kind}, but statement was DROP {stmt.kind}"
             )
+        if existing.is_source and stmt.delete_topic:
+            raise AnalysisError(f"Cannot delete topic for read-only source: {stmt.name}")
         return StatementPlan(statement_text=text, command=DropSourceCommand(name=stmt.name, kind=stmt.kind))
 
     # ------------------------------------------------------------------ queries
@@ -269,6 +275,8 @@ class Planner:
                 f"Cannot add {stmt.kind.lower()} '{stmt.name}': A "
                 f"{existing.kind.lower()} with the same name already exists."
             )
+        if existing is not None and stmt.or_replace and existing.is_source:
+            raise AnalysisError(_replace_source_message(existing))
         analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
         if analysis.is_table != (stmt.kind == "TABLE"):
             if stmt.kind == "TABLE":
@@ -310,6 +318,10 @@ class Planner:
         target = self.metastore.get(stmt.target)
         if target is None:
             raise AnalysisError(f"Sink does not exist for the INSERT INTO statement: {stmt.target}")
+        if target.is_source:
+            raise AnalysisError(
+                f"Cannot insert into read-only {target.kind.lower()}: {target.name}"
+            )
         analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
         if target.is_table or analysis.is_table:
             raise AnalysisError(
@@ -486,6 +498,27 @@ def _join_message(node: L.LogicalNode) -> str:
     while isinstance(current, L.FilterNode | L.FlatMapNode):
         current = current.input
     return str(getattr(current, "missing_key_message", "") or "")
+
+
+def _replace_source_message(existing: DataSource) -> str:
+    kind = existing.kind.lower()
+    return (
+        f"Cannot add {kind} '{existing.name}': CREATE OR REPLACE is not supported on "
+        f"source {kind}s."
+    )
+
+
+def _check_header_type(element: ast.TableElement) -> None:
+    """HEADERS columns hold every header; HEADER('k') columns the bytes of one."""
+    if element.constraint == "HEADERS" and element.type != HEADERS_TYPE:
+        raise AnalysisError(
+            f"Invalid type for HEADERS column: expected {HEADERS_TYPE}, got {element.type}"
+        )
+    if element.constraint == "HEADER" and element.type != T.BYTES:
+        raise AnalysisError(
+            f"Invalid type for HEADER('{element.header_key}') column: expected BYTES, "
+            f"got {element.type}"
+        )
 
 
 def key_equivalents(node: L.LogicalNode) -> dict[str, frozenset[str]]:
