@@ -1,6 +1,6 @@
 """Mutation check: inject small changes into builders, expression evaluation and plan serde,
-run the planned-case replays and the QTT cases for each mutant on a temporary copy of the
-tree, and report how many mutants the suite catches.
+run the planned-case replays and then the mutated package's unit tests for each mutant on a
+temporary copy of the tree, and report how many mutants the suite catches.
 
 ``python -m qtt.plans.mutation [--limit N]``. The real tree is never modified: each mutant
 is written into a copy under a temporary folder, which is removed even on Ctrl-C.
@@ -29,7 +29,10 @@ _SWAPS = (
     (r"\bTrue\b", "False"),
     (r" and ", " or "),
 )
-_COPY = ("engine", "qtt", "tests/qtt_cases", "planned_cases", "schemas", "pyproject.toml")
+_COPY = (
+    "engine", "qtt", "tests/qtt_cases", "tests/engine", "tests/conftest.py",
+    "planned_cases", "schemas", "pyproject.toml",
+)
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,19 @@ def _string_lines(text: str) -> set[int]:
     return lines
 
 
-def checks_fail(repo_copy: Path) -> bool:
-    """Run ``qtt plans verify`` (replays + up-to-date + schema) in the copy; True on failure."""
+# The unit tests that mirror each mutated package (run when the replays did not catch it).
+UNIT_TESTS = {
+    "engine/build": ("tests/engine/build",),
+    "engine/expressions": ("tests/engine/expressions", "tests/engine/functions"),
+    "engine/plan/serde.py": ("tests/engine/plan",),
+}
+
+
+def _run(repo_copy: Path, command: list[str]) -> bool:
+    """Run ``command`` in the copy; True when it fails (or hangs)."""
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "qtt.cli", "plans", "verify", "--allow-orphans"],
+            command,
             cwd=repo_copy,
             capture_output=True,
             timeout=900,
@@ -86,6 +97,22 @@ def checks_fail(repo_copy: Path) -> bool:
     return run.returncode != 0
 
 
+def checks_fail(repo_copy: Path, mutant: Mutant | None = None) -> bool:
+    """The suite against a mutant: ``qtt plans verify``, then the unit tests of its package.
+
+    True when any check fails. Without a mutant, everything runs (the baseline must pass).
+    """
+    if _run(repo_copy, [sys.executable, "-m", "qtt.cli", "plans", "verify", "--allow-orphans"]):
+        return True
+    targets = [
+        t for prefix, tests in UNIT_TESTS.items()
+        if mutant is None or mutant.path.startswith(prefix)
+        for t in tests
+    ]
+    pytest = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:qtt"]
+    return bool(targets) and _run(repo_copy, [*pytest, *dict.fromkeys(targets)])
+
+
 def killed(repo_copy: Path, mutant: Mutant) -> bool:
     """Apply the mutant in the copy, run the checks, restore the file; True when caught."""
     path = repo_copy / mutant.path
@@ -94,7 +121,7 @@ def killed(repo_copy: Path, mutant: Mutant) -> bool:
     lines[mutant.line - 1] = mutant.after + "\n"
     path.write_text("".join(lines))
     try:
-        return checks_fail(repo_copy)
+        return checks_fail(repo_copy, mutant)
     finally:
         path.write_text(original)
 

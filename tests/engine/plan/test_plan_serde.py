@@ -167,3 +167,13 @@ def test_step_invariants_name_the_offending_value() -> None:
         S.StreamSelect(ctx="Project", source=source, key_column_names=("K",), select_expressions=(select,))
     with pytest.raises(PlanError, match="ctx"):
         S.StreamFilter(ctx="", source=source, predicate=E.Literal(True, T.BOOLEAN))
+
+
+def test_a_plan_saved_before_an_optional_field_existed_still_loads() -> None:
+    # Adding an optional field with a default is the one allowed in-place change: plans
+    # written before the field existed must load with the default.
+    data = json.loads(serde.dumps(_plan()))
+    del data["query"]["root"]["timestampColumn"]
+    del data["command"]["windowInfo"]
+    loaded = serde.statement_plan_from_json(data)
+    assert loaded == _plan()
