@@ -147,6 +147,20 @@ def test_stream_stream_full_join_with_grace_waits_for_the_window_to_close() -> N
     assert [r[R.SEQ] for r in resolved] == [[1, 0, 0], [2, 1, 0]]
 
 
+def test_stream_stream_outer_entry_closes_only_once_stream_time_exceeds_its_close() -> None:
+    # l at 0 with WITHIN 10 and GRACE 5 closes after 0 + 10 + 5: stream time 15 keeps it
+    # open (Kafka Streams compares strictly), 16 closes it.
+    handler = StreamStreamHandler(SHAPE, "LEFT", windows(10, 10, 5))
+    out, timeline = drive(handler, [
+        (LEFT, rec(LEFT, 0, 1, "l", 0)),
+        (RIGHT, rec(RIGHT, 1, 1, "r15", 15)),
+        (RIGHT, rec(RIGHT, 2, 1, "r16", 16)),
+    ])
+    resolved = resolve_closes(out, timeline)
+    assert simple(resolved) == [(1, "l", None, 0, False)]
+    assert resolved[0][R.SEQ] == [2, 0, 0]
+
+
 def test_stream_stream_late_unmatched_record_is_emitted_at_once_even_with_grace() -> None:
     handler = StreamStreamHandler(SHAPE, "LEFT", windows(10, 10, 100))
     out, timeline = drive(handler, [(RIGHT, rec(RIGHT, 0, 1, "r", 500)), (LEFT, rec(LEFT, 1, 1, "l", 100))])

@@ -107,3 +107,11 @@ def test_coerce_widens_numbers() -> None:
 def test_coerce_fills_missing_struct_fields_with_null() -> None:
     wide = T.Struct((T.Field("A", T.BIGINT), T.Field("Z", T.STRING)))
     assert coerce_value({"A": 1}, T.Struct((T.Field("A", T.INTEGER),)), wide) == {"A": 1, "Z": None}
+
+
+def test_map_casts_need_both_key_and_value_casts_supported() -> None:
+    from engine.expressions.cast import cast_supported
+
+    assert cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.STRING, T.BIGINT))
+    assert not cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.Array(T.INTEGER), T.INTEGER))
+    assert not cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.STRING, T.Array(T.INTEGER)))
