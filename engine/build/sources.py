@@ -41,11 +41,8 @@ def timestamp_extractor(
     if base is T.BaseType.STRING:
         from engine.functions import REGISTRY
 
-        if column.format is None:
-            parse = REGISTRY.resolve("STRINGTOTIMESTAMP", [T.STRING, T.STRING])
-            return lambda row: parse.invoke([row[name], "yyyy-MM-dd'T'HH:mm:ss.SSS"])
         parse = REGISTRY.resolve("STRINGTOTIMESTAMP", [T.STRING, T.STRING])
-        pattern = column.format
+        pattern = column.format or "yyyy-MM-dd'T'HH:mm:ss.SSS"
         return lambda row: parse.invoke([row[name], pattern])
     return lambda row: row[name]
 

@@ -396,6 +396,20 @@ def _match_all(
 REGISTRY = FunctionRegistry()
 
 
+def _register(
+    name: str, fn: Callable[..., Any], impl: Callable[..., Any], description: str, **fields: Any
+) -> None:
+    """Register one overload; its description defaults to the first docstring line of ``fn``."""
+    REGISTRY.register(
+        Signature(
+            name=name.upper(),
+            impl=impl,
+            description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            **fields,
+        )
+    )
+
+
 def scalar(
     name: str,
     *,
@@ -408,16 +422,10 @@ def scalar(
     """Register the decorated callable as one overload of scalar function ``name``."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        REGISTRY.register(
-            Signature(
-                name=name.upper(),
-                params=tuple(params),
-                returns=returns,
-                impl=fn,
-                variadic=variadic,
-                null_propagating=null_propagating,
-                description=description or (fn.__doc__ or "").strip().split("\n")[0],
-            )
+        _register(
+            name, fn, fn, description,
+            params=tuple(params), returns=returns, variadic=variadic,
+            null_propagating=null_propagating,
         )
         return fn
 
@@ -435,17 +443,10 @@ def table_function(
     """Register a table function: the callable returns a list of output values (one row each)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        REGISTRY.register(
-            Signature(
-                name=name.upper(),
-                params=tuple(params),
-                returns=returns,
-                impl=fn,
-                variadic=variadic,
-                null_propagating=False,
-                kind=FunctionKind.TABLE,
-                description=description or (fn.__doc__ or "").strip().split("\n")[0],
-            )
+        _register(
+            name, fn, fn, description,
+            params=tuple(params), returns=returns, variadic=variadic,
+            null_propagating=False, kind=FunctionKind.TABLE,
         )
         return fn
 
@@ -487,18 +488,11 @@ def aggregate(
 
         factory.__name__ = fn.__name__
         factory.__doc__ = fn.__doc__
-        REGISTRY.register(
-            Signature(
-                name=name.upper(),
-                params=tuple(params),
-                returns=returns,
-                impl=factory,
-                variadic=variadic,
-                null_propagating=False,
-                kind=FunctionKind.AGGREGATE,
-                description=description or (fn.__doc__ or "").strip().split("\n")[0],
-                aggregate=AggregateInfo(init_params, supports_undo, intermediate),
-            )
+        _register(
+            name, fn, factory, description,
+            params=tuple(params), returns=returns, variadic=variadic,
+            null_propagating=False, kind=FunctionKind.AGGREGATE,
+            aggregate=AggregateInfo(init_params, supports_undo, intermediate),
         )
         return fn
 

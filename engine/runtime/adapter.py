@@ -45,6 +45,7 @@ class TopicStore:
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     records: dict[str, list[StoredRecord]] = field(default_factory=dict)
     _next_seq: int = 0
+    _next_offset: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def ensure(self, info: TopicInfo) -> TopicInfo:
         existing = self.topics.get(info.name)
@@ -62,8 +63,9 @@ class TopicStore:
         if record.topic not in self.topics:
             self.ensure(TopicInfo(record.topic))
         stored = self.records.setdefault(record.topic, [])
-        partition = record.partition or 0
-        offset = sum(1 for r in stored if (r.record.partition or 0) == partition)
+        slot = (record.topic, record.partition or 0)
+        offset = self._next_offset.get(slot, 0)
+        self._next_offset[slot] = offset + 1
         stored.append(StoredRecord(seq, record, offset))
 
     def read(self, topic: str) -> list[StoredRecord]:
