@@ -89,8 +89,8 @@ def row_spark_schema(schema: LogicalSchema) -> ST.StructType:
 
 
 def arrow_schema_of(schema: ST.StructType) -> pa.Schema:
-    """The Arrow schema Spark expects for batches of ``schema``."""
-    return to_arrow_schema(schema, timezone=SPARK_TIME_ZONE)
+    """The Arrow schema Spark expects for batches of ``schema`` (timestamps in UTC)."""
+    return to_arrow_schema(schema, timestamp_utc=True)
 
 
 def decoders(schema: LogicalSchema) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
