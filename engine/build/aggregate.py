@@ -1,7 +1,7 @@
 """Builders of aggregation steps: grouping, (windowed) aggregation of streams and tables, suppression.
 
-Every stateful pass runs through ``process_keyed``: a handler sees one key's records in
-input order and keeps its state in a dict. The handlers are plain classes so that tests can
+Every stateful pass runs through the runtime's keyed operator (``ctx.runtime.keyed``): a
+handler sees one key's records in input order and keeps its state in a dict. The handlers are plain classes so that tests can
 drive them without Spark. Output rows carry the seq of the record that triggered them,
 extended with an index (``seq + [i]``) when one record triggers several.
 
@@ -39,7 +39,7 @@ from engine.plan.steps_aggregate import (
 )
 from engine.plan.types import SqlType
 from engine.runtime import rows as R
-from engine.runtime.keyed import KeyedInput, KeyedRecord, process_keyed
+from engine.runtime.keyed import KeyedInput, KeyedRecord
 
 Row = dict[str, Any]
 
@@ -480,7 +480,7 @@ def build_table_group_by(step: TableGroupBy, *, source: Built, ctx: BuildContext
         compiled, [c.name for c in schema.value if c.name != PAIRED], ctx.query_id, step.ctx
     )
     table_keys = [c.name for c in source.schema.key]
-    df = process_keyed(
+    df = ctx.runtime.keyed(
         [KeyedInput(source.df, source.schema, 0, lambda row: tuple(row[k] for k in table_keys))],
         handler=handler, output_schema=schema, name=step.ctx,
     )
@@ -515,7 +515,7 @@ def _aggregate(
         key = tuple(row[k] for k in names)
         return None if any(v is None for v in key) else key
 
-    df = process_keyed(
+    df = ctx.runtime.keyed(
         [KeyedInput(source.df, source.schema, 0, group_key)],
         handler=handler, output_schema=schema, name=step.ctx,
     )
@@ -553,10 +553,8 @@ def build_table_aggregate(step: TableAggregate, *, source: Built, ctx: BuildCont
 
 @builds(TableSuppress)
 def build_table_suppress(step: TableSuppress, *, source: Built, ctx: BuildContext) -> Built:
-    from engine.build.suppress import suppress_until_window_closes
-
     if source.window is None:
         raise PlanError(f"Step {step.ctx}: EMIT FINAL needs a windowed input.")
-    df = suppress_until_window_closes(source.df, source.schema, step.grace_ms)
+    df = ctx.runtime.suppress(source.df, source.schema, step.grace_ms, name=step.ctx)
     internal = (("Suppress-buffer", _describe(source.schema, Formats(key_format="KAFKA", value_format="JSON"))),)
     return Built(df, source.schema, True, source.window, source.internal_schemas + internal)

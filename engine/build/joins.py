@@ -1,4 +1,4 @@
-"""Builders of join steps, and the per-key join handlers they run through ``process_keyed``.
+"""Builders of join steps, and the per-key join handlers the runtime's keyed operator runs.
 
 Every join groups both inputs by the join key (evaluating a key expression that is not
 the input's key is the pre-join repartition) and lets a handler see one key's records in
@@ -22,10 +22,8 @@ Outer-store closes are decided across keys: Kafka Streams emits every closed ent
 store (all keys, ordered by timestamp, then right before left) when a record whose
 timestamp equals the stream time arrives. A handler only sees its key, so it emits the
 unmatched record as *pending* (with the stream time after which it closes) and a *cancel*
-marker when a later record of its key matches it. ``resolve_closes`` then finds, on the
-global timeline of the partition, the first record after the put that advances stream time
-past the close; unless the entry was cancelled before, the null-joined row is emitted with
-that record's seq (``seq + [0, rank]``, before the record's own outputs at ``seq + [1, i]``).
+marker when a later record of its key matches it; the runtime's ``keyed_with_closes``
+emits the entries as they close (the rule is stated in ``engine.runtime.closes``).
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
 
 from engine.build.context import BuildContext, Built, log_processing_error
 from engine.build.walker import builds
@@ -54,20 +49,19 @@ from engine.plan.steps_join import (
 )
 from engine.runtime import keyed as K
 from engine.runtime import rows as R
+from engine.runtime.closes import (  # noqa: F401 - resolve_closes: the rule's plain statement
+    CANCEL,
+    CLOSE,
+    INTERNAL_COLUMNS,
+    KIND,
+    ORDER,
+    PENDING,
+    PENDING_ENTRY,
+    RESULT,
+    resolve_closes,
+)
 
 LEFT, RIGHT = 0, 1
-KIND = "__join_kind"  # 0: a result row, 1: a pending outer-store entry, 2: a cancel marker
-PENDING = "__join_pending"  # the seq of the record that put the entry
-CLOSE = "__join_close"  # the entry is emitted once stream time exceeds this
-ORDER = "__join_order"  # store order at equal timestamps: right (0) before left (1)
-RESULT, PENDING_ENTRY, CANCEL = 0, 1, 2
-
-INTERNAL_COLUMNS = (
-    Column(KIND, T.INTEGER),
-    Column(PENDING, T.Array(T.BIGINT)),
-    Column(CLOSE, T.BIGINT),
-    Column(ORDER, T.INTEGER),
-)
 
 Row = dict[str, Any]
 
@@ -400,87 +394,6 @@ def serialized_order(value: Any) -> bytes:
     return repr(value).encode("utf-8")
 
 
-# --------------------------------------------------------------------------- closes
-
-
-def resolve_closes(rows: Sequence[Row], timeline: Sequence[Row]) -> list[Row]:
-    """Plain-Python ``resolve_closes``: results plus the pending entries that close, by seq.
-
-    ``timeline`` holds every join input record as ``{seq, ts, stream_time, partition}``.
-    """
-    triggers = [t for t in timeline if t["ts"] == t["stream_time"]]
-    triggers.sort(key=lambda t: t["seq"])
-    cancels: dict[tuple[int, ...], list[int]] = {}
-    for r in rows:
-        if r.get(KIND) == CANCEL:
-            pid = tuple(r[PENDING])
-            cancels[pid] = min(cancels.get(pid) or r[R.SEQ], r[R.SEQ])
-    out = [r for r in rows if r.get(KIND) in (None, RESULT)]
-    by_trigger: dict[tuple[int, ...], list[Row]] = {}
-    for r in rows:
-        if r.get(KIND) != PENDING_ENTRY:
-            continue
-        put = list(r[PENDING])
-        trigger = next(
-            (
-                t for t in triggers
-                if t["partition"] == r[R.ROWPARTITION] and list(t["seq"]) > put
-                and t["stream_time"] > r[CLOSE]
-            ),
-            None,
-        )
-        if trigger is None:
-            continue
-        cancelled = cancels.get(tuple(put))
-        if cancelled is not None and list(cancelled) < list(trigger["seq"]):
-            continue
-        by_trigger.setdefault(tuple(trigger["seq"]), []).append(r)
-    for tseq, entries in by_trigger.items():
-        entries.sort(key=lambda r: (r[R.ROWTIME], r[ORDER], r[PENDING]))
-        for rank, r in enumerate(entries):
-            emitted = dict(r)
-            emitted[R.SEQ] = [*tseq, 0, rank]
-            out.append(emitted)
-    out.sort(key=lambda r: r[R.SEQ])
-    return [{k: v for k, v in r.items() if k not in (KIND, PENDING, CLOSE, ORDER)} for r in out]
-
-
-def resolve_closes_df(results: DataFrame, timeline: DataFrame, schema: LogicalSchema) -> DataFrame:
-    """Spark version of ``resolve_closes`` over the handler output and the input timeline."""
-    kind, pid, close, order = (R.spark_name(n) for n in (KIND, PENDING, CLOSE, ORDER))
-    names = [c.name for c in R.row_spark_schema(schema).fields]
-    results = results.fillna({kind: RESULT})
-    final = results.filter(F.col(kind) == RESULT).select(*names)
-    pending = results.filter(F.col(kind) == PENDING_ENTRY)
-    cancels = (
-        results.filter(F.col(kind) == CANCEL)
-        .groupBy(F.col(pid).alias("__c_pid"))
-        .agg(F.min(R.SEQ).alias("__c_seq"))
-    )
-    triggers = timeline.filter(F.col(K.TS) == F.col(K.STREAM_TIME)).select(
-        F.col(K.PARTITION).alias("__t_part"),
-        F.col(R.SEQ).alias("__t_seq"),
-        F.col(K.STREAM_TIME).alias("__t_time"),
-    )
-    candidates = pending.join(
-        triggers,
-        (F.col(R.ROWPARTITION) == F.col("__t_part"))
-        & (F.col("__t_seq") > F.col(pid))
-        & (F.col("__t_time") > F.col(close)),
-    )
-    first = candidates.groupBy(pid).agg(F.min("__t_seq").alias("__t_seq"))
-    closing = (
-        pending.join(first, pid)
-        .join(cancels, F.col(pid) == F.col("__c_pid"), "left")
-        .filter(F.col("__c_seq").isNull() | (F.col("__c_seq") > F.col("__t_seq")))
-    )
-    rank = F.row_number().over(Window.partitionBy("__t_seq").orderBy(R.ROWTIME, order, pid)) - 1
-    closing = closing.withColumn(
-        R.SEQ, F.concat(F.col("__t_seq"), F.array(F.lit(0).cast("long"), rank.cast("long")))
-    )
-    return final.unionByName(closing.select(*names))
-
-
 # --------------------------------------------------------------------------- builders
 
 
@@ -556,7 +469,7 @@ def build_stream_table_join(step: StreamTableJoin, *, left: Built, right: Built,
     schema = _schema(step, left, right, [(step.key_column, _key_type(step, left))])
     shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
     handler = StreamTableHandler(shape, outer=step.join_type == "LEFT")
-    df = K.process_keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
+    df = ctx.runtime.keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
     return Built(
         df=df, schema=schema, is_table=False, window=left.window,
         internal_schemas=_internal(step, ctx, left, right, [("Left", left), ("Right", right)]),
@@ -568,7 +481,7 @@ def build_table_table_join(step: TableTableJoin, *, left: Built, right: Built, c
     schema = _schema(step, left, right, [(step.key_column, _key_type(step, left))])
     shape = join_shape(left, right, step.left_alias, step.right_alias, [step.key_column])
     handler = TableTableHandler(shape, step.join_type)
-    df = K.process_keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
+    df = ctx.runtime.keyed(_inputs(step, left, right, ctx), handler=handler, output_schema=schema, name=step.ctx)
     return Built(
         df=df, schema=schema, is_table=True, window=left.window,
         internal_schemas=_internal(step, ctx, left, right, [("Left", left), ("Right", right)]),
@@ -588,12 +501,9 @@ def build_stream_stream_join(step: StreamStreamJoin, *, left: Built, right: Buil
     inputs = _inputs(step, left, right, ctx)
     internal = _internal(step, ctx, left, right, [("Left", left), ("Right", right)])
     if step.grace_ms is None or step.join_type == "INNER":
-        df = K.process_keyed(inputs, handler=handler, output_schema=schema, name=step.ctx)
+        df = ctx.runtime.keyed(inputs, handler=handler, output_schema=schema, name=step.ctx)
         return Built(df=df, schema=schema, window=left.window, internal_schemas=internal)
-    wide = LogicalSchema(schema.columns + INTERNAL_COLUMNS)
-    results = K.process_keyed(inputs, handler=handler, output_schema=wide, name=step.ctx)
-    timeline = K.timeline(inputs, name=f"{step.ctx}_timeline")
-    df = resolve_closes_df(results, timeline, schema)
+    df = ctx.runtime.keyed_with_closes(inputs, handler=handler, output_schema=schema, name=step.ctx)
     internal += ((f"{ctx.query_id}.{step.ctx}.Outer", _describe(schema)),)
     return Built(df=df, schema=schema, window=left.window, internal_schemas=internal)
 
@@ -645,12 +555,12 @@ def build_foreign_key_table_table_join(
     subscribe = ForeignKeySubscriptionHandler(
         _foreign_key_function(step.foreign_key, left, ctx, step.ctx), outer
     )
-    events = K.process_keyed(
+    events = ctx.runtime.keyed(
         [K.KeyedInput(left.df, left.schema, LEFT, _column_key(left_pk.name))],
         handler=subscribe, output_schema=events_schema, name=f"{step.ctx}_subscriptions",
     )
     handler = ForeignKeyJoinHandler(shape, step.join_type, left_pk.name)
-    df = K.process_keyed(
+    df = ctx.runtime.keyed(
         [
             K.KeyedInput(events, events_schema, LEFT, _subscription_key(left_pk.name)),
             K.KeyedInput(right.df, right.schema, RIGHT, _column_key(right_pk.name)),

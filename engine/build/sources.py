@@ -21,6 +21,7 @@ from engine.plan.steps import (
     WindowInfo,
 )
 from engine.runtime import rows as R
+from engine.runtime.adapter import TopicCodec
 from engine.values import timestamp_to_millis
 
 SourceStep = StreamSource | TableSource | WindowedStreamSource | WindowedTableSource
@@ -113,7 +114,8 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
         )
         return [row]
 
-    raw = ctx.runtime.read_topic(step.topic)
+    window_type = None if window is None else ("SESSION" if window.type == "SESSION" else "TIME")
+    raw = ctx.runtime.read_topic(step.topic, TopicCodec(key_serde, value_serde, window_type))
     df = R.map_rows(
         raw,
         input_schema=None,

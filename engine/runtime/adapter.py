@@ -1,9 +1,12 @@
 """The runtime adapter: the one place where bounded and unbounded execution differ.
 
-Builders ask the adapter for a topic's raw records as a DataFrame (``RAW_SCHEMA``) and hand
-it the sink's raw DataFrame. ``BoundedRuntime`` keeps topics in memory and runs each query
-as a batch job over everything produced so far (the QTT harness uses it); a streaming
-runtime reads and writes Kafka with Structured Streaming behind the same two calls.
+Builders ask the adapter for a topic's raw records as a DataFrame (``RAW_SCHEMA``, key and
+value in QTT form), for the keyed operators every stateful step runs on (``keyed``,
+``keyed_with_closes``, ``suppress``), and hand it the sink's raw DataFrame.
+``BoundedRuntime`` keeps topics in memory and runs each query as a batch job over everything
+produced so far (the QTT harness uses it); ``engine.runtime.kafka.KafkaRuntime`` reads and
+writes Kafka with Structured Streaming behind the same calls. Builders never know which
+one runs them.
 """
 
 from __future__ import annotations
@@ -15,8 +18,27 @@ from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.plan.schema import LogicalSchema
 from engine.records import Header, TopicInfo, TopicRecord, Window
+from engine.runtime import keyed as K
+from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
 from engine.runtime.rows import RAW_SCHEMA
+from engine.runtime.suppress import suppress_until_window_closes
+from engine.serde import RecordSerde
+
+
+@dataclass(frozen=True)
+class TopicCodec:
+    """How a topic's Kafka bytes and the QTT form of its records translate.
+
+    ``window_type`` is None for plain keys, ``"TIME"`` or ``"SESSION"`` for windowed keys
+    (Kafka Streams' windowed key bytes). The bounded runtime keeps records in QTT form and
+    needs no codec; a Kafka runtime converts with it.
+    """
+
+    key: RecordSerde
+    value: RecordSerde
+    window_type: str | None = None
 
 
 class Runtime(Protocol):
@@ -24,8 +46,34 @@ class Runtime(Protocol):
 
     spark: SparkSession
 
-    def read_topic(self, topic: str) -> DataFrame:
+    def read_topic(self, topic: str, codec: TopicCodec) -> DataFrame:
         """The topic's records as a DataFrame of ``RAW_SCHEMA``."""
+        ...
+
+    def keyed(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        """Run ``handler`` over every input's records, grouped by key, in input order."""
+        ...
+
+    def keyed_with_closes(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        """``keyed``, where the handler also emits outer-store entries that close by stream time."""
+        ...
+
+    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
+        """EMIT FINAL: each window's last result, once stream time passes its end plus grace."""
         ...
 
 
@@ -114,9 +162,35 @@ class BoundedRuntime:
     spark: SparkSession
     store: TopicStore = field(default_factory=TopicStore)
 
-    def read_topic(self, topic: str) -> DataFrame:
+    def read_topic(self, topic: str, codec: TopicCodec | None = None) -> DataFrame:
         rows = [raw_row(r) for r in self.store.read(topic)]
         return self.spark.createDataFrame(rows, RAW_SCHEMA)
+
+    def keyed(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        return K.process_keyed(inputs, handler=handler, output_schema=output_schema, name=name)
+
+    def keyed_with_closes(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        wide = LogicalSchema(output_schema.columns + INTERNAL_COLUMNS)
+        results = K.process_keyed(inputs, handler=handler, output_schema=wide, name=name)
+        timeline = K.timeline(inputs, name=f"{name}_timeline")
+        return resolve_closes_df(results, timeline, output_schema)
+
+    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
+        return suppress_until_window_closes(df, schema, grace_ms)
 
     def write_sink(
         self, topic: str, df: DataFrame, window_type: str | None = None
