@@ -89,3 +89,11 @@ class UnsupportedFeatureError(KsqlError):
     def __init__(self, feature: str, message: str | None = None) -> None:
         self.feature = feature
         super().__init__(message or f"kspark does not support {feature} yet.")
+
+
+class ComponentError(KsqlError):
+    """An external component (Maven fetch, Kafka broker) could not be fetched, started or stopped."""
+
+
+class KafkaClientError(KsqlError):
+    """A Kafka operation (admin, produce, consume) failed, or the broker cannot be reached."""
