@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession for the whole test run."""
+"""Shared fixtures: one SparkSession and one real Kafka broker for the whole test run."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from engine.components.broker import Broker
 from engine.runtime.session import get_spark, stop_spark
 
 
@@ -15,3 +16,14 @@ def spark() -> Iterator[SparkSession]:
     """The engine's shared local SparkSession (local[2], AQE off, UTC)."""
     yield get_spark()
     stop_spark()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """One real Kafka broker (KRaft, one node) on a free port for the whole run.
+
+    Started on first use, stopped at the end of the session whatever the outcome; killed
+    with the test process if that dies. Use ``kafka_broker.bootstrap_servers``.
+    """
+    with Broker(tmp_path_factory.mktemp("kafka-broker"), stop_with_parent=True) as broker:
+        yield broker

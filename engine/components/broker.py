@@ -1,0 +1,515 @@
+"""An Apache Kafka broker for development and tests: KRaft broker and controller in one JVM.
+
+    broker = Broker("/tmp/kafka", port=None)   # None or 0: a free port
+    broker.start()                              # background JVM, survives this process
+    broker.wait_ready(timeout=60)
+    broker.bootstrap_servers                    # '127.0.0.1:40123'
+    broker.stop()
+
+The jars come from Maven Central on first use (see ``engine.components.maven``). Files in
+the broker directory::
+
+    server.properties   written at every start (ports can change between starts)
+    log4j2.properties   the broker's logging: everything goes to broker.log
+    broker.log          the broker's own log (rolled at 10 MB)
+    console.log         the JVM's stdout and stderr (start-up failures before logging)
+    broker.pid          pid of the running broker; removed by stop()
+    broker.json         the last ports used, reused by the next start when free
+    data/               topic data and the KRaft metadata log, formatted on first start
+    classes.jsa         while no class archive exists: the classes this JVM loads, dumped
+                        at a clean stop and moved to the jar cache (kafka-<version>/classes-*.jsa)
+                        where later brokers start from it (Java class data sharing)
+
+Settings suit one-node development and tests: replication factor 1 everywhere, no topic
+auto-creation, no group rebalance delay, and records kept whatever their timestamps
+(time retention off, any timestamp accepted), since test data often uses timestamps
+near 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.components.maven import fetch_artifacts, kspark_home
+from engine.errors import ComponentError
+
+KAFKA_VERSION = "4.4.0"
+ARTIFACTS = (
+    f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
+    # Kafka logs through SLF4J 1.x: this binding (not log4j-slf4j2-impl) routes it to log4j2.
+    "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+)
+HOST = "127.0.0.1"
+NODE_ID = 1
+PID_FILE = "broker.pid"
+LOG_FILE = "broker.log"
+CONSOLE_FILE = "console.log"
+STATE_FILE = "broker.json"
+
+# C1 only and class data sharing: a development broker starts in about half the time.
+JVM_OPTIONS = ["-XX:+IgnoreUnrecognizedVMOptions", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Djava.awt.headless=true"]
+CDS_DUMP = "classes.jsa"
+
+DEFAULT_CONFIG: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": str(NODE_ID),
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.network.threads": "2",
+    "num.io.threads": "2",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "4",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "false",
+    "log.segment.bytes": str(16 * 1024 * 1024),
+    "log.retention.ms": "-1",
+    "log.message.timestamp.before.max.ms": str(2**63 - 1),
+    "log.message.timestamp.after.max.ms": str(2**63 - 1),
+}
+
+LOG4J2_PROPERTIES = """\
+status = warn
+appender.file.type = RollingFile
+appender.file.name = FILE
+appender.file.fileName = {log}
+appender.file.filePattern = {log}.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 10MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 1
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = WARN
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStatus:
+    """Whether a broker runs in a directory, and where it listens."""
+
+    running: bool
+    pid: int | None = None
+    port: int | None = None
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        return f"{HOST}:{self.port}" if self.port else None
+
+    def __str__(self) -> str:
+        if not self.running:
+            return "stopped"
+        return f"running (pid {self.pid}), bootstrap.servers={self.bootstrap_servers}"
+
+
+class Broker:
+    """A one-node Kafka broker living in ``directory``, listening on ``port`` (None: a free one).
+
+    ``config`` overrides or adds ``server.properties`` entries. With ``stop_with_parent``
+    the JVM is killed when the process that started it dies (Linux only), for test
+    fixtures; otherwise it is detached and outlives the starting process, for the CLI.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        port: int | None = None,
+        *,
+        config: Mapping[str, str] | None = None,
+        heap: str = "512m",
+        home: Path | None = None,
+        stop_with_parent: bool = False,
+    ) -> None:
+        self.directory = Path(directory).resolve()
+        self.port = port or None
+        self.config = dict(config or {})
+        self.heap = heap
+        self.home = home
+        self.stop_with_parent = stop_with_parent
+        self._process: subprocess.Popen[bytes] | None = None
+        if self.port is None:
+            self.port = _saved_state(self.directory).get("port") if self.running_pid() else None
+
+    # -- where ---------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``HOST:PORT`` for clients' ``bootstrap.servers``."""
+        if self.port is None:
+            raise ComponentError(
+                f"The Kafka broker in {self.directory} has no port yet: start it first."
+            )
+        return f"{HOST}:{self.port}"
+
+    @property
+    def lib(self) -> Path:
+        return (self.home or kspark_home()) / f"kafka-{KAFKA_VERSION}" / "lib"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def fetch(self) -> Path:
+        """The directory of the broker's jars, fetched from Maven Central on first use."""
+        return fetch_artifacts(ARTIFACTS, self.lib, home=self.home)
+
+    def start(self) -> bool:
+        """Start the broker in the background; False if one already runs in this directory.
+
+        Formats the storage on the first start. Does not wait for the broker to answer:
+        call ``wait_ready``.
+        """
+        running = self.running_pid()
+        if running is not None:
+            self.port = _saved_state(self.directory).get("port", self.port)
+            return False
+        java = _java()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        port = self._choose_port()
+        controller_port = _free_port()
+        lib = self.fetch()
+        properties = self.directory / "server.properties"
+        properties.write_text(self._server_properties(port, controller_port), encoding="utf-8")
+        log4j = self.directory / "log4j2.properties"
+        log4j.write_text(
+            LOG4J2_PROPERTIES.format(log=self.directory / LOG_FILE), encoding="utf-8"
+        )
+        jvm = [java, f"-Xmx{self.heap}", *JVM_OPTIONS,
+               f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{lib}{os.sep}*"]
+        archive = self._class_archive(java)
+        sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+        if not (self.directory / "data" / "meta.properties").exists():
+            self._format([*jvm, *sharing], properties)
+        if not sharing:  # the first broker records the classes it loads for the next ones
+            (self.directory / CDS_DUMP).unlink(missing_ok=True)
+            sharing = [f"-XX:ArchiveClassesAtExit={self.directory / CDS_DUMP}"]
+        console = open(self.directory / CONSOLE_FILE, "ab")  # handed to the child, closed below
+        try:
+            self._process = subprocess.Popen(
+                [*jvm, *sharing, "kafka.Kafka", str(properties)],
+                cwd=self.directory,
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if self.stop_with_parent else None,
+            )
+        finally:
+            console.close()
+        self.port = port
+        (self.directory / PID_FILE).write_text(f"{self._process.pid}\n", encoding="utf-8")
+        (self.directory / STATE_FILE).write_text(
+            json.dumps({"port": port, "controller_port": controller_port}) + "\n", encoding="utf-8"
+        )
+        return True
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until the broker answers a metadata request; raise if it dies or times out."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
+        while True:
+            if self.running_pid() is None:
+                self._wait_for_exit_code()
+                raise ComponentError(
+                    f"The Kafka broker in {self.directory} exited during start-up"
+                    f"{self._exit_code()}: {self._failure()}"
+                )
+            with contextlib.suppress(Exception):
+                if admin.list_topics(timeout=1.0).brokers:
+                    return
+            if time.monotonic() >= deadline:
+                raise ComponentError(
+                    f"The Kafka broker in {self.directory} did not answer on "
+                    f"{self.bootstrap_servers} within {timeout:.0f} s; see {self.directory / LOG_FILE}."
+                )
+            time.sleep(0.2)
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the broker (SIGTERM, then SIGKILL after ``timeout``); False if none ran."""
+        pid = self.running_pid()
+        if pid is None:
+            (self.directory / PID_FILE).unlink(missing_ok=True)
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if self._wait_exit(pid, timeout):
+            self._keep_class_archive()
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            if not self._wait_exit(pid, 10.0):
+                raise ComponentError(
+                    f"The Kafka broker in {self.directory} (pid {pid}) did not exit after SIGKILL."
+                )
+        (self.directory / PID_FILE).unlink(missing_ok=True)
+        return True
+
+    def status(self) -> BrokerStatus:
+        """Running or stopped, with the pid and port of a running broker."""
+        pid = self.running_pid()
+        if pid is None:
+            return BrokerStatus(running=False)
+        return BrokerStatus(running=True, pid=pid, port=_saved_state(self.directory).get("port"))
+
+    def running_pid(self) -> int | None:
+        """The pid of the broker running in this directory, or None."""
+        try:
+            pid = int((self.directory / PID_FILE).read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
+        if not self._alive(pid):
+            return None
+        command = _command_line(pid)
+        # A stale pid file may name a pid now reused by an unrelated process.
+        if command is not None and str(self.directory / "server.properties") not in command:
+            return None
+        return pid
+
+    def __enter__(self) -> Broker:
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _choose_port(self) -> int:
+        if self.port is not None:
+            if not _port_free(self.port):
+                raise ComponentError(
+                    f"Port {self.port} on {HOST} is already in use: choose another port "
+                    "or stop what listens there."
+                )
+            return self.port
+        previous = _saved_state(self.directory).get("port")
+        if isinstance(previous, int) and _port_free(previous):
+            return previous
+        return _free_port()
+
+    def _server_properties(self, port: int, controller_port: int) -> str:
+        config = {
+            **DEFAULT_CONFIG,
+            "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            "controller.quorum.bootstrap.servers": f"{HOST}:{controller_port}",
+            "log.dirs": str(self.directory / "data"),
+            **self.config,
+        }
+        lines = [f"{key}={_escape(value)}" for key, value in config.items()]
+        return "# Written by kspark at each start; edit Broker(config=...) instead.\n" + "\n".join(lines) + "\n"
+
+    def _format(self, jvm: list[str], properties: Path) -> None:
+        command = [*jvm, "kafka.tools.StorageTool", "format", "--standalone",
+                   "-t", _cluster_id(), "-c", str(properties)]
+        done = subprocess.run(command, cwd=self.directory, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise ComponentError(
+                f"Cannot format the Kafka storage in {self.directory / 'data'}: "
+                f"{_last_error((done.stdout + done.stderr).splitlines())}"
+            )
+
+    def _class_archive(self, java: str) -> Path:
+        """The class-data-sharing archive for this java and these jars, in the jar cache."""
+        binary = Path(java).resolve()
+        stat = binary.stat()
+        tag = hashlib.sha1(f"{binary}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+        return self.lib.parent / f"classes-{tag}.jsa"
+
+    def _keep_class_archive(self) -> None:
+        """Move the archive a cleanly stopped first broker wrote into the jar cache."""
+        dump = self.directory / CDS_DUMP
+        if not dump.exists():
+            return
+        with contextlib.suppress(OSError, ComponentError):
+            archive = self._class_archive(_java())
+            if not archive.exists():
+                partial = archive.with_suffix(f".{os.getpid()}.tmp")
+                shutil.move(dump, partial)
+                os.replace(partial, archive)  # atomic: readers never map a half-copied file
+        dump.unlink(missing_ok=True)
+
+    def _alive(self, pid: int) -> bool:
+        if self._process is not None and self._process.pid == pid:
+            return self._process.poll() is None
+        return _alive(pid)
+
+    def _wait_exit(self, pid: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._alive(pid):
+                return True
+            time.sleep(0.1)
+        return not self._alive(pid)
+
+    def _wait_for_exit_code(self) -> None:
+        """Let a dying JVM finish (its last log lines are written at exit)."""
+        if self._process is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=10)
+
+    def _exit_code(self) -> str:
+        if self._process is not None and self._process.poll() is not None:
+            return f" (exit code {self._process.returncode})"
+        return ""
+
+    def _failure(self) -> str:
+        lines: list[str] = []
+        for name in (LOG_FILE, CONSOLE_FILE):
+            with contextlib.suppress(OSError):
+                lines += (self.directory / name).read_text(encoding="utf-8", errors="replace").splitlines()
+        return _last_error(lines) if lines else f"no log output; see {self.directory}"
+
+
+def _last_error(lines: list[str]) -> str:
+    """The last error in a Java program's output with its root cause, on one line."""
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
+        if line.startswith("Exception in thread"):
+            return _root_cause([line.split('" ', 1)[-1], *_causes(lines[i + 1:])])
+        if " ERROR " in line or " FATAL " in line:
+            # "[time] ERROR text (logger)" -> "text"
+            message = re.sub(r" \([\w.$]+\)$", "", line.split("] ", 1)[-1]).split(" ", 1)[-1].rstrip(".")
+            trace = lines[i + 1:]
+            if trace and not trace[0].startswith("["):
+                return f"{message}: {_root_cause([trace[0].strip(), *_causes(trace[1:])])}"
+            return message
+    tail = [line.strip() for line in lines[-3:] if line.strip() and not line.startswith("\tat ")]
+    return " | ".join(tail) or "no error message"
+
+
+def _causes(trace: list[str]) -> list[str]:
+    causes = []
+    for line in trace:
+        if line.startswith("["):  # the next log entry
+            break
+        if line.startswith("Caused by: "):
+            causes.append(line.removeprefix("Caused by: ").strip())
+    return causes
+
+
+def _root_cause(chain: list[str]) -> str:
+    """The deepest exception in ``chain`` that says more than its cause, package names dropped."""
+    shortened = [re.sub(r"^(?:[a-z_$][\w$]*\.)+(?=[A-Z])", "", text) for text in chain]
+    for depth in range(len(shortened) - 1, 0, -1):
+        message = shortened[depth].split(": ", 1)[-1]
+        if message not in shortened[depth - 1]:
+            return shortened[depth]
+    return shortened[0]
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else "java"
+    found = shutil.which(candidate)
+    if found is None:
+        where = f"JAVA_HOME={java_home}" if java_home else "PATH"
+        raise ComponentError(
+            f"Java is not installed (no 'java' on {where}): the Kafka broker needs Java 17 or newer."
+        )
+    return found
+
+
+def _cluster_id() -> str:
+    """A random Kafka cluster id (base64url of a UUID, not starting with '-')."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def _saved_state(directory: Path) -> dict[str, int]:
+    try:
+        state = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def _alive(pid: int) -> bool:
+    try:  # reap our own child first: a zombie still answers kill(pid, 0)
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _command_line(pid: int) -> str | None:
+    """The command line of ``pid``, or None when the platform does not tell."""
+    try:
+        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return text.strip() or None  # empty while the process exits
+    except OSError:
+        pass
+    try:
+        done = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    return done.stdout.strip() or None
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
