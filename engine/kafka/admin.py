@@ -1,0 +1,153 @@
+"""Topic administration: create, inspect, list and delete topics, and check the connection.
+
+    admin = TopicAdmin("127.0.0.1:9092")
+    admin.check_connection()                                  # bounded, names the address
+    admin.create_topic("orders", partitions=3, configs={"cleanup.policy": "compact"})
+    admin.partition_count("orders")                           # 3
+    admin.delete_topic("orders")
+
+Every call is bounded by ``timeout`` seconds (confluent-kafka alone would retry an
+unreachable broker forever) and raises ``KafkaClientError`` naming the topic or address.
+Creation and deletion return once the broker's metadata shows the change, so a produce
+or a read right after them sees the topic as it now is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from engine.errors import KafkaClientError
+from engine.kafka.client import client_config, error_text
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def check_connection(bootstrap_servers: str, timeout: float = 10.0) -> None:
+    """Raise ``KafkaClientError`` naming ``bootstrap_servers`` if no broker answers in time."""
+    TopicAdmin(bootstrap_servers, timeout=timeout).check_connection()
+
+
+class TopicAdmin:
+    """Topic operations against the cluster at ``bootstrap_servers``."""
+
+    def __init__(self, bootstrap_servers: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        self._client = AdminClient(client_config(bootstrap_servers))
+
+    def check_connection(self) -> None:
+        """Raise ``KafkaClientError`` unless a broker answers within the timeout."""
+        self._metadata()
+
+    def list_topics(self, *, internal: bool = False) -> list[str]:
+        """The topic names, sorted; internal ones (``__consumer_offsets``, ...) on request."""
+        topics = self._metadata().topics
+        return sorted(name for name in topics if internal or not name.startswith("__"))
+
+    def topic_exists(self, name: str) -> bool:
+        """True if the topic exists."""
+        return name in self._metadata().topics
+
+    def partition_count(self, name: str) -> int:
+        """The number of partitions of an existing topic."""
+        topic = self._metadata(name).topics.get(name)
+        if topic is None or _unknown(topic.error):
+            raise KafkaClientError(f"Topic '{name}' does not exist.")
+        if topic.error is not None:
+            raise KafkaClientError(f"Cannot describe topic '{name}': {error_text(topic.error)}.")
+        return len(topic.partitions)
+
+    def topic_config(self, name: str) -> dict[str, str]:
+        """The topic's effective configuration (``cleanup.policy``, ``retention.ms``, ...)."""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        future = self._client.describe_configs([resource], request_timeout=self.timeout)[resource]
+        try:
+            entries = future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            if _unknown(exc.args[0]):
+                raise KafkaClientError(f"Topic '{name}' does not exist.") from None
+            raise KafkaClientError(f"Cannot describe topic '{name}': {error_text(exc)}.") from None
+        return {key: entry.value for key, entry in entries.items() if entry.value is not None}
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        configs: Mapping[str, str] | None = None,
+        exist_ok: bool = False,
+    ) -> None:
+        """Create ``name`` with ``partitions`` partitions, replication factor 1 and ``configs``.
+
+        With ``exist_ok`` an existing topic is left as it is (whatever its partitions).
+        """
+        if partitions < 1:
+            raise KafkaClientError(
+                f"Cannot create topic '{name}': partitions must be at least 1, got {partitions}."
+            )
+        new = NewTopic(name, num_partitions=partitions, replication_factor=1,
+                       config={k: str(v) for k, v in (configs or {}).items()})
+        future = self._client.create_topics(
+            [new], operation_timeout=self.timeout, request_timeout=self.timeout
+        )[name]
+        try:
+            future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                if exist_ok:
+                    return
+                raise KafkaClientError(f"Topic '{name}' already exists.") from None
+            raise KafkaClientError(f"Cannot create topic '{name}': {error_text(exc)}.") from None
+        self._await(name, lambda topic: topic is not None and len(topic.partitions) == partitions
+                    and all(p.leader >= 0 for p in topic.partitions.values()), "created")
+
+    def delete_topic(self, name: str, *, missing_ok: bool = False) -> None:
+        """Delete ``name``; a missing topic is an error unless ``missing_ok``."""
+        future = self._client.delete_topics(
+            [name], operation_timeout=self.timeout, request_timeout=self.timeout
+        )[name]
+        try:
+            future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            if _unknown(exc.args[0]):
+                if missing_ok:
+                    return
+                raise KafkaClientError(f"Topic '{name}' does not exist.") from None
+            raise KafkaClientError(f"Cannot delete topic '{name}': {error_text(exc)}.") from None
+        self._await(name, lambda topic: topic is None or _unknown(topic.error), "deleted")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _metadata(self, topic: str | None = None) -> Any:
+        try:
+            return self._client.list_topics(topic=topic, timeout=self.timeout)
+        except KafkaException as exc:
+            raise KafkaClientError(
+                f"Cannot reach the Kafka broker at {self.bootstrap_servers} within "
+                f"{self.timeout:g} s: {error_text(exc)}."
+            ) from None
+
+    def _await(self, name: str, done: Any, what: str) -> None:
+        """Wait until the metadata of ``name`` satisfies ``done`` (the change propagated)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            topic = self._metadata().topics.get(name)
+            if done(topic):
+                return
+            if time.monotonic() >= deadline:
+                raise KafkaClientError(
+                    f"Topic '{name}' was {what} but the broker's metadata did not show it "
+                    f"within {self.timeout:g} s."
+                )
+            time.sleep(0.05)
+
+
+def _unknown(error: Any) -> bool:
+    return error is not None and error.code() in (
+        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC
+    )

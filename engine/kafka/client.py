@@ -1,0 +1,23 @@
+"""Settings every kspark Kafka client shares."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+# librdkafka logs connection failures on stderr many times a second; route them to this
+# logger instead (silent unless the application configures logging).
+LOG = logging.getLogger("engine.kafka.librdkafka")
+LOG.addHandler(logging.NullHandler())
+
+
+def client_config(bootstrap_servers: str, **settings: Any) -> dict[str, Any]:
+    """A confluent-kafka client config for ``bootstrap_servers`` plus ``settings``."""
+    return {"bootstrap.servers": bootstrap_servers, "logger": LOG, **settings}
+
+
+def error_text(error: Any) -> str:
+    """A confluent-kafka error (KafkaError, KafkaException or other) as one sentence."""
+    inner = error.args[0] if hasattr(error, "args") and error.args else error
+    text = inner.str() if hasattr(inner, "str") else str(inner)
+    return text.rstrip(".")

@@ -1,0 +1,186 @@
+"""Produce records with explicit key and value bytes, timestamp, partition and headers.
+
+    produce("127.0.0.1:9092", "orders", [ProducerRecord(key=b"k", value=b"v", timestamp=0)])
+
+    with RecordProducer(bootstrap, transactional_id="kspark-cmd") as producer:
+        with producer.transaction():            # committed on exit, aborted on an exception
+            producer.send("orders", ProducerRecord(value=b"v"))
+
+Timestamps must be at least 1: librdkafka, under confluent-kafka, cannot send 0 (it
+means "now"). Records without a partition go where the Java client's default partitioner puts them
+(``murmur2_random``: murmur2 of the key bytes, as ksqlDB's producers do). The producer is
+idempotent with ``acks=all``; ``flush`` and ``produce`` raise ``KafkaClientError`` on any
+delivery error instead of dropping the record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from engine.errors import KafkaClientError
+from engine.kafka.client import client_config, error_text
+from engine.records import Header
+
+PRODUCER_CONFIG: dict[str, Any] = {
+    "partitioner": "murmur2_random",
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 5,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerRecord:
+    """One record to produce: raw key and value bytes (None for null), optional placement."""
+
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp: int | None = None
+    partition: int | None = None
+    headers: tuple[Header, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("key", "value"):
+            data = getattr(self, name)
+            if data is not None and not isinstance(data, bytes):
+                raise TypeError(f"ProducerRecord.{name} must be bytes or None, got {type(data).__name__}.")
+        if self.timestamp is not None and self.timestamp < 1:
+            # librdkafka reads 0 as "now" and the broker refuses negative timestamps.
+            raise KafkaClientError(
+                f"Cannot produce a record with timestamp {self.timestamp}: librdkafka (under "
+                "confluent-kafka) reads 0 as 'now'; use a timestamp of 1 or more, or None for now."
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """Where a produced record landed."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class RecordProducer:
+    """An idempotent (optionally transactional) producer that reports every delivery."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        transactional_id: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        settings = {**PRODUCER_CONFIG, "message.timeout.ms": int(timeout * 1000), **(config or {})}
+        if transactional_id is not None:
+            settings["transactional.id"] = transactional_id
+            settings["transaction.timeout.ms"] = max(int(timeout * 1000), 60_000)
+        self._producer = Producer(client_config(bootstrap_servers, **settings))
+        self._transactional = transactional_id is not None
+        self._initialised = False
+        self._sent: list[Delivered | None] = []
+        self._errors: list[str] = []
+
+    def send(self, topic: str, record: ProducerRecord) -> None:
+        """Queue ``record`` for ``topic``; ``flush`` waits for it and reports its delivery."""
+        index = len(self._sent)
+        self._sent.append(None)
+
+        def delivered(error: KafkaError | None, message: Any) -> None:
+            if error is not None:
+                where = topic if record.partition is None else f"{topic}' partition '{record.partition}"
+                self._errors.append(f"Cannot produce to topic '{where}': {error_text(error)}.")
+            else:
+                self._sent[index] = Delivered(
+                    message.topic(), message.partition(), message.offset(), message.timestamp()[1]
+                )
+
+        kwargs: dict[str, Any] = {"key": record.key, "value": record.value, "on_delivery": delivered}
+        if record.timestamp is not None:
+            kwargs["timestamp"] = record.timestamp
+        if record.partition is not None:
+            kwargs["partition"] = record.partition
+        if record.headers:
+            kwargs["headers"] = [(h.key, h.value) for h in record.headers]
+        while True:
+            try:
+                self._producer.produce(topic, **kwargs)
+                break
+            except BufferError:  # local queue full: let deliveries drain, then retry
+                self._producer.poll(0.1)
+            except KafkaException as exc:
+                raise KafkaClientError(f"Cannot produce to topic '{topic}': {error_text(exc)}.") from None
+        self._producer.poll(0)
+
+    def flush(self) -> list[Delivered]:
+        """Wait for every queued record; their deliveries in send order, or raise."""
+        remaining = self._producer.flush(self.timeout)
+        errors, self._errors = self._errors, []
+        sent, self._sent = self._sent, []
+        if errors:
+            more = f" ({len(errors) - 1} more failed)" if len(errors) > 1 else ""
+            raise KafkaClientError(errors[0] + more)
+        if remaining:
+            raise KafkaClientError(
+                f"{remaining} records were not delivered to {self.bootstrap_servers} within "
+                f"{self.timeout:g} s."
+            )
+        return [d for d in sent if d is not None]
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run the block in a transaction: committed if it completes, aborted if it raises."""
+        if not self._transactional:
+            raise KafkaClientError("transaction() needs a producer made with a transactional_id.")
+        try:
+            if not self._initialised:
+                self._producer.init_transactions(self.timeout)
+                self._initialised = True
+            self._producer.begin_transaction()
+        except KafkaException as exc:
+            raise KafkaClientError(f"Cannot begin a transaction: {error_text(exc)}.") from None
+        try:
+            yield
+            self.flush()
+            self._producer.commit_transaction(self.timeout)
+        except BaseException as exc:
+            with contextlib.suppress(KafkaException):
+                self._producer.abort_transaction(self.timeout)
+            self._sent, self._errors = [], []
+            if isinstance(exc, KafkaException):
+                raise KafkaClientError(f"Cannot commit the transaction: {error_text(exc)}.") from None
+            raise
+
+    def close(self) -> None:
+        """Deliver what is queued (outside a transaction)."""
+        if not self._transactional:
+            self._producer.flush(self.timeout)
+
+    def __enter__(self) -> RecordProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def produce(
+    bootstrap_servers: str,
+    topic: str,
+    records: Iterable[ProducerRecord],
+    *,
+    timeout: float = 30.0,
+) -> list[Delivered]:
+    """Produce ``records`` to ``topic`` and wait for them; their deliveries in order."""
+    with RecordProducer(bootstrap_servers, timeout=timeout) as producer:
+        for record in records:
+            producer.send(topic, record)
+        return producer.flush()

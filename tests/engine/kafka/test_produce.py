@@ -1,0 +1,87 @@
+"""Producing records with explicit bytes, timestamps, partitions and headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import KafkaClientError
+from engine.kafka import ProducerRecord, RecordProducer, TopicAdmin, produce, read_topic
+from engine.records import Header
+
+
+def test_records_land_with_their_key_value_timestamp_and_headers(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
+    admin.create_topic(topic)
+    delivered = produce(bootstrap, topic, [
+        ProducerRecord(key=b"k1", value=b"v1", timestamp=1, headers=(Header("h", b"x"), Header("n", None))),
+        ProducerRecord(key=None, value=None, timestamp=1_000),
+    ])
+    assert [(d.partition, d.offset, d.timestamp) for d in delivered] == [(0, 0, 1), (0, 1, 1_000)]
+    first, second = read_topic(bootstrap, topic)
+    assert (first.key, first.value, first.timestamp, first.headers) == (
+        b"k1", b"v1", 1, (Header("h", b"x"), Header("n", None))
+    )
+    assert (second.key, second.value, second.timestamp, second.headers) == (None, None, 1_000, ())
+
+
+def test_an_explicit_partition_is_kept(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
+    admin.create_topic(topic, partitions=3)
+    delivered = produce(bootstrap, topic, [ProducerRecord(key=b"k", value=b"v", partition=2)])
+    assert delivered[0].partition == 2
+
+
+def test_keys_are_partitioned_like_the_java_client(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
+    # murmur2(key) & 0x7fffffff % 6, as the Java client's default partitioner computes it.
+    admin.create_topic(topic, partitions=6)
+    keys = [b"a", b"b", b"c", b"hello", b"ksql"]
+    delivered = produce(bootstrap, topic, [ProducerRecord(key=k, value=b"") for k in keys])
+    assert [d.partition for d in delivered] == [_java_partition(k, 6) for k in keys]
+
+
+def test_producing_to_a_missing_partition_raises_naming_the_topic(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
+    admin.create_topic(topic, partitions=1)
+    with pytest.raises(KafkaClientError, match=f"Cannot produce to topic '{topic}' partition '5'"):
+        produce(bootstrap, topic, [ProducerRecord(value=b"v", partition=5)], timeout=5)
+
+
+def test_a_transaction_outside_a_transactional_producer_is_refused(bootstrap: str) -> None:
+    producer = RecordProducer(bootstrap)
+    with pytest.raises(KafkaClientError, match="needs a producer made with a transactional_id"):
+        with producer.transaction():
+            pass
+
+
+def test_key_and_value_must_be_bytes() -> None:
+    with pytest.raises(TypeError, match="ProducerRecord.value must be bytes or None, got str"):
+        ProducerRecord(value="text")  # type: ignore[arg-type]
+
+
+def test_timestamp_zero_is_refused_rather_than_sent_as_now() -> None:
+    with pytest.raises(KafkaClientError, match="Cannot produce a record with timestamp 0: librdkafka"):
+        ProducerRecord(value=b"v", timestamp=0)
+
+
+def _java_partition(key: bytes, partitions: int) -> int:
+    """Kafka's ``Utils.murmur2`` and ``toPositive``, written out independently of librdkafka."""
+    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
+    length = len(key)
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(length // 4):
+        k = int.from_bytes(key[4 * i : 4 * i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length & ~3
+    rest = length % 4
+    if rest == 3:
+        h ^= key[tail + 2] << 16
+    if rest >= 2:
+        h ^= key[tail + 1] << 8
+    if rest >= 1:
+        h ^= key[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions
