@@ -3,6 +3,8 @@
     kspark plan statements.sql                 # print the statements' execution plans (a JSON list)
     kspark run statements.sql --input in.json  # run the queries over input records, print outputs
     kspark version
+    kspark broker start --dir DIR [--port N]   # a local Kafka broker in the background
+    kspark broker stop|status --dir DIR
 
 Input records use the QTT record form: a JSON list of
 ``{"topic": ..., "key": ..., "value": ..., "timestamp": ...}``.
@@ -73,6 +75,57 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+def _add_broker_parser(sub: Any) -> None:
+    broker = sub.add_parser("broker", help="start, stop or inspect a local Kafka broker")
+    actions = broker.add_subparsers(dest="action", required=True)
+    start = actions.add_parser("start", help="start a broker in the background, print bootstrap.servers")
+    start.add_argument("--dir", required=True, help="the broker's directory (data, logs, pid file)")
+    start.add_argument("--port", type=int, default=None, help="listener port (default: a free one)")
+    start.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for it to answer")
+    for action, text in (("stop", "stop the broker running in DIR"), ("status", "is a broker running in DIR")):
+        actions.add_parser(action, help=text).add_argument("--dir", required=True)
+
+
+def _broker_command(args: argparse.Namespace) -> int:
+    """``kspark broker start|stop|status``: exit 0, 1 on an error, 3 for status of a stopped one."""
+    from engine.components.broker import Broker
+    from engine.errors import ComponentError
+
+    broker = Broker(args.dir, getattr(args, "port", None))
+    try:
+        if args.action == "status":
+            status = broker.status()
+            print(status)
+            return 0 if status.running else 3
+        if args.action == "stop":
+            if not broker.stop():
+                print(f"kspark: no Kafka broker runs in {broker.directory}.", file=sys.stderr)
+            return 0
+        running = broker.status()
+        if running.running:
+            if args.port and args.port != running.port:
+                raise ComponentError(
+                    f"A Kafka broker already runs in {broker.directory} on port {running.port}, "
+                    f"not {args.port}: stop it first."
+                )
+            print(f"kspark: a Kafka broker is already running in {broker.directory} (pid {running.pid}).",
+                  file=sys.stderr)
+        else:
+            broker.start()
+            try:
+                broker.wait_ready(args.timeout)
+            except BaseException:
+                broker.stop()
+                raise
+            print(f"kspark: Kafka broker started in {broker.directory} (pid {broker.running_pid()}).",
+                  file=sys.stderr)
+        print(f"bootstrap.servers={broker.bootstrap_servers}")
+        return 0
+    except ComponentError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kspark`` console script."""
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
@@ -85,7 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--input", help="JSON file with input records")
     run.add_argument("--property", action="append", default=[], metavar="NAME=VALUE")
     sub.add_parser("version", help="print the engine version")
+    _add_broker_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "broker":
+        return _broker_command(args)
 
     if args.command == "version":
         from engine import __version__
