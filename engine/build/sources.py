@@ -115,7 +115,8 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
         return [row]
 
     window_type = None if window is None else ("SESSION" if window.type == "SESSION" else "TIME")
-    raw = ctx.runtime.read_topic(step.topic, TopicCodec(key_serde, value_serde, window_type))
+    codec = TopicCodec(key_serde, value_serde, window_type, window.size_ms if window else None)
+    raw = ctx.runtime.read_topic(step.topic, codec)
     df = R.map_rows(
         raw,
         input_schema=None,

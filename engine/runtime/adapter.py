@@ -32,13 +32,15 @@ class TopicCodec:
     """How a topic's Kafka bytes and the QTT form of its records translate.
 
     ``window_type`` is None for plain keys, ``"TIME"`` or ``"SESSION"`` for windowed keys
-    (Kafka Streams' windowed key bytes). The bounded runtime keeps records in QTT form and
+    (Kafka Streams' windowed key bytes, which hold a time window's start but not its end:
+    ``window_size_ms`` gives the end). The bounded runtime keeps records in QTT form and
     needs no codec; a Kafka runtime converts with it.
     """
 
     key: RecordSerde
     value: RecordSerde
     window_type: str | None = None
+    window_size_ms: int | None = None
 
 
 class Runtime(Protocol):
@@ -86,6 +88,27 @@ class StoredRecord:
     offset: int
 
 
+class TopicService(Protocol):
+    """The topics an engine knows and writes to: in memory (bounded) or on a Kafka cluster."""
+
+    @property
+    def topics(self) -> dict[str, TopicInfo]:
+        """Every topic by name."""
+        ...
+
+    def ensure(self, info: TopicInfo) -> TopicInfo:
+        """The topic named by ``info``, created with its partitions when it does not exist."""
+        ...
+
+    def append(self, record: TopicRecord, seq: tuple[int, ...] | None = None) -> None:
+        """Add an input record (bounded runs: records are produced in QTT form)."""
+        ...
+
+    def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        """Write a record an INSERT VALUES statement made; ``codec`` turns it into bytes."""
+        ...
+
+
 @dataclass
 class TopicStore:
     """In-memory topics: their configuration and their records in append order."""
@@ -115,6 +138,9 @@ class TopicStore:
         offset = self._next_offset.get(slot, 0)
         self._next_offset[slot] = offset + 1
         stored.append(StoredRecord(seq, record, offset))
+
+    def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        self.append(record)
 
     def read(self, topic: str) -> list[StoredRecord]:
         return sorted(self.records.get(topic, []), key=lambda r: r.seq)

@@ -82,7 +82,8 @@ class KeyedInput:
     group_key: Callable[[dict[str, Any]], tuple[Any, ...] | None]
 
 
-def _envelope(inp: KeyedInput, name: str) -> DataFrame:
+def envelope(inp: KeyedInput, name: str) -> DataFrame:
+    """One input's records as envelopes: group key, side, seq, timestamp, partition, pickled row."""
     group_key, side = inp.group_key, inp.side
 
     def wrap(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -129,7 +130,7 @@ def timeline(inputs: Sequence[KeyedInput], *, name: str) -> DataFrame:
     """The envelopes of every input with their stream time and each side's stream time."""
     envelopes: DataFrame | None = None
     for inp in inputs:
-        env = _envelope(inp, name)
+        env = envelope(inp, name)
         envelopes = env if envelopes is None else envelopes.unionByName(env)
     assert envelopes is not None
     timed = with_stream_time(envelopes)

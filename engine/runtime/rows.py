@@ -131,7 +131,7 @@ def map_rows(
     arrow_schema = arrow_schema_of(out_schema)
     meta_in = tuple(input_fields)
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             out: list[Row] = []
             for record in batch.to_pylist():

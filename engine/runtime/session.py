@@ -8,8 +8,18 @@ import threading
 
 from pyspark.sql import SparkSession
 
+from engine.errors import InternalError
+
 _lock = threading.Lock()
 _session: SparkSession | None = None
+_session_has_kafka = False
+_kafka_by_default = False
+
+
+def load_kafka_connector_by_default() -> None:
+    """Make every new shared session load the Kafka connector (test runs mixing both runtimes)."""
+    global _kafka_by_default
+    _kafka_by_default = True
 
 # Settings that make plans comparable and start-up short on 2 cores.
 DEFAULT_CONF: dict[str, str] = {
@@ -23,28 +33,53 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.python.worker.reuse": "true",
+    # Workers fork from a daemon that has imported the engine already.
+    "spark.python.daemon.module": "engine.runtime.daemon",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss16m",
     "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.warehouse.dir": os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "kspark-spark-warehouse"
     ),
     "spark.driver.memory": "2g",
+    # Streaming queries keep their keyed state with transformWithState, which needs RocksDB.
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
 }
 
 
-def get_spark(master: str = "local[2]", extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """The shared SparkSession, created on first use (6-15 s on 2 cores)."""
-    global _session
+def get_spark(
+    master: str = "local[2]", extra_conf: dict[str, str] | None = None, *, kafka: bool = False
+) -> SparkSession:
+    """The shared SparkSession, created on first use (6-15 s on 2 cores).
+
+    With ``kafka`` the session loads Spark's Kafka connector (resolved from Maven Central into
+    kspark's cache on first use); the connector must be asked for by the first caller.
+    """
+    global _session, _session_has_kafka
+    kafka = kafka or _kafka_by_default
     with _lock:
         if _session is not None and _session.sparkContext._jsc is not None:
+            if kafka and not _session_has_kafka:
+                raise InternalError(
+                    "The shared SparkSession was started without the Kafka connector; "
+                    "start it with get_spark(kafka=True) before any bounded work."
+                )
             return _session
         # Workers must run the same interpreter (and so see the same packages) as the driver.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        conf = dict(DEFAULT_CONF)
+        if kafka:
+            from engine.components.spark_packages import kafka_connector_conf
+
+            conf.update(kafka_connector_conf())
+        conf.update(extra_conf or {})
         builder = SparkSession.builder.master(master).appName("kspark")
-        for key, value in {**DEFAULT_CONF, **(extra_conf or {})}.items():
+        for key, value in conf.items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
+        _session_has_kafka = kafka
         _session.sparkContext.setLogLevel("FATAL")
         return _session
 

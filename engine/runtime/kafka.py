@@ -1,0 +1,401 @@
+"""The streaming runtime: step builders' DataFrames as Structured Streaming queries on Kafka.
+
+The adapter answers the builders' calls with streaming DataFrames:
+
+- ``read_topic``: Spark's Kafka source (``read_committed``, headers included) decoded to the
+  raw record rows the source builders take (key and value in QTT form, windowed keys split
+  into key and window). Each record's ``__seq`` is ``[batch time, running max timestamp of
+  its partition within the batch, source index, partition, offset]``: later micro-batches
+  sort after earlier ones, and within a batch the partitions merge as Kafka Streams merges a
+  task's partitions (the partition whose head record has the smallest timestamp goes first).
+- ``keyed`` / ``keyed_with_closes`` / ``suppress``: one ``transformWithStateInPandas``
+  operator per stateful step, grouped by *task* (a hash of the group key modulo the
+  query's task count, fixed at its first start). A task runs ``engine.runtime.tasks`` over
+  its records in seq order and keeps each group's state, its stream time and its waiting
+  outer-join or suppressed entries in Spark's state store, checkpointed with the query.
+- ``sink_records``: the sink builder's rows encoded to Kafka key/value bytes, which
+  ``engine.runtime.kafka_sink`` writes exactly once.
+
+Stream time is per task. Where ksqlDB repartitions (GROUP BY an expression, a join on a
+non-key column) its tasks are the repartition topic's partitions, which is what this is;
+where it does not, ksqlDB's tasks are the source partitions and two keys share a clock when
+they share a source partition rather than a task. With one partition the two agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from engine.errors import KsqlError
+from engine.plan.schema import LogicalSchema
+from engine.runtime import keyed as K
+from engine.runtime import rows as R
+from engine.runtime.adapter import TopicCodec
+from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
+from engine.serde.windowed import (
+    decode_session_window_key,
+    decode_time_window_key,
+    encode_session_window_key,
+    encode_time_window_key,
+)
+
+PROCESSING_LOG = logging.getLogger("kspark.processing")
+
+TASK = "__task"
+OUT = "__out"
+SUPPRESS_KEY = "__suppress_key"
+PICKLED_ROW = "__pickled"
+
+OUT_SCHEMA = ST.StructType([ST.StructField(OUT, ST.BinaryType())])
+BLOB = ST.StructType([ST.StructField("b", ST.BinaryType())])
+SUPPRESS_ENVELOPE = ST.StructType(
+    [ST.StructField(SUPPRESS_KEY, ST.StringType()), ST.StructField(PICKLED_ROW, ST.BinaryType())]
+)
+
+# Encoded sink records, as the exactly-once writer takes them.
+SINK_SCHEMA = ST.StructType(
+    [
+        ST.StructField("key", ST.BinaryType()),
+        ST.StructField("value", ST.BinaryType()),
+        ST.StructField("timestamp", ST.LongType()),
+        ST.StructField("headers", R.HEADER_SPARK_TYPE),
+    ]
+)
+
+STATE_STORE_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+@dataclass
+class KafkaRuntime:
+    """Builds one query's streaming DataFrames over a Kafka cluster.
+
+    One instance per query build: ``tasks`` is the query's task count (frozen into its
+    checkpoint at the first start) and sources are numbered in build order.
+    """
+
+    spark: SparkSession
+    bootstrap_servers: str
+    tasks: int = 1
+    starting_offsets: str = "latest"
+    query_id: str = ""
+    _sources: int = field(default=0, init=False)
+
+    # ------------------------------------------------------------------ sources
+
+    def read_topic(self, topic: str, codec: TopicCodec) -> DataFrame:
+        index = self._sources
+        self._sources += 1
+        kafka = (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", self.starting_offsets)
+            .option("includeHeaders", "true")
+            .option("kafka.isolation.level", "read_committed")
+            # Transaction markers leave gaps in the offsets a read_committed reader sees.
+            .option("failOnDataLoss", "false")
+            .load()
+        )
+        columns = kafka.select(
+            "key",
+            "value",
+            "partition",
+            "offset",
+            F.unix_millis("timestamp").alias("ts"),
+            "headers",
+            F.unix_millis(F.current_timestamp()).alias("batch"),
+        )
+        return columns.mapInArrow(_source_decoder(codec, index, self.query_id, topic), R.RAW_SCHEMA)
+
+    # ------------------------------------------------------------------ keyed operators
+
+    def _task_of(self, df: DataFrame, column: str) -> DataFrame:
+        return df.withColumn(TASK, F.pmod(F.xxhash64(F.col(column)), F.lit(self.tasks)))
+
+    def _keyed(
+        self,
+        inputs: list[K.KeyedInput],
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+        closes: bool,
+    ) -> DataFrame:
+        envelopes: DataFrame | None = None
+        for inp in inputs:
+            env = K.envelope(inp, name)
+            envelopes = env if envelopes is None else envelopes.unionByName(env)
+        assert envelopes is not None
+        sides = max(inp.side for inp in inputs) + 1
+        tasks = self._task_of(envelopes, K.GROUP)
+        processor = KeyedTaskProcessor(KeyedTask(handler, sides, closes), tuple(tasks.columns))
+        processed = tasks.groupBy(TASK).transformWithStateInPandas(
+            statefulProcessor=processor,
+            outputStructType=OUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
+        return _decode_rows(processed, output_schema, name)
+
+    def keyed(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        return self._keyed(inputs, handler, output_schema, name, closes=False)
+
+    def keyed_with_closes(
+        self,
+        inputs: list[K.KeyedInput],
+        *,
+        handler: K.KeyedHandler,
+        output_schema: LogicalSchema,
+        name: str,
+    ) -> DataFrame:
+        return self._keyed(inputs, handler, output_schema, name, closes=True)
+
+    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
+        key = F.to_json(F.struct(*[F.col(R.spark_name(c.name)) for c in schema.key])) if schema.key else F.lit("")
+
+        def wrap(row: dict[str, Any]) -> list[dict[str, Any]]:
+            suppress_key = row.pop(SUPPRESS_KEY)
+            return [{SUPPRESS_KEY: suppress_key, PICKLED_ROW: pickle.dumps(row)}]
+
+        envelopes = R.map_rows(
+            df.withColumn(SUPPRESS_KEY, key),
+            input_schema=schema,
+            output_schema=None,
+            output_spark_schema=SUPPRESS_ENVELOPE,
+            fn=wrap,
+            name=f"{name}_buffer",
+            input_fields=(*R.META_NAMES, SUPPRESS_KEY),
+        )
+        tasks = self._task_of(envelopes, SUPPRESS_KEY)
+        processed = tasks.groupBy(TASK).transformWithStateInPandas(
+            statefulProcessor=SuppressProcessor(grace_ms, tuple(tasks.columns)),
+            outputStructType=OUT_SCHEMA,
+            outputMode="Append",
+            timeMode="None",
+        )
+        return _decode_rows(processed, schema, name)
+
+    # ------------------------------------------------------------------ sinks
+
+    def sink_records(self, df: DataFrame, codec: TopicCodec, name: str) -> DataFrame:
+        """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``)."""
+        return df.mapInArrow(_sink_encoder(codec, self.query_id, name), SINK_SCHEMA)
+
+
+# ---------------------------------------------------------------------- record codecs
+
+
+def _log(query_id: str, where: str, message: str) -> None:
+    PROCESSING_LOG.warning("%s %s: %s", query_id, where, message)
+
+
+def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) -> Any:
+    arrow_schema = R.arrow_schema_of(R.RAW_SCHEMA)
+    session = codec.window_type == "SESSION"
+
+    def decode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        head_time: dict[int, int] = {}  # per partition: the running max timestamp in this batch
+        for batch in batches:
+            out: list[dict[str, Any]] = []
+            for r in batch.to_pylist():
+                partition, offset, ts = r["partition"], r["offset"], r["ts"]
+                merged = max(head_time.get(partition, ts), ts)
+                head_time[partition] = merged
+                key_bytes, start, end = r["key"], None, None
+                try:
+                    if session and key_bytes is not None:
+                        key_bytes, start, end = decode_session_window_key(key_bytes)
+                    elif codec.window_type is not None and key_bytes is not None:
+                        key_bytes, start = decode_time_window_key(key_bytes)
+                        end = None if codec.window_size_ms is None else start + codec.window_size_ms
+                    key = codec.key.from_bytes(key_bytes)
+                    value = codec.value.from_bytes(r["value"])
+                except KsqlError as exc:
+                    _log(query_id, topic, f"Partition {partition} offset {offset}: {exc}")
+                    continue
+                headers = [{"KEY": h["key"], "VALUE": h["value"]} for h in (r["headers"] or ())]
+                out.append(
+                    {
+                        R.SEQ: [r["batch"], merged, index, partition, offset],
+                        "__key": pickle.dumps(key),
+                        "__value": pickle.dumps(value),
+                        "__ts": ts,
+                        "__partition": partition,
+                        "__offset": offset,
+                        R.HEADERS: headers,
+                        "__wstart": start,
+                        "__wend": end,
+                    }
+                )
+            yield pa.RecordBatch.from_pylist(out, schema=arrow_schema)
+
+    decode.__name__ = f"Source_{R._function_name(topic)}"
+    return decode
+
+
+def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:
+    arrow_schema = R.arrow_schema_of(SINK_SCHEMA)
+    session = codec.window_type == "SESSION"
+
+    def encode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            out: list[dict[str, Any]] = []
+            for r in batch.to_pylist():
+                try:
+                    key = codec.key.to_bytes(pickle.loads(r["__key"]))
+                    if session and r["__wstart"] is not None:
+                        key = encode_session_window_key(key or b"", r["__wstart"], r["__wend"])
+                    elif codec.window_type is not None and r["__wstart"] is not None:
+                        key = encode_time_window_key(key or b"", r["__wstart"])
+                    value = codec.value.to_bytes(pickle.loads(r["__value"]))
+                except KsqlError as exc:
+                    _log(query_id, name, f"Failed to serialise the record: {exc}")
+                    continue
+                headers = [{"key": h["KEY"], "value": h["VALUE"]} for h in (r[R.HEADERS] or ())]
+                out.append({"key": key, "value": value, "timestamp": r["__ts"], "headers": headers})
+            yield pa.RecordBatch.from_pylist(out, schema=arrow_schema)
+
+    encode.__name__ = f"Sink_{R._function_name(name)}"
+    return encode
+
+
+def _decode_rows(processed: DataFrame, schema: LogicalSchema, name: str) -> DataFrame:
+    """The operator's pickled output rows as typed rows of ``schema``."""
+    return R.map_rows(
+        processed,
+        input_schema=None,
+        output_schema=schema,
+        fn=lambda raw: [pickle.loads(raw[OUT])],
+        name=name,
+        input_fields=(OUT,),
+    )
+
+
+# ---------------------------------------------------------------------- state store operators
+
+
+class _Groups(MutableMapping[bytes, dict[str, Any]]):
+    """Group states read from a MapState on first use and written back by ``flush``."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._cache: dict[bytes, dict[str, Any]] = {}
+
+    def __getitem__(self, group: bytes) -> dict[str, Any]:
+        if group not in self._cache:
+            if not self._store.containsKey((group,)):
+                raise KeyError(group)
+            self._cache[group] = pickle.loads(self._store.getValue((group,))[0])
+        return self._cache[group]
+
+    def __setitem__(self, group: bytes, state: dict[str, Any]) -> None:
+        self._cache[group] = state
+
+    def __delitem__(self, group: bytes) -> None:
+        self._cache.pop(group, None)
+        self._store.removeKey((group,))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def flush(self) -> None:
+        for group, state in self._cache.items():
+            self._store.updateValue((group,), (pickle.dumps(state),))
+
+
+def _load(state: Any, default: Any) -> Any:
+    return pickle.loads(state.get()[0]) if state.exists() else default
+
+
+def _out_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame({OUT: [pickle.dumps(r) for r in rows]}, dtype=object)
+
+
+def _named(frames: Iterator[pd.DataFrame], columns: tuple[str, ...]) -> Iterator[pd.DataFrame]:
+    """Input frames with their column names (PySpark 4.1 hands them over as ``_0``, ``_1``...)."""
+    for frame in frames:
+        if list(frame.columns) != list(columns):
+            frame.columns = list(columns)
+        yield frame
+
+
+class KeyedTaskProcessor(StatefulProcessor):
+    """A keyed step's task in Spark's state store: group states, clock, outer-join entries."""
+
+    def __init__(self, task: KeyedTask, columns: tuple[str, ...]) -> None:
+        self.task = task
+        self.columns = columns
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        key = ST.StructType([ST.StructField("g", ST.BinaryType())])
+        self.groups = handle.getMapState("groups", key, BLOB)
+        self.clock = handle.getValueState("clock", BLOB)
+        self.outer = handle.getValueState("outer", BLOB)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        envelopes = [
+            Envelope(bytes(g), int(side), tuple(int(x) for x in seq), int(ts), bytes(row))
+            for frame in _named(rows, self.columns)
+            for g, side, seq, ts, row in zip(
+                frame[K.GROUP], frame[K.SIDE], frame[R.SEQ], frame[K.TS], frame[K.ROW], strict=True
+            )
+        ]
+        clock: Clock = _load(self.clock, Clock())
+        outer: dict[tuple[int, ...], Any] = _load(self.outer, {})
+        groups = _Groups(self.groups)
+        out = self.task.process(envelopes, groups, clock, outer)
+        groups.flush()
+        self.clock.update((pickle.dumps(clock),))
+        if self.task.closes:
+            self.outer.update((pickle.dumps(outer),))
+        if out:
+            yield _out_frame(out)
+
+    def close(self) -> None:
+        pass
+
+
+class SuppressProcessor(StatefulProcessor):
+    """EMIT FINAL's buffer for one task, in Spark's state store."""
+
+    def __init__(self, grace_ms: int, columns: tuple[str, ...]) -> None:
+        self.grace_ms = grace_ms
+        self.columns = columns
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.buffer = handle.getValueState("buffer", BLOB)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        updates = [
+            (str(k), pickle.loads(row))
+            for frame in _named(rows, self.columns)
+            for k, row in zip(frame[SUPPRESS_KEY], frame[PICKLED_ROW], strict=True)
+        ]
+        buffer: SuppressBuffer = _load(self.buffer, SuppressBuffer(self.grace_ms))
+        out = buffer.process(updates)
+        self.buffer.update((pickle.dumps(buffer),))
+        if out:
+            yield _out_frame(out)
+
+    def close(self) -> None:
+        pass
