@@ -2,6 +2,8 @@
 
     kspark plan statements.sql                 # print the statements' execution plans (a JSON list)
     kspark run statements.sql --input in.json  # run the queries over input records, print outputs
+    kspark run statements.sql --bootstrap-servers HOST:PORT --state-dir DIR [--until-caught-up]
+                                               # persistent queries on Kafka (Structured Streaming)
     kspark version
     kspark broker start --dir DIR [--port N]   # a local Kafka broker in the background
     kspark broker stop|status --dir DIR
@@ -126,6 +128,53 @@ def _broker_command(args: argparse.Namespace) -> int:
         return 1
 
 
+def _run_on_kafka(args: argparse.Namespace) -> int:
+    """``kspark run FILE --bootstrap-servers ... --state-dir DIR``: persistent queries on Kafka."""
+    import signal
+    import threading
+
+    from engine.application import StreamingApplication
+    from engine.kafka.admin import check_connection
+
+    if not args.state_dir:
+        print("kspark: --bootstrap-servers needs --state-dir DIR (where plans and checkpoints live).", file=sys.stderr)
+        return 2
+    if args.input:
+        print("kspark: --input is for the embedded mode; produce records to the topics instead.", file=sys.stderr)
+        return 2
+    text = _read(args.sql)
+    stop = threading.Event()
+    try:
+        check_connection(args.bootstrap_servers, timeout=30.0)
+        app = StreamingApplication(
+            args.bootstrap_servers,
+            Path(args.state_dir),
+            properties=_properties(args.property),
+            spark_master=args.spark_master,
+            spark_conf=_properties(args.spark_conf),
+        )
+        restored = app.load()
+        applied = app.submit(text)
+        print(
+            f"kspark: {restored} statements restored from {args.state_dir}, {len(applied)} applied, "
+            f"{len(app.queries())} persistent queries.",
+            file=sys.stderr,
+        )
+        if args.until_caught_up:
+            app.run_until_caught_up()
+            return 0
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            app.run_forever(stop)
+        except KeyboardInterrupt:
+            print("kspark: interrupted; stopping the queries.", file=sys.stderr)
+            app.stop()
+        return 0
+    except KsqlError as exc:
+        print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kspark`` console script."""
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
@@ -133,15 +182,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = sub.add_parser("plan", help="print the execution plan of each statement")
     plan.add_argument("sql", help="file with ';'-separated statements")
     plan.add_argument("--property", action="append", default=[], metavar="NAME=VALUE")
-    run = sub.add_parser("run", help="run statements over input records on local Spark")
+    run = sub.add_parser(
+        "run",
+        help="run statements: over input records on local Spark, or as persistent queries on Kafka",
+    )
     run.add_argument("sql", help="file with ';'-separated statements")
-    run.add_argument("--input", help="JSON file with input records")
+    run.add_argument("--input", help="JSON file with input records (embedded mode)")
     run.add_argument("--property", action="append", default=[], metavar="NAME=VALUE")
+    run.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="run on this Kafka cluster")
+    run.add_argument("--state-dir", metavar="DIR", help="statements, plans and checkpoints (Kafka mode)")
+    run.add_argument(
+        "--until-caught-up",
+        action="store_true",
+        help="stop once every query has processed what its input topics hold, then exit 0",
+    )
+    run.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+    run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     sub.add_parser("version", help="print the engine version")
     _add_broker_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "broker":
         return _broker_command(args)
+
+    if args.command == "run" and args.bootstrap_servers:
+        return _run_on_kafka(args)
+    if args.command == "run" and args.state_dir:
+        print("kspark: --state-dir needs --bootstrap-servers (the embedded mode keeps no state).", file=sys.stderr)
+        return 2
 
     if args.command == "version":
         from engine import __version__

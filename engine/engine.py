@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
-from engine.errors import AnalysisError, KsqlError, UnsupportedFeatureError
+from engine.errors import AnalysisError, InternalError, KsqlError, UnsupportedFeatureError
 from engine.expressions import compile_expression, infer_type
 from engine.metastore import DataSource, InMemoryMetaStore
 from engine.parser import ast, parse
@@ -26,7 +26,7 @@ from engine.plan.plan import (
 from engine.plan.schema import Namespace
 from engine.planner.planner import Planner
 from engine.records import TopicInfo, TopicRecord
-from engine.runtime.adapter import TopicStore
+from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,16 @@ def physical_plan_text(df: Any) -> str:
 class KsqlEngine:
     """One engine instance: metastore, topics, persistent queries and properties."""
 
-    def __init__(self, properties: Mapping[str, Any] | None = None, *, runtime: Any = None) -> None:
+    def __init__(
+        self,
+        properties: Mapping[str, Any] | None = None,
+        *,
+        runtime: Any = None,
+        topics: TopicService | None = None,
+    ) -> None:
         self.config: dict[str, Any] = dict(properties or {})
         self.metastore = InMemoryMetaStore()
-        self.store = TopicStore()
+        self.store: TopicService = topics if topics is not None else TopicStore()
         self._runtime = runtime
         self.queries: dict[str, QueryPlan] = {}
         self.plans: list[StatementPlan] = []
@@ -86,9 +92,11 @@ class KsqlEngine:
         planner = self.planner()
         if isinstance(stmt, ast.CreateSource):
             plan = planner.plan_create_source(stmt, text)
+            self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}")
         if isinstance(stmt, ast.CreateAsSelect):
             plan = planner.plan_create_as_select(stmt, text, self._next_query_id(stmt))
+            self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}_AS_SELECT")
         if isinstance(stmt, ast.InsertInto):
             plan = planner.plan_insert_into(stmt, text, self._next_query_id(stmt))
@@ -114,6 +122,26 @@ class KsqlEngine:
         raise UnsupportedFeatureError(
             f"{type(stmt).__name__} statements", f"kspark does not support this statement yet: {text}"
         )
+
+    def _provision_topic(self, stmt: Any, plan: StatementPlan | None) -> None:
+        """Create the topic a CREATE statement names when it does not exist, as ksqlDB does.
+
+        A source's topic gets the statement's PARTITIONS; a query's sink topic gets
+        PARTITIONS or else the largest partition count of the query's source topics.
+        """
+        if plan is None or not isinstance(plan.command, CreateStreamCommand | CreateTableCommand):
+            return
+        topic = plan.command.topic
+        if topic in self.store.topics:
+            return
+        declared = stmt.properties.get("PARTITIONS")
+        partitions = int(declared) if str(declared).isdigit() else None
+        if partitions is None and plan.query is not None:
+            known = self.store.topics
+            sources = [self.metastore.get(name) for name in plan.query.sources]
+            counts = [known[s.topic].partitions for s in sources if s is not None and s.topic in known]
+            partitions = max(counts, default=1)
+        self.store.ensure(TopicInfo(topic, partitions=partitions or 1))
 
     def _next_query_id(self, stmt: Any) -> str:
         n = self._query_counter
@@ -206,7 +234,7 @@ class KsqlEngine:
         value_names = [c.name for c in source.schema.columns if c.namespace is Namespace.VALUE]
         key = key_serde.serialize({n: row.get(n) for n in key_names}) if key_names else None
         value = value_serde.serialize({n: row.get(n) for n in value_names})
-        self.store.append(TopicRecord(source.topic, key, value, timestamp))
+        self.store.publish(TopicRecord(source.topic, key, value, timestamp), TopicCodec(key_serde, value_serde))
 
     # ------------------------------------------------------------------ running
 
@@ -215,6 +243,8 @@ class KsqlEngine:
             from engine.runtime.adapter import BoundedRuntime
             from engine.runtime.session import get_spark
 
+            if not isinstance(self.store, TopicStore):
+                raise InternalError("The bounded runtime runs over in-memory topics only.")
             self._runtime = BoundedRuntime(get_spark(), self.store)
         return self._runtime
 
@@ -241,10 +271,20 @@ class KsqlEngine:
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:
-            seqs = {id(s.record): s.seq for s in self.store.records.get(topic_name, [])}
+            seqs = {id(s.record): s.seq for s in runtime.store.records.get(topic_name, [])}
             ordered[topic_name] = sorted(outputs[topic_name], key=lambda r: seqs.get(id(r), ()))
         self._outputs = ordered
         return ordered
+
+    def restore(self, plan: StatementPlan) -> None:
+        """Apply a saved statement plan (never re-planned) and count its query id as used."""
+        self.execute_plan(plan)
+        if plan.query is not None:
+            self._query_counter += 1
+
+    def query_order(self) -> list[QueryPlan]:
+        """Queries in creation order, except that each runs after the queries writing its inputs."""
+        return self._query_order()
 
     def _query_order(self) -> list[QueryPlan]:
         """Queries in creation order, except that each runs after the queries writing its inputs."""

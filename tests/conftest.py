@@ -8,7 +8,12 @@ import pytest
 from pyspark.sql import SparkSession
 
 from engine.components.broker import Broker
-from engine.runtime.session import get_spark, stop_spark
+from engine.runtime.session import get_spark, load_kafka_connector_by_default, stop_spark
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Bounded and Kafka tests share one SparkSession: it must load the Kafka connector.
+    load_kafka_connector_by_default()
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,351 @@
+"""A streaming application: a SQL file's statements run as persistent queries on Kafka.
+
+``kspark run FILE.sql --bootstrap-servers HOST:PORT --state-dir DIR`` hosts one of these.
+Its state dir is its memory between runs:
+
+```
+DIR/
+  statements.json            every statement applied so far, in order, with its plan
+  <query id>/query.json      the query's task count (fixed at its first start)
+  <query id>/checkpoint/     the query's Structured Streaming checkpoint (offsets, state)
+```
+
+On a restart the saved plans are applied again as they were saved, never re-planned from
+the SQL, so a query keeps the step versions it started with even when the engine now plans
+the same SQL differently. The file's statements are matched to the saved ones in order:
+already applied ones are skipped (INSERT VALUES is not repeated), new ones at the end are
+planned and applied, and a statement that differs from the one applied in its place is an
+error naming it. Queries restart from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.engine import KsqlEngine
+from engine.errors import ExecutionError, KsqlError
+from engine.kafka.admin import TopicAdmin
+from engine.kafka.produce import ProducerRecord, RecordProducer
+from engine.parser import parse
+from engine.plan import serde
+from engine.plan.plan import QueryPlan
+from engine.plan.steps import StreamSink, TableSink
+from engine.records import TopicInfo, TopicRecord
+from engine.runtime.adapter import TopicCodec
+
+STATEMENTS_FILE = "statements.json"
+QUERY_FILE = "query.json"
+CHECKPOINT_DIR = "checkpoint"
+
+
+class KafkaTopics:
+    """The engine's topic service on a Kafka cluster: topics from the broker, writes as bytes."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.admin = TopicAdmin(bootstrap_servers)
+        self._producer: RecordProducer | None = None
+
+    @property
+    def topics(self) -> dict[str, TopicInfo]:
+        return {
+            name: TopicInfo(name, partitions=self.admin.partition_count(name))
+            for name in self.admin.list_topics()
+        }
+
+    def ensure(self, info: TopicInfo) -> TopicInfo:
+        self.admin.create_topic(info.name, info.partitions, exist_ok=True)
+        return TopicInfo(info.name, partitions=self.admin.partition_count(info.name))
+
+    def append(self, record: TopicRecord, seq: tuple[int, ...] | None = None) -> None:
+        raise ExecutionError(
+            f"Records for topic '{record.topic}' need a format to be written to Kafka."
+        )
+
+    def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        if self._producer is None:
+            self._producer = RecordProducer(self.bootstrap_servers)
+        self._producer.send(
+            record.topic,
+            ProducerRecord(
+                key=codec.key.to_bytes(record.key),
+                value=codec.value.to_bytes(record.value),
+                timestamp=record.timestamp or None,
+            ),
+        )
+        self._producer.flush()
+
+
+@dataclass
+class SavedStatement:
+    """One applied statement as the state dir keeps it."""
+
+    text: str
+    plan: Any = None  # the statement plan's JSON value, when it has one
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "plan": self.plan}
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().rstrip(";").strip()
+
+
+@dataclass
+class StreamingApplication:
+    """Statements applied once and remembered in ``state_dir``; their queries run on Kafka."""
+
+    bootstrap_servers: str
+    state_dir: Path
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    spark_master: str = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.state_dir = Path(self.state_dir)
+        self.topics = KafkaTopics(self.bootstrap_servers)
+        self.engine = KsqlEngine(self.properties, topics=self.topics)
+        self.saved: list[SavedStatement] = []
+        self.running: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ statements
+
+    def load(self) -> int:
+        """Apply the statements saved in the state dir; how many there were."""
+        path = self.state_dir / STATEMENTS_FILE
+        if not path.is_file():
+            return 0
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ExecutionError(f"{path} is not valid JSON (line {exc.lineno}): the state dir is damaged.") from None
+        for number, entry in enumerate(entries, start=1):
+            saved = SavedStatement(entry["text"], entry.get("plan"))
+            try:
+                if saved.plan is not None:
+                    self.engine.restore(serde.statement_plan_from_json(saved.plan))
+                elif not _is_insert_values(saved.text):
+                    self.engine.execute_sql(saved.text)
+            except KsqlError as exc:
+                raise ExecutionError(
+                    f"Statement {number} saved in {path} cannot be applied by this engine: {exc}"
+                ) from None
+            self.saved.append(saved)
+        return len(self.saved)
+
+    def submit(self, text: str) -> list[str]:
+        """Apply the statements of ``text`` not applied before; the texts of those applied now."""
+        statements = [p.text for p in parse(text, variables=self.engine.variables)]
+        if len(statements) < len(self.saved):
+            raise ExecutionError(
+                f"The state dir {self.state_dir} has applied {len(self.saved)} statements, the file "
+                f"holds only {len(statements)}: statements cannot be removed from a running application."
+            )
+        for number, (saved, stmt) in enumerate(zip(self.saved, statements, strict=False), start=1):
+            if _normalise(saved.text) != _normalise(stmt):
+                raise ExecutionError(
+                    f"Statement {number} differs from the one the state dir {self.state_dir} applied: "
+                    f"'{_short(stmt)}' vs '{_short(saved.text)}'. Use a new state dir to run changed statements."
+                )
+        applied = []
+        for stmt in statements[len(self.saved):]:
+            results = self.engine.execute_sql(stmt)
+            for result in results:
+                plan = serde.to_json_value(result.plan) if result.plan is not None else None
+                self.saved.append(SavedStatement(result.statement_text, plan))
+            self._save_statements()
+            applied.append(stmt)
+        return applied
+
+    def _save_statements(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        path = self.state_dir / STATEMENTS_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([s.to_json() for s in self.saved], indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    # ------------------------------------------------------------------ queries
+
+    def queries(self) -> list[QueryPlan]:
+        return self.engine.query_order()
+
+    def tasks_of(self, query: QueryPlan) -> int:
+        """The query's task count: fixed at its first start (the largest source partition count)."""
+        path = self.state_dir / query.query_id / QUERY_FILE
+        if path.is_file():
+            return int(json.loads(path.read_text(encoding="utf-8"))["tasks"])
+        topics = self.topics.topics
+        counts = []
+        for name in query.sources:
+            source = self.engine.metastore.get(name)
+            if source is not None and source.topic in topics:
+                counts.append(topics[source.topic].partitions)
+        tasks = max(counts, default=1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"queryId": query.query_id, "tasks": tasks}, indent=2) + "\n", encoding="utf-8")
+        return tasks
+
+    def start_query(self, query: QueryPlan, *, available_now: bool) -> Any:
+        """Build ``query`` from its plan and start it as a Structured Streaming query."""
+        from engine.build.context import BuildContext
+        from engine.build.formats import serdes_for
+        from engine.build.walker import build
+        from engine.runtime.kafka import KafkaRuntime
+        from engine.runtime.kafka_sink import TransactionalSink
+        from engine.runtime.session import get_spark
+
+        spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
+        tasks = self.tasks_of(query)
+        offsets = str(self.engine.config.get("auto.offset.reset", "latest")).lower()
+        runtime = KafkaRuntime(
+            spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets, query_id=query.query_id
+        )
+        ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.engine.config)
+        built = build(query.root, ctx)
+        sink = self.engine.metastore.get(query.sink)
+        topic = sink.topic if sink is not None else query.sink
+        sink_step = query.root
+        if not isinstance(sink_step, StreamSink | TableSink):
+            raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
+        key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)
+        window = built.window
+        codec = TopicCodec(
+            key_serde,
+            value_serde,
+            None if window is None else ("SESSION" if window.type == "SESSION" else "TIME"),
+            window.size_ms if window is not None else None,
+        )
+        records = runtime.sink_records(built.df, codec, sink_step.ctx)
+        writer = (
+            records.writeStream.foreachBatch(TransactionalSink(self.bootstrap_servers, topic, query.query_id))
+            .option("checkpointLocation", str(self.state_dir / query.query_id / CHECKPOINT_DIR))
+            .queryName(query.query_id)
+        )
+        writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
+        with self._lock:
+            # The shuffle partition count is frozen into the checkpoint at the first start.
+            spark.conf.set("spark.sql.shuffle.partitions", str(tasks))
+            try:
+                handle = writer.start()
+            finally:
+                spark.conf.set("spark.sql.shuffle.partitions", "1")
+        self.running[query.query_id] = handle
+        return handle
+
+    def run_until_caught_up(self) -> None:
+        """Run each query over everything its input topics hold, upstream queries first."""
+        for query in self.queries():
+            for attempt in range(RESTARTS + 1):
+                handle = self.start_query(query, available_now=True)
+                try:
+                    _await(handle, query.query_id)
+                    break
+                except RestartableFailure:
+                    if attempt == RESTARTS:
+                        raise
+                finally:
+                    self.running.pop(query.query_id, None)
+
+    def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
+        """Run every query until ``stop`` is set (or one fails)."""
+        for query in self.queries():
+            self.start_query(query, available_now=False)
+        try:
+            restarts: dict[str, int] = {}
+            queries = {q.query_id: q for q in self.queries()}
+            while stop is None or not stop.is_set():
+                for query_id, handle in list(self.running.items()):
+                    if handle.isActive:
+                        continue
+                    try:
+                        _await(handle, query_id)
+                    except RestartableFailure:
+                        restarts[query_id] = restarts.get(query_id, 0) + 1
+                        if restarts[query_id] > RESTARTS:
+                            raise
+                        self.start_query(queries[query_id], available_now=False)
+                        continue
+                    raise ExecutionError(f"Query {query_id} stopped unexpectedly.")
+                time.sleep(poll)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop every running query (a batch in flight is replayed on the next start)."""
+        for handle in list(self.running.values()):
+            try:
+                handle.stop()
+            except Exception:  # noqa: BLE001 - stopping must reach every query
+                pass
+        self.running.clear()
+
+
+class RestartableFailure(ExecutionError):
+    """A query stopped on an error known to leave its checkpoint consistent: restart it."""
+
+
+# Spark 4.1's Kafka source reports progress metrics from offsets it only knows after
+# planning a new batch; after a restart that replays the batch in flight at a crash, the
+# replayed batch completes and is committed, then the progress report fails on a null.
+# A restart finds that batch committed and goes on.
+_RESTARTABLE = ("KafkaMicroBatchStream.metrics",)
+RESTARTS = 3
+
+
+def _await(handle: Any, query_id: str) -> None:
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        handle.awaitTermination()
+    except StreamingQueryException as exc:
+        message = f"Query {query_id} failed: {_root_cause(exc)}"
+        if any(signature in _stack_text(handle) for signature in _RESTARTABLE):
+            raise RestartableFailure(message) from None
+        raise ExecutionError(message) from None
+
+
+def _stack_text(handle: Any) -> str:
+    """The Java stack of the query's failure, as text (empty when there is none)."""
+    try:
+        failure = handle._jsq.exception()
+        if failure.isEmpty():
+            return ""
+        cause = failure.get()
+        frames: list[str] = []
+        while cause is not None:
+            frames.extend(str(f.toString()) for f in cause.getStackTrace())
+            cause = cause.getCause()
+        return "\n".join(frames)
+    except Exception:  # noqa: BLE001 - only a hint for the restart decision
+        return ""
+
+
+def _root_cause(exc: Exception) -> str:
+    text = str(getattr(exc, "desc", None) or exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "Error" in line or "Exception" in line:
+            return line[:500]
+    return (lines[0] if lines else type(exc).__name__)[:500]
+
+
+def _is_insert_values(text: str) -> bool:
+    return bool(re.match(r"\s*INSERT\s+INTO\s+\S+\s*(\([^)]*\))?\s*VALUES", text, re.IGNORECASE))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = _normalise(text)
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def statement_texts(text: str) -> Sequence[str]:
+    """The statements of ``text``, as the application matches them to saved ones."""
+    return [p.text for p in parse(text)]

@@ -1,0 +1,303 @@
+"""The streaming runtime on a real broker: persistent queries resume exactly across runs.
+
+Each test runs statements through ``StreamingApplication`` (what ``kspark run`` hosts) with
+``run_until_caught_up``, restarts it from its state dir, and reads the outputs back with a
+read_committed consumer. Results are compared with what the bounded runtime computes from
+the same statements and records, which the QTT cases hold to ksqlDB's expectations.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.application import StreamingApplication
+from engine.engine import KsqlEngine
+from engine.kafka.admin import TopicAdmin
+from engine.kafka.consume import read_topic
+from engine.kafka.produce import ProducerRecord, RecordProducer
+from engine.plan import serde
+from engine.records import TopicInfo, TopicRecord
+from engine.serde.windowed import decode_time_window_key
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _produce(bootstrap: str, topic: str, records: Sequence[tuple[str | None, Any, int]]) -> None:
+    producer = RecordProducer(bootstrap)
+    for key, value, ts in records:
+        producer.send(
+            topic,
+            ProducerRecord(
+                key=None if key is None else key.encode(),
+                value=None if value is None else json.dumps(value).encode(),
+                timestamp=ts,
+            ),
+        )
+    producer.flush()
+
+
+def _run(bootstrap: str, state_dir: Path, sql: str) -> StreamingApplication:
+    app = StreamingApplication(bootstrap, state_dir)
+    app.load()
+    app.submit(sql)
+    app.run_until_caught_up()
+    return app
+
+
+def _outputs(bootstrap: str, topic: str) -> list[tuple[str | None, Any, int]]:
+    return [
+        (
+            None if r.key is None else r.key.decode(),
+            None if r.value is None else json.loads(r.value),
+            r.timestamp,
+        )
+        for r in read_topic(bootstrap, topic)
+    ]
+
+
+def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 3)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT)
+            WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE STREAM BIG WITH (KAFKA_TOPIC='{big}') AS
+            SELECT ID, UCASE(ITEM) AS ITEM, QTY * 10 AS QTY10 FROM ORDERS WHERE QTY > 1;
+        CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{per_item}') AS
+            SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL FROM ORDERS GROUP BY ITEM;
+    """
+
+    def orders(first: int) -> list[tuple[str, Any, int]]:
+        return [(f"o{i}", {"ITEM": f"item{i % 7}", "QTY": i % 5}, 1_000 + i) for i in range(first, first + 1_000)]
+
+    _produce(bootstrap, source, orders(0))
+    _run(bootstrap, tmp_path / "state", sql)
+    _produce(bootstrap, source, orders(1_000))
+    _run(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
+
+    everything = orders(0) + orders(1_000)
+    expected_big = sorted(
+        (key, {"ITEM": v["ITEM"].upper(), "QTY10": v["QTY"] * 10}) for key, v, _ in everything if v["QTY"] > 1
+    )
+    got_big = sorted((key, value) for key, value, _ in _outputs(bootstrap, big))
+    assert got_big == expected_big  # every record exactly once, across the restart
+
+    latest: dict[str | None, Any] = {}
+    for key, value, _ in _outputs(bootstrap, per_item):
+        latest[key] = value
+    expected: dict[str, dict[str, int]] = {}
+    for _, v, _ in everything:
+        row = expected.setdefault(v["ITEM"], {"N": 0, "TOTAL": 0})
+        row["N"] += 1
+        row["TOTAL"] += v["QTY"]
+    assert latest == expected
+    assert len(_outputs(bootstrap, per_item)) == 2_000  # one update per input record
+
+
+def _bounded(sql: str, topics: Sequence[str], inputs: Sequence[tuple[str, str | None, Any, int]]) -> dict[str, list[TopicRecord]]:
+    engine = KsqlEngine()
+    for name in topics:
+        engine.create_topic(TopicInfo(name))
+    engine.execute_sql(sql)
+    engine.produce(TopicRecord(topic, key, value, ts) for topic, key, value, ts in inputs)
+    return engine.run()
+
+
+def _kafka_merge_order(inputs: Sequence[tuple[str, str | None, Any, int]], topics: Sequence[str]) -> list[int]:
+    """Positions of ``inputs`` in the order a Kafka task merges its topics' partitions."""
+    running: dict[str, int] = {}
+    keys = []
+    for position, (topic, _, _, ts) in enumerate(inputs):
+        running[topic] = max(running.get(topic, ts), ts)
+        keys.append((running[topic], topics.index(topic), position))
+    return [position for *_, position in sorted(keys)]
+
+
+def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    clicks, views = _unique("clicks"), _unique("views")
+    per_window, final, joined = _unique("PER_WINDOW"), _unique("FINAL"), _unique("JOINED")
+    admin = TopicAdmin(bootstrap)
+    for topic in (clicks, views):
+        admin.create_topic(topic, 1)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM CLICKS (USER STRING KEY, PAGE STRING) WITH (KAFKA_TOPIC='{clicks}', VALUE_FORMAT='JSON');
+        CREATE STREAM VIEWS (USER STRING KEY, SECS INT) WITH (KAFKA_TOPIC='{views}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_WINDOW WITH (KAFKA_TOPIC='{per_window}') AS
+            SELECT USER, COUNT(*) AS N FROM CLICKS
+            WINDOW TUMBLING (SIZE 10 MILLISECONDS, GRACE PERIOD 5 MILLISECONDS) GROUP BY USER;
+        CREATE TABLE FINAL WITH (KAFKA_TOPIC='{final}') AS
+            SELECT USER, COUNT(*) AS N FROM CLICKS
+            WINDOW TUMBLING (SIZE 10 MILLISECONDS, GRACE PERIOD 5 MILLISECONDS) GROUP BY USER EMIT FINAL;
+        CREATE STREAM JOINED WITH (KAFKA_TOPIC='{joined}') AS
+            SELECT C.USER AS USER, PAGE, SECS FROM CLICKS C
+            LEFT JOIN VIEWS V WITHIN 3 MILLISECONDS GRACE PERIOD 2 MILLISECONDS ON C.USER = V.USER;
+    """
+    # A late click at 1012 (within grace) and one at 1001 (past grace, dropped), matched and
+    # unmatched clicks, and outer results that close only when stream time passes them.
+    inputs: list[tuple[str, str | None, Any, int]] = [
+        (clicks, "a", {"PAGE": "p1"}, 1000),
+        (clicks, "b", {"PAGE": "p2"}, 1003),
+        (clicks, "a", {"PAGE": "p3"}, 1008),
+        (views, "a", {"SECS": 9}, 1009),
+        (clicks, "b", {"PAGE": "p4"}, 1013),
+        (clicks, "a", {"PAGE": "p5"}, 1012),
+        (clicks, "a", {"PAGE": "p6"}, 1001),
+        (views, "b", {"SECS": 14}, 1014),
+        (clicks, "c", {"PAGE": "p7"}, 1030),
+        (views, "c", {"SECS": 40}, 1040),
+        (clicks, "a", {"PAGE": "p8"}, 1041),
+    ]
+    # Kafka merges a task's topics by timestamp; the bounded runtime takes records in the
+    # order produced. The inputs are laid out so that both orders agree.
+    assert _kafka_merge_order(inputs, [clicks, views]) == list(range(len(inputs)))
+    half = 6
+    for topic, key, value, ts in inputs[:half]:
+        _produce(bootstrap, topic, [(key, value, ts)])
+    _run(bootstrap, tmp_path / "state", sql)
+    for topic, key, value, ts in inputs[half:]:
+        _produce(bootstrap, topic, [(key, value, ts)])
+    _run(bootstrap, tmp_path / "state", sql)
+
+    expected = _bounded(sql, [clicks, views], inputs)
+    for topic in (per_window, final):
+        got = []
+        for r in read_topic(bootstrap, topic):
+            assert r.key is not None and r.value is not None
+            key, start = decode_time_window_key(r.key)
+            got.append((key.decode(), start, json.loads(r.value), r.timestamp))
+        want = [(r.key, r.window.start if r.window else None, r.value, r.timestamp) for r in expected[topic]]
+        assert want, f"the bounded runtime wrote nothing to {topic}"
+        assert got == want, topic
+    got_joined = _outputs(bootstrap, joined)
+    want_joined = [(r.key, r.value, r.timestamp) for r in expected[joined]]
+    assert got_joined == want_joined
+
+
+def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(kafka_broker: Any, tmp_path: Path) -> None:
+    """The process group of ``kspark run`` is killed while batches are being written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("events"), _unique("COPIED")
+    TopicAdmin(bootstrap).create_topic(source, 2)
+    sql_file = tmp_path / "copy.sql"
+    sql_file.write_text(
+        f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM EVENTS (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE STREAM COPIED WITH (KAFKA_TOPIC='{sink}') AS SELECT ID, N * 2 AS N2 FROM EVENTS;
+        """,
+        encoding="utf-8",
+    )
+    command = [
+        sys.executable, "-m", "engine.cli", "run", str(sql_file),
+        "--bootstrap-servers", bootstrap, "--state-dir", str(tmp_path / "state"),
+    ]
+    total = 20_000
+    records = [(f"e{i}", {"N": i}, 1_000 + i) for i in range(total)]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    produced = 0
+    try:
+        deadline = time.monotonic() + 300
+        # Produce at a steady pace, so batches run back to back, and kill the whole process
+        # group as soon as some output is committed: the kill lands while batches are written.
+        while time.monotonic() < deadline and produced < total:
+            _produce(bootstrap, source, records[produced : produced + 250])
+            produced += 250
+            if _count(bootstrap, sink) > 0:
+                break
+            time.sleep(0.5)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        written_before_kill = _count(bootstrap, sink)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+    _produce(bootstrap, source, records[produced:])
+    finish = subprocess.run([*command, "--until-caught-up"], capture_output=True, text=True, timeout=600)
+    assert finish.returncode == 0, finish.stderr[-2000:]
+
+    got = sorted((key, value["N2"]) for key, value, _ in _outputs(bootstrap, sink))
+    assert 0 < written_before_kill < produced < total, "the kill did not land in the middle of the stream"
+    assert got == sorted((key, value["N"] * 2) for key, value, _ in records)
+
+
+def _count(bootstrap: str, topic: str) -> int:
+    """Committed records in ``topic`` (0 while the query has not created it yet)."""
+    from engine.errors import KafkaClientError
+
+    try:
+        return len(read_topic(bootstrap, topic))
+    except KafkaClientError:
+        return 0
+
+
+def _plan_step_types(state_dir: Path) -> set[str]:
+    text = (state_dir / "statements.json").read_text(encoding="utf-8")
+    return {t for t in ("streamGroupByV1", "streamGroupByKeyV1") if f'"{t}"' in text}
+
+
+def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade(
+    kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half the input under the old planner (GROUP BY always repartitioned), half after the upgrade."""
+    import dataclasses
+
+    from engine.planner import physical as P
+    from engine.planner.logical_aggregate import GroupByNode
+
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("pageviews"), _unique("PAGE_COUNTS")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM PAGEVIEWS (PAGEID STRING KEY, USERID STRING) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PAGE_COUNTS WITH (KAFKA_TOPIC='{sink}') AS
+            SELECT PAGEID, COUNT(*) AS VIEWS FROM PAGEVIEWS GROUP BY PAGEID;
+    """
+    views = [(page, {"USERID": f"u{i}"}, 1_000 + i) for i, page in enumerate("hchhcxhcxx")]
+    state = tmp_path / "state"
+    current_rule = P.RULES[GroupByNode]
+    with monkeypatch.context() as old_engine:
+        old_engine.setitem(P.RULES, GroupByNode, lambda node: current_rule(dataclasses.replace(node, by_key=False)))
+        _produce(bootstrap, source, views[:5])
+        _run(bootstrap, state, sql)
+    assert _plan_step_types(state) == {"streamGroupByV1"}
+
+    # The upgraded engine plans the same SQL with the newer step version...
+    fresh = KsqlEngine()
+    fresh.create_topic(TopicInfo(source))
+    planned_now = serde.dumps(fresh.execute_sql(sql)[-1].plan)
+    assert '"streamGroupByKeyV1"' in planned_now and '"streamGroupByV1"' not in planned_now
+    _produce(bootstrap, source, views[5:])
+    _run(bootstrap, state, sql)
+    # ...but the running query resumed from its saved plan, on the old version.
+    assert _plan_step_types(state) == {"streamGroupByV1"}
+
+    counts: dict[str, int] = {}
+    expected = []
+    for page, _, ts in views:
+        counts[page] = counts.get(page, 0) + 1
+        expected.append((page, {"VIEWS": counts[page]}, ts))
+    assert _outputs(bootstrap, sink) == expected
