@@ -283,8 +283,22 @@ class RunScript(Statement):
 
 
 @_ast
+class PrintTopic(Statement):
+    """``PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n]``: a topic's records as they arrive.
+
+    ``interval`` shows every n-th record (the first, the n+1-th, ...); ``limit`` ends it
+    after that many shown records. An unquoted topic name is upper-cased like any identifier.
+    """
+
+    topic: str
+    from_beginning: bool = False
+    interval: int = 1
+    limit: int | None = None
+
+
+@_ast
 class Informational(Statement):
-    """SHOW/LIST, DESCRIBE, PRINT and EXPLAIN: ``kind`` like ``"LIST STREAMS EXTENDED"``.
+    """SHOW/LIST, DESCRIBE and EXPLAIN: ``kind`` like ``"LIST STREAMS EXTENDED"``.
 
     ``target`` is the source, function, topic or query id named, or for ``EXPLAIN`` of a
     statement the statement's text.

@@ -686,11 +686,30 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def describe_connector(self, children: list[Any]) -> ast.Informational:
         return ast.Informational(kind="DESCRIBE CONNECTOR", target=children[1])
 
-    def print_topic(self, children: list[Any]) -> ast.Informational:
-        return ast.Informational(kind="PRINT", target=self._name_or_string(children[0]))
+    @v_args(meta=True)
+    def print_topic(self, meta: Any, children: list[Any]) -> ast.PrintTopic:
+        topic, *tails = children
+        found = {c.name: c.value for c in tails}
+        interval = found.get("interval", 1)
+        if interval < 1:
+            raise self._error(f"PRINT's INTERVAL must be at least 1, got {interval}.", meta)
+        return ast.PrintTopic(
+            topic=self._name_or_string(topic),
+            from_beginning=found.get("from_beginning", False),
+            interval=interval,
+            limit=found.get("limit"),
+        )
 
-    def print_tail(self, children: list[Any]) -> None:
-        return None
+    def print_from_beginning(self, children: list[Any]) -> _Clause:
+        return _Clause("from_beginning", True)
+
+    @v_args(meta=True)
+    def print_interval(self, meta: Any, children: list[Token]) -> _Clause:
+        return _Clause("interval", self._integer_token(children[0], meta))
+
+    @v_args(meta=True)
+    def print_limit(self, meta: Any, children: list[Token]) -> _Clause:
+        return _Clause("limit", self._integer_token(children[0], meta))
 
     @v_args(meta=True)
     def explain(self, meta: Any, children: list[Any]) -> ast.Informational:

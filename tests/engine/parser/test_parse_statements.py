@@ -6,6 +6,7 @@ import decimal
 
 import pytest
 
+from engine.errors import ParseError
 from engine.parser import ast, parse
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -272,7 +273,6 @@ def test_test_script_asserts_need_the_test_flag() -> None:
         ("DESCRIBE orders EXTENDED", "DESCRIBE EXTENDED", "ORDERS"),
         ("DESCRIBE FUNCTION concat", "DESCRIBE FUNCTION", "CONCAT"),
         ("DESCRIBE STREAMS", "DESCRIBE STREAMS", None),
-        ("PRINT 'topic' FROM BEGINNING LIMIT 2", "PRINT", "topic"),
         ("EXPLAIN CSAS_OUT_0", "EXPLAIN", "CSAS_OUT_0"),
     ],
 )
@@ -280,6 +280,30 @@ def test_informational_statements(text: str, kind: str, target: str | None) -> N
     stmt = one(text)
     assert isinstance(stmt, ast.Informational)
     assert (stmt.kind, stmt.target) == (kind, target)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("PRINT 'orders'", ast.PrintTopic(topic="orders")),
+        ("print orders from beginning", ast.PrintTopic(topic="ORDERS", from_beginning=True)),
+        (
+            "PRINT 'a-b' FROM BEGINNING INTERVAL 3 LIMIT 10",
+            ast.PrintTopic(topic="a-b", from_beginning=True, interval=3, limit=10),
+        ),
+        ("PRINT `Mixed` LIMIT 2 SAMPLE 2", ast.PrintTopic(topic="Mixed", interval=2, limit=2)),
+    ],
+)
+def test_print_keeps_its_topic_start_interval_and_limit(text: str, expected: ast.PrintTopic) -> None:
+    assert one(text) == expected
+
+
+def test_print_interval_must_be_a_positive_whole_number() -> None:
+    with pytest.raises(ParseError, match="INTERVAL must be at least 1") as zero:
+        one("PRINT 't' INTERVAL 0")
+    assert zero.value.line == 1
+    with pytest.raises(ParseError, match="whole number"):
+        one("PRINT 't' LIMIT 1.5")
 
 
 def test_explain_of_a_statement_keeps_the_statement() -> None:
