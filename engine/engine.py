@@ -6,6 +6,7 @@ without its SQL text (``execute_plan``), which is how legacy plans replay.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from engine.plan.plan import (
     DropSourceCommand,
     QueryPlan,
     StatementPlan,
+    TransientQueryPlan,
 )
 from engine.plan.schema import Namespace
 from engine.planner.planner import Planner
@@ -122,6 +124,14 @@ class KsqlEngine:
         raise UnsupportedFeatureError(
             f"{type(stmt).__name__} statements", f"kspark does not support this statement yet: {text}"
         )
+
+    def plan_transient_query(self, query: ast.Query, text: str) -> TransientQueryPlan:
+        """Plan a push query (``SELECT ... EMIT CHANGES``) against the metastore; nothing is registered."""
+        relation: Any = query.from_
+        while isinstance(relation, ast.Join):
+            relation = relation.left
+        query_id = f"transient_{relation.name}_{secrets.randbelow(10**18)}"
+        return self.planner().plan_transient_query(query, text, query_id)
 
     def _provision_topic(self, stmt: Any, plan: StatementPlan | None) -> None:
         """Create the topic a CREATE statement names when it does not exist, as ksqlDB does.

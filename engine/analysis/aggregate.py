@@ -235,9 +235,12 @@ def check_boolean(expr: E.Expr, columns: dict[str, T.SqlType], clause: str) -> N
 
 
 def analyze_aggregate_query(
-    query: ast.Query, from_clause: FromClause, *, sink_name: str | None
+    query: ast.Query, from_clause: FromClause, *, sink_name: str | None, transient: bool = False
 ) -> AnalyzedQuery:
-    """Resolve a query with GROUP BY, aggregate calls, HAVING or a WINDOW clause."""
+    """Resolve a query with GROUP BY, aggregate calls, HAVING or a WINDOW clause.
+
+    A ``transient`` query (a push query) need not select its grouping columns.
+    """
     node = from_clause.node
     scope = from_clause.scope
     window = window_spec(query.window) if query.window is not None else None
@@ -333,9 +336,10 @@ def analyze_aggregate_query(
             raise non_aggregate_error("HAVING", [E.ColumnRef(foreign[0])])
         check_boolean(having_expr, out_columns, "HAVING")
 
-    check_projection_keys(
-        [(s.alias, s.expression) for s in rewritten], group_by, group_exprs, sink_name
-    )
+    if not transient:
+        check_projection_keys(
+            [(s.alias, s.expression) for s in rewritten], group_by, group_exprs, sink_name
+        )
     for s in rewritten:
         if infer_type(s.expression, out_columns) is None:
             raise AnalysisError(

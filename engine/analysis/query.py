@@ -17,7 +17,7 @@ from engine.metastore import DataSource, MetaStore
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
-from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
+from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS, Namespace
 from engine.plan.types import SqlType
 
 
@@ -225,14 +225,19 @@ def is_table_function_call(expr: E.Expr) -> bool:
 
 
 def analyze_query(
-    query: ast.Query, metastore: MetaStore, *, sink_name: str | None = None
+    query: ast.Query, metastore: MetaStore, *, sink_name: str | None = None, transient: bool = False
 ) -> AnalyzedQuery:
-    """Resolve a single-source, non-aggregate query."""
+    """Resolve a single-source, non-aggregate query.
+
+    A ``transient`` query (a push query) writes no topic, so ksqlDB's rules for its
+    projection differ: key columns need not be selected, and ``*`` over a windowed source
+    also selects ``WINDOWSTART`` and ``WINDOWEND`` (after the key columns).
+    """
     from_clause = analyze_from(query.from_, metastore)
     if query.window is not None or query.group_by or _selects_aggregate(query):
         from engine.analysis.aggregate import analyze_aggregate_query
 
-        return analyze_aggregate_query(query, from_clause, sink_name=sink_name)
+        return analyze_aggregate_query(query, from_clause, sink_name=sink_name, transient=transient)
     if query.having is not None:
         raise AnalysisError("HAVING requires a GROUP BY clause.")
     scope = from_clause.scope
@@ -262,9 +267,12 @@ def analyze_query(
                 wanted = set(scope.qualified[item.source].values())
             else:
                 raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
-            for c in node_schema.columns:
-                if c.name in wanted and c.name not in from_clause.hidden:
-                    items.append((c.name, E.ColumnRef(c.name)))
+            shown = [c for c in node_schema.columns if c.name in wanted and c.name not in from_clause.hidden]
+            expanded: list[tuple[str | None, E.Expr]] = [(c.name, E.ColumnRef(c.name)) for c in shown]
+            if transient and from_clause.node.window is not None and item.source is None:
+                keys = sum(1 for c in shown if c.namespace is Namespace.KEY)
+                expanded[keys:keys] = [(None, E.ColumnRef(bound)) for bound in WINDOW_BOUNDS]
+            items.extend(expanded)
         else:
             expr = scope.resolve(item.expr, clause="SELECT")
             _check_no_aggregate(expr, "SELECT")

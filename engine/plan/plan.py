@@ -2,7 +2,8 @@
 
 A statement plan holds an optional DDL command (create/drop a source in the metastore)
 and an optional query plan (a persistent query: a DAG of steps ending in a sink).
-Commands are versioned like steps.
+Commands are versioned like steps. A transient query's plan (a push query) is not a
+statement plan: nothing of it is kept.
 """
 
 from __future__ import annotations
@@ -108,3 +109,33 @@ class StatementPlan:
             raise PlanError(
                 f"The plan of statement '{self.statement_text}' has neither a command nor a query."
             )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransientQueryPlan:
+    """A push query (``SELECT ... EMIT CHANGES``): a step DAG that ends in its projection.
+
+    Never registered nor saved: it lives as long as its client reads it. The root's rows
+    hold ``schema``'s columns (the SELECT list, in order, all value columns as ksqlDB's
+    push-query header shows them) and the query's key columns under hidden names.
+    ``tombstone_keys`` gives, per result column, the hidden key column it shows when a
+    table row is deleted (None: the column is null in a deletion).
+    """
+
+    query_id: str
+    statement_text: str
+    sources: tuple[str, ...]
+    root: Step
+    schema: LogicalSchema
+    is_table: bool
+    tombstone_keys: tuple[str | None, ...]
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.tombstone_keys) != len(self.schema.columns):
+            raise PlanError(
+                f"Transient query {self.query_id} has {len(self.schema.columns)} columns but "
+                f"{len(self.tombstone_keys)} tombstone entries (a bug)."
+            )
+        if self.limit is not None and self.limit < 0:
+            raise PlanError(f"LIMIT must not be negative, got {self.limit}.")

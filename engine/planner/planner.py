@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.analysis.properties import WithProperties
 from engine.analysis.query import AnalyzedQuery, analyze_query, find_select, rewrite
-from engine.errors import AnalysisError, TypeCheckError, UnsupportedFeatureError
+from engine.errors import AnalysisError, InternalError, TypeCheckError, UnsupportedFeatureError
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
 from engine.parser import ast
@@ -25,6 +25,7 @@ from engine.plan.plan import (
     DropSourceCommand,
     QueryPlan,
     StatementPlan,
+    TransientQueryPlan,
 )
 from engine.plan.schema import (
     HEADERS_TYPE,
@@ -345,6 +346,44 @@ class Planner:
         )
         return StatementPlan(statement_text=text, query=query)
 
+    def plan_transient_query(self, query: ast.Query, text: str, query_id: str) -> TransientQueryPlan:
+        """SELECT ... EMIT CHANGES [LIMIT n]: a push query, planned up to its projection.
+
+        The same logical and physical planning as a persistent query, with ksqlDB's
+        transient projection: the result columns are the SELECT list in order, and the key
+        columns travel under hidden names (a table row's deletion shows its key).
+        """
+        if query.emit is None:
+            raise UnsupportedFeatureError(
+                "pull queries",
+                "Pull queries (a SELECT without EMIT CHANGES) are not supported yet: "
+                "add EMIT CHANGES to run a push query.",
+            )
+        analysis = analyze_query(query, self.metastore, transient=True)
+        projected = self._logical_query(analysis, query_id, transient=True)
+        project: Any = projected
+        while not isinstance(project, L.ProjectNode):
+            project = getattr(project, "input", None)
+            if project is None:
+                raise InternalError(f"Transient query {query_id} has no projection (a bug).")
+        keys = {c.name: hidden for c, hidden in zip(project.input.schema.key, project.key_names, strict=True)}
+        for name, equal in key_equivalents(project.input).items():
+            for other in equal:
+                keys.setdefault(other, keys[name])
+        tombstone_keys = tuple(
+            keys.get(e.name) if isinstance(e, E.ColumnRef) else None for _, e in project.values
+        )
+        return TransientQueryPlan(
+            query_id=query_id,
+            statement_text=text,
+            sources=analysis.source_names,
+            root=to_steps(projected),
+            schema=LogicalSchema(projected.schema.value),
+            is_table=projected.is_table,
+            tombstone_keys=tombstone_keys,
+            limit=query.limit,
+        )
+
     def _sink_formats(self, props: WithProperties, source: DataSource, schema: LogicalSchema) -> Formats:
         fmt = props.string("FORMAT")
         key_fmt = props.string("KEY_FORMAT") or fmt
@@ -362,7 +401,7 @@ class Planner:
             key_fmt = "NONE"
         return self._formats(props, schema, key_fmt.upper(), value_fmt.upper(), inherited)
 
-    def _logical_query(self, analysis: AnalyzedQuery, sink_name: str) -> L.LogicalNode:
+    def _logical_query(self, analysis: AnalyzedQuery, sink_name: str, transient: bool = False) -> L.LogicalNode:
         node: L.LogicalNode = analysis.node
         select = list(analysis.select)
         if analysis.where is not None:
@@ -374,7 +413,7 @@ class Planner:
             from engine.planner.logical_aggregate import finish_aggregation, plan_aggregation
 
             node = plan_aggregation(node, analysis.aggregation, analysis.from_clause.sources[0].formats)
-            projected = self._project(node, select, sink_name, False)
+            projected = self._project(node, select, sink_name, False, transient)
             return finish_aggregation(
                 dataclasses.replace(projected, ctx="Aggregate/Project"), analysis.aggregation
             )
@@ -397,7 +436,7 @@ class Planner:
             ]
         if analysis.partition_by is not None:
             node, select = self._repartition(node, analysis, select, sink_name)
-        return self._project(node, select, sink_name, analysis.star_expanded)
+        return self._project(node, select, sink_name, analysis.star_expanded, transient)
 
     def _repartition(
         self, node: L.LogicalNode, analysis: AnalyzedQuery, select: list[Any], sink_name: str
@@ -446,9 +485,11 @@ class Planner:
         return rekeyed, select
 
     def _project(
-        self, node: L.LogicalNode, select: list[Any], sink_name: str, star: bool
+        self, node: L.LogicalNode, select: list[Any], sink_name: str, star: bool, transient: bool = False
     ) -> L.LogicalNode:
         columns = node.columns()
+        if transient:
+            return _transient_project(node, select)
         key_columns = node.schema.key
         key_names: list[str] = []
         used: set[int] = set()
@@ -490,6 +531,26 @@ class Planner:
             schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
             input=node, key_names=tuple(key_names), values=tuple(values),
         )
+
+
+def _transient_project(node: L.LogicalNode, select: list[Any]) -> L.ProjectNode:
+    """A push query's projection: every SELECT item a value column, the keys under hidden names."""
+    columns = node.columns()
+    taken = {s.alias for s in select} | set(columns)
+    hidden: list[str] = []
+    counter = 0
+    for _ in node.schema.key:
+        while f"KSQL_TRANSIENT_KEY_{counter}" in taken:
+            counter += 1
+        hidden.append(f"KSQL_TRANSIENT_KEY_{counter}")
+        counter += 1
+    values = [(s.alias, s.expression) for s in select]
+    out_columns = [Column(n, k.type, Namespace.KEY) for n, k in zip(hidden, node.schema.key, strict=True)]
+    out_columns += [Column(a, _type_of(e, columns, a)) for a, e in values]
+    return L.ProjectNode(
+        schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
+        input=node, key_names=tuple(hidden), values=tuple(values),
+    )
 
 
 def _join_message(node: L.LogicalNode) -> str:
