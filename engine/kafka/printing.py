@@ -5,6 +5,9 @@
     printer.format_lines()   # ['Key format: KAFKA_BIGINT or KAFKA_DOUBLE', 'Value format: JSON or KAFKA_STRING']
     lines[0]                 # 'rowtime: 2021/03/04 12:34:56.789 Z, key: 1, value: {"A":1}, partition: 0'
 
+    for line in print_topic(bootstrap, "orders", from_beginning=True, limit=10):
+        print(line)          # PRINT 'orders' FROM BEGINNING LIMIT 10;
+
 Like ksqlDB, PRINT knows no schema: it tries each format on the bytes and keeps, record
 after record, the formats every non-null key (value) so far fits; a record is shown in the
 first format still possible. kspark's rules, a simple version of ksqlDB's:
@@ -30,11 +33,12 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from engine.kafka.consume import NO_TIMESTAMP, ConsumedRecord
+from engine.kafka.admin import TopicAdmin
+from engine.kafka.consume import NO_TIMESTAMP, ConsumedRecord, follow_topic
 from engine.serde.windowed import (
     SESSION_SUFFIX,
     TIME_SUFFIX,
@@ -216,3 +220,58 @@ class RecordPrinter:
     def format_lines(self) -> list[str]:
         """``Key format: ...`` and ``Value format: ...`` for the records formatted so far."""
         return [f"Key format: {self._key.line()}", f"Value format: {self._value.line()}"]
+
+
+def print_lines(
+    records: Iterable[ConsumedRecord], *, interval: int = 1, limit: int | None = None
+) -> Iterator[str]:
+    """PRINT's output for ``records``: the format lines, then every ``interval``-th record.
+
+    The format lines come once, before the first record line, guessed from the records
+    read so far. Every record narrows the guess, shown or not; the first, the
+    ``interval + 1``-th, ... are shown, and reading stops once ``limit`` are shown.
+    """
+    if interval < 1:
+        raise ValueError(f"interval must be at least 1, got {interval}.")
+    if limit is not None and limit <= 0:
+        return
+    printer = RecordPrinter()
+    shown = 0
+    for index, record in enumerate(records):
+        line = printer.format(record)
+        if index % interval:
+            continue
+        if shown == 0:
+            yield from printer.format_lines()
+        yield line
+        shown += 1
+        if limit is not None and shown >= limit:
+            return
+
+
+def print_topic(
+    bootstrap_servers: str,
+    topic: str,
+    *,
+    from_beginning: bool = False,
+    interval: int = 1,
+    limit: int | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[str]:
+    """``PRINT topic [FROM BEGINNING] [INTERVAL n] [LIMIT n]``: lines as records arrive.
+
+    Runs until ``limit`` records are shown or ``stop()`` is true (checked every half
+    second). A topic that does not exist under ``topic`` but does under another case is
+    read under that one when exactly one matches (an unquoted name is upper-cased by the
+    parser, as ksqlDB's PRINT allows). Raises ``KafkaClientError`` for a missing topic.
+    """
+    names = TopicAdmin(bootstrap_servers).list_topics()
+    if topic not in names:
+        matches = [name for name in names if name.lower() == topic.lower()]
+        if len(matches) == 1:
+            topic = matches[0]
+    records = follow_topic(bootstrap_servers, topic, from_beginning=from_beginning, stop=stop)
+    try:
+        yield from print_lines(records, interval=interval, limit=limit)
+    finally:
+        records.close()

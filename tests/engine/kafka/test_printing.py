@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +14,7 @@ from engine.kafka.printing import (
     fitting_formats,
     format_rowtime,
     java_double,
+    print_lines,
 )
 from engine.serde.windowed import encode_session_window_key, encode_time_window_key
 
@@ -102,3 +104,29 @@ def test_a_value_that_fits_none_of_the_remaining_formats_makes_them_unrecognised
 )
 def test_doubles_print_as_java_does(value: float, text: str) -> None:
     assert java_double(value) == text
+
+
+def test_print_lines_start_with_the_formats_then_show_every_interval_th_record_up_to_the_limit() -> None:
+    records = [_record(f"k{i}".encode(), f'{{"N":{i}}}'.encode(), timestamp=1 + i) for i in range(10)]
+    lines = list(print_lines(iter(records), interval=3, limit=2))
+    assert lines == [
+        "Key format: KAFKA_STRING",
+        "Value format: JSON or KAFKA_STRING",
+        'rowtime: 1970/01/01 00:00:00.001 Z, key: k0, value: {"N":0}, partition: 0',
+        'rowtime: 1970/01/01 00:00:00.004 Z, key: k3, value: {"N":3}, partition: 0',
+    ]
+
+
+def test_print_lines_stop_reading_at_the_limit() -> None:
+    read: list[int] = []
+
+    def endless() -> Iterator[ConsumedRecord]:
+        n = 0
+        while True:
+            read.append(n)
+            yield _record(b"k", b"v", timestamp=1 + n)
+            n += 1
+
+    assert len(list(print_lines(endless(), limit=2))) == 4
+    assert read == [0, 1]
+    assert list(print_lines(endless(), limit=0)) == []
