@@ -274,4 +274,4 @@ def print_topic(
     try:
         yield from print_lines(records, interval=interval, limit=limit)
     finally:
-        records.close()
+        getattr(records, "close", lambda: None)()  # the consumer closes now, not when collected
