@@ -73,7 +73,8 @@ def get_spark(
         if kafka:
             from engine.components.spark_packages import kafka_connector_conf
 
-            conf.update(kafka_connector_conf())
+            jars = kafka_connector_conf()["spark.jars"]
+            conf["spark.jars"] = f"{jars},{_helpers_jar()}"
         conf.update(extra_conf or {})
         builder = SparkSession.builder.master(master).appName("kspark")
         for key, value in conf.items():
@@ -82,6 +83,12 @@ def get_spark(
         _session_has_kafka = kafka
         _session.sparkContext.setLogLevel("FATAL")
         return _session
+
+
+def _helpers_jar() -> str:
+    from engine.components.jvm import helpers_jar
+
+    return str(helpers_jar())
 
 
 def stop_spark() -> None:
