@@ -48,9 +48,10 @@ CHECKPOINT_DIR = "checkpoint"
 class KafkaTopics:
     """The engine's topic service on a Kafka cluster: topics from the broker, writes as bytes."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, *, create: bool = True) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.admin = TopicAdmin(bootstrap_servers)
+        self.create = create  # False: a read-only view that leaves the cluster's topics alone
         self._producer: RecordProducer | None = None
 
     @property
@@ -61,6 +62,9 @@ class KafkaTopics:
         }
 
     def ensure(self, info: TopicInfo) -> TopicInfo:
+        if not self.create:
+            exists = self.admin.topic_exists(info.name)
+            return TopicInfo(info.name, partitions=self.admin.partition_count(info.name)) if exists else info
         self.admin.create_topic(info.name, info.partitions, exist_ok=True)
         return TopicInfo(info.name, partitions=self.admin.partition_count(info.name))
 
@@ -107,10 +111,11 @@ class StreamingApplication:
     properties: Mapping[str, Any] = field(default_factory=dict)
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    read_only: bool = False  # kspark query: load the state dir, write nothing, create no topic
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
-        self.topics = KafkaTopics(self.bootstrap_servers)
+        self.topics = KafkaTopics(self.bootstrap_servers, create=not self.read_only)
         self.engine = KsqlEngine(self.properties, topics=self.topics)
         self.saved: list[SavedStatement] = []
         self.running: dict[str, Any] = {}
@@ -166,6 +171,8 @@ class StreamingApplication:
         return applied
 
     def _save_statements(self) -> None:
+        if self.read_only:
+            raise ExecutionError(f"The state dir {self.state_dir} is open read-only: statements cannot be applied.")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         path = self.state_dir / STATEMENTS_FILE
         tmp = path.with_suffix(".tmp")

@@ -1,0 +1,297 @@
+"""Push queries: the rows of ``SELECT ... EMIT CHANGES`` handed to a caller as they arrive.
+
+    app = StreamingApplication(bootstrap, state_dir, read_only=True)
+    app.load()                                             # the application's sources
+    query = PushQuery(app.engine, bootstrap, "SELECT ID, N FROM COUNTS EMIT CHANGES LIMIT 5;")
+    query.schema                                           # `ID` STRING, `N` BIGINT
+    with query:                                            # start() ... close()
+        for row in query.rows():                           # PushRow(columns=('a', 1), tombstone=False)
+            ...
+
+A push query is planned like a persistent one (``KsqlEngine.plan_transient_query``) but
+registers nothing and writes no topic: its steps are built on the Kafka runtime, and a
+``foreachBatch`` writer decodes each micro-batch's rows, sorts them in input order and
+puts them on a queue the caller reads. Its Structured Streaming checkpoint lives in a
+temporary directory that ``close`` removes, so every push query starts afresh, at the end
+of its topics unless the properties say ``'auto.offset.reset'='earliest'`` (ksqlDB's
+default is ``latest``). ``LIMIT n`` ends it after n rows. A table row's deletion arrives as
+a row with ``tombstone=True``: the columns that select the key hold it, the others are
+null. A stream record with a null value is not a row (ksqlDB skips it).
+"""
+
+from __future__ import annotations
+
+import pickle
+import queue
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import types as ST
+
+from engine.engine import KsqlEngine
+from engine.errors import AnalysisError, ExecutionError
+from engine.parser import ast, parse
+from engine.plan import steps as S
+from engine.plan.plan import TransientQueryPlan
+from engine.plan.schema import LogicalSchema
+from engine.plan.steps import walk_steps
+from engine.runtime import rows as R
+
+AUTO_OFFSET_RESET = "auto.offset.reset"
+TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
+SOURCE_STEPS = (S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource)
+
+
+@dataclass(frozen=True, slots=True)
+class PushRow:
+    """One row of a push query: values in the header's column order (engine values)."""
+
+    columns: tuple[Any, ...]
+    tombstone: bool = False  # a table row's deletion: only the selected key columns are set
+
+
+class PushQuery:
+    """One push query over the sources of ``engine``'s metastore, on the Kafka cluster.
+
+    ``properties`` are the query's own (a client's session properties): only they choose
+    ``auto.offset.reset``, not a SET the application ran. The constructor plans the query
+    and raises ``KsqlError`` for a bad statement; ``start`` starts it; ``rows`` yields its
+    rows; ``close`` stops it and removes its checkpoint.
+    """
+
+    def __init__(
+        self,
+        engine: KsqlEngine,
+        bootstrap_servers: str,
+        text: str,
+        *,
+        properties: Mapping[str, Any] | None = None,
+        spark_master: str = "local[2]",
+        spark_conf: Mapping[str, str] | None = None,
+        start_lock: Any = None,
+        queue_size: int = 10_000,
+    ) -> None:
+        statements = parse(text, variables=engine.variables)
+        if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
+            raise AnalysisError(f"A push query is one SELECT ... EMIT CHANGES statement, got: {text.strip()}")
+        self.engine = engine
+        self.bootstrap_servers = bootstrap_servers
+        self.properties = dict(properties or {})
+        self.plan: TransientQueryPlan = engine.plan_transient_query(statements[0].statement, statements[0].text)
+        offsets = str(self.properties.get(AUTO_OFFSET_RESET, "latest")).lower()
+        if offsets not in ("earliest", "latest"):
+            raise AnalysisError(f"'{AUTO_OFFSET_RESET}' must be 'earliest' or 'latest', got '{offsets}'.")
+        self.starting_offsets = offsets
+        self.spark_master = spark_master
+        self.spark_conf = dict(spark_conf or {})
+        # Starting a query reads the session's shuffle partition count: share the host's lock.
+        self._start_lock = start_lock if start_lock is not None else nullcontext()
+        self._rows: queue.Queue[PushRow] = queue.Queue(maxsize=queue_size)
+        self._closed = threading.Event()
+        self._delivered = 0
+        self._handle: Any = None
+        self._checkpoint: Path | None = None
+        self.limit_reached = False
+
+    @classmethod
+    def on_application(cls, app: Any, text: str, properties: Mapping[str, Any] | None = None) -> PushQuery:
+        """A push query over an in-process ``StreamingApplication``'s sources and Spark session."""
+        return cls(
+            app.engine,
+            app.bootstrap_servers,
+            text,
+            properties=properties,
+            spark_master=app.spark_master,
+            spark_conf=app.spark_conf,
+            start_lock=app._lock,
+        )
+
+    @property
+    def query_id(self) -> str:
+        return self.plan.query_id
+
+    @property
+    def schema(self) -> LogicalSchema:
+        """The result columns as ksqlDB's push-query header shows them (`` `ID` STRING, ...``)."""
+        return self.plan.schema
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = 60.0) -> PushQuery:
+        """Start the query; return once its starting offsets are fixed.
+
+        With ``latest`` every record produced after ``start`` returns is read. A LIMIT of 0
+        starts nothing.
+        """
+        if self._handle is not None or self._closed.is_set():
+            raise ExecutionError(f"Push query {self.query_id} was started already.")
+        if self.plan.limit == 0:
+            self.limit_reached = True
+            self._closed.set()
+            return self
+        from engine.build.context import BuildContext
+        from engine.build.walker import build
+        from engine.kafka.admin import TopicAdmin
+        from engine.runtime.kafka import KafkaRuntime
+        from engine.runtime.session import get_spark
+
+        spark = get_spark(self.spark_master, self.spark_conf, kafka=True)
+        admin = TopicAdmin(self.bootstrap_servers)
+        sources = [s for s in walk_steps(self.plan.root) if isinstance(s, SOURCE_STEPS)]
+        partitions = []
+        for source in sources:
+            if not admin.topic_exists(source.topic):
+                raise AnalysisError(f"Kafka topic does not exist: {source.topic}")
+            partitions.append(admin.partition_count(source.topic))
+        tasks = max(partitions, default=1)
+        runtime = KafkaRuntime(
+            spark, self.bootstrap_servers, tasks=tasks, starting_offsets=self.starting_offsets,
+            query_id=self.query_id,
+        )
+        config = {**self.engine.config, **self.properties}
+        built = build(self.plan.root, BuildContext(runtime=runtime, query_id=self.query_id, config=config))
+        rows = R.map_rows(
+            built.df,
+            input_schema=built.schema,
+            output_schema=None,
+            output_spark_schema=_DELIVERED,
+            fn=_deliverer(self.plan),
+            name="PushQuery",
+        )
+        self._checkpoint = Path(tempfile.mkdtemp(prefix=f"kspark-{self.query_id}-"))
+        writer = (
+            rows.writeStream.foreachBatch(self._deliver)
+            .option("checkpointLocation", str(self._checkpoint))
+            .queryName(self.query_id)
+            .trigger(processingTime=TRIGGER)
+        )
+        with self._start_lock:
+            spark.conf.set("spark.sql.shuffle.partitions", str(tasks))
+            try:
+                self._handle = writer.start()
+            finally:
+                spark.conf.set("spark.sql.shuffle.partitions", "1")
+        try:
+            self._await_starting_offsets(len(sources), timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _await_starting_offsets(self, sources: int, timeout: float) -> None:
+        """Wait until every source has written its starting offsets into the checkpoint."""
+        assert self._checkpoint is not None
+        started = [self._checkpoint / "sources" / str(i) / "0" for i in range(sources)]
+        deadline = time.monotonic() + timeout
+        while not all(path.is_file() for path in started):
+            self._raise_if_failed()
+            if time.monotonic() >= deadline:
+                raise ExecutionError(
+                    f"Push query {self.query_id} did not reach its topics within {timeout:g} s."
+                )
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        """Stop the query (rows not read yet are dropped) and remove its checkpoint."""
+        self._closed.set()
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.stop()
+            except Exception:  # noqa: BLE001 - a failed query is stopped already
+                pass
+        if self._checkpoint is not None:
+            shutil.rmtree(self._checkpoint, ignore_errors=True)
+            self._checkpoint = None
+
+    def __enter__(self) -> PushQuery:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ rows
+
+    def rows(self, poll: float = 0.2) -> Iterator[PushRow]:
+        """The rows as they arrive, until LIMIT (then the query closes), ``close`` or a failure.
+
+        A failure of the Spark query raises ``ExecutionError`` with its root cause.
+        """
+        limit = self.plan.limit
+        yielded = 0
+        while limit is None or yielded < limit:
+            try:
+                row = self._rows.get(timeout=poll)
+            except queue.Empty:
+                self._raise_if_failed()
+                if self._closed.is_set():
+                    return
+                continue
+            yield row
+            yielded += 1
+        self.limit_reached = True
+        self.close()
+
+    def _deliver(self, batch: Any, batch_id: int) -> None:
+        """foreachBatch: one micro-batch's rows, in input order, onto the queue."""
+        if self._closed.is_set():
+            return
+        limit = self.plan.limit
+        for record in sorted(batch.collect(), key=lambda r: list(r[0])):
+            if limit is not None and self._delivered >= limit:
+                return
+            columns, tombstone = pickle.loads(record[1])
+            row = PushRow(tuple(columns), tombstone)
+            while not self._closed.is_set():
+                try:
+                    self._rows.put(row, timeout=0.1)  # a full queue holds the stream back
+                    break
+                except queue.Full:
+                    continue
+            self._delivered += 1
+
+    def _raise_if_failed(self) -> None:
+        handle = self._handle
+        if handle is None or handle.isActive:
+            return
+        failure = handle.exception()
+        if failure is not None:
+            from engine.application import _root_cause
+
+            self._handle = None
+            self.close()
+            raise ExecutionError(f"Push query {self.query_id} failed: {_root_cause(failure)}")
+
+
+# What the foreachBatch writer collects: the input-order key and the pickled row.
+_DELIVERED = ST.StructType(
+    [
+        ST.StructField(R.SEQ, ST.ArrayType(ST.LongType(), containsNull=False), nullable=False),
+        ST.StructField("__row", ST.BinaryType()),
+    ]
+)
+
+
+def _deliverer(plan: TransientQueryPlan) -> Any:
+    """The row function turning a typed row into (seq, pickled (columns, tombstone))."""
+    names = [c.name for c in plan.schema.columns]
+    keys = plan.tombstone_keys
+    is_table = plan.is_table
+
+    def deliver(row: dict[str, Any]) -> list[dict[str, Any]]:
+        if row[R.DELETED]:
+            if not is_table:
+                return []  # a stream record with a null value is no row
+            columns = [None if key is None else row[key] for key in keys]
+        else:
+            columns = [row[name] for name in names]
+        return [{R.SEQ: row[R.SEQ], "__row": pickle.dumps((columns, bool(row[R.DELETED])))}]
+
+    return deliver

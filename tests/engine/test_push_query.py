@@ -1,0 +1,109 @@
+"""Push queries on a real broker: rows as they arrive, from the end or the beginning, LIMIT, tombstones."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from engine.application import KafkaTopics
+from engine.engine import KsqlEngine
+from engine.kafka import ProducerRecord, TopicAdmin, produce
+from engine.push_query import PushQuery, PushRow
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _produce(bootstrap: str, topic: str, records: Sequence[tuple[str, Any, int]]) -> None:
+    produce(bootstrap, topic, [
+        ProducerRecord(key=key.encode(), value=None if value is None else json.dumps(value).encode(), timestamp=ts)
+        for key, value, ts in records
+    ])
+
+
+def _engine(bootstrap: str, sql: str) -> KsqlEngine:
+    engine = KsqlEngine(topics=KafkaTopics(bootstrap))
+    engine.execute_sql(sql)
+    return engine
+
+
+def test_a_push_query_reads_from_the_end_by_default_and_from_the_beginning_on_request(kafka_broker: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("orders")
+    TopicAdmin(bootstrap).create_topic(topic, 1)
+    engine = _engine(bootstrap, f"""
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');
+    """)
+    _produce(bootstrap, topic, [("o1", {"ITEM": "a", "QTY": 1}, 1_000), ("o2", {"ITEM": "b", "QTY": 2}, 1_001)])
+    sql = "SELECT QTY * 10 AS Q, ITEM, ID FROM ORDERS WHERE QTY < 9 EMIT CHANGES LIMIT 2;"
+
+    latest = PushQuery(engine, bootstrap, sql)
+    assert str(latest.schema) == "`Q` INTEGER, `ITEM` STRING, `ID` STRING"
+    with latest:
+        checkpoint = latest._checkpoint
+        assert checkpoint is not None and checkpoint.is_dir()
+        _produce(bootstrap, topic, [
+            ("o3", {"ITEM": "c", "QTY": 9}, 1_002),  # filtered out
+            ("o4", {"ITEM": "d", "QTY": 4}, 1_003),
+            ("o5", {"ITEM": "e", "QTY": 5}, 1_004),
+            ("o6", {"ITEM": "f", "QTY": 6}, 1_005),  # past the limit
+        ])
+        rows = list(latest.rows())
+        assert latest.limit_reached
+    assert rows == [PushRow((40, "d", "o4")), PushRow((50, "e", "o5"))]
+    assert not checkpoint.exists()  # the checkpoint went with the query
+    assert latest.query_id not in {q.name for q in latest_spark_queries()}
+
+    earliest = PushQuery(engine, bootstrap, sql.replace("LIMIT 2", "LIMIT 3"), properties={"auto.offset.reset": "earliest"})
+    with earliest:
+        rows = list(earliest.rows())
+    assert rows == [PushRow((10, "a", "o1")), PushRow((20, "b", "o2")), PushRow((40, "d", "o4"))]
+
+
+def latest_spark_queries() -> list[Any]:
+    from engine.runtime.session import get_spark
+
+    return list(get_spark().streams.active)
+
+
+def test_a_grouped_push_query_shows_each_update_of_the_table(kafka_broker: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("clicks")
+    TopicAdmin(bootstrap).create_topic(topic, 1)
+    engine = _engine(bootstrap, f"""
+        CREATE STREAM CLICKS (USER STRING KEY, PAGE STRING) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');
+    """)
+    _produce(bootstrap, topic, [(user, {"PAGE": page}, 1_000 + i) for i, (user, page) in enumerate(
+        [("u1", "home"), ("u2", "home"), ("u1", "cart"), ("u1", "home")]
+    )])
+    query = PushQuery(
+        engine, bootstrap, "SELECT PAGE, COUNT(*) AS N FROM CLICKS GROUP BY PAGE EMIT CHANGES LIMIT 4;",
+        properties={"auto.offset.reset": "earliest"},
+    )
+    assert str(query.schema) == "`PAGE` STRING, `N` BIGINT"
+    with query:
+        rows = list(query.rows())
+    assert rows == [PushRow(("home", 1)), PushRow(("home", 2)), PushRow(("cart", 1)), PushRow(("home", 3))]
+
+
+def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_broker: Any) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("users")
+    TopicAdmin(bootstrap).create_topic(topic, 1)
+    engine = _engine(bootstrap, f"""
+        CREATE TABLE USERS (ID STRING PRIMARY KEY, NAME STRING) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');
+    """)
+    _produce(bootstrap, topic, [("u1", {"NAME": "ann"}, 1_000), ("u1", None, 1_001), ("u2", {"NAME": "bob"}, 1_002)])
+    query = PushQuery(
+        engine, bootstrap, "SELECT NAME, ID FROM USERS EMIT CHANGES LIMIT 3;", properties={"auto.offset.reset": "earliest"}
+    )
+    with query:
+        rows = list(query.rows())
+    assert rows == [PushRow(("ann", "u1")), PushRow((None, "u1"), tombstone=True), PushRow(("bob", "u2"))]
