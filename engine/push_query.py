@@ -21,13 +21,14 @@ null. A stream record with a null value is not a row (ksqlDB skips it).
 
 from __future__ import annotations
 
+import datetime as dt
 import pickle
 import queue
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +40,14 @@ from engine.engine import KsqlEngine
 from engine.errors import AnalysisError, ExecutionError
 from engine.parser import ast, parse
 from engine.plan import steps as S
+from engine.plan import types as T
 from engine.plan.plan import TransientQueryPlan
 from engine.plan.schema import LogicalSchema
 from engine.plan.steps import walk_steps
+from engine.plan.types import SqlType
 from engine.runtime import rows as R
+from engine.serde.coerce import writer
+from engine.values import format_date, format_time, format_timestamp
 
 AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
@@ -219,14 +224,18 @@ class PushQuery:
 
     # ------------------------------------------------------------------ rows
 
-    def rows(self, poll: float = 0.2) -> Iterator[PushRow]:
-        """The rows as they arrive, until LIMIT (then the query closes), ``close`` or a failure.
+    def rows(self, *, stop: Callable[[], bool] | None = None, poll: float = 0.2) -> Iterator[PushRow]:
+        """The rows as they arrive, until LIMIT (then the query closes), ``close`` or ``stop()``.
 
-        A failure of the Spark query raises ``ExecutionError`` with its root cause.
+        ``stop`` is checked whenever no row came for ``poll`` seconds and after each row (a
+        Ctrl-C handler sets it: interrupting Spark's calls themselves is not safe). A failure
+        of the Spark query raises ``ExecutionError`` with its root cause.
         """
         limit = self.plan.limit
         yielded = 0
         while limit is None or yielded < limit:
+            if stop is not None and stop():
+                return
             try:
                 row = self._rows.get(timeout=poll)
             except queue.Empty:
@@ -295,3 +304,27 @@ def _deliverer(plan: TransientQueryPlan) -> Any:
         return [{R.SEQ: row[R.SEQ], "__row": pickle.dumps((columns, bool(row[R.DELETED])))}]
 
     return deliver
+
+
+def json_value(value: Any, sql_type: SqlType) -> Any:
+    """A row value in ksqlDB's REST JSON form (what ``json.dumps``/``json_text`` can write).
+
+    Timestamps, dates and times as ksqlDB's ISO text (``2021-03-04T12:34:56.789``,
+    ``2021-03-04``, ``12:34:56``), bytes as base64, decimals exact, structs as objects of
+    their fields, maps as objects, doubles that are not finite as ``"NaN"``/``"Infinity"``.
+    """
+    if value is None:
+        return None
+    if sql_type.base is T.BaseType.TIMESTAMP and isinstance(value, dt.datetime):
+        return format_timestamp(value)
+    if sql_type.base is T.BaseType.DATE and isinstance(value, dt.date):
+        return format_date(value)
+    if sql_type.base is T.BaseType.TIME and isinstance(value, dt.time):
+        return format_time(value)
+    if isinstance(sql_type, T.Array):
+        return [json_value(item, sql_type.item) for item in value]
+    if isinstance(sql_type, T.Map):
+        return {str(key): json_value(item, sql_type.value) for key, item in value.items()}
+    if isinstance(sql_type, T.Struct):
+        return {f.name: json_value(value.get(f.name), f.type) for f in sql_type.fields}
+    return writer(sql_type)(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import uuid
 from collections.abc import Sequence
@@ -12,9 +14,8 @@ import pytest
 from engine.application import KafkaTopics
 from engine.engine import KsqlEngine
 from engine.kafka import ProducerRecord, TopicAdmin, produce
-from engine.push_query import PushQuery, PushRow
-
-pytestmark = pytest.mark.usefixtures("spark")
+from engine.plan import types as T
+from engine.push_query import PushQuery, PushRow, json_value
 
 
 def _topic(prefix: str) -> str:
@@ -34,6 +35,7 @@ def _engine(bootstrap: str, sql: str) -> KsqlEngine:
     return engine
 
 
+@pytest.mark.usefixtures("spark")
 def test_a_push_query_reads_from_the_end_by_default_and_from_the_beginning_on_request(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic = _topic("orders")
@@ -73,6 +75,7 @@ def latest_spark_queries() -> list[Any]:
     return list(get_spark().streams.active)
 
 
+@pytest.mark.usefixtures("spark")
 def test_a_grouped_push_query_shows_each_update_of_the_table(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic = _topic("clicks")
@@ -93,6 +96,7 @@ def test_a_grouped_push_query_shows_each_update_of_the_table(kafka_broker: Any) 
     assert rows == [PushRow(("home", 1)), PushRow(("home", 2)), PushRow(("cart", 1)), PushRow(("home", 3))]
 
 
+@pytest.mark.usefixtures("spark")
 def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_broker: Any) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic = _topic("users")
@@ -107,3 +111,14 @@ def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_b
     with query:
         rows = list(query.rows())
     assert rows == [PushRow(("ann", "u1")), PushRow((None, "u1"), tombstone=True), PushRow(("bob", "u2"))]
+
+
+def test_row_values_take_ksqldb_rest_json_forms() -> None:
+    struct = T.Struct((T.Field("AT", T.TIMESTAMP), T.Field("RAW", T.BYTES)))
+    at = dt.datetime(2021, 3, 4, 12, 34, 56, 789_000)
+    assert json_value({"AT": at, "RAW": b"\x01"}, struct) == {"AT": "2021-03-04T12:34:56.789", "RAW": "AQ=="}
+    assert json_value([dt.date(2021, 3, 4)], T.Array(T.DATE)) == ["2021-03-04"]
+    assert json_value({"k": dt.time(1, 2, 3)}, T.Map(T.STRING, T.TIME)) == {"k": "01:02:03"}
+    assert json_value(decimal.Decimal("1.50"), T.Decimal(4, 2)) == decimal.Decimal("1.50")
+    assert json_value(float("nan"), T.DOUBLE) == "NaN"
+    assert json_value(None, T.STRING) is None
