@@ -7,6 +7,8 @@
     kspark version
     kspark broker start --dir DIR [--port N]   # a local Kafka broker in the background
     kspark broker stop|status --dir DIR
+    kspark query --bootstrap-servers HOST:PORT --state-dir DIR "SELECT ... EMIT CHANGES;"
+                                               # a push query, PRINT or INSERT VALUES
 
 Input records use the QTT record form: a JSON list of
 ``{"topic": ..., "key": ..., "value": ..., "timestamp": ...}``.
@@ -15,9 +17,12 @@ Input records use the QTT record form: a JSON list of
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +180,233 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
         return 1
 
 
+def _add_query_parser(sub: Any) -> None:
+    query = sub.add_parser(
+        "query",
+        help="run a push query (SELECT ... EMIT CHANGES), PRINT or INSERT VALUES on a Kafka cluster",
+    )
+    query.add_argument("statement", help="the statement, e.g. \"SELECT * FROM S EMIT CHANGES LIMIT 5;\"")
+    query.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
+    sources = query.add_mutually_exclusive_group()
+    sources.add_argument("--state-dir", metavar="DIR", help="a kspark run application's state dir (read only)")
+    sources.add_argument("--sql", metavar="FILE", help="CREATE statements defining the sources instead")
+    query.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
+                       help="query property, e.g. auto.offset.reset=earliest (default latest)")
+    query.add_argument("--output", choices=("table", "json"), default="table", help="row format (default table)")
+    query.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="how long to wait for the broker (default 30)")
+    query.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+    query.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
+    query.add_argument("--spark-log", default=os.devnull, metavar="FILE",
+                       help="where Spark's own console output goes (default: discarded)")
+
+
+def _query_command(args: argparse.Namespace) -> int:
+    """``kspark query``: push queries, PRINT and INSERT VALUES; SET/UNSET change the properties.
+
+    Ctrl-C (or SIGTERM) asks the running statement to stop, which it does within half a
+    second; a second Ctrl-C interrupts whatever runs.
+    """
+    import signal
+
+    from engine.kafka.admin import check_connection
+    from engine.parser import parse
+
+    properties = _properties(args.property)
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _stop_on_signals(stop)
+    try:
+        statements = parse(args.statement)  # a typo needs no broker
+        check_connection(args.bootstrap_servers, timeout=args.timeout)
+        engine = _query_engine(args)
+        for parsed in statements:
+            if stop.is_set():
+                break
+            _query_statement(args, engine, parsed, properties, stop)
+        if stop.is_set():
+            print("kspark: interrupted; stopped.", file=sys.stderr)
+        return 0
+    except KeyboardInterrupt:
+        print("kspark: interrupted; stopped.", file=sys.stderr)
+        return 0
+    except KsqlError as exc:
+        print(f"kspark: {type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    """SIGINT and SIGTERM set ``stop``; a second one raises KeyboardInterrupt.
+
+    Installed again once Spark has started: its SparkContext replaces the SIGINT handler
+    with one that calls into the JVM, which breaks a py4j call the signal interrupts.
+    """
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
+def _query_engine(args: argparse.Namespace) -> Any:
+    """The engine whose metastore holds the sources: a state dir's (read only), or a SQL file's."""
+    from engine.application import STATEMENTS_FILE, KafkaTopics, StreamingApplication
+    from engine.engine import KsqlEngine
+    from engine.errors import ExecutionError
+
+    if args.state_dir:
+        state_dir = Path(args.state_dir)
+        if not (state_dir / STATEMENTS_FILE).is_file():
+            raise ExecutionError(
+                f"{state_dir} is not the state dir of a kspark run application: it has no {STATEMENTS_FILE}."
+            )
+        app = StreamingApplication(args.bootstrap_servers, state_dir, read_only=True)
+        app.load()
+        return app.engine
+    engine = KsqlEngine(topics=KafkaTopics(args.bootstrap_servers))
+    if args.sql:
+        engine.execute_sql(_read(args.sql))
+    return engine
+
+
+def _query_statement(
+    args: argparse.Namespace, engine: Any, parsed: Any, properties: dict[str, Any], stop: threading.Event
+) -> None:
+    from engine.errors import AnalysisError
+    from engine.kafka.printing import print_topic
+    from engine.parser import ast
+
+    stmt = parsed.statement
+    if isinstance(stmt, ast.SetProperty):
+        properties[stmt.name] = stmt.value
+    elif isinstance(stmt, ast.UnsetProperty):
+        properties.pop(stmt.name, None)
+    elif isinstance(stmt, ast.InsertValues):
+        engine.execute_sql(parsed.text)
+    elif isinstance(stmt, ast.PrintTopic):
+        lines = print_topic(args.bootstrap_servers, stmt.topic, from_beginning=stmt.from_beginning,
+                            interval=stmt.interval, limit=stmt.limit, stop=stop.is_set)
+        for line in lines:
+            print(line, flush=True)
+    elif isinstance(stmt, ast.Query):
+        _push_query(args, engine, parsed.text, properties, stop)
+    else:
+        raise AnalysisError(
+            "kspark query runs SELECT ... EMIT CHANGES, PRINT, INSERT INTO ... VALUES and SET; "
+            f"use kspark run for: {parsed.text}"
+        )
+
+
+def _push_query(
+    args: argparse.Namespace, engine: Any, text: str, properties: dict[str, Any], stop: threading.Event
+) -> None:
+    """Print the push query's rows as they arrive: an aligned table, or ksqlDB's JSON messages."""
+    from engine.push_query import PushQuery, json_value
+    from engine.runtime.session import get_spark
+
+    spark_conf = _properties(args.spark_conf)
+    query = PushQuery(engine, args.bootstrap_servers, text, properties=properties,
+                      spark_master=args.spark_master, spark_conf=spark_conf)
+    with _console_to(args.spark_log):  # the JVM and its Python workers inherit this stderr
+        get_spark(args.spark_master, spark_conf, kafka=True)
+    _stop_on_signals(stop)
+    columns = query.schema.columns
+    output = _JsonRows(query) if args.output == "json" else _TableRows([c.name for c in columns])
+    with query:
+        output.header()  # once the query listens: rows produced from now on show
+        for row in query.rows(stop=stop.is_set):
+            output.row([json_value(v, c.type) for v, c in zip(row.columns, columns, strict=True)], row.tombstone)
+    output.end(query.limit_reached)
+
+
+class _JsonRows:
+    """ksqlDB's streamed query messages, one JSON object a line: header, rows, final message."""
+
+    def __init__(self, query: Any) -> None:
+        self.query = query
+
+    def _print(self, message: dict[str, Any]) -> None:
+        from engine.serde.coerce import json_text
+
+        print(json_text(message), flush=True)
+
+    def header(self) -> None:
+        self._print({"header": {"queryId": self.query.query_id, "schema": str(self.query.schema)}})
+
+    def row(self, values: list[Any], tombstone: bool) -> None:
+        self._print({"row": {"columns": values}, **({"tombstone": True} if tombstone else {})})
+
+    def end(self, limit_reached: bool) -> None:
+        if limit_reached:
+            self._print({"finalMessage": "Limit Reached"})
+
+
+class _TableRows:
+    """An aligned table printed row by row; the columns share the terminal's width."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        import shutil
+
+        from rich.console import Console
+
+        width = shutil.get_terminal_size((120, 24)).columns
+        self.names = list(names)
+        share = max((width - 3 * (len(self.names) - 1)) // max(len(self.names), 1), 1)
+        self.widths = [max(len(name), share) for name in self.names]
+        self.console = Console(file=sys.stdout, width=sum(self.widths) + 3 * len(self.names),
+                               highlight=False, markup=False, emoji=False)
+
+    def _table(self, header: bool) -> Any:
+        from rich import box
+        from rich.table import Column, Table
+
+        columns = [Column(name if header else "", width=w, overflow="fold")
+                   for name, w in zip(self.names, self.widths, strict=True)]
+        return Table(*columns, box=box.ASCII, show_edge=False, show_header=header, pad_edge=False)
+
+    def _print(self, renderable: Any) -> None:
+        self.console.print(renderable)
+        self.console.file.flush()
+
+    def header(self) -> None:
+        self._print(self._table(header=True))
+
+    def row(self, values: list[Any], tombstone: bool) -> None:
+        from engine.serde.coerce import json_text
+
+        table = self._table(header=False)
+        table.add_row(*(v if isinstance(v, str) else json_text(v) for v in values))
+        self._print(table)
+        if tombstone:
+            self._print("(tombstone: the row above was deleted)")
+
+    def end(self, limit_reached: bool) -> None:
+        if limit_reached:
+            self._print("Limit Reached")
+
+
+@contextlib.contextmanager
+def _console_to(path: str) -> Iterator[None]:
+    """Point this process's stderr (fd 2) at ``path`` for the block; what starts now keeps it."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kspark`` console script."""
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
@@ -200,9 +432,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     sub.add_parser("version", help="print the engine version")
     _add_broker_parser(sub)
+    _add_query_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "broker":
         return _broker_command(args)
+    if args.command == "query":
+        return _query_command(args)
 
     if args.command == "run" and args.bootstrap_servers:
         return _run_on_kafka(args)
