@@ -89,3 +89,10 @@ def test_a_pull_query_is_not_supported_yet(engine: KsqlEngine) -> None:
 def test_an_unknown_source_is_an_analysis_error(engine: KsqlEngine) -> None:
     with pytest.raises(AnalysisError, match="NOPE"):
         _plan(engine, "SELECT * FROM NOPE EMIT CHANGES;")
+
+
+def test_a_stream_table_join_plans_as_a_push_query(engine: KsqlEngine) -> None:
+    plan = _plan(engine, "SELECT P.USERID, U.NAME FROM PAGEVIEWS P JOIN USERS U ON P.USERID = U.ID EMIT CHANGES;")
+    assert str(plan.schema) == "`USERID` STRING, `NAME` STRING"
+    assert "streamTableJoinV1" in {s.TYPE for s in walk_steps(plan.root)}
+    assert not plan.is_table and plan.sources == ("PAGEVIEWS", "USERS")
