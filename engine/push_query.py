@@ -29,7 +29,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,7 @@ from engine.values import format_date, format_time, format_timestamp
 AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
 SOURCE_STEPS = (S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource)
+_START_LOCK = threading.Lock()  # push queries of this process start one at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +97,7 @@ class PushQuery:
         self.spark_master = spark_master
         self.spark_conf = dict(spark_conf or {})
         # Starting a query reads the session's shuffle partition count: share the host's lock.
-        self._start_lock = start_lock if start_lock is not None else nullcontext()
+        self._start_lock = start_lock if start_lock is not None else _START_LOCK
         self._rows: queue.Queue[PushRow] = queue.Queue(maxsize=queue_size)
         self._closed = threading.Event()
         self._delivered = 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -207,7 +207,6 @@ def test_ctrl_c_stops_a_push_query_cleanly(sources: tuple[str, str, Path], capsy
     from engine.runtime.session import get_spark
 
     bootstrap, _, sql = sources
-    timer = threading.Timer(0.0, lambda: None)
 
     def interrupt_once_listening() -> None:
         deadline = time.monotonic() + 120
@@ -216,12 +215,12 @@ def test_ctrl_c_stops_a_push_query_cleanly(sources: tuple[str, str, Path], capsy
         time.sleep(1.0)
         _thread.interrupt_main()
 
-    timer = threading.Thread(target=interrupt_once_listening, daemon=True)
-    timer.start()
+    interrupter = threading.Thread(target=interrupt_once_listening, daemon=True)
+    interrupter.start()
     code, out, err = _query(capsys, "--bootstrap-servers", bootstrap, "--sql", str(sql), "SELECT * FROM PEOPLE EMIT CHANGES;")
-    timer.join()
+    interrupter.join()
     assert code == 0
     assert out[0].split() == ["ID", "|", "NAME", "|", "SCORE"]
     assert err == ["kspark: interrupted; stopped."]
     assert not [q for q in get_spark().streams.active if q.name.startswith("transient_")]
-    assert not [p for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("kspark-transient_PEOPLE_*")]
+    assert not list(Path(tempfile.gettempdir()).glob("kspark-transient_PEOPLE_*"))  # checkpoint removed

@@ -7,11 +7,12 @@ import decimal
 import json
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine.application import KafkaTopics
+from engine.application import KafkaTopics, StreamingApplication
 from engine.engine import KsqlEngine
 from engine.kafka import ProducerRecord, TopicAdmin, produce
 from engine.plan import types as T
@@ -61,7 +62,7 @@ def test_a_push_query_reads_from_the_end_by_default_and_from_the_beginning_on_re
         assert latest.limit_reached
     assert rows == [PushRow((40, "d", "o4")), PushRow((50, "e", "o5"))]
     assert not checkpoint.exists()  # the checkpoint went with the query
-    assert latest.query_id not in {q.name for q in latest_spark_queries()}
+    assert latest.query_id not in {q.name for q in _active_queries()}
 
     earliest = PushQuery(engine, bootstrap, sql.replace("LIMIT 2", "LIMIT 3"), properties={"auto.offset.reset": "earliest"})
     with earliest:
@@ -69,7 +70,7 @@ def test_a_push_query_reads_from_the_end_by_default_and_from_the_beginning_on_re
     assert rows == [PushRow((10, "a", "o1")), PushRow((20, "b", "o2")), PushRow((40, "d", "o4"))]
 
 
-def latest_spark_queries() -> list[Any]:
+def _active_queries() -> list[Any]:
     from engine.runtime.session import get_spark
 
     return list(get_spark().streams.active)
@@ -97,16 +98,15 @@ def test_a_grouped_push_query_shows_each_update_of_the_table(kafka_broker: Any) 
 
 
 @pytest.mark.usefixtures("spark")
-def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_broker: Any) -> None:
+def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic = _topic("users")
     TopicAdmin(bootstrap).create_topic(topic, 1)
-    engine = _engine(bootstrap, f"""
-        CREATE TABLE USERS (ID STRING PRIMARY KEY, NAME STRING) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');
-    """)
+    app = StreamingApplication(bootstrap, tmp_path / "state")  # an in-process application's sources
+    app.submit(f"CREATE TABLE USERS (ID STRING PRIMARY KEY, NAME STRING) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');")
     _produce(bootstrap, topic, [("u1", {"NAME": "ann"}, 1_000), ("u1", None, 1_001), ("u2", {"NAME": "bob"}, 1_002)])
-    query = PushQuery(
-        engine, bootstrap, "SELECT NAME, ID FROM USERS EMIT CHANGES LIMIT 3;", properties={"auto.offset.reset": "earliest"}
+    query = PushQuery.on_application(
+        app, "SELECT NAME, ID FROM USERS EMIT CHANGES LIMIT 3;", properties={"auto.offset.reset": "earliest"}
     )
     with query:
         rows = list(query.rows())
