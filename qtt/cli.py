@@ -8,21 +8,24 @@ Exit codes: 0 success; 1 some case did not pass (``run`` only) or no case was fo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
 
-from qtt.conformance import print_summary, run_conformance, write_report
+from engine.errors import KsqlError
+from qtt.conformance import print_summary, run_conformance, stratified_sample, write_report
 from qtt.loader import QttFile, load_paths
+from qtt.model import QttCase
 from qtt.plans.layout import DEFAULT_ROOT
 from qtt.plans.schema import SCHEMA_FILE
 from qtt.plans.verify import DEFAULT_CASES
-from qtt.runner import CaseResult, Status, problem_result, run_case
+from qtt.runner import CaseResult, EngineFactory, Status, problem_result, run_case
 
 _LABELS = {
     Status.PASSED: "PASS",
@@ -49,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("paths", nargs="+", metavar="PATH", help="QTT files or folders.")
-    run.add_argument("--filter", metavar="S", help="Only cases whose id contains S.")
+    run.add_argument("-k", "--filter", metavar="S", help="Only cases whose id contains S.")
     run.add_argument("--diff", action="store_true", help="Show the full diff of failing cases.")
+    _add_runtime_options(run)
     run.set_defaults(handler=_cmd_run)
 
     conf = sub.add_parser(
@@ -59,8 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run QTT cases with ksqlDB's own (non-strict) semantics and report rates.",
     )
     conf.add_argument("paths", nargs="+", metavar="PATH", help="QTT files or folders.")
-    conf.add_argument("--filter", metavar="S", help="Only cases whose id contains S.")
+    conf.add_argument("-k", "--filter", metavar="S", help="Only cases whose id contains S.")
     conf.add_argument("--report", metavar="FILE", help="Write a JSON report to FILE.")
+    conf.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="Run about N cases, drawn from every file in proportion (a stratified sample).",
+    )
+    _add_runtime_options(conf)
     conf.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     conf.add_argument(
         "--top",
@@ -72,6 +83,42 @@ def build_parser() -> argparse.ArgumentParser:
     conf.set_defaults(handler=_cmd_conformance)
     _add_plan_commands(sub)
     return parser
+
+
+def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runtime",
+        choices=("bounded", "kafka"),
+        default="bounded",
+        help=(
+            "bounded: queries as Spark batch jobs over in-memory topics (default); kafka: "
+            "Structured Streaming queries on a Kafka broker."
+        ),
+    )
+    parser.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT",
+        help="The broker for --runtime kafka (default: start one in a temp dir for the run).",
+    )
+
+
+@contextlib.contextmanager
+def _engines(args: argparse.Namespace) -> Iterator[Callable[[QttCase], EngineFactory] | None]:
+    """Per-case engine factories for the chosen runtime (None: the bounded engine)."""
+    if args.runtime != "kafka":
+        yield None
+        return
+    from qtt.kafka_runtime import KafkaHarness
+
+    with KafkaHarness.open(args.bootstrap_servers) as harness:
+        yield harness.engine_factory
+
+
+def _check_runtime(args: argparse.Namespace) -> bool:
+    if args.bootstrap_servers and args.runtime != "kafka":
+        print("qtt: --bootstrap-servers needs --runtime kafka.", file=sys.stderr)
+        return False
+    return True
 
 
 def _add_plan_commands(sub: Any) -> None:
@@ -140,6 +187,11 @@ def _plan_paths(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``qtt`` command; returns the exit code."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "command", None) == "plans":
+        # Planned cases also build every query for the Kafka runtime (streaming plans).
+        from engine.runtime.session import load_kafka_connector_by_default
+
+        load_kafka_connector_by_default()
     return int(args.handler(args))
 
 
@@ -153,23 +205,31 @@ def _load(args: argparse.Namespace) -> list[QttFile] | None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     files = _load(args)
-    if files is None:
+    if files is None or not _check_runtime(args):
         return 2
     start = time.perf_counter()
     results: list[CaseResult] = []
     not_applicable = sum(len(f.not_applicable) for f in files)
     disabled = sum(len(f.disabled) for f in files)
-    for f in files:
-        for problem in f.problems:
-            results.append(_print(problem_result(problem, f.display_name), args.diff))
-        for case in f.cases:
-            results.append(_print(run_case(case, strict=True, file=f.display_name), args.diff))
+    try:
+        with _engines(args) as factory_for:
+            for f in files:
+                for problem in f.problems:
+                    results.append(_print(problem_result(problem, f.display_name), args.diff))
+                for case in f.cases:
+                    factory = factory_for(case) if factory_for is not None else None
+                    result = run_case(case, strict=True, file=f.display_name, engine_factory=factory)
+                    results.append(_print(result, args.diff))
+    except KsqlError as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
     counts = {s: sum(r.status is s for r in results) for s in Status}
     elapsed = time.perf_counter() - start
     print(
         f"{len(results)} cases: {counts[Status.PASSED]} passed, {counts[Status.FAILED]} failed, "
         f"{counts[Status.ERROR]} errors, {counts[Status.UNSUPPORTED]} unsupported "
         f"({not_applicable} not applicable, {disabled} disabled) in {elapsed:.1f}s"
+        + (" on Kafka" if args.runtime == "kafka" else "")
     )
     if not results:
         print("qtt: no QTT cases found.", file=sys.stderr)
@@ -189,11 +249,26 @@ def _print(result: CaseResult, diff: bool) -> CaseResult:
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
     files = _load(args)
-    if files is None:
+    if files is None or not _check_runtime(args):
         return 2
-    run = run_conformance(
-        files, strict=False, progress=not args.no_progress and sys.stderr.isatty()
-    )
+    sample = None
+    if args.sample is not None:
+        total = sum(len(f.cases) for f in files)
+        files = stratified_sample(files, args.sample)
+        sample = {"size": sum(len(f.cases) for f in files), "of": total}
+    try:
+        with _engines(args) as factory_for:
+            run = run_conformance(
+                files,
+                strict=False,
+                progress=not args.no_progress and sys.stderr.isatty(),
+                runtime=args.runtime,
+                engine_factory_for=factory_for,
+            )
+    except KsqlError as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
+    run.sample = sample
     status = 0
     if args.report:
         try:

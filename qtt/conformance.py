@@ -24,7 +24,8 @@ from rich.progress import (
 from rich.table import Table
 
 from qtt.loader import QttFile
-from qtt.runner import CaseResult, Status, problem_result, run_case
+from qtt.model import QttCase
+from qtt.runner import CaseResult, EngineFactory, Status, problem_result, run_case
 
 STATUSES: tuple[Status, ...] = (Status.PASSED, Status.FAILED, Status.ERROR, Status.UNSUPPORTED)
 
@@ -71,6 +72,8 @@ class ConformanceRun:
     results: list[CaseResult] = field(default_factory=list)
     files: dict[str, Counts] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    runtime: str = "bounded"
+    sample: dict[str, int] | None = None  # {"size": n, "of": total} when a sample ran
 
     @property
     def totals(self) -> Counts:
@@ -118,6 +121,8 @@ class ConformanceRun:
             "top_unsupported": [{"feature": f, "count": n} for f, n in self.top_unsupported()],
             "top_failures": [{"reason": f, "count": n} for f, n in self.top_failures()],
             "wall_seconds": round(self.wall_seconds, 3),
+            "runtime": self.runtime,
+            **({"sample": dict(self.sample)} if self.sample is not None else {}),
         }
 
 
@@ -142,10 +147,16 @@ def run_conformance(
     progress: bool = False,
     stderr: TextIO | None = None,
     on_result: Callable[[CaseResult], None] | None = None,
+    runtime: str = "bounded",
+    engine_factory_for: Callable[[QttCase], EngineFactory] | None = None,
 ) -> ConformanceRun:
-    """Run every case of ``files``; load problems count as errors. Never raises for cases."""
+    """Run every case of ``files``; load problems count as errors. Never raises for cases.
+
+    ``engine_factory_for`` gives each case its engine factory (the Kafka runtime's);
+    ``runtime`` names the runtime in the report.
+    """
     files = list(files)
-    run = ConformanceRun()
+    run = ConformanceRun(runtime=runtime)
     total = sum(len(f.cases) + len(f.problems) for f in files)
     start = time.perf_counter()
     bar = Progress(
@@ -171,11 +182,48 @@ def run_conformance(
                 bar.advance(task)
             for case in f.cases:
                 bar.update(task, description=_short(case.id))
-                result = run_case(case, strict=strict, file=f.display_name)
+                factory = engine_factory_for(case) if engine_factory_for is not None else None
+                result = run_case(case, strict=strict, file=f.display_name, engine_factory=factory)
                 _record(run, counts, result, on_result)
                 bar.advance(task)
     run.wall_seconds = time.perf_counter() - start
     return run
+
+
+def stratified_sample(files: Iterable[QttFile], size: int) -> list[QttFile]:
+    """About ``size`` cases drawn from every file in proportion to its case count.
+
+    Each file with cases gets at least one when ``size`` allows, the rest by largest
+    remainder; within a file the cases are evenly spaced, so the same corpus and size always
+    give the same sample. Load problems and not-applicable or disabled names are left out:
+    a sample counts cases that run.
+    """
+    files = [f for f in files if f.cases]
+    total = sum(len(f.cases) for f in files)
+    if size >= total:
+        return [_with_cases(f, f.cases) for f in files]
+    quotas = {f.display_name: 0 for f in files}
+    if size >= len(files):
+        quotas = {f.display_name: 1 for f in files}
+    left = size - sum(quotas.values())
+    shares = {f.display_name: left * len(f.cases) / total for f in files}
+    for name, share in shares.items():
+        quotas[name] += int(share)
+    remaining = size - sum(quotas.values())
+    by_remainder = sorted(shares, key=lambda n: (-(shares[n] - int(shares[n])), n))
+    for name in by_remainder[:remaining]:
+        quotas[name] += 1
+    sampled = []
+    for f in files:
+        k = min(quotas[f.display_name], len(f.cases))
+        if k:
+            picks = [f.cases[int((i + 0.5) * len(f.cases) / k)] for i in range(k)]
+            sampled.append(_with_cases(f, tuple(picks)))
+    return sampled
+
+
+def _with_cases(file: QttFile, cases: tuple[QttCase, ...]) -> QttFile:
+    return QttFile(path=file.path, display_name=file.display_name, cases=cases)
 
 
 def _record(
@@ -234,8 +282,16 @@ def print_summary(run: ConformanceRun, console: Console, *, top: int = 10) -> No
         highlight=False,
     )
     console.print(
-        f"wall time: {run.wall_seconds:.1f}s, {rate:.2f} cases/s", markup=False, highlight=False
+        f"wall time: {run.wall_seconds:.1f}s, {rate:.2f} cases/s on the {run.runtime} runtime",
+        markup=False,
+        highlight=False,
     )
+    if run.sample is not None:
+        console.print(
+            f"a stratified sample: {run.sample['size']} of {run.sample['of']} cases",
+            markup=False,
+            highlight=False,
+        )
     console.print(run.last_line(), markup=False, highlight=False, soft_wrap=True)
 
 

@@ -1,0 +1,292 @@
+"""The QTT harness on the streaming runtime: topic renaming, file-order groups, output order,
+input bytes, and a representative subset of the project's cases on a real broker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.api import FormatDescription, SourceInfo
+from engine.errors import UnsupportedFeatureError
+from engine.kafka import ConsumedRecord
+from engine.plan.schema import LogicalSchema
+from engine.records import Header, TopicRecord, Window
+from engine.serde.windowed import decode_session_window_key, decode_time_window_key
+from qtt import cli
+from qtt.conformance import stratified_sample
+from qtt.kafka_runtime import (
+    SourceSerdes,
+    TopicPrefix,
+    file_order_groups,
+    order_like_expected,
+    plain_bytes,
+)
+from qtt.loader import QttFile, load_paths
+from qtt.runner import run_case
+
+CASES = Path(__file__).resolve().parents[1] / "qtt_cases"
+
+# ---------------------------------------------------------------------------- topic names
+
+
+def test_prefix_renames_every_kafka_topic_property_whatever_its_spelling() -> None:
+    names = TopicPrefix("qtt-ab-7-")
+    sql = (
+        "CREATE STREAM A (X INT) WITH (kafka_topic='in', value_format='JSON');\n"
+        "CREATE STREAM B WITH (KAFKA_TOPIC = 'it''s') AS SELECT * FROM A;"
+    )
+    assert names.statement(sql) == (
+        "CREATE STREAM A (X INT) WITH (kafka_topic='qtt-ab-7-in', value_format='JSON');\n"
+        "CREATE STREAM B WITH (KAFKA_TOPIC = 'qtt-ab-7-it''s') AS SELECT * FROM A;"
+    )
+
+
+def test_prefix_maps_names_and_messages_back() -> None:
+    names = TopicPrefix("qtt-ab-7-")
+    assert names.topic("orders") == "qtt-ab-7-orders"
+    assert names.original("qtt-ab-7-orders") == "orders"
+    assert names.original("qtt-ab-8-orders") is None
+    assert names.text("Kafka topic does not exist: qtt-ab-7-orders") == "Kafka topic does not exist: orders"
+
+
+def test_prefix_goes_before_the_cases_own_output_topic_prefix() -> None:
+    names = TopicPrefix("p-")
+    assert names.properties({"ksql.output.topic.name.prefix": "some-"}) == {
+        "ksql.output.topic.name.prefix": "p-some-",
+        "auto.offset.reset": "earliest",
+    }
+    assert names.properties({})["ksql.output.topic.name.prefix"] == "p-"
+
+
+# ---------------------------------------------------------------------------- groups
+
+
+def _rec(topic: str, ts: int | None, key: Any = None, value: Any = None) -> TopicRecord:
+    return TopicRecord(topic, key, value, ts)
+
+
+def _shape(groups: list[list[TopicRecord]]) -> list[list[tuple[str, int | None]]]:
+    return [[(r.topic, r.timestamp) for r in g] for g in groups]
+
+
+def test_one_topic_is_one_group_even_when_time_goes_back() -> None:
+    records = [_rec("a", 5), _rec("a", 1), _rec("a", 3)]
+    assert _shape(file_order_groups(records)) == [[("a", 5), ("a", 1), ("a", 3)]]
+
+
+def test_topics_interleaved_forward_in_time_stay_one_group() -> None:
+    records = [_rec("a", 1), _rec("b", 2), _rec("a", 3), _rec("b", 4)]
+    assert len(file_order_groups(records)) == 1
+
+
+def test_a_record_back_in_time_on_another_topic_starts_a_group() -> None:
+    records = [_rec("a", 10), _rec("b", 5), _rec("b", 20), _rec("a", 15)]
+    assert _shape(file_order_groups(records)) == [[("a", 10)], [("b", 5), ("b", 20)], [("a", 15)]]
+
+
+def test_a_tie_across_topics_starts_a_group_and_missing_timestamps_are_zero() -> None:
+    records = [_rec("a", None), _rec("b", 0), _rec("b", 1)]
+    assert _shape(file_order_groups(records)) == [[("a", None)], [("b", 0), ("b", 1)]]
+
+
+def test_a_group_merges_by_running_maximum_per_partition() -> None:
+    # b's running maximum stays 9 after its record at 2, so a's record at 5 sorts before it.
+    records = [_rec("b", 9), _rec("a", 10), _rec("b", 2), _rec("a", 5)]
+    assert _shape(file_order_groups(records)) == [[("b", 9), ("a", 10)], [("b", 2), ("a", 5)]]
+
+
+def test_no_records_no_groups() -> None:
+    assert file_order_groups([]) == []
+
+
+# ---------------------------------------------------------------------------- output order
+
+
+def test_records_of_different_keys_take_the_expected_order() -> None:
+    expected = [_rec("o", 1, "x", 1), _rec("o", 2, "y", 1), _rec("o", 3, "x", 2)]
+    actual = [_rec("o", 2, "y", 1), _rec("o", 1, "x", 1), _rec("o", 3, "x", 2)]
+    assert order_like_expected(expected, actual) == expected
+
+
+def test_records_of_one_key_keep_their_order() -> None:
+    expected = [_rec("o", 1, "x", 1), _rec("o", 2, "x", 2)]
+    actual = [_rec("o", 2, "x", 2), _rec("o", 1, "x", 1)]
+    assert order_like_expected(expected, actual) == actual
+
+
+def test_keys_match_by_value_and_windows_count_as_key() -> None:
+    w1, w2 = Window(0, 10), Window(10, 20)
+    expected = [
+        TopicRecord("o", {"id": 1}, 1, window=w2),
+        TopicRecord("o", {"id": 1}, 2, window=w1),
+    ]
+    actual = [
+        TopicRecord("o", {"ID": 1.0}, 2, window=w1),
+        TopicRecord("o", {"ID": 1.0}, 1, window=w2),
+    ]
+    assert order_like_expected(expected, actual) == [actual[1], actual[0]]
+
+
+def test_unexpected_records_stay_at_the_end() -> None:
+    expected = [_rec("o", 1, "x", 1)]
+    actual = [_rec("o", 5, "z", 9), _rec("o", 1, "x", 1), _rec("o", 6, "x", 3)]
+    assert order_like_expected(expected, actual) == [actual[1], actual[0], actual[2]]
+
+
+# ---------------------------------------------------------------------------- bytes
+
+
+def _source(schema: str, key: str = "KAFKA", value: str = "JSON", **window: Any) -> SourceInfo:
+    return SourceInfo(
+        name="S",
+        kind="TABLE",
+        schema=LogicalSchema.parse(schema),
+        topic="t",
+        key_format=FormatDescription(key, {}, (), window.get("type"), window.get("size")),
+        value_format=FormatDescription(value),
+    )
+
+
+def test_inputs_encode_in_the_sources_formats() -> None:
+    serdes = SourceSerdes.of(_source("ID INT KEY, NAME STRING"))
+    key, value = serdes.encode(TopicRecord("t", 7, {"NAME": "x"}, 0))
+    assert key == (7).to_bytes(4, "big")
+    assert json.loads(value or b"") == {"NAME": "x"}
+
+
+def test_windowed_input_keys_are_kafka_streams_bytes() -> None:
+    serdes = SourceSerdes.of(_source("ID STRING KEY, N INT", key="KAFKA", type="SESSION"))
+    key, _ = serdes.encode(TopicRecord("t", "a", {"N": 1}, 0, window=Window(5, 9, "SESSION")))
+    assert decode_session_window_key(key or b"") == (b"a", 5, 9)
+    key, _ = serdes.encode(TopicRecord("t", "a", {"N": 1}, 0, window=Window(5, 15, "TIME")))
+    assert decode_time_window_key(key or b"") == (b"a", 5)
+
+
+def test_outputs_decode_windowed_keys_with_the_window_size() -> None:
+    serdes = SourceSerdes.of(_source("ID STRING KEY, N BIGINT", type="TUMBLING", size=10))
+    consumed = ConsumedRecord(
+        topic="t",
+        partition=0,
+        offset=3,
+        timestamp=0,
+        key=b"a" + (20).to_bytes(8, "big"),
+        value=b'{"N":2}',
+        headers=(Header("h", b"v"),),
+    )
+    assert serdes.decode("OUT", consumed) == TopicRecord(
+        "OUT", "a", {"N": 2}, 0, 0, Window(20, 30, "TIME"), (Header("h", b"v"),)
+    )
+
+
+def test_values_a_format_cannot_hold_go_as_plain_text() -> None:
+    serdes = SourceSerdes.of(_source("ID INT KEY, N INT"))
+    key, _ = serdes.encode(TopicRecord("t", "not an int", {"N": 1}, 0))
+    assert key == b"not an int"
+    assert plain_bytes({"a": [1, None]}) == b'{"a":[1,null]}'
+
+
+def test_binary_formats_the_engine_cannot_write_are_unsupported() -> None:
+    serdes = SourceSerdes.of(_source("ID INT KEY, N INT", value="AVRO"))
+    with pytest.raises(UnsupportedFeatureError):
+        serdes.encode(TopicRecord("t", 1, {"N": 1}, 0))
+
+
+# ---------------------------------------------------------------------------- sampling
+
+
+def test_a_stratified_sample_draws_from_every_file_in_proportion() -> None:
+    files = load_paths([CASES])
+    total = sum(len(f.cases) for f in files)
+    sample = stratified_sample(files, 26)
+    assert sum(len(f.cases) for f in sample) == 26
+    assert {f.display_name for f in sample} == {f.display_name for f in files if f.cases}
+    biggest = max(files, key=lambda f: len(f.cases))
+    drawn = next(f for f in sample if f.display_name == biggest.display_name)
+    assert len(drawn.cases) >= 26 * len(biggest.cases) // total
+    assert stratified_sample(files, 26) == sample  # the same sample every time
+
+
+def test_a_sample_larger_than_the_corpus_is_the_corpus() -> None:
+    files = load_paths([CASES])
+    sample = stratified_sample(files, 10_000)
+    assert [c.id for f in sample for c in f.cases] == [c.id for f in files for c in f.cases]
+    assert all(isinstance(f, QttFile) for f in sample)
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def test_bootstrap_servers_need_the_kafka_runtime(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(CASES), "--bootstrap-servers", "127.0.0.1:1"]) == 2
+    assert "--bootstrap-servers needs --runtime kafka" in capsys.readouterr().err
+
+
+def test_an_unreachable_broker_stops_the_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["conformance", str(CASES), "--runtime", "kafka", "--bootstrap-servers", "127.0.0.1:1"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qtt: Cannot reach the Kafka broker at 127.0.0.1:1")
+
+
+def test_the_report_records_the_runtime_and_the_sample(tmp_path: Path) -> None:
+    # Cases rejected at planning: no Spark job runs.
+    report = tmp_path / "report.json"
+    argv = ["conformance", str(CASES), "-k", "rejected", "--sample", "3", "--report", str(report)]
+    assert cli.main([*argv, "--no-progress", "--top", "0"]) == 0
+    written = json.loads(report.read_text())
+    assert written["runtime"] == "bounded"
+    assert written["sample"]["size"] == 3 and written["sample"]["of"] > 3
+    assert written["totals"]["total"] == 3
+
+
+# ---------------------------------------------------------------------------- on a broker
+
+# One case per kind of query: stateless with pseudo columns, a table aggregation with
+# retractions, EMIT FINAL, windowed keys read back in, an outer join closing by stream time,
+# a chain of queries, two inputs merged in file order, undecodable records, a sink timestamp
+# column, and an expected error.
+REPRESENTATIVE = (
+    "projection - pseudo columns rowtime rowpartition rowoffset",
+    "aggregates - aggregating a table retracts the old row before adding the new one",
+    "windows - emit final emits each window once when stream time passes its end plus grace",
+    "windowed - windowed table source projects each windowed row",
+    "joins - stream stream full join with grace emits unmatched records when their window closes",
+    "queries - chained queries read each other's output",
+    "queries - insert into merges two streams in input order",
+    "formats - records that cannot be deserialised are skipped",
+    "timestamps - sink timestamp from another column",
+    "aggregates - a non-aggregated column outside GROUP BY is an error",
+)
+
+
+def _run_on_kafka(bootstrap_servers: str, spark: Any, ids: tuple[str, ...]) -> tuple[list[Any], list[str]]:
+    from qtt.kafka_runtime import KafkaHarness
+
+    cases = {c.id: c for f in load_paths([CASES]) for c in f.cases}
+    with KafkaHarness.open(bootstrap_servers, spark=spark) as harness:
+        results = [
+            run_case(cases[i], strict=True, engine_factory=harness.engine_factory(cases[i]))
+            for i in ids
+        ]
+        prefix = f"qtt-{harness.run_id}-"
+        leftover = [n for n in harness.admin.list_topics() if n.startswith(prefix)]
+    return results, leftover
+
+
+def test_representative_project_cases_pass_on_kafka(kafka_broker: Any, spark: Any) -> None:
+    results, leftover = _run_on_kafka(kafka_broker.bootstrap_servers, spark, REPRESENTATIVE)
+    assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
+    assert leftover == []  # every case's topics are gone when it ends
+
+
+@pytest.mark.xfail(
+    reason="engine/runtime/kafka.py _sink_encoder writes header dicts with keys 'key'/'value' "
+    "where SINK_SCHEMA's header struct has KEY/VALUE, so header keys reach the writer as null",
+    strict=True,
+)
+def test_header_columns_reach_the_sink_on_kafka(kafka_broker: Any, spark: Any) -> None:
+    results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ("ddl - headers columns",))
+    assert results[0].passed, results[0].reason
