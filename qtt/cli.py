@@ -81,6 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="Show the N most frequent unsupported features and failure reasons (0: none).",
     )
     conf.set_defaults(handler=_cmd_conformance)
+    compare = sub.add_parser(
+        "compare",
+        help="Two conformance reports side by side (e.g. bounded vs kafka runtime).",
+        description=(
+            "Pass rates per file of the cases both reports hold, then the cases the first "
+            "passes and the second does not, grouped by the second's reason."
+        ),
+    )
+    compare.add_argument("first", metavar="FIRST", help="A report of qtt conformance --report.")
+    compare.add_argument("second", metavar="SECOND", help="Another report.")
+    compare.add_argument(
+        "--no-cases", action="store_true", help="Only count reasons; do not list the cases."
+    )
+    compare.set_defaults(handler=_cmd_compare)
     _add_plan_commands(sub)
     return parser
 
@@ -279,6 +293,19 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 120)
     print_summary(run, console, top=args.top)
     return status
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from qtt.compare import compare_reports, load_report, print_comparison
+
+    try:
+        first, second = load_report(args.first), load_report(args.second)
+    except (OSError, ValueError) as exc:
+        print(f"qtt: cannot read a report: {exc}", file=sys.stderr)
+        return 2
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 160)
+    print_comparison(compare_reports(first, second), console, cases=not args.no_cases)
+    return 0
 
 
 def _cmd_plans_verify(args: argparse.Namespace) -> int:

@@ -242,6 +242,43 @@ def test_the_report_records_the_runtime_and_the_sample(tmp_path: Path) -> None:
     assert written["totals"]["total"] == 3
 
 
+def _report(runtime: str, statuses: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "runtime": runtime,
+        "cases": [
+            {"file": "f.json", "name": n, "status": s, "reason": r}
+            for n, (s, r) in statuses.items()
+        ],
+    }
+
+
+def test_compare_lists_what_the_second_runtime_loses_grouped_by_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bounded = _report(
+        "bounded",
+        {"a": ("passed", ""), "b": ("passed", ""), "c": ("passed", ""), "d": ("failed", "x")},
+    )
+    kafka = _report(
+        "kafka",
+        {
+            "a": ("unsupported", "Unsupported feature: binary AVRO records."),
+            "b": ("failed", "Topic 'OUT' record 1 of 2: value.N expected 1 but was 2."),
+            "c": ("failed", "Topic 'X' record 2 of 3: value.M expected 'q' but was 'r'."),
+            "d": ("passed", ""),
+            "only-here": ("failed", "sampled out of the other"),
+        },
+    )
+    for name, report in (("b.json", bounded), ("k.json", kafka)):
+        (tmp_path / name).write_text(json.dumps(report))
+    assert cli.main(["compare", str(tmp_path / "b.json"), str(tmp_path / "k.json")]) == 0
+    out = capsys.readouterr().out
+    assert "passed on bounded but not on kafka: 3; the reverse: 1" in out
+    assert "    2  Topic '…' record N of N: value differs" in out
+    assert "    1  Unsupported feature: binary AVRO records." in out
+    assert "only-here" not in out
+
+
 # ---------------------------------------------------------------------------- on a broker
 
 # One case per kind of query: stateless with pseudo columns, a table aggregation with
