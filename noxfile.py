@@ -26,6 +26,13 @@ def qtt(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def qtt_kafka(session: nox.Session) -> None:
+    """The project's QTT cases on the streaming runtime: a Kafka broker started for the run."""
+    session.install("-e", ".")
+    session.run("qtt", "run", "tests/qtt_cases", "--runtime", "kafka", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
     """Run the conformance runner: `nox -s conformance -- PATH [--report FILE]`."""
     session.install("-e", ".")
