@@ -189,50 +189,26 @@ class StreamingApplication:
         path = self.state_dir / query.query_id / QUERY_FILE
         if path.is_file():
             return int(json.loads(path.read_text(encoding="utf-8"))["tasks"])
-        topics = self.topics.topics
-        counts = []
-        for name in query.sources:
-            source = self.engine.metastore.get(name)
-            if source is not None and source.topic in topics:
-                counts.append(topics[source.topic].partitions)
-        tasks = max(counts, default=1)
+        tasks = task_count(self.engine, query)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"queryId": query.query_id, "tasks": tasks}, indent=2) + "\n", encoding="utf-8")
         return tasks
 
     def start_query(self, query: QueryPlan, *, available_now: bool) -> Any:
         """Build ``query`` from its plan and start it as a Structured Streaming query."""
-        from engine.build.context import BuildContext
-        from engine.build.formats import serdes_for
-        from engine.build.walker import build
-        from engine.runtime.kafka import KafkaRuntime
         from engine.runtime.kafka_sink import TransactionalSink
         from engine.runtime.session import get_spark
 
         spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
         tasks = self.tasks_of(query)
         offsets = str(self.engine.config.get("auto.offset.reset", "latest")).lower()
-        runtime = KafkaRuntime(
-            spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets, query_id=query.query_id
+        streaming = build_streaming_query(
+            self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets
         )
-        ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.engine.config)
-        built = build(query.root, ctx)
-        sink = self.engine.metastore.get(query.sink)
-        topic = sink.topic if sink is not None else query.sink
-        sink_step = query.root
-        if not isinstance(sink_step, StreamSink | TableSink):
-            raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
-        key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)
-        window = built.window
-        codec = TopicCodec(
-            key_serde,
-            value_serde,
-            None if window is None else ("SESSION" if window.type == "SESSION" else "TIME"),
-            window.size_ms if window is not None else None,
-        )
-        records = runtime.sink_records(built.df, codec, sink_step.ctx)
         writer = (
-            records.writeStream.foreachBatch(TransactionalSink(self.bootstrap_servers, topic, query.query_id))
+            streaming.records.writeStream.foreachBatch(
+                TransactionalSink(self.bootstrap_servers, streaming.topic, query.query_id)
+            )
             .option("checkpointLocation", str(self.state_dir / query.query_id / CHECKPOINT_DIR))
             .queryName(query.query_id)
         )
@@ -293,6 +269,67 @@ class StreamingApplication:
             except Exception:  # noqa: BLE001 - stopping must reach every query
                 pass
         self.running.clear()
+
+
+@dataclass(frozen=True)
+class StreamingQuery:
+    """A query built for the streaming runtime: its encoded output records and sink topic."""
+
+    records: Any  # DataFrame of engine.runtime.kafka.SINK_SCHEMA
+    topic: str
+    runtime: Any  # the KafkaRuntime that built it
+
+    def describe(self) -> str:
+        """Its stateful operators and analysed logical plan (see ``describe_streaming_plan``)."""
+        from engine.runtime.kafka import describe_streaming_plan
+
+        return describe_streaming_plan(self.runtime, self.records)
+
+
+def build_streaming_query(
+    engine: KsqlEngine,
+    query: QueryPlan,
+    spark: Any,
+    bootstrap_servers: str,
+    *,
+    tasks: int,
+    starting_offsets: str = "latest",
+) -> StreamingQuery:
+    """Build ``query`` from its plan on the Kafka runtime (nothing runs, no broker is asked)."""
+    from engine.build.context import BuildContext
+    from engine.build.formats import serdes_for
+    from engine.build.walker import build
+    from engine.runtime.kafka import KafkaRuntime
+
+    runtime = KafkaRuntime(
+        spark, bootstrap_servers, tasks=tasks, starting_offsets=starting_offsets, query_id=query.query_id
+    )
+    built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config))
+    sink_step = query.root
+    if not isinstance(sink_step, StreamSink | TableSink):
+        raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
+    sink = engine.metastore.get(query.sink)
+    key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)
+    window = built.window
+    codec = TopicCodec(
+        key_serde,
+        value_serde,
+        None if window is None else ("SESSION" if window.type == "SESSION" else "TIME"),
+        window.size_ms if window is not None else None,
+    )
+    records = runtime.sink_records(built.df, codec, sink_step.ctx)
+    return StreamingQuery(records, sink.topic if sink is not None else query.sink, runtime)
+
+
+def task_count(engine: KsqlEngine, query: QueryPlan) -> int:
+    """The task count a query gets at its first start: the largest source partition count."""
+    topics = engine.store.topics
+    counts = []
+    for name in query.sources:
+        source = engine.metastore.get(name)
+        if source is not None and source.topic in topics:
+            counts.append(topics[source.topic].partitions)
+    return max(counts, default=1)
 
 
 class RestartableFailure(ExecutionError):

@@ -90,6 +90,8 @@ class KafkaRuntime:
     starting_offsets: str = "latest"
     query_id: str = ""
     _sources: int = field(default=0, init=False)
+    # One line per stateful operator, in build order: what a checkpoint's state depends on.
+    stateful_operators: list[str] = field(default_factory=list, init=False)
 
     # ------------------------------------------------------------------ sources
 
@@ -139,6 +141,7 @@ class KafkaRuntime:
         sides = max(inp.side for inp in inputs) + 1
         tasks = self._task_of(envelopes, K.GROUP)
         processor = KeyedTaskProcessor(KeyedTask(handler, sides, closes), tuple(tasks.columns))
+        self._describe(name, processor, f"{type(handler).__name__}, {sides} sides, closes={closes}")
         processed = tasks.groupBy(TASK).transformWithStateInPandas(
             statefulProcessor=processor,
             outputStructType=OUT_SCHEMA,
@@ -146,6 +149,12 @@ class KafkaRuntime:
             timeMode="None",
         )
         return _decode_rows(processed, output_schema, name)
+
+    def _describe(self, name: str, processor: Any, detail: str) -> None:
+        self.stateful_operators.append(
+            f"operator {len(self.stateful_operators)}: {name} {type(processor).__name__} ({detail}); "
+            f"grouped by {TASK} = hash mod {self.tasks}; state: {processor.STATE}"
+        )
 
     def keyed(
         self,
@@ -184,8 +193,10 @@ class KafkaRuntime:
             input_fields=(*R.META_NAMES, SUPPRESS_KEY),
         )
         tasks = self._task_of(envelopes, SUPPRESS_KEY)
+        processor = SuppressProcessor(grace_ms, tuple(tasks.columns))
+        self._describe(name, processor, f"grace {grace_ms} ms")
         processed = tasks.groupBy(TASK).transformWithStateInPandas(
-            statefulProcessor=SuppressProcessor(grace_ms, tuple(tasks.columns)),
+            statefulProcessor=processor,
             outputStructType=OUT_SCHEMA,
             outputMode="Append",
             timeMode="None",
@@ -197,6 +208,15 @@ class KafkaRuntime:
     def sink_records(self, df: DataFrame, codec: TopicCodec, name: str) -> DataFrame:
         """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``)."""
         return df.mapInArrow(_sink_encoder(codec, self.query_id, name), SINK_SCHEMA)
+
+
+def describe_streaming_plan(runtime: KafkaRuntime, df: DataFrame) -> str:
+    """What a streaming query's checkpoint depends on: its stateful operators (order, task
+    count, state variables) and its analysed logical plan (Spark optimises a streaming plan
+    only once it runs). Not normalised."""
+    plan = str(df._jdf.queryExecution().analyzed().toString())
+    operators = "\n".join(runtime.stateful_operators) or "no stateful operators"
+    return f"{operators}\n\n{plan}"
 
 
 # ---------------------------------------------------------------------- record codecs
@@ -342,6 +362,8 @@ def _named(frames: Iterator[pd.DataFrame], columns: tuple[str, ...]) -> Iterator
 class KeyedTaskProcessor(StatefulProcessor):
     """A keyed step's task in Spark's state store: group states, clock, outer-join entries."""
 
+    STATE = "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>"
+
     def __init__(self, task: KeyedTask, columns: tuple[str, ...]) -> None:
         self.task = task
         self.columns = columns
@@ -377,6 +399,8 @@ class KeyedTaskProcessor(StatefulProcessor):
 
 class SuppressProcessor(StatefulProcessor):
     """EMIT FINAL's buffer for one task, in Spark's state store."""
+
+    STATE = "buffer ValueState<b binary>"
 
     def __init__(self, grace_ms: int, columns: tuple[str, ...]) -> None:
         self.grace_ms = grace_ms

@@ -17,6 +17,7 @@ PLAN = "plan"
 INTERNAL_SCHEMA = "internal schema"
 SOURCE_SCHEMA = "source schema"
 PHYSICAL_PLAN = "physical plan"
+STREAMING_PLAN = "streaming plan"
 OUTPUT = "output records"
 LOAD = "load"
 
@@ -220,8 +221,9 @@ def mapping_changes(
 _OPERATOR = re.compile(r"MapInArrow (\w+)\(")
 
 
-def physical_plan_changes(query_id: str, old: str, new: str) -> list[Change]:
-    """A unified diff of two normalised physical plans, attributed to the step ctx it touches."""
+def physical_plan_changes(query_id: str, old: str, new: str, kind: str = PHYSICAL_PLAN) -> list[Change]:
+    """A unified diff of two normalised plans (physical, or ``kind``), attributed to the step
+    ctx it touches."""
     if old == new:
         return []
     lines = list(
@@ -234,4 +236,4 @@ def physical_plan_changes(query_id: str, old: str, new: str) -> list[Change]:
             if match and match.group(1).replace("_", "/") not in touched:
                 touched.append(match.group(1).replace("_", "/"))
     ctx = ", ".join(touched) or None
-    return [Change(PHYSICAL_PLAN, query_id, ctx, detail="\n".join(lines))]
+    return [Change(kind, query_id, ctx, detail="\n".join(lines))]

@@ -22,6 +22,7 @@ PLAN_FILE = "plan.json"
 SPEC_FILE = "spec.json"
 PROVENANCE_FILE = "provenance.json"
 PHYSICAL_DIR = "physical_plans"
+STREAMING_DIR = "streaming_plans"
 RELEASES_FILE = "RELEASES"
 README_FILE = "README.md"
 DEFAULT_ROOT = Path("planned_cases")

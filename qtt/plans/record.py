@@ -17,6 +17,7 @@ from qtt.plans.layout import (
     PLAN_FILE,
     PROVENANCE_FILE,
     SPEC_FILE,
+    STREAMING_DIR,
     case_slug,
     now_millis,
     version_dir_name,
@@ -41,6 +42,7 @@ class PlannedCase:
     internal_schemas: Mapping[str, Mapping[str, str]]
     sources: Mapping[str, Mapping[str, Any]]
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    streaming_plans: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def slug(self) -> str:
@@ -91,13 +93,18 @@ def plan_case(case: QttCase) -> tuple[Any, list[dict[str, Any]], list[TopicRecor
         for result in engine.execute_sql(statement):
             if result.plan is not None:
                 plans.append(serde.to_json_value(result.plan))
-        after = [(s.seq, s.record) for stored in engine.store.records.values() for s in stored]
+        after = [(s.seq, s.record) for stored in _stored(engine) for s in stored]
         written += [r for seq, r in sorted(after, key=lambda p: p[0]) if seq not in before]
     return engine, plans, written
 
 
+def _stored(engine: Any) -> list[Any]:
+    """The in-memory topics' records of a bounded engine, per topic."""
+    return list(engine.store.records.values())
+
+
 def _seqs(engine: Any) -> set[tuple[int, ...]]:
-    return {s.seq for stored in engine.store.records.values() for s in stored}
+    return {s.seq for stored in _stored(engine) for s in stored}
 
 
 def record_case(case: QttCase) -> PlannedCase:
@@ -129,9 +136,37 @@ def record_case(case: QttCase) -> PlannedCase:
             internal_schemas={q: dict(r.internal_schemas) for q, r in engine.query_reports.items()},
             sources=source_schemas(engine),
             provenance=provenance(),
+            streaming_plans=streaming_plans(engine),
         )
     finally:
         engine.close()
+
+
+# The Kafka address stands for whatever cluster a query runs on: it is not part of the plan.
+BOOTSTRAP_PLACEHOLDER = "bootstrap.servers:9092"
+
+
+def streaming_plans(engine: Any) -> dict[str, str]:
+    """Per query, what its streaming checkpoint depends on, normalised.
+
+    The query is built from its plan on the Kafka runtime (nothing runs, no broker is
+    needed): its stateful operators in order, with their task count and state variables,
+    and its analysed logical plan. A change here would keep a running query from
+    restoring its state from its checkpoint.
+    """
+    from engine.application import build_streaming_query, task_count
+    from engine.runtime.session import get_spark
+
+    spark = get_spark(kafka=True)
+    return {
+        query.query_id: normalise_physical_plan(
+            build_streaming_query(
+                engine, query, spark, BOOTSTRAP_PLACEHOLDER, tasks=task_count(engine, query),
+                starting_offsets="earliest",
+            ).describe()
+        )
+        for query in engine.query_order()
+    }
 
 
 def source_schemas(engine: Any) -> dict[str, dict[str, Any]]:
@@ -199,10 +234,11 @@ def write_planned_case(root: Path, planned: PlannedCase, *, millis: int | None =
     codec.write_json(target / PLAN_FILE, planned.plan_json())
     codec.write_json(target / SPEC_FILE, planned.spec_json())
     codec.write_json(target / PROVENANCE_FILE, dict(planned.provenance))
-    for query_id, text in sorted(planned.physical_plans.items()):
-        path = target / PHYSICAL_DIR / f"{query_id}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    for folder, texts in ((PHYSICAL_DIR, planned.physical_plans), (STREAMING_DIR, planned.streaming_plans)):
+        for query_id, text in sorted(texts.items()):
+            path = target / folder / f"{query_id}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
     return target
 
 

@@ -15,15 +15,17 @@ from qtt.plans.diff import (
     INTERNAL_SCHEMA,
     LOAD,
     OUTPUT,
+    PHYSICAL_PLAN,
     SOURCE_SCHEMA,
+    STREAMING_PLAN,
     Change,
     mapping_changes,
     physical_plan_changes,
     render_changes,
 )
-from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, SavedVersion
+from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
-from qtt.plans.record import create_topics, source_schemas
+from qtt.plans.record import create_topics, source_schemas, streaming_plans
 from qtt.verify import check_post, verify_outputs
 
 
@@ -136,22 +138,29 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
             SOURCE_SCHEMA, spec.get("schemas", {}).get("sources", {}), source_schemas(engine)
         )
         changes += _physical_changes(saved.version.path / PHYSICAL_DIR, reports)
+        streaming = saved.version.path / STREAMING_DIR
+        if streaming.is_dir():  # versions recorded before streaming plans were kept have none
+            changes += _plan_text_changes(streaming, streaming_plans(engine), STREAMING_PLAN)
         return changes, rendered
     finally:
         engine.close()
 
 
 def _physical_changes(folder: Path, reports: dict[str, Any]) -> list[Change]:
+    now = {qid: normalise_physical_plan(r.physical_plan) for qid, r in reports.items()}
+    return _plan_text_changes(folder, now, PHYSICAL_PLAN)
+
+
+def _plan_text_changes(folder: Path, now: dict[str, str], kind: str) -> list[Change]:
+    """Saved ``<query id>.txt`` plans of ``folder`` against the plans built ``now``."""
     saved = (
         {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.txt")}
         if folder.is_dir()
         else {}
     )
     changes: list[Change] = []
-    for qid in sorted(set(saved) | set(reports)):
-        old = saved.get(qid, "")
-        new = normalise_physical_plan(reports[qid].physical_plan) if qid in reports else ""
-        changes += physical_plan_changes(qid, old, new)
+    for qid in sorted(set(saved) | set(now)):
+        changes += physical_plan_changes(qid, saved.get(qid, ""), now.get(qid, ""), kind)
     return changes
 
 
@@ -174,6 +183,6 @@ def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[
         return
     from engine.runtime.session import get_spark
 
-    get_spark()  # start the session once, before the threads race to create it
+    get_spark(kafka=True)  # start the session once (streaming plans need the connector)
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="replay") as pool:
         yield from pool.map(replay, versions)

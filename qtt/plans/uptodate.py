@@ -12,11 +12,12 @@ from engine.errors import KsqlError
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.diff import LOAD, Change, plan_changes, render_changes, strip_statement_text
-from qtt.plans.layout import PLAN_FILE, SavedVersion, case_slug, latest_version
+from qtt.plans.layout import PLAN_FILE, STREAMING_DIR, SavedVersion, case_slug, latest_version
 from qtt.plans.record import plan_case
 
 MISSING = "missing"
 STALE = "stale"
+INCOMPLETE = "incomplete"
 CURRENT = "current"
 
 
@@ -41,6 +42,13 @@ class UpToDateResult:
             where = self.latest.name if self.latest else "?"
             head = (
                 f"The plan of case '{self.case_id}' differs from its latest planned case {where}:"
+            )
+        elif self.state == INCOMPLETE:
+            where = self.latest.name if self.latest else "?"
+            head = (
+                f"The latest planned case {where} of case '{self.case_id}' was recorded before "
+                f"planned cases kept streaming plans ({STREAMING_DIR}/): its queries' checkpoints "
+                "are not guarded."
             )
         else:
             return f"Case '{self.case_id}' is up to date."
@@ -96,6 +104,9 @@ def check_up_to_date(case: QttCase, root: Path) -> UpToDateResult:
     old = strip_statement_text(_reloaded(saved_plans))
     new = strip_statement_text(now)
     if codec.dumps(old) == codec.dumps(new):
+        has_queries = any(isinstance(p, dict) and p.get("query") for p in saved_plans)
+        if has_queries and not (latest.path / STREAMING_DIR).is_dir():
+            return UpToDateResult(case.id, INCOMPLETE, latest)
         return UpToDateResult(case.id, CURRENT, latest)
     changes = plan_changes(old, new) or [Change(LOAD, detail="plans differ")]
     return UpToDateResult(case.id, STALE, latest, tuple(changes))
