@@ -75,3 +75,10 @@ def benchmark(session: nox.Session) -> None:
     session.install("-e", ".")
     args = session.posargs or [CORPUS, "--report", "reports/benchmark.json"]
     session.run("python", "-m", "qtt.benchmark", *args)
+
+
+@nox.session(python=PYTHON)
+def stream_bench(session: nox.Session) -> None:
+    """Streaming records/s on a real broker, engine vs hand-written PySpark, and latency."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.stream_bench", *session.posargs)

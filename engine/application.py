@@ -38,6 +38,7 @@ from engine.plan import serde
 from engine.plan.plan import QueryPlan
 from engine.plan.steps import StreamSink, TableSink
 from engine.records import TopicInfo, TopicRecord
+from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
 
 STATEMENTS_FILE = "statements.json"
@@ -120,6 +121,19 @@ class StreamingApplication:
         self.saved: list[SavedStatement] = []
         self.running: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self.processing_log = self._processing_log()
+
+    def _processing_log(self) -> processing_log.ProcessingLogTopic | None:
+        """The processing-log topic the properties configure (created here), its stream registered."""
+        target = processing_log.configured_topic(dict(self.properties), self.bootstrap_servers)
+        if target is None:
+            return None
+        if not self.read_only:
+            self.topics.admin.create_topic(target.topic, 1, exist_ok=True)
+        stream = str(self.properties.get("ksql.logging.processing.stream.auto.create", "")).lower() == "true"
+        if stream and self.topics.admin.topic_exists(target.topic):
+            self.engine.execute_sql(processing_log.stream_ddl(target.topic))
+        return target
 
     # ------------------------------------------------------------------ statements
 
@@ -202,6 +216,7 @@ class StreamingApplication:
         spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
         tasks = self.tasks_of(query)
         offsets = str(self.engine.config.get("auto.offset.reset", "latest")).lower()
+        processing_log.configure_spark(spark, self.processing_log)
         streaming = build_streaming_query(
             self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets
         )

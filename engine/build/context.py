@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS, LogicalSchema
 from engine.plan.steps import WindowInfo
 from engine.plan.types import SqlType
+from engine.runtime import processing_log
 from engine.runtime.adapter import Runtime
 
 PROCESSING_LOG = logging.getLogger("kspark.processing")
@@ -50,4 +51,5 @@ class Built:
 
 def log_processing_error(query_id: str, ctx: str, message: str) -> None:
     """Report a record-level problem (ksqlDB's processing log); the query keeps going."""
+    processing_log.follow_env()
     PROCESSING_LOG.warning("%s %s: %s", query_id, ctx, message)

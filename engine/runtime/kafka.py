@@ -40,6 +40,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from engine.errors import KsqlError
 from engine.plan.schema import LogicalSchema
 from engine.runtime import keyed as K
+from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
@@ -222,8 +223,9 @@ def describe_streaming_plan(runtime: KafkaRuntime, df: DataFrame) -> str:
 # ---------------------------------------------------------------------- record codecs
 
 
-def _log(query_id: str, where: str, message: str) -> None:
-    PROCESSING_LOG.warning("%s %s: %s", query_id, where, message)
+def _log(query_id: str, where: str, message: str, **details: Any) -> None:
+    processing_log.follow_env()
+    PROCESSING_LOG.warning("%s %s: %s", query_id, where, message, extra={"kspark_details": details or None})
 
 
 def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) -> Any:
@@ -239,6 +241,7 @@ def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) ->
                 merged = max(head_time.get(partition, ts), ts)
                 head_time[partition] = merged
                 key_bytes, start, end = r["key"], None, None
+                target, raw = "key", r["key"]
                 try:
                     if session and key_bytes is not None:
                         key_bytes, start, end = decode_session_window_key(key_bytes)
@@ -246,9 +249,12 @@ def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) ->
                         key_bytes, start = decode_time_window_key(key_bytes)
                         end = None if codec.window_size_ms is None else start + codec.window_size_ms
                     key = codec.key.from_bytes(key_bytes)
+                    target, raw = "value", r["value"]
                     value = codec.value.from_bytes(r["value"])
                 except KsqlError as exc:
-                    _log(query_id, topic, f"Partition {partition} offset {offset}: {exc}")
+                    _log(query_id, topic, f"Failed to deserialise {target} of partition {partition} offset "
+                         f"{offset}: {exc}", type=processing_log.DESERIALIZATION, target=target, topic=topic,
+                         record=raw)
                     continue
                 headers = [{"KEY": h["key"], "VALUE": h["value"]} for h in (r["headers"] or ())]
                 out.append(
@@ -286,7 +292,8 @@ def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:
                         key = encode_time_window_key(key or b"", r["__wstart"])
                     value = codec.value.to_bytes(pickle.loads(r["__value"]))
                 except KsqlError as exc:
-                    _log(query_id, name, f"Failed to serialise the record: {exc}")
+                    _log(query_id, name, f"Failed to serialise the record: {exc}",
+                         type=processing_log.SERIALIZATION, topic=name)
                     continue
                 headers = [{"key": h["KEY"], "value": h["VALUE"]} for h in (r[R.HEADERS] or ())]
                 out.append({"key": key, "value": value, "timestamp": r["__ts"], "headers": headers})
