@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from engine.build.context import BuildContext, Built
@@ -11,6 +13,24 @@ from engine.plan.steps import STEP_TYPES, Step
 
 Builder = Callable[..., Any]
 BUILDERS: dict[str, Builder] = {}
+
+BuildObserver = Callable[[Step, BuildContext, Built], None]
+_OBSERVER: ContextVar[BuildObserver | None] = ContextVar("build_observer", default=None)
+
+
+@contextmanager
+def observing_builds(observer: BuildObserver) -> Iterator[None]:
+    """Call ``observer(step, ctx, built)`` after each step that ``build`` builds inside the block.
+
+    Steps come inputs first. The observer is per thread (a context variable), so concurrent
+    builds on other threads are not seen. Lets a caller see every step's built schema
+    without the builders or the engine knowing.
+    """
+    token = _OBSERVER.set(observer)
+    try:
+        yield
+    finally:
+        _OBSERVER.reset(token)
 
 
 def builds(step_cls: type[Step]) -> Callable[[Builder], Builder]:
@@ -31,6 +51,7 @@ def build(step: Step, ctx: BuildContext) -> Any:
     """Build ``step`` and everything it reads from; returns what its builder returns."""
     _load_builders()
     cache: dict[int, Any] = {}
+    observer = _OBSERVER.get()
 
     def visit(s: Step) -> Any:
         if id(s) in cache:
@@ -46,6 +67,8 @@ def build(step: Step, ctx: BuildContext) -> Any:
                 raise InternalError(f"Input '{name}' of step {s.ctx} did not build a stream or table.")
         result = builder(s, ctx=ctx, **inputs)
         cache[id(s)] = result
+        if observer is not None and isinstance(result, Built):
+            observer(s, ctx, result)
         return result
 
     return visit(step)

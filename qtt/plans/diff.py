@@ -16,10 +16,13 @@ from engine.plan.serde import TYPE_KEY
 PLAN = "plan"
 INTERNAL_SCHEMA = "internal schema"
 SOURCE_SCHEMA = "source schema"
+BUILT_SCHEMA = "built schema"
+SINK_SCHEMA = "sink schema"
 PHYSICAL_PLAN = "physical plan"
 STREAMING_PLAN = "streaming plan"
 OUTPUT = "output records"
 LOAD = "load"
+ERROR = "replay error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,3 +240,113 @@ def physical_plan_changes(query_id: str, old: str, new: str, kind: str = PHYSICA
                 touched.append(match.group(1).replace("_", "/"))
     ctx = ", ".join(touched) or None
     return [Change(kind, query_id, ctx, detail="\n".join(lines))]
+
+
+# ---------------------------------------------------------------------------- built schemas
+
+_COLUMN = re.compile(r"^`((?:[^`]|``)*)` (.*)$", re.DOTALL)
+
+
+def _split_column(text: str) -> tuple[str, str]:
+    """```NAME` TYPE`` -> (NAME, TYPE); text of another shape is its own name."""
+    match = _COLUMN.match(text)
+    if match is None:
+        return text, ""
+    return match.group(1).replace("``", "`"), match.group(2)
+
+
+def column_changes(
+    area: str, query_id: str | None, ctx: str, part: str, old: Sequence[str], new: Sequence[str]
+) -> list[Change]:
+    """Differences between two ordered column lists (``part`` is ``key`` or ``value``).
+
+    A column whose type changed, a column removed or added, then columns in another order,
+    each named by the column.
+    """
+    old_cols = [_split_column(c) for c in old]
+    new_cols = [_split_column(c) for c in new]
+    old_types, new_types = dict(old_cols), dict(new_cols)
+    changes: list[Change] = []
+    for name, old_type in old_cols:
+        where = f"{part} column `{name}`"
+        if name not in new_types:
+            changes.append(Change(area, query_id, ctx, where, old_type, _ABSENT, "column removed"))
+        elif new_types[name] != old_type:
+            changes.append(Change(area, query_id, ctx, where, old_type, new_types[name], "type changed"))
+    for name, new_type in new_cols:
+        if name not in old_types:
+            changes.append(
+                Change(area, query_id, ctx, f"{part} column `{name}`", _ABSENT, new_type, "column added")
+            )
+    old_order = [n for n, _ in old_cols if n in new_types]
+    new_order = [n for n, _ in new_cols if n in old_types]
+    if old_order != new_order:
+        changes.append(
+            Change(area, query_id, ctx, f"{part} column order", old_order, new_order, "columns reordered")
+        )
+    return changes
+
+
+def step_schema_changes(
+    area: str,
+    query_id: str | None,
+    ctx: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    fields: Sequence[str] = ("step", "kind", "window"),
+    internal: bool = True,
+) -> list[Change]:
+    """Differences between two step schemas (see ``qtt.plans.built.step_schema``)."""
+    changes: list[Change] = []
+    for name in fields:
+        if old.get(name) != new.get(name):
+            changes.append(Change(area, query_id, ctx, name, old.get(name), new.get(name)))
+    for part in ("key", "value"):
+        changes += column_changes(
+            area, query_id, ctx, part, old.get(part) or [], new.get(part) or []
+        )
+    if internal:
+        old_internal = old.get("internal") or {}
+        new_internal = new.get("internal") or {}
+        for name in sorted(set(old_internal) | set(new_internal)):
+            o, n = old_internal.get(name, _ABSENT), new_internal.get(name, _ABSENT)
+            if o != n:
+                changes.append(Change(area, query_id, ctx, f"internal {name}", o, n))
+    return changes
+
+
+def _by_ctx(steps: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Step schemas by ctx; a ctx seen again gets ``#2``, ``#3``... in build order."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for step in steps:
+        ctx = str(step.get("ctx"))
+        key, n = ctx, 1
+        while key in out:
+            n += 1
+            key = f"{ctx}#{n}"
+        out[key] = step
+    return out
+
+
+def built_schema_changes(
+    query_id: str, saved: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]
+) -> list[Change]:
+    """Differences between the saved and the now-built schemas of one query's steps, by ctx."""
+    old, new = _by_ctx(saved), _by_ctx(now)
+    changes: list[Change] = []
+    for ctx, step in old.items():
+        if ctx not in new:
+            changes.append(
+                Change(BUILT_SCHEMA, query_id, ctx, old=step.get("step"), new=_ABSENT,
+                       detail="step saved but not built now")
+            )
+    for ctx, step in new.items():
+        if ctx not in old:
+            changes.append(
+                Change(BUILT_SCHEMA, query_id, ctx, old=_ABSENT, new=step.get("step"),
+                       detail="step built now but not saved")
+            )
+        else:
+            changes += step_schema_changes(BUILT_SCHEMA, query_id, ctx, old[ctx], step)
+    return changes

@@ -12,6 +12,7 @@ from typing import Any
 from engine.records import TopicInfo, TopicRecord
 from qtt.model import QttCase
 from qtt.plans import codec
+from qtt.plans.built import BuiltSchemas, StepSchema
 from qtt.plans.layout import (
     PHYSICAL_DIR,
     PLAN_FILE,
@@ -24,6 +25,9 @@ from qtt.plans.layout import (
 )
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.verify import Verification, check_post, verify_outputs
+
+# ``spec.json`` ``schemas.steps``: per query, every step's built schema (versions from 0.2.0 on).
+STEPS_KEY = "steps"
 
 
 class RecordingError(Exception):
@@ -43,6 +47,7 @@ class PlannedCase:
     sources: Mapping[str, Mapping[str, Any]]
     provenance: Mapping[str, Any] = field(default_factory=dict)
     streaming_plans: Mapping[str, str] = field(default_factory=dict)
+    step_schemas: Mapping[str, Sequence[StepSchema]] = field(default_factory=dict)
 
     @property
     def slug(self) -> str:
@@ -62,6 +67,7 @@ class PlannedCase:
             "schemas": {
                 "internal": {q: dict(s) for q, s in self.internal_schemas.items()},
                 "sources": {n: dict(s) for n, s in self.sources.items()},
+                STEPS_KEY: {q: list(s) for q, s in self.step_schemas.items()},
             },
         }
 
@@ -114,7 +120,8 @@ def record_case(case: QttCase) -> PlannedCase:
     engine, plans, written = plan_case(case)
     try:
         engine.produce(list(case.inputs))
-        produced = engine.run() or {}
+        with BuiltSchemas().collect() as built:
+            produced = engine.run() or {}
         verification = verify_outputs(
             case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
         )
@@ -137,6 +144,7 @@ def record_case(case: QttCase) -> PlannedCase:
             sources=source_schemas(engine),
             provenance=provenance(),
             streaming_plans=streaming_plans(engine),
+            step_schemas=built.to_json(),
         )
     finally:
         engine.close()

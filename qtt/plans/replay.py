@@ -3,29 +3,35 @@ on the saved inputs, and compare outputs, schemas and the physical plan with the
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from engine.errors import KsqlError
 from qtt.plans import codec
+from qtt.plans.built import BuiltSchemas, saved_source_columns, step_schema
 from qtt.plans.diff import (
+    ERROR,
     INTERNAL_SCHEMA,
     LOAD,
     OUTPUT,
     PHYSICAL_PLAN,
+    SINK_SCHEMA,
     SOURCE_SCHEMA,
     STREAMING_PLAN,
     Change,
+    built_schema_changes,
     mapping_changes,
     physical_plan_changes,
     render_changes,
+    step_schema_changes,
 )
 from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
-from qtt.plans.record import create_topics, source_schemas, streaming_plans
+from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
 from qtt.verify import check_post, verify_outputs
 
 
@@ -79,14 +85,41 @@ class ReplayResult:
 
 
 def replay(version: SavedVersion) -> ReplayResult:
-    """Replay one saved version on a new engine; never raises for what the engine does."""
+    """Replay one saved version on a new engine; never raises.
+
+    A saved version that does not load or that the engine refuses is a ``load`` failure; any
+    other exception (a builder's bug, a Spark or py4j error) is a ``replay error`` failure
+    of this version with the exception's message, so the other versions still run.
+    """
     start = time.perf_counter()
     try:
         saved = load_saved(version)
         changes, rendered = _replay(saved)
     except (OSError, ValueError, KsqlError, KeyError, TypeError) as exc:
-        changes, rendered = [Change(LOAD, detail=f"{type(exc).__name__}: {exc}")], ""
+        changes, rendered = [Change(LOAD, detail=error_text(exc))], ""
+    except Exception as exc:  # noqa: BLE001 - one version's failure, never the whole run's
+        changes, rendered = [Change(ERROR, detail=error_text(exc) + "\n(raised while replaying)")], ""
     return ReplayResult(version, tuple(changes), time.perf_counter() - start, rendered)
+
+
+def error_text(exc: BaseException, *, max_lines: int = 3) -> str:
+    """``Type: message``: its first lines without stack frames, plus the root cause (Java)."""
+    lines = [
+        line.strip()
+        for line in str(exc).strip().splitlines()
+        if line.strip() and not _STACK_FRAME.match(line.strip())
+    ]
+    head = lines[:max_lines]
+    causes = [line for line in lines[max_lines:] if line.startswith("Caused by:")]
+    if causes:
+        head.append(causes[-1])
+    if len(lines) > len(head):
+        head.append(f"... ({len(lines) - len(head)} more lines)")
+    return f"{type(exc).__name__}: " + ("\n".join(head) or "(no message)")
+
+
+# ``at pkg.Class.method(File.java:12)`` and ``... 22 more``: Java stack trace lines.
+_STACK_FRAME = re.compile(r"^(at \S+\(.*\)|\.\.\. \d+ more)$")
 
 
 def _replay(saved: SavedCase) -> tuple[list[Change], str]:
@@ -108,7 +141,8 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
             engine.execute_plan(plan)
         engine.produce(list(statement_records))
         engine.produce(list(case.inputs))
-        produced = engine.run() or {}
+        with BuiltSchemas().collect() as built:
+            produced = engine.run() or {}
         changes: list[Change] = []
         rendered = ""
         verification = verify_outputs(
@@ -134,9 +168,18 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         for qid in sorted(set(saved_internal) | set(reports)):
             now = dict(reports[qid].internal_schemas) if qid in reports else {}
             changes += mapping_changes(INTERNAL_SCHEMA, saved_internal.get(qid, {}), now, qid)
-        changes += mapping_changes(
-            SOURCE_SCHEMA, spec.get("schemas", {}).get("sources", {}), source_schemas(engine)
-        )
+        saved_sources = spec.get("schemas", {}).get("sources", {})
+        # The saved commands as the engine loads them now against the sources saved at
+        # recording: catches a change in how a saved command's schema or formats are read.
+        changes += mapping_changes(SOURCE_SCHEMA, saved_sources, source_schemas(engine))
+        changes += sink_schema_changes(engine, built, saved_sources)
+        saved_steps = spec.get("schemas", {}).get(STEPS_KEY)
+        if saved_steps is not None:  # versions recorded before per-step schemas have none
+            now_steps = built.to_json()
+            for qid in sorted(set(saved_steps) | set(now_steps)):
+                changes += built_schema_changes(
+                    qid, saved_steps.get(qid, []), now_steps.get(qid, [])
+                )
         changes += _physical_changes(saved.version.path / PHYSICAL_DIR, reports)
         streaming = saved.version.path / STREAMING_DIR
         if streaming.is_dir():  # versions recorded before streaming plans were kept have none
@@ -144,6 +187,33 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         return changes, rendered
     finally:
         engine.close()
+
+
+def sink_schema_changes(
+    engine: Any, built: BuiltSchemas, saved_sources: Mapping[str, Any]
+) -> list[Change]:
+    """Each query's output as built now against the schema its sink was saved with.
+
+    The saved schema of the sink stream or table was recorded from the metastore when the
+    case was recorded, independently of today's builders: a builder that changes a type,
+    a column or the windowing of what reaches the sink fails here, in every saved version.
+    """
+    changes: list[Change] = []
+    for query in engine.queries.values():
+        saved = saved_sources.get(query.sink)
+        sink = built.sinks.get(query.query_id)
+        if saved is None or sink is None:
+            continue
+        now = step_schema(query.root, sink, set())
+        detail = f"built now against the saved schema of sink {query.sink}"
+        changes += [
+            replace(c, detail=f"{c.detail}: {detail}" if c.detail else detail)
+            for c in step_schema_changes(
+                SINK_SCHEMA, query.query_id, query.root.ctx, saved_source_columns(saved), now,
+                fields=("kind", "window"), internal=False,
+            )
+        ]
+    return changes
 
 
 def _physical_changes(folder: Path, reports: dict[str, Any]) -> list[Change]:

@@ -12,8 +12,15 @@ from engine.errors import KsqlError
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.diff import LOAD, Change, plan_changes, render_changes, strip_statement_text
-from qtt.plans.layout import PLAN_FILE, STREAMING_DIR, SavedVersion, case_slug, latest_version
-from qtt.plans.record import plan_case
+from qtt.plans.layout import (
+    PLAN_FILE,
+    SPEC_FILE,
+    STREAMING_DIR,
+    SavedVersion,
+    case_slug,
+    latest_version,
+)
+from qtt.plans.record import STEPS_KEY, plan_case
 
 MISSING = "missing"
 STALE = "stale"
@@ -47,8 +54,8 @@ class UpToDateResult:
             where = self.latest.name if self.latest else "?"
             head = (
                 f"The latest planned case {where} of case '{self.case_id}' was recorded before "
-                f"planned cases kept streaming plans ({STREAMING_DIR}/): its queries' checkpoints "
-                "are not guarded."
+                f"planned cases kept streaming plans ({STREAMING_DIR}/) and per-step built "
+                "schemas (spec.json schemas.steps): its queries are not fully guarded."
             )
         else:
             return f"Case '{self.case_id}' is up to date."
@@ -105,8 +112,19 @@ def check_up_to_date(case: QttCase, root: Path) -> UpToDateResult:
     new = strip_statement_text(now)
     if codec.dumps(old) == codec.dumps(new):
         has_queries = any(isinstance(p, dict) and p.get("query") for p in saved_plans)
-        if has_queries and not (latest.path / STREAMING_DIR).is_dir():
+        if has_queries and not (
+            (latest.path / STREAMING_DIR).is_dir() and _has_step_schemas(latest)
+        ):
             return UpToDateResult(case.id, INCOMPLETE, latest)
         return UpToDateResult(case.id, CURRENT, latest)
     changes = plan_changes(old, new) or [Change(LOAD, detail="plans differ")]
     return UpToDateResult(case.id, STALE, latest, tuple(changes))
+
+
+def _has_step_schemas(version: SavedVersion) -> bool:
+    """Whether a saved version's spec.json keeps every step's built schema."""
+    try:
+        spec = codec.read_json(version.path / SPEC_FILE)
+        return STEPS_KEY in spec["schemas"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
