@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cases", action="store_true", help="Only count reasons; do not list the cases."
     )
     compare.set_defaults(handler=_cmd_compare)
+    from qtt.rest.cli import add_rest_command
+
+    add_rest_command(sub)
     _add_plan_commands(sub)
     return parser
 

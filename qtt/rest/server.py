@@ -1,0 +1,104 @@
+"""A ``kspark server`` subprocess for a REST QTT run: started, waited for, stopped.
+
+    server = ServerProcess(bootstrap_servers, work_dir / "server-1")
+    server.start(timeout=180)          # returns once GET /healthcheck answers 200
+    ...
+    server.stop()                      # SIGTERM, SIGKILL after 30 s
+
+Each start uses a fresh service id and state dir, so a restarted server begins with an
+empty metastore (the runner restarts it when a case leaves sources it cannot drop).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from qtt.rest.client import RestClient
+from qtt.rest.processes import die_with_parent, free_port, stop_process, tail
+
+
+class ServerStartError(Exception):
+    """The server did not start or did not become healthy; the message says why."""
+
+
+def server_command() -> list[str]:
+    """How to run ``kspark``: the console script next to this Python, else ``-m engine.cli``."""
+    script = Path(sys.executable).with_name("kspark")
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("kspark")
+    return [found] if found else [sys.executable, "-m", "engine.cli"]
+
+
+class ServerProcess:
+    """One ``kspark server`` child living in ``directory`` (state dir and log)."""
+
+    def __init__(self, bootstrap_servers: str, directory: Path) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.service_id = ""
+        self.log = directory / "server.log"
+
+    def start(self, *, timeout: float = 180.0) -> str:
+        """Start the server and wait for GET /healthcheck; returns its URL."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        self.service_id = f"qtt_rest_{uuid.uuid4().hex[:8]}"
+        state_dir = self.directory / "state"
+        state_dir.mkdir(exist_ok=True)
+        command = [
+            *server_command(),
+            "server",
+            "--bootstrap-servers",
+            self.bootstrap_servers,
+            "--service-id",
+            self.service_id,
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--state-dir",
+            str(state_dir),
+        ]
+        self.url = f"http://127.0.0.1:{port}"
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        client = RestClient(self.url)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                raise ServerStartError(
+                    f"kspark server exited during start-up (exit code {code}): "
+                    f"{tail(self.log) or 'no output'} (log: {self.log})"
+                )
+            if client.healthy():
+                return self.url
+            time.sleep(0.5)
+        self.stop()
+        raise ServerStartError(
+            f"kspark server did not answer GET {self.url}/healthcheck within {timeout:.0f} s "
+            f"(log: {self.log}): {tail(self.log) or 'no output'}"
+        )
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 30 s)."""
+        if self.process is not None:
+            stop_process(self.process, timeout=30)
+            self.process = None
