@@ -13,9 +13,10 @@ from qtt.loader import load_paths
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.completeness import Completeness, check_completeness, step_types_in
+from qtt.plans.diff import ERROR, Change
 from qtt.plans.layout import PLAN_FILE, case_dirs, case_slug, saved_versions
 from qtt.plans.record import positive_cases
-from qtt.plans.replay import ReplayResult, replay_all
+from qtt.plans.replay import ReplayResult, error_text, replay_all
 from qtt.plans.schema import (
     BREAKING,
     SCHEMA_FILE,
@@ -25,7 +26,7 @@ from qtt.plans.schema import (
     read_schema,
     validate_plan_file,
 )
-from qtt.plans.uptodate import UpToDateResult, check_up_to_date, fix_command
+from qtt.plans.uptodate import STALE, UpToDateResult, check_up_to_date, fix_command
 
 DEFAULT_CASES = Path("tests/qtt_cases")
 
@@ -178,10 +179,22 @@ def verify(
         except (OSError, ValueError, AttributeError):
             pass
     report.replay_seconds = time.perf_counter() - start
-    report.up_to_date = [check_up_to_date(c, root) for c in cases]
+    report.up_to_date = [_up_to_date(c, root) for c in cases]
     report.orphans = find_orphans(root, cases)
-    if steps_complete:
-        report.completeness = check_completeness(used)
-    if schema_path is not None:
-        report.schema_changes, report.schema_problems = check_schema(root, schema_path)
+    try:
+        if steps_complete:
+            report.completeness = check_completeness(used)
+        if schema_path is not None:
+            report.schema_changes, report.schema_problems = check_schema(root, schema_path)
+    except Exception as exc:  # noqa: BLE001 - the report is written whatever a check does
+        report.problems.append(f"A check of qtt plans verify failed: {error_text(exc)}")
     return report
+
+
+def _up_to_date(case: QttCase, root: Path) -> UpToDateResult:
+    """``check_up_to_date``, with an unexpected exception as this case's stale result."""
+    try:
+        return check_up_to_date(case, root)
+    except Exception as exc:  # noqa: BLE001 - one case's failure, never the whole report's
+        change = Change(ERROR, detail=error_text(exc) + "\n(raised while checking up to date)")
+        return UpToDateResult(case.id, STALE, None, (change,))

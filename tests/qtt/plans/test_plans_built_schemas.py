@@ -221,3 +221,19 @@ def test_any_exception_in_a_builder_is_the_versions_failure(
     (change,) = result.changes
     assert change.area == ERROR
     assert change.detail.splitlines()[0] == "ZeroDivisionError: the select builder divided by zero"
+
+
+def test_an_exception_in_the_up_to_date_check_is_that_cases_failure_and_the_report_is_written(
+    workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases, root = workspace
+
+    def broken(case: Any, root: Path) -> Any:
+        raise RuntimeError("planner crashed")
+
+    monkeypatch.setattr("qtt.plans.verify.check_up_to_date", broken)
+    report = verify(root, [cases], schema_path=None, steps_complete=False)
+    assert len(report.replays) == 1 and report.replays[0].ok
+    (stale,) = report.stale
+    assert stale.changes[0].area == ERROR
+    assert "RuntimeError: planner crashed" in report.render()
