@@ -168,7 +168,7 @@ class QueryStream:
                 except UnicodeDecodeError:
                     continue  # a character split across chunks
                 buffer = self._parse(buffer, decoder)
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+        except Exception as exc:  # a closing connection fails in many ways
             if not self._closing:
                 self.failure = f"reading {self.url} failed: {exc or type(exc).__name__}"
         finally:
@@ -226,10 +226,10 @@ class QueryStream:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._connection.close()
         reader = getattr(self, "_reader", None)
         if reader is not None:
             reader.join(timeout=5)
+        self._connection.close()
 
     def __enter__(self) -> QueryStream:
         return self
