@@ -33,6 +33,14 @@ def qtt_kafka(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def rest(session: nox.Session) -> None:
+    """The project's REST QTT cases against a kspark server and broker started for the run."""
+    session.install("-e", ".")
+    args = session.posargs or ["tests/rest_cases", "--strict"]
+    session.run("qtt", "rest", *args)
+
+
+@nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
     """Run the conformance runner: `nox -s conformance -- PATH [--report FILE]`."""
     session.install("-e", ".")
