@@ -173,7 +173,12 @@ class RestHarness:
                     try:
                         server_url = server.start(timeout=server_timeout)
                     except ServerStartError as exc:
-                        raise HarnessError(str(exc)) from None
+                        message = str(exc)
+                        if not keep:  # the temp dir goes: say how to keep the log
+                            message = re.sub(
+                                r"\(log: [^)]*\)", "(--work-dir DIR keeps its log)", message
+                            )
+                        raise HarnessError(message) from None
                 client = RestClient(server_url)
                 if not client.healthy():
                     raise HarnessError(f"The server at {server_url} does not answer GET /healthcheck.")
