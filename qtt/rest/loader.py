@@ -215,8 +215,8 @@ def _expected_error(raw: Any) -> ExpectedError | None:
     where = "expectedError"
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where} to be an object, found {_kind(raw)}.")
-    error_type = _required(raw, "type", str, where)
-    if error_type not in ERROR_TYPES:
+    error_type = _optional(raw, "type", str, where)
+    if error_type is not None and error_type not in ERROR_TYPES:
         raise QttFormatError(
             f"Error type '{error_type}' in {where} is not known; expected one of "
             f"{', '.join(sorted(ERROR_TYPES))}."

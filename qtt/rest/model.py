@@ -23,9 +23,12 @@ ERROR_TYPES: Mapping[str, frozenset[str]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpectedError:
-    """The error response a case expects: the error entity class, a message fragment, a status."""
+    """The error response a case expects: the error entity class, a message fragment, a status.
 
-    type: str
+    Each part is optional; what is given must match.
+    """
+
+    type: str | None = None
     message: str | None = None
     status: int | None = None
 

@@ -423,11 +423,16 @@ class _CaseRun:
         self.produce_inputs()
         error = case.expected_error
         if error is not None:
-            message = f" containing {error.message!r}" if error.message else ""
+            parts = [
+                error.type.rsplit(".", 1)[-1] if error.type else "",
+                f"containing {error.message!r}" if error.message else "",
+                f"status {error.status}" if error.status is not None else "",
+            ]
+            described = ", ".join(p for p in parts if p)
             raise CaseFailure(
                 Status.FAILED,
-                f"Expected an error ({error.type.rsplit('.', 1)[-1]}{message}, "
-                f"status {error.status}) but every statement succeeded.",
+                f"Expected an error{f' ({described})' if described else ''} "
+                "but every statement succeeded.",
             )
 
     def _label(self, index: int) -> str:

@@ -117,6 +117,8 @@ def test_an_expected_error_needs_type_message_and_status() -> None:
     assert error_difference(STATEMENT_ERROR, 400, other) == (
         "error message expected to contain 'does not exist' but was 'Syntax error'"
     )
+    untyped = ExpectedError(message="does not exist")
+    assert error_difference(untyped, 500, {"@type": "generic_error", "message": "X does not exist"}) is None
     generic = {"@type": "generic_error", "message": "X does not exist."}
     assert "error type expected KsqlStatementErrorMessage" in str(
         error_difference(STATEMENT_ERROR, 400, generic)
