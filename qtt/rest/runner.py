@@ -117,6 +117,7 @@ class RestHarness:
     server_timeout: float = 180.0
     baseline: frozenset[str] = frozenset()  # sources and queries there before the run
     restarts: int = 0
+    owns_broker: bool = False  # True: every topic a case leaves may be deleted
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
@@ -191,6 +192,7 @@ class RestHarness:
                     wait=wait,
                     server_timeout=server_timeout,
                 )
+                harness.owns_broker = broker is not None
                 try:
                     harness.baseline = frozenset(harness.server_objects())
                 except (HarnessError, RestClientError) as exc:
@@ -231,25 +233,49 @@ class RestHarness:
                     found.append(f"{kind}:{item[name_key]}")
         return found
 
-    def clean_up(self, topics_before: set[str]) -> str | None:
-        """Terminate, drop and delete what the last case made; None, or why it could not."""
+    def clean_up(
+        self,
+        topics_before: set[str] | None,
+        sources: Sequence[tuple[str, str]] = (),
+        known_topics: set[str] | frozenset[str] = frozenset(),
+    ) -> str | None:
+        """Terminate, drop and delete what the last case made; None, or why it could not.
+
+        New topics are deleted: all of them on a broker the harness started, else only the
+        ``known_topics`` (the case's and its sources'), never one that was there before.
+        ``sources`` are the case's ``(STREAM|TABLE, name)`` in creation order: when the
+        server cannot list what it holds, a server the harness started (nothing of anyone
+        else's on it) gets ``TERMINATE ALL`` and a DROP of each, newest first.
+        """
         problem: str | None = None
         try:
-            for _ in range(4):
+            for attempt in range(5):
                 objects = [o for o in self.server_objects() if o not in self.baseline]
                 if not objects:
+                    break
+                if attempt == 4:
+                    problem = (
+                        f"the server still holds {', '.join(objects[:5])} after TERMINATE and DROP"
+                    )
                     break
                 for item in objects:
                     kind, name = item.split(":", 1)
                     statement = f"TERMINATE {name};" if kind == "QUERY" else f"DROP {kind} `{name}`;"
                     self.client.ksql(statement, {})
-            else:
-                problem = f"the server still holds {', '.join(objects[:5])} after TERMINATE and DROP"
         except (HarnessError, RestClientError) as exc:
             problem = str(exc)
+            if self.server is not None and isinstance(exc, HarnessError):
+                problem = self._drop_blindly(sources, problem)
         try:
             admin = self.admin
-            made = [t for t in admin.list_topics() if t not in topics_before and not t.startswith("_")]
+            made = [
+                t
+                for t in admin.list_topics()
+                if topics_before is not None
+                and t not in topics_before
+                and not t.startswith("_")
+                and (self.owns_broker or t in known_topics)
+            ]
             for topic in made:
                 with contextlib.suppress(KafkaClientError):
                     admin.delete_topic(topic, missing_ok=True)
@@ -266,6 +292,20 @@ class RestHarness:
         if problem is not None:
             self.reset_server(f"clean-up failed: {problem}")
         return problem
+
+    def _drop_blindly(self, sources: Sequence[tuple[str, str]], why: str) -> str | None:
+        try:
+            answers = [self.client.ksql("TERMINATE ALL;", {})]
+            for kind, name in reversed(sources):
+                answers.append(self.client.ksql(f"DROP {kind} IF EXISTS `{name}`;", {}))
+        except RestClientError as exc:
+            return f"{why}; {exc}"
+        failed = [a for a in answers if a.status != 200]
+        if failed:
+            return f"{why}; TERMINATE ALL / DROP answered HTTP {failed[0].status}: " + clip(
+                error_message(failed[0].body)
+            )
+        return None
 
     def reset_server(self, why: str) -> None:
         """Restart a server the harness started (fresh service id); warn about a given one."""
@@ -624,7 +664,7 @@ def run_rest_case(case: RestCase, harness: RestHarness, *, file: str | None = No
     """Run one case on the harness's server; never raises for what the server does."""
     start = time.perf_counter()
     outcome: dict[str, Any] = {"status": Status.PASSED}
-    topics_before: set[str] = set()
+    topics_before: set[str] | None = None
     run: _CaseRun | None = None
     try:
         harness.ensure_server()
@@ -653,11 +693,14 @@ def run_rest_case(case: RestCase, harness: RestHarness, *, file: str | None = No
             "status": Status.ERROR,
             "reason": f"Unexpected {describe_exception(exc)} while {run.stage if run else 'starting'}.",
         }
-    finally:
-        if run is not None:
-            with contextlib.suppress(Exception):
-                run.shadow.close()
-    problem = harness.clean_up(topics_before)
+    sources: list[tuple[str, str]] = []
+    known = {t.name for t in case.topics} | {r.topic for r in (*case.inputs, *case.outputs)}
+    if run is not None:
+        with contextlib.suppress(Exception):
+            sources = [(s.kind, s.name) for s in run.shadow.sources()]
+            known |= {s.topic for s in run.shadow.sources()}
+            run.shadow.close()
+    problem = harness.clean_up(topics_before, sources, known)
     if problem is not None and outcome["status"] is Status.PASSED:
         outcome["details"] = f"Clean-up after the case failed: {problem}"
     outcome["reason"] = one_line(outcome.get("reason", ""))
