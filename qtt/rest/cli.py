@@ -58,9 +58,9 @@ def add_rest_command(sub: Any) -> None:
     rest.add_argument(
         "--wait",
         type=float,
-        default=20.0,
+        default=30.0,
         metavar="S",
-        help="Seconds to wait for push query rows, pull query retries and outputs (20).",
+        help="Seconds to wait for push query rows, pull query retries and outputs (30).",
     )
     rest.add_argument(
         "--server-timeout",

@@ -113,7 +113,7 @@ class RestHarness:
     producer: JavaInputProducer
     work_dir: Path
     server: ServerProcess | None = None  # None: a server the harness did not start
-    wait: float = 20.0
+    wait: float = 30.0
     server_timeout: float = 180.0
     baseline: frozenset[str] = frozenset()  # sources and queries there before the run
     restarts: int = 0
@@ -128,7 +128,7 @@ class RestHarness:
         server_url: str | None = None,
         bootstrap_servers: str | None = None,
         work_dir: Path | None = None,
-        wait: float = 20.0,
+        wait: float = 30.0,
         server_timeout: float = 180.0,
     ) -> Iterator[RestHarness]:
         """A harness on the given server and broker, or on ones started for it.
