@@ -387,13 +387,32 @@ def _stack_text(handle: Any) -> str:
         return ""
 
 
+# Exceptions that only wrap the one that explains a failure.
+_WRAPPERS = ("Py4JJavaError", "SparkException", "StreamingQueryException", "PythonException",
+             "ExecutionException", "InvocationTargetException", "Job aborted")
+_ERROR_LINE = re.compile(r"(?:^|: )((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Error|Exception|Failure)\b(?::.*)?)$")
+
+
 def _root_cause(exc: Exception) -> str:
-    text = str(getattr(exc, "desc", None) or exc)
+    """The line of a query's failure that explains it: the innermost exception that is not a
+    wrapper (Spark's job abort, py4j's call error, a Python worker's traceback), with its message."""
+    return root_cause_line(str(getattr(exc, "desc", None) or exc), type(exc).__name__)
+
+
+def root_cause_line(text: str, default: str = "unknown error") -> str:
+    """The explaining error line of ``text`` (a Java or Python stack, possibly nested)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors: list[str] = []
     for line in lines:
-        if "Error" in line or "Exception" in line:
-            return line[:500]
-    return (lines[0] if lines else type(exc).__name__)[:500]
+        if line.startswith(("at ", "raise ", "File ", "Traceback", "^", "~")):
+            continue
+        for part in re.split(r"(?<=\S): (?=(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?:Error|Exception)\b)", line):
+            match = _ERROR_LINE.search(part)
+            if match:
+                errors.append(match.group(1))
+    explaining = [e for e in errors if not any(w in e.split(":", 1)[0] or e.startswith(w) for w in _WRAPPERS)]
+    chosen = (explaining or errors or lines or [default])[-1 if explaining else 0]
+    return chosen[:500]
 
 
 def _is_insert_values(text: str) -> bool:
