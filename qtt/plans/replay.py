@@ -151,13 +151,17 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         post = check_post(case.post, engine) if not case.post.is_empty() else []
         if not verification.ok:
             rendered = verification.render()
+            writers = topic_writers(engine)
             for comparison in verification.comparisons:
                 if comparison.reason is not None:
                     index = comparison.first_difference
+                    query_id, sink_ctx = writers.get(comparison.topic, (None, None))
+                    where = f"topic {comparison.topic}"
                     changes.append(
                         Change(
                             OUTPUT,
-                            ctx=f"topic {comparison.topic}",
+                            query_id=query_id,
+                            ctx=where if sink_ctx is None else f"{sink_ctx} ({where})",
                             field=None if index is None else f"record[{index}].{comparison.field}",
                             detail=comparison.reason,
                         )
@@ -187,6 +191,17 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         return changes, rendered
     finally:
         engine.close()
+
+
+def topic_writers(engine: Any) -> dict[str, tuple[str, str]]:
+    """Topic -> (query id, sink step ctx) of the query writing it, so that a differing
+    output record names the query and step that produced it."""
+    out: dict[str, tuple[str, str]] = {}
+    for query in engine.queries.values():
+        topic = getattr(query.root, "topic", None)
+        if isinstance(topic, str):
+            out.setdefault(topic, (query.query_id, query.root.ctx))
+    return out
 
 
 def sink_schema_changes(
