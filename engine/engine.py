@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,26 @@ class KsqlEngine:
             self.store.append(record)
 
     # ------------------------------------------------------------------ statements
+
+    def snapshot(self) -> KsqlEngine:
+        """A copy to validate and execute statements against, leaving this engine as it is.
+
+        It shares the topic service (a statement may create its topic) and copies the
+        metastore, the queries, the properties, the variables and the query id counter.
+        """
+        copy = KsqlEngine(self.config, runtime=self._runtime, topics=self.store)
+        copy.metastore = deepcopy(self.metastore)
+        copy.queries = dict(self.queries)
+        copy.plans = list(self.plans)
+        copy.variables = dict(self.variables)
+        copy._query_counter = self._query_counter
+        return copy
+
+    def terminate(self, query_id: str) -> None:
+        """Stop tracking a persistent query: it no longer reads or writes its sources."""
+        if query_id not in self.queries:
+            raise AnalysisError(f"Unknown queryId: {query_id}")
+        self._terminate(query_id)
 
     def planner(self) -> Planner:
         return Planner(self.metastore, self.topics, self.config)
