@@ -8,6 +8,7 @@ DIR/
   statements.json            every statement applied so far, in order, with its plan
   <query id>/query.json      the query's task count (fixed at its first start)
   <query id>/checkpoint/     the query's Structured Streaming checkpoint (offsets, state)
+  <query id>/error.txt       the query's last failure in full (Spark's and Python's stacks)
 ```
 
 On a restart the saved plans are applied again as they were saved, never re-planned from
@@ -44,6 +45,7 @@ from engine.runtime.adapter import TopicCodec
 STATEMENTS_FILE = "statements.json"
 QUERY_FILE = "query.json"
 CHECKPOINT_DIR = "checkpoint"
+ERROR_FILE = "error.txt"  # the last failure of a query, in full
 
 
 class KafkaTopics:
@@ -244,7 +246,7 @@ class StreamingApplication:
             for attempt in range(RESTARTS + 1):
                 handle = self.start_query(query, available_now=True)
                 try:
-                    _await(handle, query.query_id)
+                    _await(handle, query.query_id, self.state_dir / query.query_id / ERROR_FILE)
                     break
                 except RestartableFailure:
                     if attempt == RESTARTS:
@@ -264,7 +266,7 @@ class StreamingApplication:
                     if handle.isActive:
                         continue
                     try:
-                        _await(handle, query_id)
+                        _await(handle, query_id, self.state_dir / query_id / ERROR_FILE)
                     except RestartableFailure:
                         restarts[query_id] = restarts.get(query_id, 0) + 1
                         if restarts[query_id] > RESTARTS:
@@ -359,13 +361,22 @@ _RESTARTABLE = ("KafkaMicroBatchStream.metrics",)
 RESTARTS = 3
 
 
-def _await(handle: Any, query_id: str) -> None:
+def _await(handle: Any, query_id: str, error_file: Path | None = None) -> None:
+    """Wait for the query to end; its failure as one line, the whole error kept in ``error_file``."""
     from pyspark.errors import StreamingQueryException
 
     try:
         handle.awaitTermination()
     except StreamingQueryException as exc:
         message = f"Query {query_id} failed: {_root_cause(exc)}"
+        if error_file is not None:
+            try:
+                error_file.parent.mkdir(parents=True, exist_ok=True)
+                error_file.write_text(f"{message}\n\n{exc}\n\n"
+                                      f"{_stack_text(handle)}\n", encoding="utf-8")
+                message += f" (whole error in {error_file})"
+            except OSError:
+                pass  # a read-only or remote state dir: the line alone must do
         if any(signature in _stack_text(handle) for signature in _RESTARTABLE):
             raise RestartableFailure(message) from None
         raise ExecutionError(message) from None
@@ -380,7 +391,8 @@ def _stack_text(handle: Any) -> str:
         cause = failure.get()
         frames: list[str] = []
         while cause is not None:
-            frames.extend(str(f.toString()) for f in cause.getStackTrace())
+            frames.append(f"Caused by: {cause.toString()}")
+            frames.extend(f"\tat {f.toString()}" for f in cause.getStackTrace())
             cause = cause.getCause()
         return "\n".join(frames)
     except Exception:  # noqa: BLE001 - only a hint for the restart decision
@@ -396,7 +408,7 @@ _ERROR_LINE = re.compile(r"(?:^|: )((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Er
 def _root_cause(exc: Exception) -> str:
     """The line of a query's failure that explains it: the innermost exception that is not a
     wrapper (Spark's job abort, py4j's call error, a Python worker's traceback), with its message."""
-    return root_cause_line(str(getattr(exc, "desc", None) or exc), type(exc).__name__)
+    return root_cause_line(str(exc), type(exc).__name__)
 
 
 def root_cause_line(text: str, default: str = "unknown error") -> str:

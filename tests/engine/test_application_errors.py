@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from engine.application import root_cause_line
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.application import _await, root_cause_line
+from engine.errors import ExecutionError
 
 FOREACH_BATCH_FAILURE = """\
 An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
@@ -50,3 +56,33 @@ def test_a_java_caused_by_chain_gives_the_cause() -> None:
 def test_text_without_an_exception_gives_its_first_line() -> None:
     assert root_cause_line("the query stopped\nsecond line") == "the query stopped"
     assert root_cause_line("", "RuntimeError") == "RuntimeError"
+
+
+class _FailedQuery:
+    """A streaming query handle whose awaitTermination raises what Spark raises."""
+
+    class _NoJavaFailure:
+        def exception(self) -> Any:
+            return self
+
+        def isEmpty(self) -> bool:  # noqa: N802 - Scala's Option
+            return True
+
+    _jsq = _NoJavaFailure()
+
+    def awaitTermination(self) -> None:  # noqa: N802 - PySpark's name
+        from pyspark.errors.exceptions.captured import StreamingQueryException
+
+        raise StreamingQueryException(desc=FOREACH_BATCH_FAILURE, stackTrace="")
+
+
+@pytest.mark.usefixtures("spark")  # PySpark's captured exceptions need a JVM
+def test_a_failed_query_is_one_line_and_its_whole_error_is_kept(tmp_path: Path) -> None:
+    error_file = tmp_path / "CSAS_X_0" / "error.txt"
+    with pytest.raises(ExecutionError) as failure:
+        _await(_FailedQuery(), "CSAS_X_0", error_file)
+    message = str(failure.value)
+    assert message.startswith("Query CSAS_X_0 failed: org.apache.kafka.common.errors.TimeoutException")
+    assert message.endswith(f"(whole error in {error_file})")
+    assert "\n" not in message
+    assert "Py4JJavaError: An error occurred while calling o812.foreachPartition." in error_file.read_text()
