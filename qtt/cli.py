@@ -171,6 +171,9 @@ def _add_plan_commands(sub: Any) -> None:
     )
     regen.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     regen.set_defaults(handler=_cmd_plans_regenerate)
+    from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
+
+    add_replay_ksqldb(plans_sub)
 
     schema = sub.add_parser("schema", help="The plan JSON Schema guard.")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True, metavar="ACTION")
@@ -371,9 +374,27 @@ def _cmd_plans_regenerate(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema_generate(args: argparse.Namespace) -> int:
-    from qtt.plans.schema import write_schema
+    from qtt.plans.schema import update_schema
 
-    print(f"wrote {write_schema(Path(args.schema))}")
+    path = Path(args.schema)
+    try:
+        update = update_schema(path)
+    except (OSError, ValueError) as exc:
+        print(f"qtt: cannot read the committed schema {path}: {exc}", file=sys.stderr)
+        return 2
+    if update.breaking:
+        for change in update.breaking:
+            print(change.render(), file=sys.stderr)
+        print(
+            f"qtt: not writing {path}: {len(update.breaking)} breaking change(s) above; plans "
+            "written before would no longer load. Add a new step version instead of changing "
+            "a published one.",
+            file=sys.stderr,
+        )
+        return 1
+    for change in update.changes:
+        print(change.render())
+    print(f"wrote {path}" if update.written else f"{path} is up to date")
     return 0
 
 
@@ -391,15 +412,15 @@ def _cmd_schema_check(args: argparse.Namespace) -> int:
     breaking = [c for c in changes if c.verdict == BREAKING]
     if breaking:
         print(
-            f"{len(breaking)} breaking change(s): old plans would no longer load. Add a new step "
-            "version instead of changing a published one."
+            f"{len(breaking)} breaking change(s) of {len(changes)}: plans written before would "
+            "no longer load. Add a new step version instead of changing a published one."
         )
         return 1
     if changes:
         print(
             f"{len(changes)} compatible change(s): run `qtt schema generate` and commit the schema."
         )
-        return 1
+        return 0
     print("The plan schema matches the committed one.")
     return 0
 

@@ -13,11 +13,24 @@ import base64
 import dataclasses
 import decimal
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import SerdeError
 from engine.plan import types as T
+from engine.plan.constraints import OneOf
 from engine.plan.types import SqlType, parse_type
+
+# Enumerated options of expression fields (JSON Schema enums, see engine.plan.constraints).
+# No name here may contain "Expr" or "SqlType": _field_from_json reads annotations as text.
+ARITHMETIC_OPS = ("+", "-", "*", "/", "%")
+COMPARISON_OPS = ("=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM")
+LOGICAL_OPS = ("AND", "OR")
+# The time units the parser writes (engine/parser: a unit keyword, singular, plus "S").
+INTERVAL_UNITS = ("MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS")
+ArithmeticOp = Annotated[str, OneOf(ARITHMETIC_OPS)]
+ComparisonOp = Annotated[str, OneOf(COMPARISON_OPS)]
+LogicalOp = Annotated[str, OneOf(LOGICAL_OPS)]
+TimeUnit = Annotated[str, OneOf(INTERVAL_UNITS)]
 
 
 class Expr:
@@ -106,7 +119,7 @@ class IntervalUnit(Expr):
     """A time unit keyword used as a function argument, e.g. ``TIMESTAMPADD(SECONDS, ...)``."""
 
     KIND: ClassVar[str] = "intervalUnit"
-    unit: str
+    unit: TimeUnit
 
 
 @_node
@@ -144,11 +157,11 @@ class Arithmetic(Expr):
     """``left op right`` with op one of + - * / %."""
 
     KIND: ClassVar[str] = "arithmetic"
-    op: str
+    op: ArithmeticOp
     left: Expr
     right: Expr
 
-    OPS: ClassVar[frozenset[str]] = frozenset({"+", "-", "*", "/", "%"})
+    OPS: ClassVar[frozenset[str]] = frozenset(ARITHMETIC_OPS)
 
 
 @_node
@@ -157,13 +170,11 @@ class Comparison(Expr):
     """``left op right`` with op one of = <> < <= > >= IS DISTINCT FROM, IS NOT DISTINCT FROM."""
 
     KIND: ClassVar[str] = "comparison"
-    op: str
+    op: ComparisonOp
     left: Expr
     right: Expr
 
-    OPS: ClassVar[frozenset[str]] = frozenset(
-        {"=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"}
-    )
+    OPS: ClassVar[frozenset[str]] = frozenset(COMPARISON_OPS)
 
 
 @_node
@@ -172,7 +183,7 @@ class Logical(Expr):
     """``left AND right`` / ``left OR right`` with SQL three-valued logic."""
 
     KIND: ClassVar[str] = "logical"
-    op: str
+    op: LogicalOp
     left: Expr
     right: Expr
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar
+from typing import Annotated, ClassVar, TypeVar
 
 from engine.errors import PlanError
+from engine.plan.constraints import NON_EMPTY, OneOf
 from engine.plan.schema import LogicalSchema
 from engine.plan.steps import Formats, Step, TimestampColumn, WindowInfo, step_dataclass
 
 _WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
+SOURCE_KINDS = ("STREAM", "TABLE")
 
 COMMAND_TYPES: dict[str, type[Command]] = {}
 
@@ -78,14 +80,14 @@ class DropSourceCommand(Command):
     """Removes a stream or table from the metastore."""
 
     TYPE: ClassVar[str] = "dropSourceV1"
-    kind: str  # STREAM or TABLE
+    kind: Annotated[str, OneOf(SOURCE_KINDS)]
 
 
 @step_dataclass
 class QueryPlan:
     """A persistent query: its id, the sources it reads, its sink and its step DAG."""
 
-    query_id: str
+    query_id: Annotated[str, NON_EMPTY]
     sources: tuple[str, ...]
     sink: str
     root: Step

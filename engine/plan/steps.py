@@ -14,13 +14,28 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, dataclass_transform
+from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import PlanError
+from engine.plan.constraints import NON_EMPTY, OneOf
 from engine.plan.expr import Expr
 from engine.plan.schema import LogicalSchema
 
 _WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
+
+# Enumerated options of plan fields (the JSON Schema enums; see engine.plan.constraints).
+# The record formats the serdes know (engine.serde.formats.FORMAT_NAMES, kept equal by a test).
+FORMAT_NAMES = ("JSON", "DELIMITED", "KAFKA", "NONE", "AVRO", "JSON_SR", "PROTOBUF", "PROTOBUF_NOSR")
+# Format property names, lower case (the union of what engine.serde.formats accepts).
+FORMAT_PROPERTIES = ("delimiter", "nullable_representation", "schema_full_name", "schema_id")
+# Serde features as the builders read them (engine.build.formats.features_of).
+SERDE_FEATURES = ("UNWRAP_SINGLES", "WRAP_SINGLES")
+WINDOW_TYPES = ("TUMBLING", "HOPPING", "SESSION")
+
+FormatName = Annotated[str, OneOf(FORMAT_NAMES)]
+FormatProperties = Annotated[tuple[tuple[str, str], ...], OneOf(FORMAT_PROPERTIES)]
+SerdeFeature = Annotated[str, OneOf(SERDE_FEATURES)]
+WindowType = Annotated[str, OneOf(WINDOW_TYPES)]
 
 STEP_TYPES: dict[str, type[Step]] = {}
 
@@ -60,7 +75,7 @@ class Step:
     """Base of all steps."""
 
     TYPE: ClassVar[str] = ""
-    ctx: str
+    ctx: Annotated[str, NON_EMPTY]
 
     def __post_init__(self) -> None:
         if not self.ctx:
@@ -82,12 +97,12 @@ class Step:
 class Formats:
     """Key and value formats of a topic, with format properties and serde features."""
 
-    key_format: str
-    value_format: str
-    key_properties: tuple[tuple[str, str], ...] = ()
-    value_properties: tuple[tuple[str, str], ...] = ()
-    key_features: tuple[str, ...] = ()
-    value_features: tuple[str, ...] = ()
+    key_format: FormatName
+    value_format: FormatName
+    key_properties: FormatProperties = ()
+    value_properties: FormatProperties = ()
+    key_features: tuple[SerdeFeature, ...] = ()
+    value_features: tuple[SerdeFeature, ...] = ()
 
 
 @step_dataclass
@@ -102,11 +117,11 @@ class TimestampColumn:
 class WindowInfo:
     """How a windowed source or aggregate windows its keys."""
 
-    type: str  # TUMBLING, HOPPING, SESSION
+    type: WindowType
     size_ms: int | None = None
 
     def __post_init__(self) -> None:
-        if self.type not in ("TUMBLING", "HOPPING", "SESSION"):
+        if self.type not in WINDOW_TYPES:
             raise PlanError(
                 f"Window type must be TUMBLING, HOPPING or SESSION, got '{self.type}'."
             )

@@ -12,15 +12,23 @@ This module imports no pyspark.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from engine.errors import PlanError
 from engine.plan import types as T
+from engine.plan.constraints import NOT_NEGATIVE
 from engine.plan.expr import Expr, FunctionCall
 from engine.plan.schema import Column, LogicalSchema, Namespace
-from engine.plan.steps import Formats, SelectExpression, Step, register_step, step_dataclass
+from engine.plan.steps import (
+    WINDOW_TYPES,
+    Formats,
+    SelectExpression,
+    Step,
+    WindowType,
+    register_step,
+    step_dataclass,
+)
 
-WINDOW_TYPES = ("TUMBLING", "HOPPING", "SESSION")
 DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000  # Kafka Streams' default window maintain time
 
 
@@ -28,11 +36,11 @@ DEFAULT_GRACE_MS = 24 * 60 * 60 * 1000  # Kafka Streams' default window maintain
 class WindowSpec:
     """The window of an aggregation: type, sizes in milliseconds, grace and retention."""
 
-    type: str
+    type: WindowType
     size_ms: int | None = None
     advance_ms: int | None = None
     gap_ms: int | None = None
-    grace_ms: int | None = None
+    grace_ms: Annotated[int, NOT_NEGATIVE] | None = None
     retention_ms: int | None = None
 
     def __post_init__(self) -> None:
@@ -180,7 +188,7 @@ class TableSuppress(Step):
 
     TYPE: ClassVar[str] = "tableSuppressV1"
     source: Step
-    grace_ms: int
+    grace_ms: Annotated[int, NOT_NEGATIVE]
 
     def __post_init__(self) -> None:
         Step.__post_init__(self)

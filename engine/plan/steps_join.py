@@ -15,16 +15,19 @@ pyspark.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from engine.errors import PlanError
+from engine.plan.constraints import NOT_NEGATIVE, OneOf
 from engine.plan.expr import Expr
 from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS, Column, LogicalSchema, Namespace
 from engine.plan.steps import Step, WindowInfo, register_step, step_dataclass
 from engine.plan.types import SqlType
 
 JOIN_TYPES = ("INNER", "LEFT", "RIGHT", "FULL")
+STREAM_TABLE_JOIN_TYPES = ("INNER", "LEFT")
 FOREIGN_KEY_JOIN_TYPES = ("INNER", "LEFT")
+Milliseconds = Annotated[int, NOT_NEGATIVE]
 # ksqlDB's default grace for joins declared without GRACE PERIOD (Kafka Streams' legacy
 # JoinWindows.of): the window store keeps records for at least a day.
 LEGACY_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -45,15 +48,15 @@ class StreamStreamJoin(Step):
     TYPE: ClassVar[str] = "streamStreamJoinV1"
     left: Step
     right: Step
-    join_type: str
+    join_type: Annotated[str, OneOf(JOIN_TYPES)]
     left_alias: str
     right_alias: str
     key_column: str
     left_key: Expr
     right_key: Expr
-    before_ms: int
-    after_ms: int
-    grace_ms: int | None = None
+    before_ms: Milliseconds
+    after_ms: Milliseconds
+    grace_ms: Milliseconds | None = None
 
     def __post_init__(self) -> None:
         Step.__post_init__(self)
@@ -81,7 +84,7 @@ class StreamTableJoin(Step):
     TYPE: ClassVar[str] = "streamTableJoinV1"
     left: Step
     right: Step
-    join_type: str
+    join_type: Annotated[str, OneOf(STREAM_TABLE_JOIN_TYPES)]
     left_alias: str
     right_alias: str
     key_column: str
@@ -90,7 +93,7 @@ class StreamTableJoin(Step):
 
     def __post_init__(self) -> None:
         Step.__post_init__(self)
-        _check_join_type(self, self.join_type, ("INNER", "LEFT"))
+        _check_join_type(self, self.join_type, STREAM_TABLE_JOIN_TYPES)
 
 
 @register_step
@@ -101,7 +104,7 @@ class TableTableJoin(Step):
     TYPE: ClassVar[str] = "tableTableJoinV1"
     left: Step
     right: Step
-    join_type: str
+    join_type: Annotated[str, OneOf(JOIN_TYPES)]
     left_alias: str
     right_alias: str
     key_column: str
@@ -125,7 +128,7 @@ class ForeignKeyTableTableJoin(Step):
     TYPE: ClassVar[str] = "foreignKeyTableTableJoinV1"
     left: Step
     right: Step
-    join_type: str
+    join_type: Annotated[str, OneOf(FOREIGN_KEY_JOIN_TYPES)]
     left_alias: str
     right_alias: str
     key_column: str

@@ -1,32 +1,36 @@
-"""The plan-schema guard: deterministic generation and backward-compatibility verdicts."""
+"""The plan-schema guard: a precise generated schema and backward-compatibility verdicts."""
 
 from __future__ import annotations
 
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import pytest
+from jsonschema import Draft202012Validator
 
+from engine.plan import expr as E
 from engine.plan import serde
 from engine.plan import steps as S
-from engine.plan.expr import ColumnRef, Comparison, Literal
+from engine.plan import steps_join as J
+from engine.plan.constraints import OneOf
+from engine.plan.expr import ColumnRef, Comparison, Expr, Literal
 from engine.plan.plan import QueryPlan, StatementPlan
 from engine.plan.schema import LogicalSchema
+from engine.plan.steps import Step, step_dataclass
 from engine.plan.types import INTEGER
 from qtt.plans.schema import (
     BREAKING,
     COMPATIBLE,
+    SchemaChange,
     compare_schemas,
     generate_schema,
     schema_text,
     validate_plan_file,
 )
 
-
-def verdicts(old: dict[str, Any], new: dict[str, Any]) -> set[tuple[str, str | None, str, str]]:
-    return {(c.definition, c.field, c.change, c.verdict) for c in compare_schemas(old, new)}
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
@@ -34,13 +38,48 @@ def schema() -> dict[str, Any]:
     return generate_schema()
 
 
+def breaking(changes: list[SchemaChange]) -> list[SchemaChange]:
+    return [c for c in changes if c.verdict == BREAKING]
+
+
+def only(changes: list[SchemaChange], pointer: str) -> SchemaChange:
+    (change,) = [c for c in changes if c.pointer == pointer]
+    return change
+
+
+# ------------------------------------------------------------------------------ generation
+
+
 def test_generation_is_deterministic(schema: dict[str, Any]) -> None:
     assert schema_text(schema) == schema_text(generate_schema())
 
 
-def test_every_registered_step_has_a_schema_entry(schema: dict[str, Any]) -> None:
+def test_the_schema_is_a_valid_draft_2020_12_schema(schema: dict[str, Any]) -> None:
+    Draft202012Validator.check_schema(schema)
+
+
+def test_every_registered_step_has_a_closed_schema_entry(schema: dict[str, Any]) -> None:
     for wire in S.STEP_TYPES:
-        assert schema["$defs"][f"step.{wire}"]["properties"]["@type"] == {"const": wire}
+        entry = schema["$defs"][f"step.{wire}"]
+        assert entry["properties"]["@type"] == {"const": wire}
+        assert entry["additionalProperties"] is False
+    assert sorted(S.STEP_TYPES) == schema["$defs"]["Step"]["properties"]["@type"]["enum"]
+
+
+def test_every_expression_kind_is_closed_and_typed(schema: dict[str, Any]) -> None:
+    for kind in E._KINDS:
+        entry = schema["$defs"][f"expr.{kind}"]
+        assert entry["properties"]["kind"] == {"const": kind}
+        assert entry["additionalProperties"] is False
+        for name, field in entry["properties"].items():
+            assert field or (kind, name) == ("literal", "value"), f"expr.{kind}.{name} is free-form"
+
+
+def test_no_step_or_command_field_is_free_form(schema: dict[str, Any]) -> None:
+    for name, entry in schema["$defs"].items():
+        if name.startswith(("step.", "command.")):
+            for field, sub in entry["properties"].items():
+                assert sub, f"{name}.{field} has an empty schema"
 
 
 def test_required_fields_are_those_without_defaults(schema: dict[str, Any]) -> None:
@@ -49,58 +88,252 @@ def test_required_fields_are_those_without_defaults(schema: dict[str, Any]) -> N
     assert {"ctx", "topic", "formats", "sourceSchema"} <= set(source["required"])
 
 
+def test_fixed_option_strings_are_enums(schema: dict[str, Any]) -> None:
+    defs = schema["$defs"]
+    join = defs["step.streamTableJoinV1"]["properties"]["joinType"]
+    assert join == {"type": "string", "enum": list(J.STREAM_TABLE_JOIN_TYPES)}
+    assert defs["Formats"]["properties"]["keyFormat"]["enum"] == list(S.FORMAT_NAMES)
+    assert defs["Formats"]["properties"]["valueFeatures"]["items"]["enum"] == list(S.SERDE_FEATURES)
+    assert defs["Formats"]["properties"]["keyProperties"]["propertyNames"] == {
+        "enum": list(S.FORMAT_PROPERTIES)
+    }
+    assert defs["WindowSpec"]["properties"]["type"]["enum"] == list(S.WINDOW_TYPES)
+    assert defs["command.dropSourceV1"]["properties"]["kind"]["enum"] == ["STREAM", "TABLE"]
+    assert defs["expr.comparison"]["properties"]["op"]["enum"] == list(E.COMPARISON_OPS)
+    assert defs["expr.intervalUnit"]["properties"]["unit"]["enum"] == list(E.INTERVAL_UNITS)
+
+
+def test_sql_types_and_schemas_refer_to_their_definitions(schema: dict[str, Any]) -> None:
+    defs = schema["$defs"]
+    assert defs["expr.cast"]["properties"]["type"] == {"$ref": "#/$defs/SqlType"}
+    assert defs["step.streamSourceV1"]["properties"]["sourceSchema"] == {
+        "$ref": "#/$defs/LogicalSchema"
+    }
+    assert defs["expr.case"]["properties"]["whens"]["items"] == {"$ref": "#/$defs/expr.when"}
+
+
+def test_the_plan_constants_match_the_lower_layer() -> None:
+    from engine.build.formats import features_of
+    from engine.serde import formats
+
+    assert set(S.FORMAT_NAMES) == set(formats.FORMAT_NAMES)
+    supported = set().union(*formats._SUPPORTED_PROPERTIES.values())
+    assert set(S.FORMAT_PROPERTIES) == supported
+    assert all(features_of((f,)).wrap_single_value is not None for f in S.SERDE_FEATURES)
+
+
+def test_interval_units_are_those_the_parser_writes() -> None:
+    from engine.parser import parse_expression
+
+    for word in ("MILLISECOND", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"):
+        call = parse_expression(f"TIMESTAMPADD({word}, 1, T)")
+        assert isinstance(call, E.FunctionCall) and isinstance(call.args[0], E.IntervalUnit)
+        assert call.args[0].unit in E.INTERVAL_UNITS
+
+
+def test_every_reference_in_the_schema_has_a_definition(schema: dict[str, Any]) -> None:
+    refs: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                refs.add(node["$ref"].removeprefix("#/$defs/"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+    assert refs and refs <= set(schema["$defs"])
+
+
+# --------------------------------------------------------------------- compatibility verdicts
+
+
 def test_identical_schemas_have_no_changes(schema: dict[str, Any]) -> None:
     assert compare_schemas(schema, copy.deepcopy(schema)) == []
 
 
-def test_a_removed_step_type_is_breaking(schema: dict[str, Any]) -> None:
+def test_the_committed_schema_file_matches_the_registries() -> None:
+    committed = ROOT / "schemas" / "plan.schema.json"
+    changes = compare_schemas(json.loads(committed.read_text()), generate_schema())
+    assert not changes, "run `qtt schema generate`:\n" + "\n".join(c.render() for c in changes)
+
+
+def test_a_narrowed_enum_is_breaking_and_names_the_lost_value(schema: dict[str, Any]) -> None:
     new = copy.deepcopy(schema)
-    del new["$defs"]["step.streamFilterV1"]
-    assert ("step.streamFilterV1", None, "type removed", BREAKING) in verdicts(schema, new)
+    new["$defs"]["step.tableTableJoinV1"]["properties"]["joinType"]["enum"].remove("FULL")
+    (change,) = compare_schemas(schema, new)
+    assert change.verdict == BREAKING
+    assert change.pointer == "/$defs/step.tableTableJoinV1/properties/joinType/enum"
+    assert '"FULL" removed' in change.change
+    assert "tableTableJoinV2" in change.reason  # a published version: add a new one
 
 
-def test_a_new_step_type_is_compatible(schema: dict[str, Any]) -> None:
-    old = copy.deepcopy(schema)
-    del old["$defs"]["step.streamFilterV1"]
-    assert ("step.streamFilterV1", None, "type added", COMPATIBLE) in verdicts(old, schema)
+def test_a_widened_enum_is_compatible(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    new["$defs"]["Formats"]["properties"]["keyFormat"]["enum"].append("XML")
+    (change,) = compare_schemas(schema, new)
+    assert change.verdict == COMPATIBLE and '"XML" added' in change.change
 
 
 def test_a_removed_field_is_breaking(schema: dict[str, Any]) -> None:
     new = copy.deepcopy(schema)
     del new["$defs"]["step.streamSelectV1"]["properties"]["keyColumnNames"]
-    changes = verdicts(schema, new)
-    assert ("step.streamSelectV1", "keyColumnNames", "field removed", BREAKING) in changes
+    new["$defs"]["step.streamSelectV1"]["required"].remove("keyColumnNames")
+    change = only(compare_schemas(schema, new), "/$defs/step.streamSelectV1/properties/keyColumnNames")
+    assert change.verdict == BREAKING and "field 'keyColumnNames' removed" in change.change
 
 
-def test_a_new_required_field_is_breaking_and_a_new_optional_one_compatible(
-    schema: dict[str, Any],
-) -> None:
-    required = copy.deepcopy(schema)
-    definition = required["$defs"]["step.streamFilterV1"]
-    definition["properties"]["mode"] = {"type": "string"}
-    definition["required"].append("mode")
-    assert ("step.streamFilterV1", "mode", "required field added", BREAKING) in verdicts(
-        schema, required
-    )
-    optional = copy.deepcopy(schema)
-    optional["$defs"]["step.streamFilterV1"]["properties"]["mode"] = {"type": "string"}
-    assert ("step.streamFilterV1", "mode", "optional field added", COMPATIBLE) in verdicts(
-        schema, optional
-    )
+def test_a_renamed_field_is_breaking_and_named_as_a_rename(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    props = new["$defs"]["step.streamSinkV1"]["properties"]
+    props["topicName"] = props.pop("topic")
+    changes = compare_schemas(schema, new)
+    change = only(changes, "/$defs/step.streamSinkV1/properties/topic")
+    assert change.verdict == BREAKING and "renamed to 'topicName'" in change.change
+
+
+def test_a_field_made_required_is_breaking(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    new["$defs"]["step.streamSourceV1"]["required"].append("timestampColumn")
+    (change,) = compare_schemas(schema, new)
+    assert change.verdict == BREAKING
+    assert change.pointer == "/$defs/step.streamSourceV1/required"
+    assert "field 'timestampColumn' made required" in change.change
 
 
 def test_a_changed_field_type_is_breaking(schema: dict[str, Any]) -> None:
     new = copy.deepcopy(schema)
     new["$defs"]["step.streamSourceV1"]["properties"]["topic"] = {"type": "integer"}
-    (change,) = [c for c in compare_schemas(schema, new) if c.field == "topic"]
-    assert change.verdict == BREAKING and "type changed" in change.change
-    assert change.render().startswith("BREAKING: step.streamSourceV1.topic")
+    (change,) = compare_schemas(schema, new)
+    assert change.verdict == BREAKING
+    assert change.render().startswith(
+        'BREAKING /$defs/step.streamSourceV1/properties/topic/type: type changed from "string" '
+        'to "integer"'
+    )
 
 
-def test_the_committed_schema_file_matches_the_registries() -> None:
-    committed = Path(__file__).resolve().parents[3] / "schemas" / "plan.schema.json"
-    changes = compare_schemas(json.loads(committed.read_text()), generate_schema())
-    assert not changes, "run `qtt schema generate`:\n" + "\n".join(c.render() for c in changes)
+def test_a_widened_type_is_compatible(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    new["$defs"]["step.tableSuppressV1"]["properties"]["graceMs"]["type"] = "number"
+    (change,) = compare_schemas(schema, new)
+    assert change.verdict == COMPATIBLE
+
+
+def test_a_raised_minimum_is_breaking_and_a_lowered_one_compatible(schema: dict[str, Any]) -> None:
+    raised = copy.deepcopy(schema)
+    raised["$defs"]["step.tableSuppressV1"]["properties"]["graceMs"]["minimum"] = 1
+    assert [c.verdict for c in compare_schemas(schema, raised)] == [BREAKING]
+    lowered = copy.deepcopy(schema)
+    lowered["$defs"]["step.tableSuppressV1"]["properties"]["graceMs"]["minimum"] = -1
+    assert [c.verdict for c in compare_schemas(schema, lowered)] == [COMPATIBLE]
+
+
+def test_a_changed_discriminator_is_a_changed_meaning(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    new["$defs"]["step.streamFilterV1"]["properties"]["@type"] = {"const": "streamWhereV1"}
+    change = only(compare_schemas(schema, new), "/$defs/step.streamFilterV1/properties/@type/const")
+    assert change.verdict == BREAKING and "names what a plan object means" in change.reason
+
+
+def test_a_removed_step_version_is_breaking(schema: dict[str, Any]) -> None:
+    new = copy.deepcopy(schema)
+    del new["$defs"]["step.streamFilterV1"]
+    change = only(compare_schemas(schema, new), "/$defs/step.streamFilterV1")
+    assert change.verdict == BREAKING and change.change == "definition removed"
+
+
+# Hypothetical next versions, registered only inside the tests below.
+
+
+@step_dataclass
+class _StreamFilterV2(Step):
+    """Keeps the records matching the predicate, evaluated with a null policy."""
+
+    TYPE: ClassVar[str] = "streamFilterV2"
+    source: Step
+    predicate: Expr
+    nulls: Annotated[str, OneOf(("DROP", "KEEP"))] = "DROP"
+
+
+@step_dataclass
+class _StreamFilterWithOption(Step):
+    """streamFilterV1 with one more optional field."""
+
+    TYPE: ClassVar[str] = "streamFilterV1"
+    source: Step
+    predicate: Expr
+    trace: bool = False
+
+
+@step_dataclass
+class _StreamFilterWithRequired(Step):
+    """streamFilterV1 with one more required field."""
+
+    TYPE: ClassVar[str] = "streamFilterV1"
+    source: Step
+    predicate: Expr
+    trace: bool
+
+
+@step_dataclass
+class _StreamTableJoinInnerOnly(Step):
+    """streamTableJoinV1 that accepts only inner joins."""
+
+    TYPE: ClassVar[str] = "streamTableJoinV1"
+    left: Step
+    right: Step
+    join_type: Annotated[str, OneOf(("INNER",))]
+    left_alias: str
+    right_alias: str
+    key_column: str
+    left_key: Expr
+    right_key: Expr
+
+
+def _with_step(monkeypatch: pytest.MonkeyPatch, cls: type[Step]) -> dict[str, Any]:
+    monkeypatch.setitem(S.STEP_TYPES, cls.TYPE, cls)
+    return generate_schema()
+
+
+def test_a_new_step_version_is_compatible(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    changes = compare_schemas(schema, _with_step(monkeypatch, _StreamFilterV2))
+    assert changes and not breaking(changes), "\n".join(c.render() for c in changes)
+    added = only(changes, "/$defs/step.streamFilterV2")
+    assert added.change == "definition added" and "a new step version" in added.reason
+
+
+def test_a_new_optional_field_in_a_published_step_is_compatible(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (change,) = compare_schemas(schema, _with_step(monkeypatch, _StreamFilterWithOption))
+    assert change.verdict == COMPATIBLE
+    assert change.pointer == "/$defs/step.streamFilterV1/properties/trace"
+    assert change.change == "optional field 'trace' added"
+
+
+def test_a_new_required_field_in_a_published_step_is_breaking(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (change,) = compare_schemas(schema, _with_step(monkeypatch, _StreamFilterWithRequired))
+    assert change.verdict == BREAKING and change.change == "required field 'trace' added"
+    assert "streamFilterV2" in change.reason
+
+
+def test_narrowing_an_annotated_enum_in_code_is_breaking(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (change,) = compare_schemas(schema, _with_step(monkeypatch, _StreamTableJoinInnerOnly))
+    assert change.verdict == BREAKING
+    assert change.pointer == "/$defs/step.streamTableJoinV1/properties/joinType/enum"
+    assert '"LEFT" removed' in change.change
+
+
+# ------------------------------------------------------------------------------ validation
 
 
 def sample_plan() -> dict[str, Any]:
@@ -126,11 +359,11 @@ def test_a_plan_written_by_the_serde_validates(schema: dict[str, Any]) -> None:
     assert validate_plan_file(sample_plan(), schema) == []
 
 
-def test_a_plan_missing_a_field_names_it(schema: dict[str, Any]) -> None:
+def test_a_plan_missing_a_field_names_it_by_json_pointer(schema: dict[str, Any]) -> None:
     plan = sample_plan()
     del plan["plans"][0]["query"]["root"]["source"]["predicate"]
     (message,) = validate_plan_file(plan, schema)
-    assert "plans/0/query/root/source" in message and "'predicate'" in message
+    assert message.startswith("at /plans/0/query/root/source: ") and "'predicate'" in message
 
 
 def test_a_plan_with_an_unknown_step_type_names_it(schema: dict[str, Any]) -> None:
@@ -140,18 +373,60 @@ def test_a_plan_with_an_unknown_step_type_names_it(schema: dict[str, Any]) -> No
     assert "'streamFilterV9' is not in the schema" in message
 
 
-def test_every_reference_in_the_schema_has_a_definition(schema: dict[str, Any]) -> None:
-    refs: set[str] = set()
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (("formats", "keyFormat"), "XML", "at /plans/0/query/root/formats/keyFormat: 'XML'"),
+        (("source", "predicate", "op"), "!=", "at /plans/0/query/root/source/predicate/op: '!='"),
+        (("source", "predicate", "right", "value"), "1", "predicate/right/value: '1' is not of"),
+        (("source", "predicate", "right", "type"), "INTEGR", "right/type: "),
+        (("source", "source", "sourceSchema"), "`ID` INTEGER KEY,", "source/sourceSchema: "),
+        (("source", "ctx"), "", "at /plans/0/query/root/source/ctx: '' should be non-empty"),
+    ],
+)
+def test_a_plan_with_a_bad_value_names_its_json_pointer(
+    schema: dict[str, Any], path: tuple[str, ...], value: Any, expected: str
+) -> None:
+    plan = sample_plan()
+    node = plan["plans"][0]["query"]["root"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    messages = validate_plan_file(plan, schema)
+    assert any(expected in m for m in messages), messages
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                refs.add(node["$ref"].removeprefix("#/$defs/"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
 
-    walk(schema)
-    assert refs and refs <= set(schema["$defs"])
+def test_a_cast_to_a_type_the_engine_cannot_parse_is_refused(schema: dict[str, Any]) -> None:
+    plan = sample_plan()
+    predicate = plan["plans"][0]["query"]["root"]["source"]["predicate"]
+    predicate["left"] = {"kind": "cast", "operand": predicate["left"], "type": "ARRAY<INTEGER"}
+    (message,) = validate_plan_file(plan, schema)
+    assert "predicate/left/type" in message and "Cannot parse type 'ARRAY<INTEGER'" in message
+
+
+def test_every_committed_plan_validates_against_the_current_schema(schema: dict[str, Any]) -> None:
+    files = sorted((ROOT / "planned_cases").glob("*/*/plan.json"))
+    assert files
+    problems = [
+        f"{path.relative_to(ROOT)} {message}"
+        for path in files
+        for message in validate_plan_file(json.loads(path.read_text()), schema)
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_verify_names_the_file_and_json_pointer_of_a_bad_plan(tmp_path: Path) -> None:
+    from qtt.plans.schema import write_schema
+    from qtt.plans.verify import check_schema
+
+    version = tmp_path / "cases" / "some_case" / "0.1.0_1700000000000"
+    version.mkdir(parents=True)
+    plan = sample_plan()
+    plan["plans"][0]["query"]["root"]["formats"]["valueFormat"] = "XML"
+    (version / "plan.json").write_text(json.dumps(plan))
+    schema_path = write_schema(tmp_path / "plan.schema.json")
+    changes, problems = check_schema(tmp_path / "cases", schema_path)
+    assert changes == []
+    (problem,) = problems
+    assert str(version / "plan.json") in problem
+    assert "at /plans/0/query/root/formats/valueFormat: 'XML' is not one of" in problem
