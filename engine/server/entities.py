@@ -1,0 +1,237 @@
+"""ksqlDB's REST entities, as JSON values (what ``/ksql`` answers), built from the engine's objects.
+
+Every entity carries ``@type``, ``statementText`` and ``warnings``, as ksqlDB's
+``KsqlEntity`` subclasses serialise. Nothing here knows HTTP: the service returns these
+values and the HTTP layer writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.metastore import DataSource
+from engine.plan import types as T
+from engine.plan.schema import Column, Namespace
+
+# Error codes of ksqlDB's REST API (io.confluent.ksql.rest.Errors).
+ERROR_BAD_REQUEST = 40000
+ERROR_BAD_STATEMENT = 40001
+ERROR_QUERY_ENDPOINT = 40002
+ERROR_NOT_FOUND = 40400
+ERROR_REQUEST_TIMEOUT = 40800
+ERROR_SERVER_ERROR = 50000
+ERROR_NOT_READY = 50300
+
+
+@dataclass(frozen=True, slots=True)
+class CommandStatus:
+    """The state of a command (``QUEUED``, ``EXECUTING``, ``SUCCESS``, ``ERROR``, ...)."""
+
+    status: str
+    message: str
+    query_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "message": self.message, "queryId": self.query_id}
+
+
+def _entity(kind: str, statement_text: str, **fields: Any) -> dict[str, Any]:
+    return {"@type": kind, "statementText": statement_text, **fields, "warnings": []}
+
+
+def current_status(
+    statement_text: str, command_id: str, status: CommandStatus, sequence: int
+) -> dict[str, Any]:
+    """``currentStatus``: a statement written to the command topic and what executing it did."""
+    return _entity(
+        "currentStatus",
+        statement_text,
+        commandId=command_id,
+        commandStatus=status.to_json(),
+        commandSequenceNumber=sequence,
+    )
+
+
+def _format(source: DataSource, key: bool) -> str:
+    return source.formats.key_format if key else source.formats.value_format
+
+
+def source_list(statement_text: str, kind: str, sources: Iterable[DataSource]) -> dict[str, Any]:
+    """``streams`` or ``tables``: LIST STREAMS / LIST TABLES."""
+    items = [
+        {
+            "type": source.kind,
+            "name": source.name,
+            "topic": source.topic,
+            "keyFormat": _format(source, True),
+            "valueFormat": _format(source, False),
+            "isWindowed": source.window_info is not None,
+        }
+        for source in sorted(sources, key=lambda s: s.name)
+        if source.kind == kind
+    ]
+    plural = "streams" if kind == "STREAM" else "tables"
+    return _entity(plural, statement_text, **{plural: items})
+
+
+@dataclass(frozen=True, slots=True)
+class RunningQueryInfo:
+    """A persistent query as LIST QUERIES shows it."""
+
+    query_id: str
+    statement_text: str
+    sink: str
+    sink_topic: str
+    state: str  # RUNNING, ERROR, PENDING (not started on this server)
+
+
+def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> dict[str, Any]:
+    """``queries``: LIST QUERIES."""
+    items = [
+        {
+            "queryString": q.statement_text,
+            "sinks": [q.sink],
+            "sinkKafkaTopics": [q.sink_topic],
+            "id": q.query_id,
+            "statusCount": {q.state: 1},
+            "queryType": "PERSISTENT",
+            "state": q.state,
+        }
+        for q in queries
+    ]
+    return _entity("queries", statement_text, queries=items)
+
+
+def topics_list(statement_text: str, topics: Mapping[str, int]) -> dict[str, Any]:
+    """``kafka_topics``: LIST TOPICS (internal topics, starting with ``_``, left out)."""
+    items = [
+        {"name": name, "replicaInfo": [1] * partitions}
+        for name, partitions in sorted(topics.items())
+        if not name.startswith("_")
+    ]
+    return _entity("kafka_topics", statement_text, topics=items)
+
+
+def properties_list(
+    statement_text: str, properties: Mapping[str, Any], overridden: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``properties``: LIST PROPERTIES (the server's, then the request's overrides)."""
+    merged = {**properties, **overridden}
+    items = [
+        {"name": name, "scope": "KSQL" if name.startswith("ksql.") else "STREAMS", "value": str(value)}
+        for name, value in sorted(merged.items())
+    ]
+    return _entity(
+        "properties",
+        statement_text,
+        properties=items,
+        overwrittenProperties=sorted(overridden),
+        defaultProperties=[],
+    )
+
+
+def schema_info(sql_type: T.SqlType) -> dict[str, Any]:
+    """ksqlDB's ``SchemaInfo`` of a type: base type name, struct fields, member schema."""
+    fields = None
+    member = None
+    parameters: dict[str, Any] = {}
+    if isinstance(sql_type, T.Struct):
+        fields = [{"name": f.name, "schema": schema_info(f.type)} for f in sql_type.fields]
+    elif isinstance(sql_type, T.Array):
+        member = schema_info(sql_type.item)
+    elif isinstance(sql_type, T.Map):
+        member = schema_info(sql_type.value)
+    elif isinstance(sql_type, T.Decimal):
+        parameters = {"precision": sql_type.precision, "scale": sql_type.scale}
+    info: dict[str, Any] = {"type": sql_type.base.value, "fields": fields, "memberSchema": member}
+    if parameters:
+        info["parameters"] = parameters
+    return info
+
+
+def field_info(column: Column) -> dict[str, Any]:
+    info: dict[str, Any] = {"name": column.name, "schema": schema_info(column.type)}
+    if column.namespace is Namespace.KEY:
+        info["type"] = "KEY"
+    elif column.namespace is Namespace.HEADERS:
+        info["type"] = "HEADER"
+        if column.header_key is not None:
+            info["headerKey"] = column.header_key
+    return info
+
+
+def source_description(
+    source: DataSource,
+    *,
+    read_queries: Sequence[RunningQueryInfo],
+    write_queries: Sequence[RunningQueryInfo],
+    extended: bool,
+    partitions: int,
+) -> dict[str, Any]:
+    """ksqlDB's ``SourceDescription`` (the body of ``sourceDescription``)."""
+
+    def query(q: RunningQueryInfo) -> dict[str, Any]:
+        return {
+            "queryString": q.statement_text,
+            "sinks": [q.sink],
+            "sinkKafkaTopics": [q.sink_topic],
+            "id": q.query_id,
+            "statusCount": {q.state: 1},
+            "queryType": "PERSISTENT",
+            "state": q.state,
+        }
+
+    window = source.window_info
+    timestamp = source.timestamp_column.column if source.timestamp_column is not None else ""
+    return {
+        "name": source.name,
+        "windowType": window.type if window is not None else None,
+        "readQueries": [query(q) for q in read_queries],
+        "writeQueries": [query(q) for q in write_queries],
+        "fields": [field_info(c) for c in source.schema.columns],
+        "type": source.kind,
+        "timestamp": timestamp,
+        "statistics": "",
+        "errorStats": "",
+        "extended": extended,
+        "keyFormat": source.formats.key_format,
+        "valueFormat": source.formats.value_format,
+        "topic": source.topic,
+        "partitions": partitions if extended else 0,
+        "replication": 1 if extended else 0,
+        "statement": source.sql,
+        "queryOffsetSummaries": [],
+        "sourceConstraints": [],
+        "clusterStatistics": [],
+        "clusterErrorStats": [],
+    }
+
+
+def source_description_entity(statement_text: str, description: dict[str, Any]) -> dict[str, Any]:
+    """``sourceDescription``: DESCRIBE source [EXTENDED]."""
+    return _entity("sourceDescription", statement_text, sourceDescription=description)
+
+
+def source_descriptions_entity(statement_text: str, descriptions: list[dict[str, Any]]) -> dict[str, Any]:
+    """``source_descriptions``: LIST STREAMS/TABLES EXTENDED, DESCRIBE STREAMS/TABLES."""
+    return _entity("source_descriptions", statement_text, sourceDescriptions=descriptions)
+
+
+def statement_error(
+    message: str, statement_text: str, entities: Sequence[Any] = (), code: int = ERROR_BAD_STATEMENT
+) -> dict[str, Any]:
+    """``statement_error``: a statement the server refused (HTTP 400 unless said otherwise)."""
+    return {
+        "@type": "statement_error",
+        "error_code": code,
+        "message": message,
+        "statementText": statement_text,
+        "entities": list(entities),
+    }
+
+
+def generic_error(code: int, message: str) -> dict[str, Any]:
+    """``generic_error``: a request the server refused before any statement ran."""
+    return {"@type": "generic_error", "error_code": code, "message": message}

@@ -1,0 +1,507 @@
+"""The service behind a kspark server: command log, metastore and query registry; no HTTP.
+
+    service = KsqlService(bootstrap_servers, "my_service", Path("state"))
+    service.start()                                    # replay the command topic, start queries
+    service.execute("CREATE STREAM S (...) WITH (...);", properties={})   # ksqlDB entities
+    query = service.push_query("SELECT * FROM S EMIT CHANGES;", {})       # a PushQuery
+    service.close()
+
+Statements that change the metastore (CREATE, CREATE ... AS SELECT, INSERT INTO ...
+SELECT, DROP, TERMINATE) go through the command log (``engine.commandlog``): validated and
+executed against a snapshot of the metastore inside the log's transaction, written as a
+command holding the statement's plan, and applied from the log by every server of the
+service, this one included, in log order. The answer waits until this server has applied
+the command. Informational statements (LIST, SHOW, DESCRIBE) read the metastore; INSERT
+VALUES writes its record directly; SET and UNSET change the request's properties.
+
+Persistent queries run on this server's Spark session through the streaming runtime of
+``engine.application`` (``build_streaming_query``, the transactional sink), their
+checkpoints under ``STATE_DIR/<service id>/queries/<query id>/``. Every server of a
+service runs every query for now: run one server per service id when queries write
+(query ownership across servers is a later step).
+
+Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.application import CHECKPOINT_DIR, StreamingApplication, build_streaming_query
+from engine.commandlog import Command, CommandLog, QueuedCommand
+from engine.errors import CommandLogError, KafkaClientError, KsqlError
+from engine.kafka.admin import TopicAdmin
+from engine.parser import ast, parse
+from engine.plan import serde
+from engine.plan.plan import CreateTableCommand, DropSourceCommand, QueryPlan, StatementPlan
+from engine.server import entities as E
+from engine.server.errors import ServiceError
+
+LOG = logging.getLogger("engine.server")
+AUTO_OFFSET_RESET = "auto.offset.reset"
+QUERY_ENDPOINT_MESSAGE = (
+    "The following statement types should be issued to the websocket endpoint '/query':\n"
+    "\t* PRINT\n\t* SELECT"
+)
+
+
+@dataclass
+class _QueryEntry:
+    """A persistent query this server knows from the log, and its Spark handle if it runs here."""
+
+    query: QueryPlan
+    statement_text: str
+    properties: dict[str, Any]
+    handle: Any = None
+    error: str | None = None
+
+
+@dataclass
+class KsqlService:
+    """One server of a service: its view of the command topic, its metastore and its queries."""
+
+    bootstrap_servers: str
+    service_id: str
+    state_dir: Path
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    run_queries: bool = True  # False: metastore only (tests of the log, read-only tools)
+    spark_master: str = "local[2]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    command_timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        self.state_dir = Path(self.state_dir)
+        self.app = StreamingApplication(
+            self.bootstrap_servers,
+            self.state_dir / self.service_id / "queries",
+            properties={**self.properties, "ksql.service.id": self.service_id},
+            spark_master=self.spark_master,
+            spark_conf=self.spark_conf,
+        )
+        self.log = CommandLog(self.bootstrap_servers, self.service_id, timeout=self.command_timeout)
+        self._engine_lock = threading.RLock()  # the metastore: applied under it, read under it
+        self._queries_lock = threading.RLock()  # query starts and stops
+        self._statuses: dict[str, E.CommandStatus] = {}
+        self._queries: dict[str, _QueryEntry] = {}
+        self._push_queries: set[Any] = set()
+        self._replayed = False
+        self.ready = False
+        self.cluster_id = ""
+
+    @property
+    def engine(self) -> Any:
+        return self.app.engine
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Create the command topic, apply it to the end, then start the queries it holds."""
+        from confluent_kafka.admin import AdminClient
+
+        from engine.kafka.client import client_config
+
+        admin = TopicAdmin(self.bootstrap_servers, timeout=min(timeout, 30.0))
+        admin.check_connection()
+        self.cluster_id = str(
+            AdminClient(client_config(self.bootstrap_servers)).list_topics(timeout=10).cluster_id or ""
+        )
+        self.log.create_topic()
+        self.log.replay(self._apply, timeout)
+        if self.run_queries:
+            from engine.runtime.session import get_spark
+
+            get_spark(self.spark_master, dict(self.spark_conf), kafka=True)  # the first query starts fast
+        with self._queries_lock:
+            self._replayed = True
+            for query in self.engine.query_order():
+                self._start_query(query.query_id)
+        self.ready = True
+
+    def close(self) -> None:
+        """Stop push queries, persistent queries and the log consumer."""
+        self.ready = False
+        for query in list(self._push_queries):
+            query.close()
+        self.log.close()
+        with self._queries_lock:
+            for query_id in list(self._queries):
+                self._stop_query(query_id)
+
+    # ------------------------------------------------------------------ applying the log
+
+    def _apply(self, queued: QueuedCommand) -> None:
+        """Execute one command from the log: never validated again, never skipped."""
+        command = queued.command
+        started: str | None = None
+        stopped: list[str] = []
+        with self._engine_lock:
+            engine = self.engine
+            try:
+                if command.terminate is not None:
+                    ids = list(engine.queries) if command.terminate == "ALL" else [command.terminate]
+                    for query_id in ids:
+                        engine.terminate(query_id)
+                    stopped = ids
+                    status = E.CommandStatus("SUCCESS", "Query terminated." if len(ids) == 1 else "All queries terminated.")
+                else:
+                    plan = serde.statement_plan_from_json(command.plan)
+                    message = self._success_message(plan)
+                    before = set(engine.queries)
+                    engine.restore(plan)
+                    stopped = sorted(before - set(engine.queries))
+                    query_id = plan.query.query_id if plan.query is not None else None
+                    if plan.query is not None:
+                        with self._queries_lock:
+                            self._queries[plan.query.query_id] = _QueryEntry(
+                                plan.query, command.statement, dict(command.properties)
+                            )
+                        started = plan.query.query_id
+                    status = E.CommandStatus("SUCCESS", message, query_id)
+            except KsqlError as exc:
+                LOG.error("command %d (%s) failed: %s", queued.sequence, command.command_id, exc)
+                status = E.CommandStatus("ERROR", f"Executing the command at sequence {queued.sequence} failed: {exc}")
+            self._statuses[command.command_id] = status
+        with self._queries_lock:
+            for query_id in stopped:
+                self._stop_query(query_id)
+                self._queries.pop(query_id, None)
+            if started is not None and self._replayed:
+                self._start_query(started)
+
+    def _success_message(self, plan: StatementPlan) -> str:
+        command = plan.command
+        if plan.query is not None:
+            return f"Created query with ID {plan.query.query_id}"
+        if isinstance(command, DropSourceCommand):
+            source = self.engine.metastore.get(command.name)
+            topic = source.topic if source is not None else command.name
+            return f"Source `{command.name}` (topic: {topic}) was dropped."
+        return "Table created" if isinstance(command, CreateTableCommand) else "Stream created"
+
+    # ------------------------------------------------------------------ persistent queries
+
+    def _start_query(self, query_id: str) -> None:
+        """Start a persistent query on this server's Spark session (once; failures are kept)."""
+        entry = self._queries.get(query_id)
+        if not self.run_queries or entry is None or entry.handle is not None:
+            return
+        from engine.runtime import processing_log
+        from engine.runtime.kafka_sink import TransactionalSink
+        from engine.runtime.session import get_spark
+
+        app = self.app
+        try:
+            spark = get_spark(app.spark_master, dict(app.spark_conf), kafka=True)
+            tasks = app.tasks_of(entry.query)
+            offsets = entry.properties.get(AUTO_OFFSET_RESET, self.engine.config.get(AUTO_OFFSET_RESET, "latest"))
+            processing_log.configure_spark(spark, app.processing_log)
+            streaming = build_streaming_query(
+                self.engine, entry.query, spark, self.bootstrap_servers,
+                tasks=tasks, starting_offsets=str(offsets).lower(),
+            )
+            writer = (
+                streaming.records.writeStream.foreachBatch(
+                    TransactionalSink(self.bootstrap_servers, streaming.topic, query_id)
+                )
+                .option("checkpointLocation", str(app.state_dir / query_id / CHECKPOINT_DIR))
+                .queryName(query_id)
+                .trigger(processingTime="0 seconds")
+            )
+            with app._lock:  # the shuffle partition count is frozen into the checkpoint
+                spark.conf.set("spark.sql.shuffle.partitions", str(tasks))
+                try:
+                    entry.handle = writer.start()
+                finally:
+                    spark.conf.set("spark.sql.shuffle.partitions", "1")
+        except Exception as exc:  # noqa: BLE001 - a query that cannot start is shown in ERROR
+            entry.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            LOG.error("query %s did not start: %s", query_id, entry.error)
+
+    def _stop_query(self, query_id: str) -> None:
+        entry = self._queries.get(query_id)
+        if entry is None or entry.handle is None:
+            return
+        handle, entry.handle = entry.handle, None
+        try:
+            handle.stop()
+        except Exception:  # noqa: BLE001 - a failed query is stopped already
+            pass
+
+    def query_infos(self) -> list[E.RunningQueryInfo]:
+        """The persistent queries in creation order, with their state on this server."""
+        with self._engine_lock, self._queries_lock:
+            infos = []
+            for query in self.engine.query_order():
+                entry = self._queries.get(query.query_id)
+                sink = self.engine.metastore.get(query.sink)
+                infos.append(E.RunningQueryInfo(
+                    query_id=query.query_id,
+                    statement_text=entry.statement_text if entry else "",
+                    sink=query.sink,
+                    sink_topic=sink.topic if sink is not None else query.sink,
+                    state=_state(entry, self.run_queries),
+                ))
+            return infos
+
+    # ------------------------------------------------------------------ statements
+
+    def status(self, command_id: str) -> E.CommandStatus | None:
+        """The status of the last command with this id this server applied (None: unknown)."""
+        with self._engine_lock:
+            return self._statuses.get(command_id)
+
+    def wait_for_sequence(self, sequence: int, timeout: float | None = None) -> None:
+        """Read your writes: wait until this server has applied the command at ``sequence``."""
+        try:
+            self.log.wait_for(sequence, timeout if timeout is not None else self.command_timeout)
+        except CommandLogError as exc:
+            raise ServiceError(
+                f"Timed out while waiting for a previous command to execute. command sequence number: "
+                f"{sequence} ({exc})",
+                code=50301,
+            ) from None
+
+    def execute(
+        self,
+        text: str,
+        properties: Mapping[str, Any] | None = None,
+        variables: Mapping[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run the statements of ``text`` in order; their entities (SET, INSERT VALUES give none).
+
+        Raises ``ServiceError`` naming the failing statement, with the entities of the
+        statements before it.
+        """
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        if not text.strip():
+            raise ServiceError("The request holds no statement ('ksql' is empty).", code=40000)
+        local_properties = dict(properties or {})
+        local_variables = {**self.engine.variables, **dict(variables or {})}
+        try:
+            statements = parse(text, variables=local_variables)
+        except KsqlError as exc:
+            raise ServiceError(str(exc), statement_text=text) from None
+        results: list[dict[str, Any]] = []
+        for parsed in statements:
+            try:
+                entity = self._execute_one(parsed.statement, parsed.text, local_properties, local_variables)
+            except ServiceError as exc:
+                raise ServiceError(
+                    exc.message, code=exc.code, statement_text=parsed.text, entities_so_far=results
+                ) from None
+            except KsqlError as exc:
+                raise ServiceError(str(exc), statement_text=parsed.text, entities_so_far=results) from None
+            if entity is not None:
+                results.append(entity)
+        return results
+
+    def _execute_one(
+        self, stmt: Any, text: str, properties: dict[str, Any], variables: dict[str, str]
+    ) -> dict[str, Any] | None:
+        if isinstance(stmt, ast.Query | ast.PrintTopic):
+            raise ServiceError(QUERY_ENDPOINT_MESSAGE, code=E.ERROR_QUERY_ENDPOINT)
+        if isinstance(stmt, ast.SetProperty):
+            properties[stmt.name] = stmt.value
+            return None
+        if isinstance(stmt, ast.UnsetProperty):
+            properties.pop(stmt.name, None)
+            return None
+        if isinstance(stmt, ast.DefineVariable):
+            variables[stmt.name] = stmt.value
+            return None
+        if isinstance(stmt, ast.UndefineVariable):
+            variables.pop(stmt.name, None)
+            return None
+        if isinstance(stmt, ast.Informational):
+            return self._informational(stmt, text, properties)
+        if isinstance(stmt, ast.InsertValues):
+            with self._engine_lock:
+                snapshot = self.engine.snapshot()
+            snapshot.config = {**snapshot.config, **properties}
+            snapshot.execute_sql(text)
+            return None
+        if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.TerminateQuery):
+            return self._distribute(stmt, text, properties)
+        raise ServiceError(f"kspark's server does not support this statement yet: {text}")
+
+    def _distribute(self, stmt: Any, text: str, properties: dict[str, Any]) -> dict[str, Any]:
+        """Write the statement to the command log and answer once this server applied it."""
+        skipped: list[str] = []
+
+        def execute() -> Command:
+            with self._engine_lock:
+                snapshot = self.engine.snapshot()
+            snapshot.config = {**snapshot.config, **properties}
+            if isinstance(stmt, ast.TerminateQuery):
+                query_id = stmt.query_id
+                if query_id != "ALL" and query_id not in snapshot.queries:
+                    raise ServiceError(f"Unknown queryId: {query_id}")
+                return Command(command_id=f"terminate/{query_id}/execute", statement=text,
+                               terminate=query_id, properties=properties)
+            results = snapshot.execute_sql(text)
+            plan = results[0].plan if results else None
+            if plan is None:  # IF [NOT] EXISTS found nothing to do: nothing is written
+                skipped.append(_noop_message(stmt))
+                raise _NothingToDo()
+            return Command(command_id=_command_id(stmt), statement=text,
+                           plan=serde.to_json_value(plan), properties=properties)
+
+        try:
+            queued = self.log.submit(execute)
+        except _NothingToDo:
+            return E.current_status(text, _command_id(stmt), E.CommandStatus("SUCCESS", skipped[0]),
+                                    max(self.log.position - 1, 0))
+        except CommandLogError as exc:
+            raise ServiceError(str(exc), code=50000) from None
+        except KafkaClientError as exc:
+            raise ServiceError(str(exc), code=50000) from None
+        try:
+            self.log.wait_for(queued.sequence, self.command_timeout)
+            status = self._statuses.get(queued.command.command_id) or E.CommandStatus("EXECUTING", "Executing statement")
+        except CommandLogError:
+            status = E.CommandStatus("QUEUED", "Statement written to command topic")
+        if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
+            self._delete_topic(status.message)
+        return E.current_status(text, queued.command.command_id, status, queued.sequence)
+
+    def _delete_topic(self, drop_message: str) -> None:
+        topic = drop_message.split("(topic: ", 1)[-1].rsplit(")", 1)[0]
+        try:
+            TopicAdmin(self.bootstrap_servers).delete_topic(topic, missing_ok=True)
+        except KafkaClientError as exc:
+            raise ServiceError(f"The source was dropped but its topic '{topic}' was not deleted: {exc}") from None
+
+    # ------------------------------------------------------------------ informational statements
+
+    def _informational(self, stmt: ast.Informational, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+        kind = stmt.kind
+        with self._engine_lock:
+            sources = self.engine.metastore.all()
+            if kind in ("LIST STREAMS", "LIST TABLES"):
+                return E.source_list(text, "STREAM" if kind == "LIST STREAMS" else "TABLE", sources)
+            if kind in ("LIST STREAMS EXTENDED", "LIST TABLES EXTENDED", "DESCRIBE STREAMS", "DESCRIBE TABLES",
+                        "DESCRIBE STREAMS EXTENDED", "DESCRIBE TABLES EXTENDED"):
+                wanted = "STREAM" if "STREAMS" in kind else "TABLE"
+                described = [self._describe(s, extended=True) for s in sorted(sources, key=lambda s: s.name)
+                             if s.kind == wanted]
+                return E.source_descriptions_entity(text, described)
+            if kind in ("DESCRIBE", "DESCRIBE EXTENDED"):
+                source = self.engine.metastore.get(str(stmt.target))
+                if source is None:
+                    raise ServiceError(f"Could not find STREAM/TABLE '{stmt.target}' in the Metastore")
+                return E.source_description_entity(text, self._describe(source, extended=kind.endswith("EXTENDED")))
+            config = dict(self.engine.config)
+        if kind in ("LIST QUERIES", "LIST QUERIES EXTENDED"):
+            return E.queries_list(text, self.query_infos())
+        if kind in ("LIST TOPICS", "LIST TOPICS EXTENDED", "LIST ALL TOPICS"):
+            return E.topics_list(text, {name: t.partitions for name, t in self.app.topics.topics.items()})
+        if kind == "LIST PROPERTIES":
+            return E.properties_list(text, config, properties)
+        raise ServiceError(f"kspark's server does not support {kind} yet: {text}")
+
+    def _describe(self, source: Any, *, extended: bool) -> dict[str, Any]:
+        infos = {q.query_id: q for q in self.query_infos()}
+        readers = [infos[q] for q in self.engine.metastore.readers(source.name) if q in infos]
+        writers = [infos[q] for q in self.engine.metastore.writers(source.name) if q in infos]
+        partitions = 0
+        if extended:
+            topic = self.app.topics.topics.get(source.topic)
+            partitions = topic.partitions if topic is not None else 0
+        return E.source_description(
+            source, read_queries=readers, write_queries=writers, extended=extended, partitions=partitions
+        )
+
+    # ------------------------------------------------------------------ push queries
+
+    def push_query(self, text: str, properties: Mapping[str, Any] | None = None) -> Any:
+        """A push query (not started) over the metastore; ``close_push_query`` forgets it."""
+        from engine.push_query import PushQuery
+
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        try:
+            statements = parse(text, variables=self.engine.variables)
+        except KsqlError as exc:
+            raise ServiceError(str(exc), statement_text=text) from None
+        if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
+            raise ServiceError("A query request holds exactly one SELECT statement.", statement_text=text)
+        if statements[0].statement.emit is None:
+            raise ServiceError(
+                "kspark's server answers push queries (SELECT ... EMIT CHANGES) only; "
+                "pull queries are not supported yet.",
+                statement_text=text,
+            )
+        try:
+            with self._engine_lock:
+                query = PushQuery.on_application(self.app, text, dict(properties or {}))
+        except KsqlError as exc:
+            raise ServiceError(str(exc), statement_text=text) from None
+        self._push_queries.add(query)
+        return query
+
+    def close_push_query(self, query: Any) -> None:
+        query.close()
+        self._push_queries.discard(query)
+
+    # ------------------------------------------------------------------ server info
+
+    def info(self) -> dict[str, Any]:
+        """ksqlDB's ``KsqlServerInfo``."""
+        from engine import __version__
+
+        return {
+            "KsqlServerInfo": {
+                "version": __version__,
+                "kafkaClusterId": self.cluster_id,
+                "ksqlServiceId": self.service_id,
+                "serverStatus": "RUNNING" if self.ready else "STARTING",
+            }
+        }
+
+    def metastore_summary(self) -> list[str]:
+        """``KIND NAME`` of every source and ``QUERY id`` of every query, sorted (for comparing servers)."""
+        with self._engine_lock:
+            found = [f"{s.kind} {s.name}" for s in self.engine.metastore.all()]
+            found += [f"QUERY {q}" for q in self.engine.queries]
+        return sorted(found)
+
+
+class _NothingToDo(Exception):
+    """IF [NOT] EXISTS made the statement a no-op: nothing is written to the log."""
+
+
+def _command_id(stmt: Any) -> str:
+    if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect):
+        return f"{stmt.kind.lower()}/`{stmt.name}`/create"
+    if isinstance(stmt, ast.DropSource):
+        return f"{stmt.kind.lower()}/`{stmt.name}`/drop"
+    if isinstance(stmt, ast.InsertInto):
+        return f"stream/`{stmt.target}`/create"
+    return f"terminate/{stmt.query_id}/execute"
+
+
+def _noop_message(stmt: Any) -> str:
+    if isinstance(stmt, ast.DropSource):
+        return f"Source `{stmt.name}` does not exist."
+    kind = str(getattr(stmt, "kind", "source")).lower()
+    return f"Cannot add {kind} `{getattr(stmt, 'name', '')}`: A {kind} with the same name already exists."
+
+
+def _state(entry: _QueryEntry | None, run_queries: bool) -> str:
+    if entry is None or not run_queries:
+        return "PENDING"
+    if entry.error is not None:
+        return "ERROR"
+    handle = entry.handle
+    if handle is None:
+        return "PENDING"
+    try:
+        return "RUNNING" if handle.isActive else "ERROR"
+    except Exception:  # noqa: BLE001 - a JVM call that fails means the query is gone
+        return "ERROR"
