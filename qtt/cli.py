@@ -174,6 +174,9 @@ def _add_plan_commands(sub: Any) -> None:
     from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
 
     add_replay_ksqldb(plans_sub)
+    from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
+
+    add_replay_ksqldb(plans_sub)
 
     schema = sub.add_parser("schema", help="The plan JSON Schema guard.")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True, metavar="ACTION")

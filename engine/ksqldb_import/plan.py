@@ -1,0 +1,156 @@
+"""A ksqlDB ``plan.json`` (entries ``ksqlPlanV1``) -> kspark statement plans.
+
+Each entry's ``ddlCommand`` becomes a kspark command and its ``queryPlan.physicalPlan`` a
+kspark query plan, translated step by step (``engine.ksqldb_import.steps``); nothing is
+re-planned from the statement text. The ``configs`` saved with the plan go to the engine;
+those that change semantics in a way kspark does not implement are reported as unsupported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import PlanError, UnsupportedFeatureError
+from engine.ksqldb_import import values as V
+from engine.ksqldb_import.steps import StepImporter
+from engine.plan.plan import (
+    Command,
+    CreateStreamCommand,
+    CreateTableCommand,
+    DropSourceCommand,
+    QueryPlan,
+    StatementPlan,
+)
+from engine.plan.schema import LogicalSchema
+from engine.plan.types import SqlType, parse_type
+
+# Configs whose saved value changes what a query computes, and the values kspark implements.
+# An absent config means the release's default, which for these is what kspark does.
+SEMANTIC_CONFIGS: dict[str, tuple[frozenset[str], str]] = {
+    "ksql.nested.error.set.null": (
+        frozenset({"true"}),
+        "an error in a nested expression sets only that expression to null",
+    ),
+    "ksql.timestamp.throw.on.invalid": (
+        frozenset({"false"}),
+        "a record with an invalid timestamp is logged and skipped",
+    ),
+    "ksql.streams.cache.max.bytes.buffering": (
+        frozenset({"0"}),
+        "every update is emitted (no record cache)",
+    ),
+    "ksql.query.persistent.max.bytes.buffering.total": (
+        frozenset({"-1", "0"}),
+        "every update is emitted (no record cache)",
+    ),
+    "ksql.cast.strings.preserve.nulls": (
+        frozenset({"true"}),
+        "CAST of a null string stays null",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedPlan:
+    """The kspark statement plans of a ksqlDB plan, in order, and the configs to run them with."""
+
+    statements: tuple[StatementPlan, ...]
+    configs: Mapping[str, str]
+
+
+def import_plan(data: Any) -> ImportedPlan:
+    """Translate a parsed ksqlDB ``plan.json`` (``{"plan": [...], "configs": {...}}``)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("plan"), list):
+        raise PlanError("A ksqlDB plan must be an object with a 'plan' list of ksqlPlanV1 entries.")
+    configs = {str(k): str(v) for k, v in (data.get("configs") or {}).items() if v is not None}
+    check_configs(configs)
+    types: dict[str, SqlType] = {}
+    statements: list[StatementPlan] = []
+    for index, entry in enumerate(data["plan"]):
+        plan = import_entry(entry, index, types)
+        if plan is not None:
+            statements.append(plan)
+    return ImportedPlan(tuple(statements), configs)
+
+
+def check_configs(configs: Mapping[str, str]) -> None:
+    """Raise UnsupportedFeatureError for a saved config value kspark does not implement."""
+    for key, (supported, meaning) in SEMANTIC_CONFIGS.items():
+        value = configs.get(key)
+        if value is not None and value.lower() not in supported:
+            raise UnsupportedFeatureError(
+                f"config {key}={value}",
+                f"The plan was saved with {key}={value}; kspark implements only "
+                f"{'/'.join(sorted(supported))} ({meaning}).",
+            )
+
+
+def import_entry(entry: Any, index: int, types: dict[str, SqlType]) -> StatementPlan | None:
+    """One ``ksqlPlanV1`` entry; a type registration only updates ``types`` (None returned)."""
+    if not isinstance(entry, Mapping) or entry.get("@type") != "ksqlPlanV1":
+        found = entry.get("@type") if isinstance(entry, Mapping) else entry
+        raise UnsupportedFeatureError(
+            f"plan entry {found}", f"Plan entry {index + 1} is {found!r}; kspark imports ksqlPlanV1 entries."
+        )
+    text = str(entry.get("statementText") or "")
+    ddl = entry.get("ddlCommand")
+    command: Command | None = None
+    if ddl is not None:
+        wire = ddl.get("@type") if isinstance(ddl, Mapping) else None
+        if wire == "registerTypeV1":
+            types[str(V.require(ddl, "typeName", "registerTypeV1")).upper()] = parse_type(
+                str(V.require(ddl, "type", "registerTypeV1"))
+            )
+        elif wire == "dropTypeV1":
+            types.pop(str(V.require(ddl, "typeName", "dropTypeV1")).upper(), None)
+        else:
+            command = import_command(ddl)
+    query = None
+    if entry.get("queryPlan") is not None:
+        query = import_query(entry["queryPlan"], types)
+    if command is None and query is None:
+        return None
+    return StatementPlan(statement_text=text, command=command, query=query)
+
+
+def import_command(ddl: Any) -> Command:
+    """``createStreamV1`` / ``createTableV1`` / ``dropSourceV1`` -> the kspark command."""
+    wire = ddl.get("@type") if isinstance(ddl, Mapping) else None
+    if wire in ("createStreamV1", "createTableV1"):
+        name = str(V.require(ddl, "sourceName", str(wire)))
+        cls = CreateStreamCommand if wire == "createStreamV1" else CreateTableCommand
+        return cls(
+            name=name,
+            schema=LogicalSchema.parse(str(V.require(ddl, "schema", f"{wire} {name}"))),
+            topic=str(V.require(ddl, "topicName", f"{wire} {name}")),
+            formats=V.formats(V.require(ddl, "formats", f"{wire} {name}"), f"{wire} {name}"),
+            timestamp_column=V.timestamp_column(ddl.get("timestampColumn")),
+            window_info=V.window_info(ddl.get("windowInfo")),
+            or_replace=bool(ddl.get("orReplace")),
+            is_source=bool(ddl.get("isSource")),
+        )
+    if wire == "dropSourceV1":
+        name = str(V.require(ddl, "sourceName", "dropSourceV1"))
+        return DropSourceCommand(name=name, kind=str(ddl.get("sourceType") or "STREAM").upper())
+    raise UnsupportedFeatureError(
+        f"command {wire}",
+        f"kspark cannot import the ksqlDB command '{wire}' "
+        "(known: createStreamV1, createTableV1, dropSourceV1, registerTypeV1, dropTypeV1).",
+    )
+
+
+def import_query(node: Any, types: Mapping[str, SqlType]) -> QueryPlan:
+    """A ``queryPlan``: sources, sink, query id and the translated step tree."""
+    if not isinstance(node, Mapping):
+        raise PlanError(f"A queryPlan must be an object, got {node!r}.")
+    query_id = str(V.require(node, "queryId", "queryPlan"))
+    importer = StepImporter(query_id, dict(types))
+    root = importer.visit(V.require(node, "physicalPlan", f"queryPlan {query_id}"))
+    return QueryPlan(
+        query_id=query_id,
+        sources=tuple(str(s) for s in node.get("sources") or ()),
+        sink=str(V.require(node, "sink", f"queryPlan {query_id}")),
+        root=root.step,
+    )

@@ -1,0 +1,564 @@
+"""ksqlDB physical-plan steps -> kspark steps, one translator per ksqlDB step type+version.
+
+Every ksqlDB step version maps to the kspark step version with the same behaviour. Two
+ksqlDB shapes are fused because kspark's steps fold them in:
+
+- ``PrependAliasLeft/Right`` projections under a join (``ID AS L_ID``, ``ROWTIME AS
+  L_ROWTIME``, ...) are the join's column prefixing: they become the kspark join's
+  ``left_alias`` / ``right_alias`` over the projection's input.
+- A ``tableFilterV1`` directly over an aggregation is HAVING: it becomes the kspark
+  aggregate's ``having``.
+
+ksqlDB step versions whose behaviour no kspark step version has are reported as
+unsupported with the reason (``UNSUPPORTED_STEPS``); they need new kspark step versions.
+
+Translation keeps track of each step's output column *names* (``Shape``), which is what
+ksqlDB derives its generated key names from (``KSQL_COL_n``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import PlanError, UnsupportedFeatureError
+from engine.ksqldb_import import values as V
+from engine.ksqldb_import.expressions import aliased, column_name, expression
+from engine.plan import expr as E
+from engine.plan import steps as S
+from engine.plan import steps_aggregate as A
+from engine.plan import steps_join as J
+from engine.plan import types as T
+from engine.plan.schema import LogicalSchema, Namespace
+from engine.plan.types import SqlType
+
+PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
+
+UNSUPPORTED_STEPS: dict[str, str] = {
+    "tableSelectKeyV1": (
+        "re-keys a table (PARTITION BY on a table, or a table join on a non-key column); "
+        "kspark has no table re-keying step"
+    ),
+    "foreignKeyTableTableJoinV1": (
+        "ksqlDB's foreign-key join names the foreign key by a column of the left input and "
+        "keeps the left key columns; not mapped to kspark's foreignKeyTableTableJoinV1 yet"
+    ),
+}
+"""ksqlDB step versions known to behave unlike every kspark step version, with the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Names of a step's output columns, and what kspark's step leaves out of them."""
+
+    keys: tuple[str, ...]
+    values: tuple[str, ...]
+    table: bool = False
+    window: A.WindowSpec | S.WindowInfo | None = None
+    dropped: frozenset[str] = frozenset()
+
+    def names(self) -> set[str]:
+        return set(self.keys) | set(self.values)
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """A translated step with the names of its output columns."""
+
+    step: S.Step
+    shape: Shape
+
+
+@dataclass
+class StepImporter:
+    """Translates one query's physical plan; ``types`` are the custom types in scope."""
+
+    query_id: str
+    types: Mapping[str, SqlType] = field(default_factory=dict)
+
+    def visit(self, node: Any) -> Imported:
+        if not isinstance(node, Mapping) or "@type" not in node:
+            raise PlanError(f"Query {self.query_id}: a step must be an object with '@type', got {node!r}.")
+        wire = str(node["@type"])
+        translator = TRANSLATORS.get(wire)
+        if translator is None:
+            reason = UNSUPPORTED_STEPS.get(wire)
+            if reason is None:
+                raise UnsupportedFeatureError(
+                    f"step {wire}",
+                    f"kspark cannot import the ksqlDB step '{wire}' (known: {', '.join(sorted(TRANSLATORS))}).",
+                )
+            raise UnsupportedFeatureError(f"step {wire}", f"ksqlDB step {wire} {reason}.")
+        return translator(self, node)
+
+    def ctx(self, node: Mapping[str, Any]) -> str:
+        context = (node.get("properties") or {}).get("queryContext")
+        if not context:
+            raise PlanError(f"Query {self.query_id}: step {node.get('@type')} has no properties.queryContext.")
+        return str(context)
+
+    def expr(self, text: Any, node: Mapping[str, Any], shape: Shape | None = None) -> E.Expr:
+        parsed = expression(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
+        if shape is not None:
+            _check_refs(parsed, shape, node, self)
+        return parsed
+
+    def select(self, text: Any, node: Mapping[str, Any], shape: Shape | None = None) -> S.SelectExpression:
+        item = aliased(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
+        if shape is not None:
+            _check_refs(item.expression, shape, node, self)
+        return item
+
+
+Translator = Callable[[StepImporter, Mapping[str, Any]], Imported]
+TRANSLATORS: dict[str, Translator] = {}
+
+
+def translates(*wires: str) -> Callable[[Translator], Translator]:
+    """Register a translator for ksqlDB step wire names."""
+
+    def wrap(fn: Translator) -> Translator:
+        for wire in wires:
+            if wire in TRANSLATORS:
+                raise TypeError(f"ksqlDB step {wire} has two translators.")
+            TRANSLATORS[wire] = fn
+        return fn
+
+    return wrap
+
+
+def _check_refs(node: E.Expr, shape: Shape, step: Mapping[str, Any], importer: StepImporter) -> None:
+    """A reference to a column kspark's input step does not produce is unsupported, named."""
+    if not shape.dropped:
+        return
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        name = column_name(current)
+        if name is not None and name in shape.dropped and name not in shape.names():
+            raise UnsupportedFeatureError(
+                "reading an aggregate's non-aggregate column",
+                f"Step {importer.ctx(step)} reads `{name}`, a non-aggregate column of the "
+                "aggregation below it (the latest input value); kspark's aggregates keep only "
+                "their key and aggregate columns.",
+            )
+        stack.extend(current.children())
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def _source_schema(node: Mapping[str, Any], importer: StepImporter) -> LogicalSchema:
+    text = V.require(node, "sourceSchema", f"step {importer.ctx(node)}")
+    return LogicalSchema.parse(str(text))
+
+
+def _schema_shape(schema: LogicalSchema, *, table: bool, window: S.WindowInfo | None = None) -> Shape:
+    return Shape(
+        keys=tuple(c.name for c in schema.key),
+        values=tuple(c.name for c in schema.columns if c.namespace is not Namespace.KEY),
+        table=table,
+        window=window,
+    )
+
+
+@translates("streamSourceV1", "tableSourceV1", "tableSourceV2")
+def _source(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    schema = _source_schema(node, importer)
+    table = node["@type"] != "streamSourceV1"
+    cls = S.TableSource if table else S.StreamSource
+    step = cls(
+        ctx=ctx,
+        topic=str(V.require(node, "topicName", f"step {ctx}")),
+        formats=V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}"),
+        source_schema=schema,
+        timestamp_column=V.timestamp_column(node.get("timestampColumn")),
+    )
+    return Imported(step, _schema_shape(schema, table=table))
+
+
+@translates("windowedStreamSourceV1", "windowedTableSourceV1")
+def _windowed_source(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    schema = _source_schema(node, importer)
+    table = node["@type"] == "windowedTableSourceV1"
+    window = V.window_info(V.require(node, "windowInfo", f"step {ctx}"))
+    assert window is not None
+    cls = S.WindowedTableSource if table else S.WindowedStreamSource
+    step = cls(
+        ctx=ctx,
+        topic=str(V.require(node, "topicName", f"step {ctx}")),
+        formats=V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}"),
+        source_schema=schema,
+        window_info=window,
+        timestamp_column=V.timestamp_column(node.get("timestampColumn")),
+    )
+    return Imported(step, _schema_shape(schema, table=table, window=window))
+
+
+# --------------------------------------------------------------------------- stateless
+
+
+@translates("streamFilterV1", "tableFilterV1")
+def _filter(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    predicate = importer.expr(V.require(node, "filterExpression", f"step {ctx}"), node, source.shape)
+    inner = source.step
+    if node["@type"] == "tableFilterV1" and isinstance(inner, _AGGREGATES) and inner.having is None:
+        # HAVING: ksqlDB filters the aggregate's output table; kspark's aggregate does it.
+        from dataclasses import replace
+
+        return Imported(replace(inner, having=predicate), source.shape)
+    cls = S.TableFilter if node["@type"] == "tableFilterV1" else S.StreamFilter
+    return Imported(cls(ctx=ctx, source=inner, predicate=predicate), source.shape)
+
+
+@translates("streamSelectV1", "tableSelectV1")
+def _select(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    return _project(importer, node, source)
+
+
+def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) -> Imported:
+    ctx = importer.ctx(node)
+    selects = tuple(
+        importer.select(t, node, source.shape) for t in V.require(node, "selectExpressions", f"step {ctx}")
+    )
+    keys = tuple(str(k) for k in node.get("keyColumnNames") or source.shape.keys)
+    # ``ID AS ID`` over the key column ID copies the key into a value column of the same
+    # name (ksqlDB's Aggregate/Prepare does): kspark rows hold one column per name, and its
+    # later steps read the key column under that name, so the copy adds nothing.
+    renamed = dict(zip(source.shape.keys, keys, strict=False))
+    selects = tuple(
+        s for s in selects
+        if not (column_name(s.expression) in renamed and renamed[str(column_name(s.expression))] == s.alias)
+    )
+    clash = sorted(set(keys) & {s.alias for s in selects})
+    if clash:
+        raise UnsupportedFeatureError(
+            "a key and a value column of the same name",
+            f"Step {ctx} outputs `{clash[0]}` both as a key and as a value column; kspark's "
+            "rows hold one column per name.",
+        )
+    table = node["@type"] == "tableSelectV1"
+    cls = S.TableSelect if table else S.StreamSelect
+    step = cls(ctx=ctx, source=source.step, key_column_names=keys, select_expressions=selects)
+    shape = Shape(keys, tuple(s.alias for s in selects), source.shape.table, source.shape.window)
+    return Imported(step, shape)
+
+
+def _key_expressions(node: Mapping[str, Any], field_name: str) -> list[Any]:
+    found = V.require(node, field_name, f"step {node.get('@type')}")
+    return list(found) if isinstance(found, list) else [found]
+
+
+class _Aliases:
+    """ksqlDB's ColumnAliasGenerator: ``KSQL_COL_n`` names not used by the source's columns."""
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken)
+        self.next = 0
+        for name in taken:
+            if name.startswith("KSQL_COL_") and name[9:].isdigit():
+                self.next = max(self.next, int(name[9:]) + 1)
+
+    def for_expression(self, node: E.Expr) -> str:
+        if isinstance(node, E.ColumnRef):
+            return node.name
+        if isinstance(node, E.Dereference) and node.field not in self.taken:
+            self.taken.add(node.field)
+            return node.field
+        name = f"KSQL_COL_{self.next}"
+        self.next += 1
+        self.taken.add(name)
+        return name
+
+
+@translates("streamSelectKeyV1", "streamSelectKeyV2")
+def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    texts = _key_expressions(node, "keyExpression")
+    exprs = [importer.expr(t, node, source.shape) for t in texts]
+    if node["@type"] == "streamSelectKeyV1":
+        # Before multi-column keys the new key was always named ROWKEY.
+        if len(exprs) != 1:
+            raise PlanError(f"Step {ctx}: streamSelectKeyV1 takes one key expression, got {len(exprs)}.")
+        names = ["ROWKEY"]
+    else:
+        aliases = _Aliases(source.shape.names())
+        names = [aliases.for_expression(e) for e in exprs]
+    keys = tuple(S.SelectExpression(alias=n, expression=e) for n, e in zip(names, exprs, strict=True))
+    step = S.StreamSelectKey(ctx=ctx, source=source.step, key_expressions=keys)
+    taken = set(names)
+    values = tuple(
+        n for n in (*source.shape.values, *source.shape.keys) if n not in taken
+    )
+    return Imported(step, Shape(tuple(names), values, False, source.shape.window))
+
+
+@translates("streamFlatMapV1")
+def _flat_map(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    functions = tuple(
+        S.SelectExpression(alias=f"KSQL_SYNTH_{i}", expression=importer.expr(t, node, source.shape))
+        for i, t in enumerate(V.require(node, "tableFunctions", f"step {ctx}"))
+    )
+    step = S.StreamFlatMap(ctx=ctx, source=source.step, table_functions=functions)
+    shape = Shape(
+        source.shape.keys,
+        source.shape.values + tuple(f.alias for f in functions),
+        False,
+        source.shape.window,
+    )
+    return Imported(step, shape)
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+@translates("streamSinkV1", "tableSinkV1")
+def _sink(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    cls = S.TableSink if node["@type"] == "tableSinkV1" else S.StreamSink
+    step = cls(
+        ctx=ctx,
+        source=source.step,
+        topic=str(V.require(node, "topicName", f"step {ctx}")),
+        formats=V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}"),
+        timestamp_column=V.timestamp_column(node.get("timestampColumn")),
+    )
+    return Imported(step, source.shape)
+
+
+# --------------------------------------------------------------------------- aggregation
+
+_AGGREGATES = (A.StreamAggregate, A.StreamWindowedAggregate, A.TableAggregate)
+
+
+def _internal_formats(node: Mapping[str, Any], importer: StepImporter) -> S.Formats:
+    ctx = importer.ctx(node)
+    return V.formats(V.require(node, "internalFormats", f"step {ctx}"), f"step {ctx}")
+
+
+@translates("streamGroupByV1", "streamGroupByV2", "tableGroupByV1", "tableGroupByV2")
+def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    wire = str(node["@type"])
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "groupByExpressions")]
+    if wire.endswith("V1") and len(exprs) > 1:
+        raise UnsupportedFeatureError(
+            f"step {wire} with several grouping expressions",
+            f"Step {ctx}: {wire} groups by {len(exprs)} expressions into one STRING key joined "
+            "with '|+|' (ksqlDB before multi-column keys); every kspark grouping step keeps one "
+            "key column per expression.",
+        )
+    aliases = _Aliases(source.shape.names())
+    names = [aliases.for_expression(e) for e in exprs]
+    keys = tuple(S.SelectExpression(alias=n, expression=e) for n, e in zip(names, exprs, strict=True))
+    formats = _internal_formats(node, importer)
+    table = wire.startswith("table")
+    cls = A.TableGroupBy if table else A.StreamGroupBy
+    step = cls(ctx=ctx, source=source.step, group_by_expressions=keys, internal_formats=formats)
+    taken = set(names)
+    values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n not in taken)
+    return Imported(step, Shape(tuple(names), values, table, source.shape.window))
+
+
+@translates("streamGroupByKeyV1")
+def _group_by_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    step = A.StreamGroupByKey(ctx=ctx, source=source.step, internal_formats=_internal_formats(node, importer))
+    return Imported(step, source.shape)
+
+
+def _aggregations(importer: StepImporter, node: Mapping[str, Any], source: Imported) -> tuple[S.SelectExpression, ...]:
+    out = []
+    for i, text in enumerate(V.require(node, "aggregationFunctions", f"step {importer.ctx(node)}")):
+        call = importer.expr(text, node, source.shape)
+        out.append(S.SelectExpression(alias=f"KSQL_AGG_VARIABLE_{i}", expression=call))
+    return tuple(out)
+
+
+@translates("streamAggregateV1", "tableAggregateV1", "streamWindowedAggregateV1")
+def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    wire = str(node["@type"])
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    aggregations = _aggregations(importer, node, source)
+    keys = source.shape.keys
+    non_aggregate = [str(c) for c in node.get("nonAggregateColumns") or () if str(c) not in keys]
+    if wire != "tableAggregateV1":
+        # A stream aggregate's non-aggregate columns hold the latest record's value (nulls
+        # included), which is LATEST_BY_OFFSET(col, false); ksqlDB stores them before the
+        # aggregates.
+        latest = tuple(
+            S.SelectExpression(
+                alias=name,
+                expression=E.FunctionCall(
+                    "LATEST_BY_OFFSET", (E.ColumnRef(name), E.Literal(False, T.BOOLEAN))
+                ),
+            )
+            for name in dict.fromkeys(non_aggregate)
+        )
+        aggregations = latest + aggregations
+        non_aggregate = []
+    common: dict[str, Any] = dict(
+        ctx=ctx,
+        source=source.step,
+        key_column_names=keys,
+        aggregation_functions=aggregations,
+        internal_formats=_internal_formats(node, importer),
+    )
+    window: A.WindowSpec | S.WindowInfo | None = source.shape.window
+    step: S.Step
+    if wire == "streamWindowedAggregateV1":
+        window_node = V.require(node, "windowExpression", f"step {ctx}")
+        spec = V.window_spec(window_node)
+        step = A.StreamWindowedAggregate(window=spec, **common)
+        window = spec
+    elif wire == "tableAggregateV1":
+        step = A.TableAggregate(**common)
+    else:
+        step = A.StreamAggregate(**common)
+    shape = Shape(keys, tuple(a.alias for a in aggregations), True, window, frozenset(non_aggregate))
+    return Imported(step, shape)
+
+
+@translates("tableSuppressV1")
+def _suppress(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    refinement = (node.get("refinementInfo") or {}).get("outputRefinement", "FINAL")
+    if str(refinement).upper() != "FINAL":
+        raise UnsupportedFeatureError(
+            f"suppression with output refinement {refinement}",
+            f"Step {ctx}: kspark suppresses only with EMIT FINAL, got {refinement}.",
+        )
+    window = source.shape.window
+    if not isinstance(window, A.WindowSpec):
+        raise PlanError(f"Step {ctx}: tableSuppressV1 needs a windowed aggregation below it.")
+    # ksqlDB closes a window at its end when no GRACE PERIOD was given.
+    step = A.TableSuppress(ctx=ctx, source=source.step, grace_ms=window.grace_ms or 0)
+    return Imported(step, source.shape)
+
+
+# --------------------------------------------------------------------------- joins
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    imported: Imported
+    alias: str
+    key: E.Expr
+    names: tuple[str, ...]  # the side's columns as the join outputs them
+
+
+def _join_side(importer: StepImporter, node: Mapping[str, Any], which: str) -> _Side:
+    """A join input: a PrependAlias projection becomes the join's alias over its input."""
+    ctx = importer.ctx(node)
+    wire = node.get("@type")
+    if wire in ("streamSelectV1", "tableSelectV1") and ctx.endswith(f"PrependAlias{which}"):
+        inner = importer.visit(V.require(node, "source", f"step {ctx}"))
+        selects = [importer.select(t, node) for t in V.require(node, "selectExpressions", f"step {ctx}")]
+        alias = _prefix_alias(selects, inner.shape, ctx)
+        if len(inner.shape.keys) != 1:
+            raise UnsupportedFeatureError(
+                "a join input with several key columns",
+                f"Step {ctx}: the join input has key columns {', '.join(inner.shape.keys)}; kspark joins on one.",
+            )
+        names = tuple(s.alias for s in selects) + tuple(str(k) for k in node.get("keyColumnNames") or ())
+        return _Side(inner, alias, E.ColumnRef(inner.shape.keys[0]), names)
+    imported = importer.visit(node)
+    if len(imported.shape.keys) != 1:
+        raise UnsupportedFeatureError(
+            "a join input with several key columns",
+            f"Step {ctx}: the join input has key columns {', '.join(imported.shape.keys)}; kspark joins on one.",
+        )
+    return _Side(imported, "", E.ColumnRef(imported.shape.keys[0]), imported.shape.values)
+
+
+def _prefix_alias(selects: Sequence[S.SelectExpression], shape: Shape, ctx: str) -> str:
+    alias: str | None = None
+    allowed = shape.names() | set(PSEUDO)
+    for item in selects:
+        name = column_name(item.expression)
+        if name is None or name not in allowed or not item.alias.endswith("_" + name):
+            raise UnsupportedFeatureError(
+                "a join input projection that is not an alias prefix",
+                f"Step {ctx}: '{item.expression} AS {item.alias}' is not '<column> AS <alias>_<column>'.",
+            )
+        found = item.alias[: -len(name) - 1]
+        if alias is not None and found != alias:
+            raise UnsupportedFeatureError(
+                "a join input projection that is not an alias prefix",
+                f"Step {ctx} prefixes columns with both '{alias}' and '{found}'.",
+            )
+        alias = found
+    if not alias:
+        raise PlanError(f"Step {ctx}: a PrependAlias projection without columns.")
+    return alias
+
+
+def _join_common(importer: StepImporter, node: Mapping[str, Any]) -> tuple[dict[str, Any], _Side, _Side]:
+    ctx = importer.ctx(node)
+    left = _join_side(importer, V.require(node, "leftSource", f"step {ctx}"), "Left")
+    right = _join_side(importer, V.require(node, "rightSource", f"step {ctx}"), "Right")
+    join_type = str(V.require(node, "joinType", f"step {ctx}")).upper()
+    join_type = {"OUTER": "FULL", "FULL_OUTER": "FULL", "LEFT_OUTER": "LEFT"}.get(join_type, join_type)
+    common = dict(
+        ctx=ctx,
+        left=left.imported.step,
+        right=right.imported.step,
+        join_type=join_type,
+        left_alias=left.alias,
+        right_alias=right.alias,
+        key_column=str(node.get("keyColName") or "ROWKEY"),
+        left_key=left.key,
+        right_key=right.key,
+    )
+    return common, left, right
+
+
+def _join_shape(key: str, left: _Side, right: _Side, *, table: bool, window: Any) -> Shape:
+    values = tuple(n for n in (*left.names, *right.names) if n != key)
+    return Shape((key,), tuple(dict.fromkeys(values)), table, window)
+
+
+@translates("streamStreamJoinV1")
+def _stream_stream_join(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    common, left, right = _join_common(importer, node)
+    grace = node.get("graceMillis")
+    step = J.StreamStreamJoin(
+        before_ms=V.duration_ms(V.require(node, "beforeMillis", f"step {common['ctx']}"), "beforeMillis"),
+        after_ms=V.duration_ms(V.require(node, "afterMillis", f"step {common['ctx']}"), "afterMillis"),
+        grace_ms=None if grace is None else V.duration_ms(grace, "graceMillis"),
+        **common,
+    )
+    return Imported(step, _join_shape(step.key_column, left, right, table=False, window=None))
+
+
+@translates("streamTableJoinV1")
+def _stream_table_join(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    common, left, right = _join_common(importer, node)
+    step = J.StreamTableJoin(**common)
+    return Imported(
+        step, _join_shape(step.key_column, left, right, table=False, window=left.imported.shape.window)
+    )
+
+
+@translates("tableTableJoinV1")
+def _table_table_join(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    common, left, right = _join_common(importer, node)
+    step = J.TableTableJoin(**common)
+    return Imported(
+        step, _join_shape(step.key_column, left, right, table=True, window=left.imported.shape.window)
+    )

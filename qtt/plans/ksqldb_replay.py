@@ -1,0 +1,549 @@
+"""Replay ksqlDB's own saved execution plans (``historical_plans/<case>/<version>/``).
+
+For every version folder holding ``plan.json`` and ``spec.json``: import the plan with
+``engine.ksqldb_import`` (never re-planned from the SQL), build it on the bounded runtime,
+feed ``testCase.inputs``, compare the outputs in order with ``testCase.outputs`` (the QTT
+verifier), check the ``post`` conditions, and compare the step and internal-topic schemas
+of ``spec.json`` with the ones kspark builds. Each version is ``passed``, ``failed`` (with a
+readable diff) or ``unsupported`` (naming the step, function, format or config); any
+exception is that version's failure, never the run's.
+
+Schema differences are reported per version and counted, but do not decide the verdict:
+kspark's internal stores need not hold ksqlDB's exact columns to produce ksqlDB's records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import KsqlError, UnsupportedFeatureError
+from engine.records import TopicInfo
+from qtt.model import PostConditions, QttCase, version_tuple
+
+PLAN_FILE = "plan.json"
+SPEC_FILE = "spec.json"
+PASSED, FAILED, UNSUPPORTED = "passed", "failed", "unsupported"
+STATUSES = (PASSED, FAILED, UNSUPPORTED)
+INTERNAL_TOPIC_PREFIX = "_confluent-ksql-"
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPlan:
+    """One saved version: ``<root>/<case>/<version>_<epoch ms>/``."""
+
+    path: Path
+
+    @property
+    def case(self) -> str:
+        return self.path.parent.name
+
+    @property
+    def version(self) -> str:
+        return self.path.name
+
+    @property
+    def label(self) -> str:
+        return f"{self.case}/{self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class VersionResult:
+    """The verdict on one saved version."""
+
+    case: str
+    version: str
+    release: str
+    status: str
+    reason: str = ""
+    category: str = ""
+    details: str = ""
+    steps: tuple[str, ...] = ()
+    schemas_compared: int = 0
+    schema_differences: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.case}/{self.version}"
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover(root: Path, pattern: str | None = None) -> list[SavedPlan]:
+    """Version folders under ``root`` with both files, sorted; ``pattern`` filters labels."""
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a folder of saved ksqlDB plans.")
+    found = [
+        SavedPlan(plan.parent)
+        for plan in sorted(root.glob(f"*/*/{PLAN_FILE}"))
+        if (plan.parent / SPEC_FILE).is_file()
+    ]
+    if pattern:
+        found = [p for p in found if pattern in p.label]
+    return found
+
+
+def sample(plans: Sequence[SavedPlan], size: int) -> list[SavedPlan]:
+    """About ``size`` versions spread evenly over the sorted list (the same size, the same ones)."""
+    if size <= 0 or size >= len(plans):
+        return list(plans)
+    step = len(plans) / size
+    return [plans[int(i * step)] for i in range(size)]
+
+
+def release_of(version_folder: str, spec: Mapping[str, Any] | None = None) -> str:
+    """The ksqlDB release that saved a version: ``spec.version`` or the folder's prefix."""
+    if spec is not None and isinstance(spec.get("version"), str):
+        return str(spec["version"])
+    return version_folder.split("_", 1)[0]
+
+
+# --------------------------------------------------------------------------- one version
+
+
+def step_types(plan: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ksqlDB step types (and versions) a plan uses, sorted."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, Mapping):
+            if isinstance(node.get("@type"), str) and "properties" in node:
+                found.add(node["@type"])
+            for key in ("source", "leftSource", "rightSource"):
+                walk(node.get(key))
+
+    for entry in plan.get("plan") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("queryPlan"), Mapping):
+            walk(entry["queryPlan"].get("physicalPlan"))
+    return tuple(sorted(found))
+
+
+def replay_version(saved: SavedPlan) -> VersionResult:
+    """Import, run and verify one saved version; never raises."""
+    start = time.perf_counter()
+    release, steps = release_of(saved.version), tuple[str, ...]()
+    try:
+        plan = json.loads((saved.path / PLAN_FILE).read_text(encoding="utf-8"))
+        spec = json.loads((saved.path / SPEC_FILE).read_text(encoding="utf-8"))
+        release = release_of(saved.version, spec)
+        steps = step_types(plan)
+        outcome = _replay(plan, spec, saved)
+    except UnsupportedFeatureError as exc:
+        outcome = dict(status=UNSUPPORTED, reason=str(exc), category=exc.feature)
+    except (OSError, ValueError) as exc:
+        outcome = dict(status=FAILED, reason=f"Cannot load: {exc}", category="cannot load")
+    except KsqlError as exc:
+        outcome = dict(
+            status=FAILED, reason=f"{type(exc).__name__}: {exc}", category=f"error: {type(exc).__name__}"
+        )
+    except Exception as exc:  # noqa: BLE001 - one version's failure, never the run's
+        from qtt.plans.replay import error_text
+
+        outcome = dict(
+            status=FAILED,
+            reason=error_text(exc, max_lines=2),
+            category=f"error: {type(exc).__name__}",
+        )
+    outcome["reason"] = " ".join(str(outcome.get("reason", "")).split())[:400]
+    return VersionResult(
+        case=saved.case,
+        version=saved.version,
+        release=release,
+        steps=steps,
+        seconds=round(time.perf_counter() - start, 3),
+        **outcome,
+    )
+
+
+def case_of(spec: Mapping[str, Any], path: Path) -> QttCase:
+    """The QTT case a spec's ``testCase`` describes (``numPartitions`` read as ``partitions``)."""
+    from qtt.loader import expand_case
+
+    raw = dict(spec.get("testCase") or {})
+    raw["statements"] = raw.get("statements") or ["-- statements are not replayed"]
+    raw["topics"] = [
+        {**t, "partitions": t.get("partitions", t.get("numPartitions"))}
+        if isinstance(t, Mapping) and "partitions" not in t and t.get("numPartitions")
+        else t
+        for t in raw.get("topics") or ()
+    ]
+    raw.pop("expectedException", None)
+    return expand_case(raw, path / SPEC_FILE, 0)[0]
+
+
+def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) -> dict[str, Any]:
+    from engine.build.walker import observing_builds
+    from engine.engine import KsqlEngine
+    from engine.ksqldb_import import import_plan
+    from qtt.verify import check_post, verify_outputs
+
+    imported = import_plan(plan)
+    case = case_of(spec, saved.path)
+    engine = KsqlEngine(dict(imported.configs))
+    built: dict[str, str] = {}
+
+    def observe(step: Any, ctx: Any, result: Any) -> None:
+        built[f"{ctx.query_id}.{step.ctx.replace('/', '.')}"] = _schema_text(result.schema)
+        for name, described in result.internal_schemas:
+            built.setdefault(f"{ctx.query_id}.internal.{name}", described)
+
+    try:
+        for topic in case.topics:
+            engine.create_topic(topic.to_topic_info())
+        for name in case.topic_names():
+            engine.create_topic(TopicInfo(name=name))
+        for statement in imported.statements:
+            engine.restore(statement)
+        engine.produce(list(case.inputs))
+        with observing_builds(observe):
+            produced = engine.run() or {}
+        verification = verify_outputs(
+            case.outputs, produced, headers_at=case.outputs_with_headers, strict=False
+        )
+        view = _TopicFormats(engine)
+        post = check_post(_external_post(case.post), view) if not case.post.is_empty() else []
+    finally:
+        engine.close()
+    compared, differences = compare_schemas(spec.get("schemas") or {}, built)
+    common = dict(schemas_compared=compared, schema_differences=tuple(differences))
+    if not verification.ok:
+        return dict(
+            status=FAILED,
+            reason=verification.reason,
+            category="output records differ",
+            details=verification.render(width=160) + "".join(f"\npost: {r}" for r in post),
+            **common,
+        )
+    if post:
+        return dict(
+            status=FAILED, reason=post[0], category="post-condition", details="\n".join(post), **common
+        )
+    return dict(status=PASSED, **common)
+
+
+def _external_post(post: PostConditions) -> PostConditions:
+    """Post-conditions without ksqlDB's internal topics (kspark keeps its state in Spark)."""
+    topics = tuple(t for t in post.topics if not t.name.startswith(INTERNAL_TOPIC_PREFIX))
+    return PostConditions(sources=post.sources, topics=topics, blacklist=post.blacklist)
+
+
+class _TopicFormats:
+    """The engine as post-conditions see it, a topic's formats being those of its sources.
+
+    ksqlDB's saved post-conditions name the formats of every topic; kspark's in-memory
+    topics know only what the case declared, the sources registered on them know the rest.
+    """
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def source(self, name: str) -> Any:
+        return self.engine.source(name)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        from dataclasses import replace
+
+        formats = {s.topic: s for s in self.engine.sources()}
+        out = {}
+        for name, info in self.engine.topics().items():
+            source = formats.get(name)
+            if source is not None:
+                info = replace(
+                    info,
+                    key_format=info.key_format or source.key_format.format,
+                    value_format=info.value_format or source.value_format.format,
+                )
+            out[name] = info
+        return out
+
+
+_HIDDEN = ("__paired",)
+
+
+def _schema_text(schema: Any) -> str:
+    return ", ".join(str(c) for c in schema.columns if c.name not in _HIDDEN)
+
+
+def compare_schemas(saved: Mapping[str, Any], built: Mapping[str, str]) -> tuple[int, list[str]]:
+    """(how many saved schemas had a kspark counterpart, one line per difference).
+
+    ``<query>.<ctx>`` names a step's output; ``<query>.<ctx>.Materialize`` an aggregate's
+    store, compared with the aggregate step's output.
+    """
+    compared, differences = 0, []
+    for name, entry in sorted(saved.items()):
+        text = entry.get("schema") if isinstance(entry, Mapping) else None
+        if not isinstance(text, str):
+            continue
+        ours = built.get(name)
+        if ours is None and name.endswith(".Materialize"):
+            ours = built.get(name[: -len(".Materialize")])
+        if ours is None:
+            continue
+        compared += 1
+        if _normalise(ours) != _normalise(text):
+            differences.append(f"{name}: ksqlDB {text} | kspark {ours}")
+    return compared, differences
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text.strip())
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class ReplayRun:
+    """The results of a run, in version order, with what the run was."""
+
+    corpus: str
+    results: list[VersionResult] = field(default_factory=list)
+    seconds: float = 0.0
+    sample: dict[str, int] | None = None
+    workers: int = 1
+    load_average: tuple[float, ...] = ()
+
+    def counts(self, results: Sequence[VersionResult] | None = None) -> dict[str, int]:
+        found = Counter(r.status for r in (self.results if results is None else results))
+        return {s: found.get(s, 0) for s in STATUSES}
+
+    def by_release(self) -> dict[str, dict[str, int]]:
+        groups: dict[str, list[VersionResult]] = {}
+        for r in self.results:
+            groups.setdefault(r.release, []).append(r)
+        return {k: self.counts(groups[k]) for k in sorted(groups, key=_release_order)}
+
+    def by_step(self) -> dict[str, dict[str, int]]:
+        groups: dict[str, list[VersionResult]] = {}
+        for r in self.results:
+            for step in r.steps:
+                groups.setdefault(step, []).append(r)
+        return {k: self.counts(groups[k]) for k in sorted(groups)}
+
+    def categories(self, status: str) -> Counter[str]:
+        return Counter(r.category or "(none)" for r in self.results if r.status == status)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "corpus": self.corpus,
+            "runtime": "bounded",
+            "sample": self.sample,
+            "workers": self.workers,
+            "seconds": round(self.seconds, 1),
+            "loadAverage": list(self.load_average),
+            "counts": self.counts(),
+            "releases": self.by_release(),
+            "steps": self.by_step(),
+            "unsupported": dict(self.categories(UNSUPPORTED).most_common()),
+            "failures": dict(self.categories(FAILED).most_common()),
+            "schemas": {
+                "compared": sum(r.schemas_compared for r in self.results),
+                "differing": sum(len(r.schema_differences) for r in self.results),
+                "versionsWithDifferences": sum(bool(r.schema_differences) for r in self.results),
+            },
+            "versions": [_result_json(r) for r in self.results],
+        }
+
+
+def _release_order(release: str) -> tuple[int, ...]:
+    try:
+        return version_tuple(release)
+    except Exception:  # noqa: BLE001 - an odd release name sorts first
+        return (0,)
+
+
+def _result_json(result: VersionResult) -> dict[str, Any]:
+    out = asdict(result)
+    out["steps"] = list(result.steps)
+    out["schema_differences"] = list(result.schema_differences)
+    return {_camel(k): v for k, v in out.items() if v not in ("", (), [])}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def replay_all(
+    plans: Sequence[SavedPlan], *, workers: int = 2, on_result: Callable[[VersionResult], None] | None = None
+) -> Iterator[VersionResult]:
+    """Replay ``plans`` on the shared SparkSession, ``workers`` at a time, results in order."""
+    if workers <= 1 or len(plans) <= 1:
+        for saved in plans:
+            result = replay_version(saved)
+            if on_result:
+                on_result(result)
+            yield result
+        return
+    from engine.runtime.session import get_spark
+
+    get_spark()  # one session for the run, started before the workers share it
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ksqldb-replay") as pool:
+        for result in pool.map(replay_version, plans):
+            if on_result:
+                on_result(result)
+            yield result
+
+
+def run(
+    root: Path,
+    *,
+    pattern: str | None = None,
+    sample_size: int | None = None,
+    workers: int = 2,
+    on_result: Callable[[VersionResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> ReplayRun:
+    """Discover, optionally sample, and replay every saved version under ``root``."""
+    plans = discover(root, pattern)
+    replay = ReplayRun(corpus=str(root), workers=workers)
+    if sample_size is not None:
+        chosen = sample(plans, sample_size)
+        replay.sample = {"size": len(chosen), "of": len(plans)}
+        plans = chosen
+    if on_start:
+        on_start(len(plans))
+    start = time.perf_counter()
+    replay.results = list(replay_all(plans, workers=workers, on_result=on_result))
+    replay.seconds = time.perf_counter() - start
+    replay.load_average = tuple(round(x, 2) for x in os.getloadavg())
+    return replay
+
+
+def write_report(replay: ReplayRun, path: str | Path) -> None:
+    """The JSON report (sorted keys, 2-space indent)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(replay.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def print_summary(replay: ReplayRun, console: Any, *, top: int = 10) -> None:
+    """Per-release and per-step tables, then the most frequent unsupported and failure reasons."""
+    from rich.table import Table
+
+    def table(title: str, rows: Mapping[str, Mapping[str, int]], label: str) -> Table:
+        t = Table(title=title)
+        t.add_column(label)
+        for name in ("versions", "passed", "failed", "unsupported", "pass rate"):
+            t.add_column(name, justify="right")
+        for name, counts in rows.items():
+            total = sum(counts.values())
+            rate = f"{100 * counts[PASSED] / total:.1f}%" if total else "-"
+            t.add_row(name, str(total), str(counts[PASSED]), str(counts[FAILED]), str(counts[UNSUPPORTED]), rate)
+        return t
+
+    console.print(table("ksqlDB saved plans per release", {**replay.by_release(), "all": replay.counts()}, "release"))
+    console.print(table("per ksqlDB step type (versions using it)", replay.by_step(), "step"))
+    for status, title in ((UNSUPPORTED, "unsupported"), (FAILED, "failed")):
+        common = replay.categories(status).most_common(top)
+        if common:
+            console.print(f"most frequent {title}:")
+            for name, count in common:
+                console.print(f"  {count:5d}  {name}")
+    counts = replay.counts()
+    total = sum(counts.values())
+    schemas = replay.to_json()["schemas"]
+    sampled = f" (a sample of {replay.sample['of']})" if replay.sample else ""
+    console.print(
+        f"{total} versions{sampled}: {counts[PASSED]} passed, {counts[FAILED]} failed, "
+        f"{counts[UNSUPPORTED]} unsupported in {replay.seconds:.0f}s with {replay.workers} "
+        f"worker(s); schemas compared {schemas['compared']}, differing {schemas['differing']}; "
+        f"load average {' '.join(str(x) for x in replay.load_average)}"
+    )
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def add_command(plans_sub: Any) -> None:
+    """``qtt plans replay-ksqldb DIR [--report FILE] [-k PATTERN] [--sample N]``."""
+    cmd = plans_sub.add_parser(
+        "replay-ksqldb",
+        help="Import ksqlDB's saved plans (historical_plans) and replay them on their inputs.",
+        description=(
+            "For every <case>/<version>/ of DIR with plan.json and spec.json: import the ksqlDB "
+            "plan, build it on the bounded runtime, feed testCase.inputs and compare the outputs, "
+            "post-conditions and schemas. Verdicts per version: passed, failed, unsupported."
+        ),
+    )
+    cmd.add_argument("dir", metavar="DIR", help="Folder of <case>/<version>/{plan,spec}.json.")
+    cmd.add_argument("--report", metavar="FILE", help="Write a JSON report to FILE.")
+    cmd.add_argument("-k", "--filter", metavar="PATTERN", help="Only versions whose <case>/<version> contains PATTERN.")
+    cmd.add_argument("--sample", type=int, metavar="N", help="Replay about N versions spread over the corpus.")
+    cmd.add_argument(
+        "--workers", type=int, default=2, metavar="N", help="Versions replayed at once on the one SparkSession (2)."
+    )
+    cmd.add_argument("--diff", action="store_true", help="Print the diff of each failed version.")
+    cmd.add_argument("--no-progress", action="store_true", help="No progress bar (a line per 100 versions instead).")
+    cmd.add_argument("--top", type=int, default=15, metavar="N", help="Most frequent reasons shown (15).")
+    cmd.set_defaults(handler=command)
+
+
+def command(args: Any) -> int:
+    """Run the subcommand; exit 0 when the run completed (whatever the verdicts), 2 on bad input."""
+    import sys
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if args.sample is not None and args.sample <= 0:
+        print(f"qtt: --sample must be a positive number, got {args.sample}.", file=sys.stderr)
+        return 2
+    if args.workers <= 0:
+        print(f"qtt: --workers must be a positive number, got {args.workers}.", file=sys.stderr)
+        return 2
+    interactive = sys.stderr.isatty() and not args.no_progress
+    progress = Progress(
+        TextColumn("replaying ksqlDB plans"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+        console=Console(file=sys.stderr), disable=not interactive, transient=True,
+    )
+    task = progress.add_task("replay", total=0, counts="")
+    seen: Counter[str] = Counter()
+
+    def started(total: int) -> None:
+        progress.update(task, total=total)
+        print(f"replaying {total} saved ksqlDB plan version(s) from {args.dir}", file=sys.stderr, flush=True)
+
+    def on_result(result: VersionResult) -> None:
+        seen[result.status] += 1
+        done = sum(seen.values())
+        counts = f"{seen[PASSED]} passed, {seen[FAILED]} failed, {seen[UNSUPPORTED]} unsupported"
+        progress.update(task, advance=1, counts=counts)
+        if not interactive and done % 100 == 0:
+            print(f"  {done} done: {counts}", file=sys.stderr, flush=True)
+        if args.diff and result.status == FAILED:
+            progress.console.print(f"FAIL {result.label}: {result.reason}\n{result.details}", markup=False)
+
+    try:
+        with progress:
+            replay = run(
+                Path(args.dir), pattern=args.filter, sample_size=args.sample,
+                workers=args.workers, on_result=on_result, on_start=started,
+            )
+    except FileNotFoundError as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
+    if not replay.results:
+        print(f"qtt: no saved ksqlDB plan versions found under {args.dir}.", file=sys.stderr)
+        return 1
+    status = 0
+    if args.report:
+        try:
+            write_report(replay, args.report)
+        except OSError as exc:
+            print(f"qtt: cannot write the report '{args.report}': {exc}", file=sys.stderr)
+            status = 2
+    print_summary(replay, Console(file=sys.stdout, width=None if sys.stdout.isatty() else 140), top=args.top)
+    return status
