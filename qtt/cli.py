@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -153,6 +154,9 @@ def _add_plan_commands(sub: Any) -> None:
     verify.add_argument(
         "--schema", default=str(SCHEMA_FILE), metavar="FILE", help="Committed plan schema."
     )
+    verify.add_argument(
+        "--report", metavar="FILE", help="Also write the report (with coverage) as JSON to FILE."
+    )
     verify.set_defaults(handler=_cmd_plans_verify)
     regen = plans_sub.add_parser(
         "regenerate",
@@ -171,9 +175,6 @@ def _add_plan_commands(sub: Any) -> None:
     )
     regen.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     regen.set_defaults(handler=_cmd_plans_regenerate)
-    from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
-
-    add_replay_ksqldb(plans_sub)
     from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
 
     add_replay_ksqldb(plans_sub)
@@ -338,6 +339,15 @@ def _cmd_plans_verify(args: argparse.Namespace) -> int:
         print(f"qtt: {exc}", file=sys.stderr)
         return 2
     print(report.render())
+    if args.report:
+        try:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.report).write_text(
+                json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:
+            print(f"qtt: cannot write the report {args.report}: {exc}", file=sys.stderr)
+            return 2
     return 0 if report.ok else 1
 
 

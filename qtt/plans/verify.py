@@ -8,11 +8,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from qtt.loader import load_paths
 from qtt.model import QttCase
 from qtt.plans import codec
-from qtt.plans.completeness import Completeness, check_completeness, step_types_in
+from qtt.plans.completeness import (
+    Completeness,
+    check_completeness,
+    functions_in,
+    operators_in,
+    step_types_in,
+)
 from qtt.plans.diff import ERROR, Change
 from qtt.plans.layout import PLAN_FILE, case_dirs, case_slug, saved_versions
 from qtt.plans.record import positive_cases
@@ -82,6 +89,22 @@ class VerifyReport:
         parts.append(self.summary())
         return "\n\n".join(parts)
 
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON (``qtt plans verify --report FILE``)."""
+        return {
+            "ok": self.ok,
+            "replays": [
+                {"version": r.label, "ok": r.ok, "seconds": round(r.seconds, 3),
+                 "changes": [c.render() for c in r.changes]}
+                for r in self.replays
+            ],
+            "stale": [r.render() for r in self.stale],
+            "orphans": list(self.orphans),
+            "completeness": None if self.completeness is None else self.completeness.to_json(),
+            "schemaChanges": [c.render() for c in self.schema_changes],
+            "problems": self.schema_problems + self.problems,
+        }
+
     def summary(self) -> str:
         """One line of counts, plus the command that fixes the state when something is stale."""
         rate = len(self.replays) / self.replay_seconds if self.replay_seconds else 0.0
@@ -91,6 +114,8 @@ class VerifyReport:
             f"{len(self.up_to_date) - len(self.stale)} up to date, {len(self.stale)} stale or missing, "
             f"{len(self.orphans)} orphaned"
         )
+        if self.completeness is not None:
+            line += "\n" + self.completeness.summary()
         if self.stale:
             line += f"\nWrite the missing planned cases with: {fix_command()}"
         return line
@@ -163,6 +188,8 @@ def verify(
             )
         slugs[slug] = case.id
     used: set[str] = set()
+    operators: set[str] = set()
+    functions: set[str] = set()
     start = time.perf_counter()
     all_versions = []
     for case_dir in case_dirs(root):
@@ -175,7 +202,10 @@ def verify(
         if on_replay is not None:
             on_replay(result)
         try:
-            used |= step_types_in(codec.read_json(version.path / PLAN_FILE).get("plans", []))
+            plans = codec.read_json(version.path / PLAN_FILE).get("plans", [])
+            used |= step_types_in(plans)
+            operators |= operators_in(plans)
+            functions |= functions_in(plans)
         except (OSError, ValueError, AttributeError):
             pass
     report.replay_seconds = time.perf_counter() - start
@@ -183,7 +213,9 @@ def verify(
     report.orphans = find_orphans(root, cases)
     try:
         if steps_complete:
-            report.completeness = check_completeness(used)
+            report.completeness = check_completeness(
+                used, operators_used=operators, functions_used=functions
+            )
         if schema_path is not None:
             report.schema_changes, report.schema_problems = check_schema(root, schema_path)
     except Exception as exc:  # noqa: BLE001 - the report is written whatever a check does
