@@ -838,9 +838,7 @@ def validate_plan_file(data: Any, schema: dict[str, Any]) -> list[str]:
 
     Each message starts ``at <JSON pointer>:`` (``/`` for the root).
     """
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(schema, format_checker=_format_checker())
+    validator = _validator(schema)
     messages = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         leaf = _deepest(error)
@@ -853,6 +851,22 @@ def validate_plan_file(data: Any, schema: dict[str, Any]) -> list[str]:
             message = str(leaf.cause)
         messages.append(f"at {path}: {_short_message(message)}")
     return messages
+
+
+_VALIDATORS: list[tuple[dict[str, Any], Any]] = []
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A validator for ``schema``, reused while the same schema object is passed (verify
+    validates every saved plan against one schema; building a validator costs more)."""
+    from jsonschema import Draft202012Validator
+
+    for known, validator in _VALIDATORS:
+        if known is schema:
+            return validator
+    validator = Draft202012Validator(schema, format_checker=_format_checker())
+    _VALIDATORS[:] = [*_VALIDATORS[-3:], (schema, validator)]
+    return validator
 
 
 def _deepest(error: Any) -> Any:
