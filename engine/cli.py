@@ -9,6 +9,8 @@
     kspark broker stop|status --dir DIR
     kspark query --bootstrap-servers HOST:PORT --state-dir DIR "SELECT ... EMIT CHANGES;"
                                                # a push query, PRINT or INSERT VALUES
+    kspark server --bootstrap-servers HOST:PORT --service-id ID --listen HOST:PORT --state-dir DIR
+                                               # ksqlDB's REST API over a command topic
 
 Input records use the QTT record form: a JSON list of
 ``{"topic": ..., "key": ..., "value": ..., "timestamp": ...}``.
@@ -433,7 +435,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("version", help="print the engine version")
     _add_broker_parser(sub)
     _add_query_parser(sub)
+    from engine.server import cli as server_cli
+
+    server_cli.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "server":
+        return server_cli.run(args)
     if args.command == "broker":
         return _broker_command(args)
     if args.command == "query":

@@ -1,0 +1,291 @@
+"""ksqlDB's REST API over a ``KsqlService``, on Starlette: request parsing, streaming, error bodies.
+
+    GET  /info, /healthcheck, /clusterStatus
+    POST /ksql            {"ksql": "...;", "streamsProperties": {...}, "commandSequenceNumber": N}
+    GET  /status/{commandId}
+    POST /query           {"ksql": "SELECT ... EMIT CHANGES;", "streamsProperties": {...}}
+    POST /query-stream    {"sql": "SELECT ... EMIT CHANGES;", "properties": {...}}
+    POST /close-query     {"queryId": "..."}
+
+Every error is a ksqlDB error body (``@type`` ``statement_error`` or ``generic_error``,
+``error_code``, ``message``) with the HTTP status the code starts with; no endpoint
+answers a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from engine.errors import KsqlError
+from engine.server import entities as E
+from engine.server.errors import ServiceError
+from engine.server.service import KsqlService
+
+LOG = logging.getLogger("engine.server")
+MAX_BODY_BYTES = 1 << 20
+DELIMITED = "application/vnd.ksqlapi.delimited.v1"
+JSON = "application/json"
+KSQL_REQUEST_FIELDS = {"ksql", "streamsProperties", "configOverrides", "requestProperties",
+                       "sessionVariables", "commandSequenceNumber"}
+QUERY_STREAM_FIELDS = {"sql", "properties", "sessionVariables"}
+_END = object()
+
+
+def _error(exc: ServiceError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.http_status)
+
+
+def _dumps(value: Any) -> str:
+    from engine.serde.coerce import json_text
+
+    return json_text(value)
+
+
+async def _body(request: Request, fields: set[str], required: str) -> dict[str, Any]:
+    """The request's JSON object: known fields only, ``required`` a string; else ServiceError."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise ServiceError(f"The request body is larger than {MAX_BODY_BYTES} bytes.", code=41300)
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise ServiceError(f"The request body is larger than {MAX_BODY_BYTES} bytes.", code=41300)
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ServiceError(f"The request body is not valid JSON: {exc}", code=E.ERROR_BAD_REQUEST) from None
+    if not isinstance(body, dict):
+        raise ServiceError("The request body must be a JSON object.", code=E.ERROR_BAD_REQUEST)
+    unknown = sorted(set(body) - fields)
+    if unknown:
+        raise ServiceError(
+            f"Unrecognized field(s) {', '.join(repr(u) for u in unknown)} in the request; "
+            f"known fields: {', '.join(sorted(fields))}.",
+            code=E.ERROR_BAD_REQUEST,
+        )
+    if not isinstance(body.get(required), str):
+        raise ServiceError(f"The request needs '{required}': the statement text.", code=E.ERROR_BAD_REQUEST)
+    for name in ("streamsProperties", "configOverrides", "properties", "sessionVariables", "requestProperties"):
+        if body.get(name) is not None and not isinstance(body[name], dict):
+            raise ServiceError(f"'{name}' must be a JSON object.", code=E.ERROR_BAD_REQUEST)
+    sequence = body.get("commandSequenceNumber")
+    if sequence is not None and (not isinstance(sequence, int) or isinstance(sequence, bool)):
+        raise ServiceError("'commandSequenceNumber' must be an integer.", code=E.ERROR_BAD_REQUEST)
+    return body
+
+
+def create_app(service: KsqlService) -> Starlette:
+    """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller)."""
+    push_queries: dict[str, Any] = {}
+
+    async def info(request: Request) -> Response:
+        return JSONResponse(service.info())
+
+    async def healthcheck(request: Request) -> Response:
+        healthy = service.ready
+        details = {name: {"isHealthy": healthy} for name in ("metastore", "kafka", "commandRunner")}
+        body = {"isHealthy": healthy, "details": details, "serverState": "READY" if healthy else "STARTING"}
+        return JSONResponse(body, status_code=200 if healthy else 503)
+
+    async def cluster_status(request: Request) -> Response:
+        host = f"{request.url.hostname}:{request.url.port}"
+        return JSONResponse({"clusterStatus": {host: {"hostAlive": service.ready, "lastStatusUpdateMs": 0,
+                                                      "activeStandbyPerQuery": {}, "hostStoreLags": {}}}})
+
+    async def ksql(request: Request) -> Response:
+        try:
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
+            properties = {**(body.get("configOverrides") or {}), **(body.get("streamsProperties") or {})}
+            sequence = body.get("commandSequenceNumber")
+            if sequence is not None and sequence >= 0:
+                await run_in_threadpool(service.wait_for_sequence, sequence)
+            answer = await run_in_threadpool(
+                service.execute, body["ksql"], properties, body.get("sessionVariables") or {}
+            )
+        except ServiceError as exc:
+            return _error(exc)
+        return JSONResponse(answer)
+
+    async def status(request: Request) -> Response:
+        command_id = request.path_params["command_id"]
+        found = service.status(command_id)
+        if found is None:
+            return _error(ServiceError(f"Command not found: {command_id}", code=E.ERROR_NOT_FOUND))
+        return JSONResponse(found.to_json())
+
+    async def query(request: Request) -> Response:
+        try:
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
+            properties = {**(body.get("configOverrides") or {}), **(body.get("streamsProperties") or {})}
+            push = await _started(body["ksql"], properties)
+        except ServiceError as exc:
+            return _error(exc)
+        return StreamingResponse(_query_messages(push), media_type=JSON)
+
+    async def query_stream(request: Request) -> Response:
+        try:
+            body = await _body(request, QUERY_STREAM_FIELDS, "sql")
+            push = await _started(body["sql"], body.get("properties") or {})
+        except ServiceError as exc:
+            return _error(exc)
+        delimited = JSON not in request.headers.get("accept", "") or DELIMITED in request.headers.get("accept", "")
+        media = DELIMITED if delimited else JSON
+        return StreamingResponse(_query_stream_messages(push, delimited), media_type=media)
+
+    async def close_query(request: Request) -> Response:
+        try:
+            raw = json.loads(await request.body())
+        except ValueError as exc:
+            return _error(ServiceError(f"The request body is not valid JSON: {exc}", code=E.ERROR_BAD_REQUEST))
+        query_id = raw.get("queryId") if isinstance(raw, dict) else None
+        push = push_queries.get(query_id) if isinstance(query_id, str) else None
+        if push is None:
+            return _error(ServiceError(f"No query with id {query_id} is running.", code=E.ERROR_BAD_REQUEST))
+        push.stop.set()
+        return Response(status_code=200)
+
+    async def _started(text: str, properties: dict[str, Any]) -> _RunningPush:
+        query_ = await run_in_threadpool(service.push_query, text, properties)
+        try:
+            await run_in_threadpool(query_.start)
+        except KsqlError as exc:
+            service.close_push_query(query_)
+            raise ServiceError(str(exc).splitlines()[0], statement_text=text) from None
+        push = _RunningPush(query_, service.close_push_query)
+        push_queries[query_.query_id] = push
+        push.on_close = lambda: push_queries.pop(query_.query_id, None)
+        return push
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        for push in list(push_queries.values()):
+            push.stop.set()
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        code = getattr(exc, "status_code", 404)
+        message = "Not found." if code == 404 else str(getattr(exc, "detail", "")) or "Bad request."
+        if code == 405:
+            message = f"Method {request.method} is not allowed on {request.url.path}."
+        elif code == 404:
+            message = f"Unknown endpoint: {request.method} {request.url.path}."
+        return JSONResponse(E.generic_error(code * 100, message), status_code=code)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        LOG.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
+        message = f"The server failed on {request.url.path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return JSONResponse(E.generic_error(E.ERROR_SERVER_ERROR, message), status_code=500)
+
+    routes = [
+        Route("/info", info, methods=["GET"]),
+        Route("/healthcheck", healthcheck, methods=["GET"]),
+        Route("/clusterStatus", cluster_status, methods=["GET"]),
+        Route("/ksql", ksql, methods=["POST"]),
+        Route("/status/{command_id:path}", status, methods=["GET"]),
+        Route("/query", query, methods=["POST"]),
+        Route("/query-stream", query_stream, methods=["POST"]),
+        Route("/close-query", close_query, methods=["POST"]),
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: not_found, Exception: server_error},
+    )
+
+
+class _RunningPush:
+    """A started push query being streamed: its rows one by one, stopped by a flag."""
+
+    def __init__(self, query: Any, close: Callable[[Any], None]) -> None:
+        self.query = query
+        self.stop = threading.Event()
+        self._close = close
+        self.on_close: Callable[[], Any] | None = None
+        self._rows = query.rows(stop=self.stop.is_set)
+        self.columns = query.schema.columns
+
+    def next_row(self) -> Any:
+        """The next row as ksqlDB JSON values and its tombstone flag, or ``_END``."""
+        from engine.push_query import json_value
+
+        row = next(self._rows, None)
+        if row is None:
+            return _END
+        values = [json_value(v, c.type) for v, c in zip(row.columns, self.columns, strict=True)]
+        return values, row.tombstone
+
+    def close(self) -> None:
+        """Stop and forget the query, on a thread of its own (Spark's stop takes a moment)."""
+        self.stop.set()
+        if self.on_close is not None:
+            self.on_close()
+        threading.Thread(target=self._close, args=(self.query,), daemon=True).start()
+
+
+async def _rows(push: _RunningPush) -> AsyncIterator[Any]:
+    while True:
+        row = await run_in_threadpool(push.next_row)
+        if row is _END:
+            return
+        yield row
+
+
+async def _query_messages(push: _RunningPush) -> AsyncIterator[str]:
+    """``/query``: one JSON array written piece by piece (header, rows, final message)."""
+    query = push.query
+    try:
+        yield "[" + _dumps({"header": {"queryId": query.query_id, "schema": str(query.schema)}})
+        try:
+            async for values, tombstone in _rows(push):
+                row: dict[str, Any] = {"columns": values}
+                if tombstone:
+                    row["tombstone"] = True
+                yield ",\n" + _dumps({"row": row})
+        except KsqlError as exc:
+            error = E.generic_error(E.ERROR_SERVER_ERROR, str(exc).splitlines()[0])
+            yield ",\n" + _dumps({"errorMessage": error}) + "]\n"
+            return
+        if query.limit_reached:
+            yield ",\n" + _dumps({"finalMessage": "Limit Reached"})
+        yield "]\n"
+    finally:
+        push.close()
+
+
+async def _query_stream_messages(push: _RunningPush, delimited: bool) -> AsyncIterator[str]:
+    """``/query-stream``: a metadata object, then one JSON array per row (one line each)."""
+    query = push.query
+    columns = query.schema.columns
+    metadata = {
+        "queryId": query.query_id,
+        "columnNames": [c.name for c in columns],
+        "columnTypes": [str(c.type) for c in columns],
+    }
+    # Delimited: every message is one line, ended as it is written (a reader may wait for it).
+    def message(value: Any) -> str:
+        return _dumps(value) + "\n" if delimited else ",\n" + _dumps(value)
+
+    try:
+        yield _dumps(metadata) + "\n" if delimited else "[" + _dumps(metadata)
+        try:
+            async for values, _tombstone in _rows(push):
+                yield message(values)
+        except KsqlError as exc:
+            yield message(E.generic_error(E.ERROR_SERVER_ERROR, str(exc).splitlines()[0]))
+        if not delimited:
+            yield "]\n"
+    finally:
+        push.close()

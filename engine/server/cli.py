@@ -1,0 +1,89 @@
+"""``kspark server``: start one server of a service and answer ksqlDB's REST API until SIGTERM.
+
+    kspark server --bootstrap-servers HOST:PORT --service-id ID --listen HOST:PORT \\
+                  --state-dir DIR [--config FILE]
+
+The server applies its service's command topic to the end and starts the persistent
+queries it holds before it listens: once ``GET /healthcheck`` answers, it is ready.
+SIGTERM (or Ctrl-C) stops it cleanly: open push queries end, persistent queries stop
+(they resume from their checkpoints on the next start), the process exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    server = sub.add_parser("server", help="run a server answering ksqlDB's REST API (a command topic on Kafka)")
+    server.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
+    server.add_argument("--service-id", required=True, metavar="ID",
+                        help="servers with the same id share one command topic and metastore")
+    server.add_argument("--listen", default="127.0.0.1:8088", metavar="HOST:PORT",
+                        help="where to answer HTTP (default 127.0.0.1:8088)")
+    server.add_argument("--state-dir", required=True, metavar="DIR", help="checkpoints of persistent queries")
+    server.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
+    server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+
+
+def read_config(path: str) -> dict[str, str]:
+    """A Java-style properties file: ``name=value`` (or ``name: value``) lines, ``#``/``!`` comments."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"kspark: cannot read the config file {path}: {exc.strerror}") from None
+    properties: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        cut = min((i for i in (stripped.find("="), stripped.find(":")) if i > 0), default=-1)
+        if cut < 0:
+            raise SystemExit(f"kspark: line {number} of {path} is not 'name=value': {stripped}")
+        properties[stripped[:cut].strip()] = stripped[cut + 1:].strip()
+    return properties
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SystemExit(f"kspark: --listen takes HOST:PORT, got '{text}'.")
+    return host, int(port)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the service, then serve HTTP until SIGTERM/SIGINT."""
+    import uvicorn
+
+    from engine.errors import KsqlError
+    from engine.server.app import create_app
+    from engine.server.service import KsqlService
+
+    host, port = _listen(args.listen)
+    properties = read_config(args.config) if args.config else {}
+    service = KsqlService(
+        args.bootstrap_servers, args.service_id, Path(args.state_dir),
+        properties=properties, spark_master=args.spark_master,
+    )
+    try:
+        service.start()
+    except KsqlError as exc:
+        service.close()
+        print(f"kspark: the server did not start: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    print(f"kspark server: service '{args.service_id}' listening on http://{host}:{port}", flush=True)
+    # uvicorn shuts down on SIGTERM/SIGINT, then raises the signal again for the handler it
+    # found installed: make that one harmless so the service below stops cleanly too.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: None)
+    try:
+        uvicorn.run(create_app(service), host=host, port=port, log_level="warning",
+                    timeout_graceful_shutdown=5, lifespan="on")
+    finally:
+        service.close()
+        print("kspark server: stopped.", flush=True)
+    return 0
