@@ -2,18 +2,25 @@
 
 ``python -m qtt.plans.html [ROOT] [OUT]`` writes one self-contained file (inline SVG, no
 network fetches) with a section per case whose latest plan differs from the current one (or
-every case with ``--all``).
+every case with ``--all``). Under the DAGs, every changed step (and changed query field or
+source command) gets a table of its fields, saved beside now, the changed ones marked:
+expressions are printed as SQL, schemas as column lists, inputs by their step ctx, so a
+reviewer judges a plan change without reading JSON.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.errors import KsqlError
+from engine.plan.serde import TYPE_KEY
 from qtt.plans import codec
-from qtt.plans.diff import plan_changes, step_index, strip_statement_text
+from qtt.plans.diff import Change, plan_changes, step_index, strip_statement_text
 from qtt.plans.layout import DEFAULT_ROOT, PLAN_FILE, case_slug, latest_version
 from qtt.plans.record import plan_case
 from qtt.plans.verify import DEFAULT_CASES, current_cases
@@ -53,6 +60,157 @@ def dag_svg(plans: list[dict[str, Any]], changed: set[tuple[str, str]]) -> str:
     return "".join(parts)
 
 
+# ------------------------------------------------------------------ changed steps, field by field
+
+_ABSENT = object()
+
+
+def render_value(name: str, value: Any) -> str:
+    """One plan field as readable HTML: SQL for expressions, column lists for schemas."""
+    if isinstance(value, Mapping):
+        if set(value) == {"@input"}:
+            return f"input <code>{html.escape(str(value['@input']))}</code>"
+        sql = _sql(value)
+        if sql is not None:
+            return f"<code>{html.escape(sql)}</code>"
+        if "expression" in value and isinstance(value.get("alias"), str):
+            inner = _sql(value["expression"])
+            if inner is not None:
+                return f"<code>{html.escape(inner)} AS {html.escape(value['alias'])}</code>"
+        rows = "".join(
+            f"<li>{html.escape(str(k))}: {render_value(str(k), v)}</li>"
+            for k, v in sorted(value.items())
+        )
+        return f"<ul class='fields'>{rows}</ul>" if rows else "{}"
+    if isinstance(value, list | tuple):
+        if not value:
+            return "(none)"
+        items = "".join(f"<li>{render_value(name, v)}</li>" for v in value)
+        return f"<ol>{items}</ol>"
+    if isinstance(value, str) and name.lower().endswith("schema"):
+        columns = _columns(value)
+        if columns is not None:
+            items = "".join(f"<li><code>{html.escape(c)}</code></li>" for c in columns)
+            return f"<ol class='columns'>{items}</ol>"
+    if isinstance(value, str):
+        return f"<code>{html.escape(value)}</code>"
+    return f"<code>{html.escape(json.dumps(value))}</code>"
+
+
+def _sql(value: Mapping[str, Any]) -> str | None:
+    """An expression's SQL, or None when ``value`` is not a serialised expression."""
+    from engine.plan import expr as E
+
+    if value.get("kind") not in E._KINDS:
+        return None
+    try:
+        return E.format_sql(E.from_json(dict(value)))
+    except (KsqlError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _columns(text: str) -> list[str] | None:
+    from engine.plan.schema import LogicalSchema
+
+    try:
+        return [str(c) for c in LogicalSchema.parse(text).columns]
+    except Exception:  # noqa: BLE001 - not a schema after all: shown as text
+        return None
+
+
+def _field_table(
+    title: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, changed: set[str]
+) -> str:
+    """A table of the fields of one step (or query, or command): saved beside now."""
+    old_map: Mapping[str, Any] = old or {}
+    new_map: Mapping[str, Any] = new or {}
+    names = sorted(set(old_map) | set(new_map), key=lambda n: (n != TYPE_KEY, n))
+    rows = []
+    for name in names:
+        a, b = old_map.get(name, _ABSENT), new_map.get(name, _ABSENT)
+        mark = name in changed or a != b
+        cells = [
+            "<td class='absent'>(absent)</td>" if v is _ABSENT else f"<td>{render_value(name, v)}</td>"
+            for v in (a, b)
+        ]
+        rows.append(
+            f"<tr class='{'changed' if mark else 'same'}'><th>{html.escape(name)}</th>{''.join(cells)}</tr>"
+        )
+    if old is None:
+        title += " (step added)"
+    elif new is None:
+        title += " (step removed)"
+    return (
+        f"<table class='step'><caption>{html.escape(title)}</caption>"
+        "<tr><th>field</th><th>saved</th><th>now</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
+def _queries(plans: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {
+        str(p["query"].get("queryId")): p["query"]
+        for p in plans
+        if isinstance(p.get("query"), Mapping)
+    }
+
+
+def _commands(plans: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {
+        f"command #{i} {p['command'].get('name')}": p["command"]
+        for i, p in enumerate(plans)
+        if isinstance(p.get("command"), Mapping)
+    }
+
+
+def changed_steps_html(
+    old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], changes: Sequence[Change]
+) -> str:
+    """A field table for every step, query or command that ``changes`` touch, saved beside now."""
+    changed: dict[tuple[str | None, str], set[str]] = {}
+    for c in changes:
+        if c.ctx is not None:
+            top = (c.field or "").split(".")[0].split("[")[0]
+            changed.setdefault((c.query_id, c.ctx), set()).add(top)
+    old_q, new_q = _queries(old), _queries(new)
+    old_steps = {q: step_index(v.get("root", {})) for q, v in old_q.items()}
+    new_steps = {q: step_index(v.get("root", {})) for q, v in new_q.items()}
+    old_c, new_c = _commands(old), _commands(new)
+    tables = []
+    for (qid, ctx), fields in changed.items():
+        if qid is None:
+            tables.append(_field_table(ctx, old_c.get(ctx), new_c.get(ctx), fields))
+        elif ctx == "query":
+            strip = lambda q: None if q is None else {k: v for k, v in q.items() if k != "root"}  # noqa: E731
+            tables.append(_field_table(f"{qid} / query", strip(old_q.get(qid)), strip(new_q.get(qid)), fields))
+        else:
+            tables.append(
+                _field_table(
+                    f"{qid} / {ctx}",
+                    old_steps.get(qid, {}).get(ctx),
+                    new_steps.get(qid, {}).get(ctx),
+                    fields,
+                )
+            )
+    return "".join(tables)
+
+
+def case_section(
+    case_id: str, saved: str, old: list[dict[str, Any]], new: list[dict[str, Any]]
+) -> tuple[str, bool]:
+    """The HTML section of one case and whether its saved plan differs from the one built now."""
+    old, new = strip_statement_text(old), strip_statement_text(new)
+    changes = plan_changes(old, new)
+    marked = {(c.query_id or "", c.ctx or "") for c in changes}
+    rows = "".join(f"<li>{html.escape(c.render())}</li>" for c in changes)
+    section = (
+        f"<section><h2>{html.escape(case_id)}</h2><ul>{rows}</ul><table><tr>"
+        f"<th>saved ({html.escape(saved)})</th><th>now</th></tr><tr>"
+        f"<td>{dag_svg(old, marked)}</td><td>{dag_svg(new, marked)}</td></tr></table>"
+        f"{changed_steps_html(old, new, changes)}</section>"
+    )
+    return section, bool(changes)
+
+
 def write_report(root: Path, cases_path: Path, out: Path, *, show_all: bool = False) -> int:
     """Write the report; returns the number of cases that differ."""
     cases, _ = current_cases([cases_path])
@@ -63,29 +221,32 @@ def write_report(root: Path, cases_path: Path, out: Path, *, show_all: bool = Fa
         old = codec.read_json(latest.path / PLAN_FILE)["plans"] if latest else []
         engine, new, _ = plan_case(case)
         engine.close()
-        changes = plan_changes(strip_statement_text(old), strip_statement_text(new))
-        differing += bool(changes) or latest is None
-        if not changes and latest is not None and not show_all:
-            continue
-        marked = {(c.query_id or "", c.ctx or "") for c in changes}
-        rows = "".join(f"<li>{html.escape(c.render())}</li>" for c in changes)
         saved = latest.name if latest else "no saved version"
-        sections.append(
-            f"<section><h2>{html.escape(case.id)}</h2><ul>{rows}</ul><table><tr>"
-            f"<th>saved ({html.escape(saved)})</th><th>now</th></tr><tr>"
-            f"<td>{dag_svg(old, marked)}</td><td>{dag_svg(new, marked)}</td></tr></table></section>"
-        )
+        section, changed = case_section(case.id, saved, old, new)
+        differing += changed or latest is None
+        if changed or latest is None or show_all:
+            sections.append(section)
     body = (
         "".join(sections) or "<p>Every case's latest planned case matches the plan built now.</p>"
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>kspark planned cases</title>"
-        "<style>body{font-family:sans-serif} td{vertical-align:top;padding:8px}</style></head>"
+        f"<style>{_STYLE}</style></head>"
         f"<body><h1>Planned cases: saved vs now</h1>{body}</body></html>\n",
         encoding="utf-8",
     )
     return differing
+
+
+_STYLE = (
+    "body{font-family:sans-serif} td{vertical-align:top;padding:8px}"
+    " table.step{border-collapse:collapse;margin:12px 0} table.step td,table.step th"
+    "{border:1px solid #bbb;padding:4px 8px;text-align:left;vertical-align:top}"
+    " table.step caption{font-weight:bold;text-align:left;padding:4px 0}"
+    " tr.changed td{background:#fde2e2} tr.same td{color:#555} td.absent{color:#999}"
+    " ol,ul.fields{margin:0;padding-left:18px} code{white-space:pre-wrap}"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
