@@ -181,7 +181,9 @@ def _add_plan_commands(sub: Any) -> None:
 
     schema = sub.add_parser("schema", help="The plan JSON Schema guard.")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True, metavar="ACTION")
-    gen = schema_sub.add_parser("generate", help="Write the generated plan schema.")
+    gen = schema_sub.add_parser(
+        "generate", help="Write the generated plan schema unless a change is breaking."
+    )
     gen.add_argument(
         "--schema", default=str(SCHEMA_FILE), metavar="FILE", help="Where to write it."
     )
