@@ -430,3 +430,24 @@ def test_verify_names_the_file_and_json_pointer_of_a_bad_plan(tmp_path: Path) ->
     (problem,) = problems
     assert str(version / "plan.json") in problem
     assert "at /plans/0/query/root/formats/valueFormat: 'XML' is not one of" in problem
+
+
+@E._node_dc
+class _Coalesce(E.Expr):
+    """A hypothetical new expression kind."""
+
+    KIND: ClassVar[str] = "coalesce"
+    items: tuple[Expr, ...]
+
+
+def test_a_new_expression_kind_is_compatible(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(E._KINDS, _Coalesce.KIND, _Coalesce)
+    changes = compare_schemas(schema, generate_schema())
+    assert {c.pointer for c in changes} == {
+        "/$defs/expr.coalesce",
+        "/$defs/Expr/properties/kind/enum",
+        f"/$defs/Expr/allOf/{sorted(E._KINDS).index('coalesce')}",
+    }
+    assert not breaking(changes), "\n".join(c.render() for c in changes)
