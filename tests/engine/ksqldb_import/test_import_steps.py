@@ -1,0 +1,283 @@
+"""Translation of each ksqlDB step type+version into kspark steps (no Spark needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.errors import PlanError, UnsupportedFeatureError
+from engine.ksqldb_import import import_plan
+from engine.plan import expr as E
+from engine.plan import steps as S
+from engine.plan import steps_aggregate as A
+from engine.plan import steps_join as J
+from engine.plan.plan import CreateStreamCommand, CreateTableCommand
+from engine.plan.serde import dumps, loads_statement_plan
+
+SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
+
+
+def _root(kp: Any, physical: dict[str, Any], table: bool = False) -> S.Step:
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `X` INTEGER", "OUTPUT", table=table)
+    imported = import_plan(kp.query_plan(physical, out, [kp.create("INPUT", SOURCE, "input", table=table)]))
+    query = imported.statements[-1].query
+    assert query is not None
+    return query.root
+
+
+def _chain(root: S.Step) -> list[S.Step]:
+    chain = [root]
+    while "source" in root.inputs():
+        root = root.inputs()["source"]
+        chain.append(root)
+    return chain
+
+
+def test_stream_source_select_and_sink_carry_topic_formats_and_expressions(kp: Any) -> None:
+    source = kp.stream_source(SOURCE, timestampColumn={"column": "QTY", "format": None})
+    root = _root(kp, kp.sink(kp.select(source, ["(QTY * 2) AS X"], ["ID"])))
+    sink, select, src = _chain(root)
+    assert isinstance(sink, S.StreamSink) and sink.topic == "OUTPUT" and sink.ctx == "OUTPUT"
+    assert isinstance(select, S.StreamSelect) and select.key_column_names == ("ID",)
+    assert select.select_expressions[0].alias == "X"
+    assert isinstance(select.select_expressions[0].expression, E.Arithmetic)
+    assert isinstance(src, S.StreamSource) and src.topic == "input"
+    assert src.formats.key_format == "KAFKA" and src.formats.value_format == "JSON"
+    assert src.timestamp_column == S.TimestampColumn(column="QTY")
+    assert [c.name for c in src.source_schema.columns] == ["ID", "NAME", "QTY"]
+
+
+def test_imported_plans_are_valid_kspark_plans_that_round_trip_through_serde(kp: Any) -> None:
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), ["UCASE(NAME) AS X"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `X` STRING", "OUTPUT")
+    imported = import_plan(kp.query_plan(physical, out, [kp.create("INPUT", SOURCE, "input")]))
+    for statement in imported.statements:
+        assert loads_statement_plan(dumps(statement)) == statement
+    assert isinstance(imported.statements[0].command, CreateStreamCommand)
+    assert imported.configs["ksql.streams.cache.max.bytes.buffering"] == "0"
+
+
+def test_table_source_v1_and_v2_both_become_kspark_table_sources(kp: Any) -> None:
+    for version in (1, 2):
+        physical = kp.sink(kp.select(kp.table_source(SOURCE, version=version), ["QTY AS X"], ["ID"], table=True), table=True)
+        sink, select, src = _chain(_root(kp, physical, table=True))
+        assert isinstance(src, S.TableSource)
+        assert isinstance(select, S.TableSelect) and isinstance(sink, S.TableSink)
+
+
+def test_a_select_without_key_column_names_keeps_the_source_keys_as_before_ksqldb_0_10(kp: Any) -> None:
+    _, select, _ = _chain(_root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], None))))
+    assert isinstance(select, S.StreamSelect) and select.key_column_names == ("ID",)
+
+
+def test_a_projection_copying_the_key_under_its_own_name_drops_the_copy(kp: Any) -> None:
+    prepare = kp.select(kp.stream_source(SOURCE), ["ID AS ID", "QTY AS X"], ["ID"], ctx="Aggregate/Prepare")
+    _, select, _ = _chain(_root(kp, kp.sink(prepare)))
+    assert isinstance(select, S.StreamSelect)
+    assert [s.alias for s in select.select_expressions] == ["X"]
+
+
+def test_a_key_and_a_value_column_of_one_name_from_different_expressions_is_unsupported(kp: Any) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="both as a key and as a value"):
+        _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS ID"], ["ID"])))
+
+
+def test_filters_become_stream_and_table_filters(kp: Any) -> None:
+    stream = kp.step("streamFilterV1", "WhereFilter", source=kp.stream_source(SOURCE), filterExpression="(QTY > 1)")
+    _, _, filtered, _ = _chain(_root(kp, kp.sink(kp.select(stream, ["QTY AS X"], ["ID"]))))
+    assert isinstance(filtered, S.StreamFilter) and isinstance(filtered.predicate, E.Comparison)
+    table = kp.step("tableFilterV1", "WhereFilter", source=kp.table_source(SOURCE), filterExpression="(QTY > 1)")
+    _, _, filtered, _ = _chain(_root(kp, kp.sink(kp.select(table, ["QTY AS X"], ["ID"], table=True), table=True), table=True))
+    assert isinstance(filtered, S.TableFilter)
+
+
+@pytest.mark.parametrize(
+    ("wire", "expression", "key"),
+    [
+        ("streamSelectKeyV1", "NAME", "ROWKEY"),  # before multi-column keys: always ROWKEY
+        ("streamSelectKeyV2", ["NAME"], "NAME"),  # a column keeps its name
+        ("streamSelectKeyV2", ["UCASE(NAME)"], "KSQL_COL_0"),  # an expression gets a generated name
+        ("streamSelectKeyV2", "NAME", "NAME"),  # 6.x wrote one expression as text
+    ],
+)
+def test_select_key_names_the_new_key_as_ksqldb_did(kp: Any, wire: str, expression: Any, key: str) -> None:
+    rekeyed = kp.step(wire, "PartitionBy", source=kp.stream_source(SOURCE), keyExpression=expression)
+    _, select, select_key, _ = _chain(_root(kp, kp.sink(kp.select(rekeyed, ["QTY AS X"], None))))
+    assert isinstance(select_key, S.StreamSelectKey)
+    assert [k.alias for k in select_key.key_expressions] == [key]
+    assert isinstance(select, S.StreamSelect) and select.key_column_names == (key,)
+
+
+def _aggregate(kp: Any, group: dict[str, Any], agg_wire: str = "streamAggregateV1", **agg: Any) -> dict[str, Any]:
+    fields = dict(source=group, internalFormats=kp.fmt(), nonAggregateColumns=["QTY"], aggregationFunctions=["SUM(QTY)"])
+    fields.update(agg)
+    return kp.step(agg_wire, "Aggregate/Aggregate", **fields)
+
+
+def _group(kp: Any, wire: str, exprs: Any, source: dict[str, Any] | None = None) -> dict[str, Any]:
+    return kp.step(wire, "Aggregate/GroupBy", source=source or kp.stream_source(SOURCE),
+                   internalFormats=kp.fmt(), groupByExpressions=exprs)
+
+
+def test_group_by_v2_names_keys_like_ksqldb_and_the_aggregate_numbers_its_results(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME", "LEN(NAME)"]))
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], ["NAME", "LEN"], ctx="Aggregate/Project", table=True)
+    _, select, aggregate, group, _ = _chain(_root(kp, kp.sink(project, table=True), table=True))
+    assert isinstance(group, A.StreamGroupBy)
+    assert [k.alias for k in group.group_by_expressions] == ["NAME", "KSQL_COL_0"]
+    assert isinstance(aggregate, A.StreamAggregate)
+    assert aggregate.key_column_names == ("NAME", "KSQL_COL_0")
+    # the non-aggregate column holds the latest record's value, as in ksqlDB's store
+    assert [a.alias for a in aggregate.aggregation_functions] == ["QTY", "KSQL_AGG_VARIABLE_0"]
+    latest = aggregate.aggregation_functions[0].expression
+    assert isinstance(latest, E.FunctionCall) and latest.name == "LATEST_BY_OFFSET"
+    assert isinstance(select, S.TableSelect) and select.key_column_names == ("NAME", "LEN")
+
+
+def test_group_by_v1_with_several_expressions_is_unsupported_with_its_reason(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV1", ["NAME", "QTY"]))
+    with pytest.raises(UnsupportedFeatureError, match=r"one STRING key joined with '\|\+\|'") as info:
+        _root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True))
+    assert info.value.feature == "step streamGroupByV1 with several grouping expressions"
+
+
+def test_group_by_key_and_table_group_by_map_to_their_kspark_steps(kp: Any) -> None:
+    by_key = kp.step("streamGroupByKeyV1", "Aggregate/GroupBy", source=kp.stream_source(SOURCE), internalFormats=kp.fmt())
+    chain = _chain(_root(kp, kp.sink(kp.select(_aggregate(kp, by_key), ["KSQL_AGG_VARIABLE_0 AS X"], ["ID"], table=True), table=True)))
+    assert isinstance(chain[3], A.StreamGroupByKey)
+    table_group = _group(kp, "tableGroupByV1", ["NAME"], source=kp.table_source(SOURCE))
+    agg = _aggregate(kp, table_group, "tableAggregateV1", nonAggregateColumns=["NAME"])
+    chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True), table=True))
+    assert isinstance(chain[2], A.TableAggregate) and isinstance(chain[3], A.TableGroupBy)
+
+
+def test_a_table_aggregate_read_for_its_non_aggregate_column_is_unsupported(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "tableGroupByV2", ["NAME"], kp.table_source(SOURCE)), "tableAggregateV1")
+    with pytest.raises(UnsupportedFeatureError, match="non-aggregate column"):
+        _root(kp, kp.sink(kp.select(agg, ["QTY AS X"], None, table=True), table=True), table=True)
+
+
+def test_having_over_an_aggregate_becomes_the_kspark_aggregate_having(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]))
+    having = kp.step("tableFilterV1", "Aggregate/HavingFilter", source=agg, filterExpression="(KSQL_AGG_VARIABLE_0 > 2)")
+    chain = _chain(_root(kp, kp.sink(kp.select(having, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
+    aggregate = chain[2]
+    assert isinstance(aggregate, A.StreamAggregate) and isinstance(aggregate.having, E.Comparison)
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [
+        (" TUMBLING ( SIZE 1 MINUTES ) ", A.WindowSpec(type="TUMBLING", size_ms=60_000)),
+        (" HOPPING ( SIZE 30 SECONDS , ADVANCE BY 10 SECONDS , GRACE PERIOD 2 MILLISECONDS ) ",
+         A.WindowSpec(type="HOPPING", size_ms=30_000, advance_ms=10_000, grace_ms=2)),
+        (" SESSION ( 5 SECONDS ) ", A.WindowSpec(type="SESSION", gap_ms=5_000)),
+        ({"windowType": "TUMBLING", "size": {"value": 2, "timeUnit": "MILLISECONDS"},
+          "gracePeriod": {"value": 1, "timeUnit": "MILLISECONDS"}, "retention": None, "emitStrategy": "FINAL"},
+         A.WindowSpec(type="TUMBLING", size_ms=2, grace_ms=1)),
+        ({"windowType": "SESSION", "gap": {"value": 1, "timeUnit": "HOURS"}},
+         A.WindowSpec(type="SESSION", gap_ms=3_600_000)),
+    ],
+)
+def test_windowed_aggregates_read_both_forms_of_window_expression(kp: Any, window: Any, expected: A.WindowSpec) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]), "streamWindowedAggregateV1", windowExpression=window)
+    chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
+    assert isinstance(chain[2], A.StreamWindowedAggregate) and chain[2].window == expected
+
+
+def test_suppress_closes_windows_with_the_aggregate_grace(kp: Any) -> None:
+    window = " TUMBLING ( SIZE 1 SECONDS , GRACE PERIOD 5 MILLISECONDS ) "
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]), "streamWindowedAggregateV1", windowExpression=window)
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, ctx="Aggregate/Project", table=True)
+    suppress = kp.step("tableSuppressV1", "Suppress", source=project, internalFormats=kp.fmt(),
+                       refinementInfo={"outputRefinement": "FINAL"})
+    chain = _chain(_root(kp, kp.sink(suppress, table=True)))
+    assert isinstance(chain[1], A.TableSuppress) and chain[1].grace_ms == 5
+
+
+def test_flat_map_names_its_results_ksql_synth(kp: Any) -> None:
+    source = kp.stream_source("`ID` INTEGER KEY, `XS` ARRAY<INTEGER>")
+    flat = kp.step("streamFlatMapV1", "FlatMap", source=source, tableFunctions=["EXPLODE(XS)"])
+    chain = _chain(_root(kp, kp.sink(kp.select(flat, ["KSQL_SYNTH_0 AS X"], ["ID"]))))
+    assert isinstance(chain[2], S.StreamFlatMap)
+    assert [f.alias for f in chain[2].table_functions] == ["KSQL_SYNTH_0"]
+
+
+def _aliased(kp: Any, source: dict[str, Any], alias: str, side: str, table: bool = False) -> dict[str, Any]:
+    exprs = [f"{c} AS {alias}_{c}" for c in ("NAME", "QTY", "ROWTIME", "ROWPARTITION", "ROWOFFSET", "ID")]
+    return kp.select(source, exprs, [f"{alias}_ID"], ctx=f"PrependAlias{side}", table=table)
+
+
+def test_a_stream_stream_join_takes_the_alias_prefix_of_its_inputs_and_durations_in_seconds(kp: Any) -> None:
+    left = _aliased(kp, kp.stream_source(SOURCE, "left", "KafkaTopic_Left/Source"), "L", "Left")
+    right = _aliased(kp, kp.stream_source(SOURCE, "right", "KafkaTopic_Right/Source"), "R", "Right")
+    join = kp.step("streamStreamJoinV1", "Join", leftSource=left, rightSource=right, joinType="LEFT",
+                   leftInternalFormats=kp.fmt(), rightInternalFormats=kp.fmt(), keyColName="L_ID",
+                   beforeMillis=11.0, afterMillis=0.5, graceMillis=None)
+    chain = _chain(_root(kp, kp.sink(kp.select(join, ["L_QTY AS X"], ["L_ID"]))))
+    step = chain[2]
+    assert isinstance(step, J.StreamStreamJoin)
+    assert (step.left_alias, step.right_alias, step.key_column) == ("L", "R", "L_ID")
+    assert (step.before_ms, step.after_ms, step.grace_ms) == (11_000, 500, None)
+    assert isinstance(step.left, S.StreamSource) and step.left_key == E.ColumnRef("ID")
+
+
+def test_stream_table_and_table_table_joins_map_to_their_kspark_steps(kp: Any) -> None:
+    left = _aliased(kp, kp.stream_source(SOURCE, "left", "KafkaTopic_Left/Source"), "L", "Left")
+    right = _aliased(kp, kp.table_source(SOURCE, "right", "KafkaTopic_Right/Source"), "R", "Right", table=True)
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER",
+                   internalFormats=kp.fmt(), keyColName="L_ID")
+    assert isinstance(_chain(_root(kp, kp.sink(kp.select(join, ["R_QTY AS X"], ["L_ID"]))))[2], J.StreamTableJoin)
+    left = _aliased(kp, kp.table_source(SOURCE, "left", "KafkaTopic_Left/Source"), "L", "Left", table=True)
+    join = kp.step("tableTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="OUTER")
+    step = _chain(_root(kp, kp.sink(kp.select(join, ["R_QTY AS X"], None, table=True), table=True)))[2]
+    assert isinstance(step, J.TableTableJoin) and step.join_type == "FULL" and step.key_column == "ROWKEY"
+
+
+def test_a_join_input_projection_that_is_not_a_prefix_is_unsupported(kp: Any) -> None:
+    left = kp.select(kp.stream_source(SOURCE), ["UCASE(NAME) AS L_NAME"], ["L_ID"], ctx="PrependAliasLeft")
+    right = _aliased(kp, kp.table_source(SOURCE, "right"), "R", "Right", table=True)
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER",
+                   internalFormats=kp.fmt(), keyColName="L_ID")
+    with pytest.raises(UnsupportedFeatureError, match="is not '<column> AS <alias>_<column>'"):
+        _root(kp, kp.sink(kp.select(join, ["R_QTY AS X"], ["L_ID"])))
+
+
+def test_table_select_key_is_reported_unsupported_with_its_reason(kp: Any) -> None:
+    rekey = kp.step("tableSelectKeyV1", "PartitionBy", source=kp.table_source(SOURCE), internalFormats=kp.fmt(), keyExpression=["NAME"])
+    with pytest.raises(UnsupportedFeatureError, match="no table re-keying step") as info:
+        _root(kp, kp.sink(kp.select(rekey, ["QTY AS X"], None, table=True), table=True), table=True)
+    assert info.value.feature == "step tableSelectKeyV1"
+
+
+def test_an_unknown_step_type_is_unsupported_and_named(kp: Any) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="streamMagicV9") as info:
+        _root(kp, kp.sink(kp.step("streamMagicV9", "Magic", source=kp.stream_source(SOURCE))))
+    assert info.value.feature == "step streamMagicV9"
+
+
+def test_a_function_kspark_does_not_have_is_unsupported_and_named(kp: Any) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="NO_SUCH_UDF") as info:
+        _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["NO_SUCH_UDF(QTY) AS X"], ["ID"])))
+    assert info.value.feature == "function NO_SUCH_UDF"
+
+
+def test_an_unparsable_expression_is_a_plan_error_quoting_it(kp: Any) -> None:
+    with pytest.raises(PlanError, match=r"cannot parse the expression '\(QTY \+\)'"):
+        _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["(QTY +) AS X"], ["ID"])))
+
+
+def test_a_missing_field_is_a_plan_error_naming_it(kp: Any) -> None:
+    broken = kp.stream_source(SOURCE)
+    del broken["topicName"]
+    with pytest.raises(PlanError, match="has no 'topicName'"):
+        _root(kp, kp.sink(kp.select(broken, ["QTY AS X"], ["ID"])))
+
+
+def test_create_table_command_carries_window_info_in_milliseconds(kp: Any) -> None:
+    ddl = kp.create("W", "`ID` INTEGER KEY, `N` BIGINT", "w", table=True,
+                    windowInfo={"type": "HOPPING", "size": 0.005, "emitStrategy": "CHANGES"})
+    command = import_plan(kp.plan(kp.entry(ddl))).statements[0].command
+    assert isinstance(command, CreateTableCommand)
+    assert command.window_info == S.WindowInfo(type="HOPPING", size_ms=5)
