@@ -476,7 +476,9 @@ class _CaseRun:
             )
 
     def _label(self, index: int) -> str:
-        return f"Statement {index + 1} ({one_line(self.case.statements[index], 60)})"
+        # In backticks, which conformance summaries mask, so alike failures count together.
+        text = one_line(self.case.statements[index], 60).replace("`", "")
+        return f"Statement {index + 1} `{text}`"
 
     def _error(self, index: int, status: int, body: Any) -> None:
         """An error answer ends the case: passed, failed or unsupported."""

@@ -195,7 +195,7 @@ def test_a_different_row_fails_with_the_difference(stand_in: tuple[StandIn, Rest
     result = run_rest_case(_case(tmp_path, _push_case([["a", 1], ["b", 2]])), harness)
     assert result.status is Status.FAILED
     assert result.reason == (
-        "Statement 2 (SELECT K, V FROM S EMIT CHANGES LIMIT 2;): row 2 of 2: columns[1] "
+        "Statement 2 `SELECT K, V FROM S EMIT CHANGES LIMIT 2;`: row 2 of 2: columns[1] "
         "expected 2 but was 3."
     )
 
@@ -225,7 +225,7 @@ ERROR = {
             {"@type": "statement_error", "message": "NOPE does not exist."},
             500,
             Status.FAILED,
-            "Statement 1 (INSERT INTO NOPE (A) VALUES (1);): HTTP status expected 400 but was 500.",
+            "Statement 1 `INSERT INTO NOPE (A) VALUES (1);`: HTTP status expected 400 but was 500.",
         ),
         (
             {"@type": "statement_error", "message": "kspark does not support inserts yet."},
@@ -259,7 +259,7 @@ def test_an_unexpected_error_answer_fails_the_case(stand_in: tuple[StandIn, Rest
     case = _case(tmp_path, {"name": "p", "statements": [CREATE, "SELECT * FROM S;"], "inputs": []})
     result = run_rest_case(case, harness)
     assert result.status is Status.FAILED
-    assert result.reason == "Statement 2 (SELECT * FROM S;) answered HTTP 400: Pull queries are off."
+    assert result.reason == "Statement 2 `SELECT * FROM S;` answered HTTP 400: Pull queries are off."
 
 
 def test_a_pull_query_is_asked_again_until_it_matches(stand_in: tuple[StandIn, RestHarness], tmp_path: Path) -> None:
