@@ -30,6 +30,7 @@ from qtt.verify import find_difference, show
 _UNSUPPORTED = (
     re.compile(r"Unsupported feature: (?P<feature>.+?)\.?$", re.DOTALL),
     re.compile(r"kspark does not support (?P<feature>.+?) yet", re.DOTALL),
+    re.compile(r"kspark cannot (?P<feature>[^:;]+?) yet", re.DOTALL),
     # "...; pull queries are not supported yet." (the clause before it names the feature)
     re.compile(r"(?P<feature>[^.;:]+?) (?:is|are) not (?:supported yet|yet supported)"),
 )

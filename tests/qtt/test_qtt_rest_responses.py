@@ -131,6 +131,10 @@ def test_an_expected_error_needs_type_message_and_status() -> None:
         ("kspark does not support pull queries on windowed tables yet.", "pull queries on windowed tables"),
         ("Unsupported feature: binary AVRO records.", "binary AVRO records"),
         ("The server answers push queries only; pull queries are not supported yet.", "pull queries"),
+        (
+            "kspark cannot encode or decode AVRO records as Kafka bytes yet: that needs a registry.",
+            "encode or decode AVRO records as Kafka bytes",
+        ),
         ("Line 1:1: mismatched input", None),
         ("Pull queries don't support GROUP BY clauses.", None),
     ],
