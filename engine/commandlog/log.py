@@ -282,6 +282,7 @@ class CommandLog:
                 "enable.auto.offset.store": False,
                 "enable.partition.eof": False,
                 "isolation.level": "read_committed",
+                "fetch.wait.max.ms": 20,  # a command is applied (and answered) soon after its commit
             },
         )
 

@@ -110,17 +110,27 @@ class KsqlService:
         self.cluster_id = str(
             AdminClient(client_config(self.bootstrap_servers)).list_topics(timeout=10).cluster_id or ""
         )
+        parse("LIST STREAMS;")  # builds the SQL parser now (seconds) rather than in a first request
         self.log.create_topic()
         self.log.replay(self._apply, timeout)
-        if self.run_queries:
-            from engine.runtime.session import get_spark
-
-            get_spark(self.spark_master, dict(self.spark_conf), kafka=True)  # the first query starts fast
         with self._queries_lock:
             self._replayed = True
-            for query in self.engine.query_order():
-                self._start_query(query.query_id)
+            queries = [q.query_id for q in self.engine.query_order()]
+        if self.run_queries and not queries:
+            # Nothing to run yet: start Spark meanwhile, so the first query need not wait as long.
+            threading.Thread(target=self._warm_up_spark, name="spark-warm-up", daemon=True).start()
+        with self._queries_lock:
+            for query_id in queries:
+                self._start_query(query_id)
         self.ready = True
+
+    def _warm_up_spark(self) -> None:
+        from engine.runtime.session import get_spark
+
+        try:
+            get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
+        except Exception as exc:  # noqa: BLE001 - the first query start reports it again
+            LOG.warning("Spark did not start: %s", exc)
 
     def close(self) -> None:
         """Stop push queries, persistent queries and the log consumer."""

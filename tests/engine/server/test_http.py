@@ -1,0 +1,191 @@
+"""The REST layer: ksqlDB's request and error shapes (TestClient), then a real uvicorn with queries."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from engine.kafka.consume import read_topic
+from engine.server.app import MAX_BODY_BYTES, create_app
+from engine.server.service import KsqlService
+
+
+@pytest.fixture(scope="module")
+def metastore_service(kafka_broker, tmp_path_factory) -> Iterator[KsqlService]:
+    """A service without persistent queries (no Spark): statements, entities and errors."""
+    service = KsqlService(
+        kafka_broker.bootstrap_servers, f"http_{uuid.uuid4().hex[:8]}", tmp_path_factory.mktemp("state"),
+        run_queries=False, command_timeout=3.0,
+    )
+    service.start(timeout=30)
+    yield service
+    service.close()
+
+
+@pytest.fixture(scope="module")
+def client(metastore_service) -> Iterator[TestClient]:
+    with TestClient(create_app(metastore_service), raise_server_exceptions=False) as c:
+        yield c
+
+
+def test_info_and_healthcheck_describe_the_service(client, metastore_service) -> None:
+    info = client.get("/info").json()["KsqlServerInfo"]
+    assert info["ksqlServiceId"] == metastore_service.service_id
+    assert info["serverStatus"] == "RUNNING" and info["kafkaClusterId"]
+    health = client.get("/healthcheck")
+    assert health.status_code == 200 and health.json()["isHealthy"] is True
+
+
+def test_ksql_answers_entities_and_status_and_reads_its_own_writes(client) -> None:
+    name = f"H_{uuid.uuid4().hex[:6]}".upper()
+    statement = f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{name.lower()}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+    answer = client.post("/ksql", json={"ksql": statement, "streamsProperties": {}})
+    assert answer.status_code == 200
+    [entity] = answer.json()
+    assert entity["@type"] == "currentStatus" and entity["statementText"] == statement
+    assert entity["commandStatus"]["status"] == "SUCCESS" and entity["warnings"] == []
+    sequence = entity["commandSequenceNumber"]
+
+    listed = client.post("/ksql", json={"ksql": "LIST STREAMS;", "commandSequenceNumber": sequence})
+    assert name in [s["name"] for s in listed.json()[0]["streams"]]
+    status = client.get(f"/status/stream/`{name}`/create")
+    assert status.status_code == 200 and status.json()["status"] == "SUCCESS"
+    assert client.get("/status/stream/`NOPE`/create").status_code == 404
+
+    again = client.post("/ksql", json={"ksql": statement})
+    assert again.status_code == 400
+    body = again.json()
+    assert body["@type"] == "statement_error" and body["error_code"] == 40001
+    assert "already exists" in body["message"] and body["statementText"] == statement
+
+
+def test_a_command_sequence_number_not_reached_times_out_with_503(client) -> None:
+    answer = client.post("/ksql", json={"ksql": "LIST STREAMS;", "commandSequenceNumber": 10**9})
+    assert answer.status_code == 503
+    assert answer.json()["error_code"] == 50301 and "command sequence number" in answer.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "content", "status", "code", "text"),
+    [
+        ("POST", "/ksql", b"{not json", 400, 40000, "not valid JSON"),
+        ("POST", "/ksql", b"[1, 2]", 400, 40000, "JSON object"),
+        ("POST", "/ksql", b'{"ksql": "LIST STREAMS;", "bogus": 1}', 400, 40000, "'bogus'"),
+        ("POST", "/ksql", b'{"streamsProperties": {}}', 400, 40000, "needs 'ksql'"),
+        ("POST", "/ksql", b'{"ksql": "LIST STREAMS;", "commandSequenceNumber": "x"}', 400, 40000, "integer"),
+        ("POST", "/ksql", b'{"ksql": ""}', 400, 40000, "no statement"),
+        ("POST", "/ksql", b'{"ksql": "SELECT * FROM X EMIT CHANGES;"}', 400, 40002, "/query"),
+        ("POST", "/query", b'{"ksql": "SELECT * FROM NOPE EMIT CHANGES;"}', 400, 40001, "NOPE"),
+        ("POST", "/query-stream", b'{"sql": "LIST STREAMS;"}', 400, 40001, "one SELECT"),
+        ("POST", "/query", b'{"ksql": "SELECT * FROM X;"}', 400, 40001, "pull queries are not supported"),
+        ("GET", "/nowhere", b"", 404, 40400, "Unknown endpoint"),
+        ("GET", "/ksql", b"", 405, 40500, "not allowed"),
+    ],
+)
+def test_bad_requests_get_ksqldb_error_bodies(client, method, path, content, status, code, text) -> None:
+    answer = client.request(method, path, content=content, headers={"Content-Type": "application/json"})
+    assert answer.status_code == status
+    body = answer.json()
+    assert body["error_code"] == code and text in body["message"], body
+    assert body["@type"] in ("statement_error", "generic_error")
+
+
+def test_an_oversized_body_is_refused_with_413(client) -> None:
+    answer = client.post("/ksql", content=b'{"ksql": "' + b" " * (MAX_BODY_BYTES + 10) + b'"}')
+    assert answer.status_code == 413 and answer.json()["error_code"] == 41300
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.one_of(
+        st.binary(max_size=60),
+        st.dictionaries(st.sampled_from(["ksql", "sql", "streamsProperties", "commandSequenceNumber", "x"]),
+                        st.one_of(st.text(max_size=40), st.integers(), st.none(), st.lists(st.integers(), max_size=2)),
+                        max_size=3).map(lambda d: json.dumps(d).encode()),
+        st.text(alphabet="SELECT*FROMWHERE ;'`()=,0123xyz", max_size=40).map(
+            lambda t: json.dumps({"ksql": t}).encode()),
+    ),
+    path=st.sampled_from(["/ksql", "/query-stream", "/query", "/close-query"]),
+)
+def test_fuzzed_bodies_never_get_a_server_error(client, body, path) -> None:
+    answer = client.post(path, content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code < 500, (path, body, answer.text)
+
+
+# ---------------------------------------------------------------------------- a real server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def live_server(kafka_broker, spark, tmp_path_factory) -> Iterator[tuple[str, KsqlService]]:
+    """A service running queries, behind a real uvicorn on a free port (HTTP/1.1, chunked)."""
+    service = KsqlService(kafka_broker.bootstrap_servers, f"live_{uuid.uuid4().hex[:8]}",
+                          Path(tmp_path_factory.mktemp("live")), command_timeout=60.0)
+    service.start(timeout=120)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", service
+    server.should_exit = True
+    thread.join(timeout=10)
+    service.close()
+
+
+def test_a_persistent_query_and_push_queries_over_http(live_server, kafka_broker) -> None:
+    url, service = live_server
+    topic = f"in_{service.service_id}"
+    with httpx.Client(base_url=url, timeout=120) as http:
+        def ksql(text: str, **properties: str) -> list[dict]:
+            answer = http.post("/ksql", json={"ksql": text, "streamsProperties": properties})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        ksql(f"CREATE STREAM SRC (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+        [created] = ksql("CREATE STREAM TENFOLD AS SELECT ID, V * 10 AS V10 FROM SRC;", **{"auto.offset.reset": "earliest"})
+        assert created["commandStatus"]["queryId"] == "CSAS_TENFOLD_0"
+        assert ksql("INSERT INTO SRC (ID, V) VALUES ('a', 1); INSERT INTO SRC (ID, V) VALUES ('b', 2);") == []
+        [queries] = ksql("SHOW QUERIES;")
+        assert [(q["id"], q["state"]) for q in queries["queries"]] == [("CSAS_TENFOLD_0", "RUNNING")]
+
+        body = {"sql": "SELECT * FROM TENFOLD EMIT CHANGES LIMIT 2;", "properties": {"auto.offset.reset": "earliest"}}
+        headers = {"Accept": "application/vnd.ksqlapi.delimited.v1"}
+        with http.stream("POST", "/query-stream", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("application/vnd.ksqlapi.delimited.v1")
+            assert response.headers.get("transfer-encoding") == "chunked"
+            lines = [json.loads(line) for line in response.iter_lines() if line.strip()]
+        assert lines[0]["columnNames"] == ["ID", "V10"] and lines[0]["columnTypes"] == ["STRING", "INTEGER"]
+        assert lines[1:] == [["a", 10], ["b", 20]]
+
+        query = {"ksql": "SELECT ID, V FROM SRC EMIT CHANGES LIMIT 1;", "streamsProperties": {"auto.offset.reset": "earliest"}}
+        answer = http.post("/query", json=query)
+        messages = json.loads(answer.text)
+        assert messages[0]["header"]["schema"] == "`ID` STRING, `V` INTEGER"
+        assert messages[1:] == [{"row": {"columns": ["a", 1]}}, {"finalMessage": "Limit Reached"}]
+
+        [terminated] = ksql("TERMINATE CSAS_TENFOLD_0;")
+        assert terminated["commandStatus"]["message"] == "Query terminated."
+        ksql("DROP STREAM TENFOLD DELETE TOPIC;")
+    records = read_topic(kafka_broker.bootstrap_servers, topic)
+    assert len(records) == 2

@@ -1,0 +1,89 @@
+"""``kspark server`` as a process: ready on /healthcheck, SIGTERM exits 0, a restart keeps the metastore."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from engine.server.cli import read_config
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(bootstrap: str, service_id: str, state_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap,
+               "--service-id", service_id, "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir)]
+    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    process.kill()
+    raise AssertionError(f"the server did not become healthy: {log.read_text()}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+
+
+def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topic(kafka_broker, tmp_path) -> None:
+    service_id = f"cli_{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "server.log"
+    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log)
+    try:
+        statement = f"CREATE STREAM KEPT (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{service_id}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        answer = httpx.post(f"{url}/ksql", json={"ksql": statement}, timeout=60)
+        assert answer.status_code == 200, answer.text
+    finally:
+        code = _stop(process)
+    assert code == 0, log.read_text()
+    assert "kspark server: stopped." in log.read_text()
+
+    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log)
+    try:
+        streams = httpx.post(f"{url}/ksql", json={"ksql": "SHOW STREAMS;"}, timeout=60).json()[0]["streams"]
+        assert [s["name"] for s in streams] == ["KEPT"]
+    finally:
+        assert _stop(process) == 0
+
+
+def test_a_bad_listen_address_is_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
+         "--listen", "nowhere", "--state-dir", "/tmp/unused"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode != 0
+    assert done.stderr.strip() == "kspark: --listen takes HOST:PORT, got 'nowhere'."
+
+
+def test_the_config_file_takes_java_style_properties(tmp_path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("# comment\nksql.streams.auto.offset.reset=earliest\n\nksql.persistence.wrap.single.values: false\n")
+    assert read_config(str(path)) == {
+        "ksql.streams.auto.offset.reset": "earliest",
+        "ksql.persistence.wrap.single.values": "false",
+    }
