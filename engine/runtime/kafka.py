@@ -295,7 +295,7 @@ def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:
                     _log(query_id, name, f"Failed to serialise the record: {exc}",
                          type=processing_log.SERIALIZATION, topic=name)
                     continue
-                headers = [{"key": h["KEY"], "value": h["VALUE"]} for h in (r[R.HEADERS] or ())]
+                headers = [{"KEY": h["KEY"], "VALUE": h["VALUE"]} for h in (r[R.HEADERS] or ())]  # HEADER_SPARK_TYPE
                 out.append({"key": key, "value": value, "timestamp": r["__ts"], "headers": headers})
             yield pa.RecordBatch.from_pylist(out, schema=arrow_schema)
 

@@ -319,11 +319,6 @@ def test_representative_project_cases_pass_on_kafka(kafka_broker: Any, spark: An
     assert leftover == []  # every case's topics are gone when it ends
 
 
-@pytest.mark.xfail(
-    reason="engine/runtime/kafka.py _sink_encoder writes header dicts with keys 'key'/'value' "
-    "where SINK_SCHEMA's header struct has KEY/VALUE, so header keys reach the writer as null",
-    strict=True,
-)
 def test_header_columns_reach_the_sink_on_kafka(kafka_broker: Any, spark: Any) -> None:
     results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ("ddl - headers columns",))
     assert results[0].passed, results[0].reason
