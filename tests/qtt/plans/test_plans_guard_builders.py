@@ -12,6 +12,7 @@ builders ship (closures, handlers, serdes), so the module is pickled by value.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
@@ -31,10 +32,13 @@ from engine.serde.json_format import JsonSerde
 from qtt.plans.diff import OUTPUT
 from qtt.plans.layout import DEFAULT_ROOT, SavedVersion, saved_versions
 from qtt.plans.replay import ReplayResult, replay
+from qtt.plans.verify import verify
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-ROOT = Path(__file__).resolve().parents[3] / DEFAULT_ROOT
+REPO = Path(__file__).resolve().parents[3]
+ROOT = REPO / DEFAULT_ROOT
+CASES = REPO / "tests" / "qtt_cases"
 
 
 def _first_version(slug: str) -> SavedVersion:
@@ -88,6 +92,23 @@ def test_a_filter_that_keeps_a_null_predicate_record_fails_replay(
         step="KsqlTopic/Sink",
     )
     assert "EITHER" in changed.rendered_outputs
+
+
+def test_qtt_plans_verify_reports_the_changed_filter(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The same change seen through ``verify`` (what ``qtt plans verify`` and CI run)."""
+    slug = "filter_null_in_or_and_not"
+    root = tmp_path / "planned_cases"
+    shutil.copytree(_first_version(slug).path, root / slug / _first_version(slug).name)
+    monkeypatch.setitem(BUILDERS, "streamFilterV1", _filter_passing_null)
+    report = verify(root, [CASES / "filter.json"], schema_path=None, steps_complete=False)
+    assert not report.ok
+    (failed,) = report.failed_replays
+    assert failed.version.slug == slug
+    text = report.render()
+    assert "[output records] CSAS_EITHER_0 / KsqlTopic/Sink (topic EITHER)" in text
+    assert "1 versions replayed (1 failed" in text
 
 
 # ------------------------------------------------------------------ a projection rounds
