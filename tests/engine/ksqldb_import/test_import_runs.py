@@ -1,0 +1,78 @@
+"""Imported ksqlDB plans run on the bounded runtime and give ksqlDB's records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.engine import KsqlEngine
+from engine.ksqldb_import import import_plan
+from engine.records import TopicInfo, TopicRecord
+
+SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
+
+
+def _run(plan: dict[str, Any], inputs: list[TopicRecord]) -> dict[str, list[tuple[Any, Any]]]:
+    imported = import_plan(plan)
+    engine = KsqlEngine(dict(imported.configs))
+    for topic in {r.topic for r in inputs}:
+        engine.create_topic(TopicInfo(topic))
+    for statement in imported.statements:
+        engine.restore(statement)
+    engine.produce(inputs)
+    produced = engine.run()
+    engine.close()
+    return {t: [(r.key, r.value) for r in records] for t, records in produced.items()}
+
+
+def test_an_imported_filter_and_projection_runs(spark: Any, kp: Any) -> None:
+    where = kp.step("streamFilterV1", "WhereFilter", source=kp.stream_source(SOURCE), filterExpression="(QTY > 1)")
+    physical = kp.sink(kp.select(where, ["UCASE(NAME) AS N", "(QTY * 10) AS Q"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `N` STRING, `Q` INTEGER", "OUTPUT")
+    plan = kp.query_plan(physical, out, [kp.create("INPUT", SOURCE, "input")])
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 1}, 10),
+        TopicRecord("input", 2, {"NAME": "b", "QTY": 2}, 20),
+    ])
+    assert outputs == {"OUTPUT": [(2, {"N": "B", "Q": 20})]}
+
+
+def test_an_imported_aggregation_with_having_runs(spark: Any, kp: Any) -> None:
+    prepare = kp.select(kp.stream_source(SOURCE), ["NAME AS NAME", "QTY AS QTY"], ["ID"], ctx="Aggregate/Prepare")
+    group = kp.step("streamGroupByV2", "Aggregate/GroupBy", source=prepare, internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME"])
+    agg = kp.step("streamAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["SUM(QTY)"])
+    having = kp.step("tableFilterV1", "Aggregate/HavingFilter", source=agg, filterExpression="(KSQL_AGG_VARIABLE_0 > 2)")
+    project = kp.select(having, ["KSQL_AGG_VARIABLE_0 AS TOTAL", "QTY AS LAST"], ["NAME"], ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`NAME` STRING KEY, `TOTAL` INTEGER, `LAST` INTEGER", "OUTPUT", table=True)
+    plan = kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input")], query_id="CTAS_OUTPUT_0")
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 2}, 10),
+        TopicRecord("input", 2, {"NAME": "a", "QTY": 3}, 20),
+        TopicRecord("input", 3, {"NAME": "b", "QTY": 1}, 30),
+    ])
+    assert outputs == {"OUTPUT": [("a", {"TOTAL": 5, "LAST": 3})]}
+
+
+def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
+    def aliased(source: dict[str, Any], alias: str, side: str, table: bool) -> dict[str, Any]:
+        exprs = [f"{c} AS {alias}_{c}" for c in ("NAME", "QTY", "ROWTIME", "ROWPARTITION", "ROWOFFSET", "ID")]
+        return kp.select(source, exprs, [f"{alias}_ID"], ctx=f"PrependAlias{side}", table=table)
+
+    left = aliased(kp.stream_source(SOURCE, "orders", "KafkaTopic_Left/Source"), "O", "Left", False)
+    right = aliased(kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source"), "I", "Right", True)
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="LEFT",
+                   internalFormats=kp.fmt(), keyColName="O_ID")
+    physical = kp.sink(kp.select(join, ["O_QTY AS QTY", "I_NAME AS ITEM"], ["O_ID"]))
+    out = kp.create("OUTPUT", "`O_ID` INTEGER KEY, `QTY` INTEGER, `ITEM` STRING", "OUTPUT")
+    plan = kp.query_plan(
+        physical, out,
+        [kp.create("ORDERS", SOURCE, "orders"), kp.create("ITEMS", SOURCE, "items", table=True)],
+        sources=("ORDERS", "ITEMS"),
+    )
+    outputs = _run(plan, [
+        TopicRecord("orders", 1, {"NAME": "x", "QTY": 5}, 10),
+        TopicRecord("items", 1, {"NAME": "pear", "QTY": 0}, 20),
+        TopicRecord("orders", 1, {"NAME": "y", "QTY": 6}, 30),
+    ])
+    assert outputs == {"OUTPUT": [(1, {"QTY": 5, "ITEM": None}), (1, {"QTY": 6, "ITEM": "pear"})]}
