@@ -26,7 +26,9 @@ Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's te
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,9 @@ class _QueryEntry:
     properties: dict[str, Any]
     handle: Any = None
     error: str | None = None
+    # Set once the query has fixed its starting offsets (or failed): records written after
+    # that are read even with auto.offset.reset=latest.
+    started: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -85,7 +90,11 @@ class KsqlService:
         )
         self.log = CommandLog(self.bootstrap_servers, self.service_id, timeout=self.command_timeout)
         self._engine_lock = threading.RLock()  # the metastore: applied under it, read under it
-        self._queries_lock = threading.RLock()  # query starts and stops
+        self._queries_lock = threading.RLock()  # the query registry
+        # Queries start and stop in log order on one worker, so applying the log never
+        # waits for Spark (a start takes seconds): ("start" | "stop", query id), None ends it.
+        self._operations: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._run_operations, name="query-starter", daemon=True)
         self._statuses: dict[str, E.CommandStatus] = {}
         self._queries: dict[str, _QueryEntry] = {}
         self._push_queries: set[Any] = set()
@@ -113,15 +122,14 @@ class KsqlService:
         parse("LIST STREAMS;")  # builds the SQL parser now (seconds) rather than in a first request
         self.log.create_topic()
         self.log.replay(self._apply, timeout)
-        with self._queries_lock:
+        with self._engine_lock:
             self._replayed = True
-            queries = [q.query_id for q in self.engine.query_order()]
-        if self.run_queries and not queries:
+            for query in self.engine.query_order():
+                self._operations.put(("start", query.query_id))
+        if self.run_queries and self._operations.empty():
             # Nothing to run yet: start Spark meanwhile, so the first query need not wait as long.
             threading.Thread(target=self._warm_up_spark, name="spark-warm-up", daemon=True).start()
-        with self._queries_lock:
-            for query_id in queries:
-                self._start_query(query_id)
+        self._worker.start()
         self.ready = True
 
     def _warm_up_spark(self) -> None:
@@ -138,9 +146,22 @@ class KsqlService:
         for query in list(self._push_queries):
             query.close()
         self.log.close()
+        self._operations.put(None)
+        if self._worker.is_alive():
+            self._worker.join(timeout=120)
         with self._queries_lock:
             for query_id in list(self._queries):
                 self._stop_query(query_id)
+
+    def _run_operations(self) -> None:
+        while (operation := self._operations.get()) is not None:
+            action, query_id = operation
+            if action == "start":
+                self._start_query(query_id)
+            else:
+                self._stop_query(query_id)
+                with self._queries_lock:
+                    self._queries.pop(query_id, None)
 
     # ------------------------------------------------------------------ applying the log
 
@@ -176,12 +197,10 @@ class KsqlService:
                 LOG.error("command %d (%s) failed: %s", queued.sequence, command.command_id, exc)
                 status = E.CommandStatus("ERROR", f"Executing the command at sequence {queued.sequence} failed: {exc}")
             self._statuses[command.command_id] = status
-        with self._queries_lock:
             for query_id in stopped:
-                self._stop_query(query_id)
-                self._queries.pop(query_id, None)
+                self._operations.put(("stop", query_id))
             if started is not None and self._replayed:
-                self._start_query(started)
+                self._operations.put(("start", started))
 
     def _success_message(self, plan: StatementPlan) -> str:
         command = plan.command
@@ -228,9 +247,12 @@ class KsqlService:
                     entry.handle = writer.start()
                 finally:
                     spark.conf.set("spark.sql.shuffle.partitions", "1")
+            _await_first_offsets(entry.handle, app.state_dir / query_id / CHECKPOINT_DIR, self.command_timeout)
         except Exception as exc:  # noqa: BLE001 - a query that cannot start is shown in ERROR
             entry.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             LOG.error("query %s did not start: %s", query_id, entry.error)
+        finally:
+            entry.started.set()
 
     def _stop_query(self, query_id: str) -> None:
         entry = self._queries.get(query_id)
@@ -376,6 +398,9 @@ class KsqlService:
             status = self._statuses.get(queued.command.command_id) or E.CommandStatus("EXECUTING", "Executing statement")
         except CommandLogError:
             status = E.CommandStatus("QUEUED", "Statement written to command topic")
+        entry = self._queries.get(status.query_id) if status.query_id else None
+        if entry is not None and self.run_queries:
+            entry.started.wait(self.command_timeout)  # rows written after the answer are read
         if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
             self._delete_topic(status.message)
         return E.current_status(text, queued.command.command_id, status, queued.sequence)
@@ -503,6 +528,18 @@ def _noop_message(stmt: Any) -> str:
     return f"Cannot add {kind} `{getattr(stmt, 'name', '')}`: A {kind} with the same name already exists."
 
 
+def _await_first_offsets(handle: Any, checkpoint: Path, timeout: float) -> None:
+    """Wait until the query has written its first offsets (or stopped, or ``timeout`` passed)."""
+    deadline = time.monotonic() + timeout
+    offsets = checkpoint / "offsets"
+    while time.monotonic() < deadline:
+        if offsets.is_dir() and any(offsets.iterdir()):
+            return
+        if not handle.isActive:
+            return
+        time.sleep(0.1)
+
+
 def _state(entry: _QueryEntry | None, run_queries: bool) -> str:
     if entry is None or not run_queries:
         return "PENDING"
@@ -510,7 +547,7 @@ def _state(entry: _QueryEntry | None, run_queries: bool) -> str:
         return "ERROR"
     handle = entry.handle
     if handle is None:
-        return "PENDING"
+        return "RUNNING"  # being started, as ksqlDB shows a query whose streams start
     try:
         return "RUNNING" if handle.isActive else "ERROR"
     except Exception:  # noqa: BLE001 - a JVM call that fails means the query is gone
