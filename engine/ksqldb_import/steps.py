@@ -232,11 +232,20 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     # ``ID AS ID`` over the key column ID copies the key into a value column of the same
     # name (ksqlDB's Aggregate/Prepare does): kspark rows hold one column per name, and its
     # later steps read the key column under that name, so the copy adds nothing.
+    # ``ROWTIME AS ROWTIME`` likewise copies a pseudo column kspark's rows already carry.
     renamed = dict(zip(source.shape.keys, keys, strict=False))
+    renamed.update((p, p) for p in PSEUDO)
     selects = tuple(
         s for s in selects
         if not (column_name(s.expression) in renamed and renamed[str(column_name(s.expression))] == s.alias)
     )
+    shadowing = [s.alias for s in selects if s.alias in PSEUDO]
+    if shadowing:
+        raise UnsupportedFeatureError(
+            "a value column named like a pseudo column",
+            f"Step {ctx} outputs a value column `{shadowing[0]}`, the name of a pseudo column "
+            "kspark's rows carry.",
+        )
     clash = sorted(set(keys) & {s.alias for s in selects})
     if clash:
         raise UnsupportedFeatureError(
@@ -395,7 +404,10 @@ def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     aggregations = _aggregations(importer, node, source)
     keys = source.shape.keys
-    non_aggregate = [str(c) for c in node.get("nonAggregateColumns") or () if str(c) not in keys]
+    # Pseudo columns (ROWTIME) stay the aggregate's own: kspark's rows carry them.
+    non_aggregate = [
+        str(c) for c in node.get("nonAggregateColumns") or () if str(c) not in keys and str(c) not in PSEUDO
+    ]
     if wire != "tableAggregateV1":
         # A stream aggregate's non-aggregate columns hold the latest record's value (nulls
         # included), which is LATEST_BY_OFFSET(col, false); ksqlDB stores them before the

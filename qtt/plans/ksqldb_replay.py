@@ -151,7 +151,7 @@ def replay_version(saved: SavedPlan) -> VersionResult:
 
         outcome = dict(
             status=FAILED,
-            reason=error_text(exc, max_lines=2),
+            reason=error_text(exc, max_lines=2) + _python_cause(str(exc)),
             category=f"error: {type(exc).__name__}",
         )
     outcome["reason"] = " ".join(str(outcome.get("reason", "")).split())[:400]
@@ -165,6 +165,12 @@ def replay_version(saved: SavedPlan) -> VersionResult:
     )
 
 
+def _python_cause(text: str) -> str:
+    """The last ``SomeError: message`` line of a Python worker's traceback, if any."""
+    found = re.findall(r"^(\w+(?:Error|Exception): .*)$", text, re.MULTILINE)
+    return f" Cause: {found[-1].strip()}" if found else ""
+
+
 def case_of(spec: Mapping[str, Any], path: Path) -> QttCase:
     """The QTT case a spec's ``testCase`` describes (``numPartitions`` read as ``partitions``)."""
     from qtt.loader import expand_case
@@ -176,6 +182,11 @@ def case_of(spec: Mapping[str, Any], path: Path) -> QttCase:
         if isinstance(t, Mapping) and "partitions" not in t and t.get("numPartitions")
         else t
         for t in raw.get("topics") or ()
+    ]
+    # ksqlDB's test driver pipes an input record without a timestamp at time 0.
+    raw["inputs"] = [
+        {**r, "timestamp": 0} if isinstance(r, Mapping) and r.get("timestamp") is None else r
+        for r in raw.get("inputs") or ()
     ]
     raw.pop("expectedException", None)
     return expand_case(raw, path / SPEC_FILE, 0)[0]

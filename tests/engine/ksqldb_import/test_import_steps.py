@@ -281,3 +281,19 @@ def test_create_table_command_carries_window_info_in_milliseconds(kp: Any) -> No
     command = import_plan(kp.plan(kp.entry(ddl))).statements[0].command
     assert isinstance(command, CreateTableCommand)
     assert command.window_info == S.WindowInfo(type="HOPPING", size_ms=5)
+
+
+def test_a_pseudo_column_copied_under_its_own_name_is_dropped_and_stays_out_of_aggregates(kp: Any) -> None:
+    prepare = kp.select(kp.stream_source(SOURCE), ["ROWTIME AS ROWTIME", "QTY AS QTY"], ["ID"], ctx="Aggregate/Prepare")
+    group = _group(kp, "streamGroupByV2", ["QTY"], source=prepare)
+    agg = _aggregate(kp, group, nonAggregateColumns=["ROWTIME", "QTY"], aggregationFunctions=["COUNT(ROWTIME)"])
+    chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
+    aggregate, prepared = chain[2], chain[4]
+    assert isinstance(prepared, S.StreamSelect) and [s.alias for s in prepared.select_expressions] == ["QTY"]
+    assert isinstance(aggregate, A.StreamAggregate)
+    assert [a.alias for a in aggregate.aggregation_functions] == ["KSQL_AGG_VARIABLE_0"]
+
+
+def test_a_value_column_named_like_a_pseudo_column_is_unsupported(kp: Any) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="pseudo column"):
+        _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS ROWTIME"], ["ID"])))

@@ -1,0 +1,131 @@
+"""qtt plans replay-ksqldb: verdicts, tables and report over a small corpus written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from qtt.cli import main
+from qtt.plans.ksqldb_replay import (
+    FAILED,
+    PASSED,
+    UNSUPPORTED,
+    compare_schemas,
+    discover,
+    run,
+    sample,
+)
+
+FORMATS = {"keyFormat": {"format": "KAFKA", "properties": {}}, "valueFormat": {"format": "JSON", "properties": {}}}
+SCHEMA = "`ID` INTEGER KEY, `QTY` INTEGER"
+
+
+def _create(name: str, topic: str) -> dict[str, Any]:
+    return {"@type": "createStreamV1", "sourceName": name, "schema": SCHEMA, "topicName": topic,
+            "formats": FORMATS, "timestampColumn": None, "windowInfo": None, "orReplace": False, "isSource": False}
+
+
+def _plan(middle: dict[str, Any] | None = None) -> dict[str, Any]:
+    source = {"@type": "streamSourceV1", "properties": {"queryContext": "KsqlTopic/Source"}, "topicName": "input",
+              "formats": FORMATS, "timestampColumn": None, "sourceSchema": SCHEMA}
+    if middle is not None:
+        source = {**middle, "source": source}
+    select = {"@type": "streamSelectV1", "properties": {"queryContext": "Project"}, "source": source,
+              "keyColumnNames": ["ID"], "selectedKeys": None, "selectExpressions": ["(QTY + 1) AS QTY"]}
+    sink = {"@type": "streamSinkV1", "properties": {"queryContext": "OUTPUT"}, "source": select,
+            "formats": FORMATS, "topicName": "OUTPUT", "timestampColumn": None}
+    return {"plan": [
+        {"@type": "ksqlPlanV1", "statementText": "-", "ddlCommand": _create("INPUT", "input"), "queryPlan": None},
+        {"@type": "ksqlPlanV1", "statementText": "-", "ddlCommand": _create("OUTPUT", "OUTPUT"),
+         "queryPlan": {"sources": ["INPUT"], "sink": "OUTPUT", "physicalPlan": sink, "queryId": "CSAS_OUTPUT_0"}},
+    ], "configs": {"ksql.streams.cache.max.bytes.buffering": "0"}}
+
+
+def _spec(release: str, expected_qty: int) -> dict[str, Any]:
+    return {
+        "version": release,
+        "schemas": {
+            "CSAS_OUTPUT_0.Project": {"schema": SCHEMA},
+            "CSAS_OUTPUT_0.KsqlTopic.Source": {"schema": "`ID` INTEGER KEY, `QTY` BIGINT"},
+        },
+        "testCase": {
+            "name": "t",
+            "inputs": [{"topic": "input", "key": 1, "value": {"QTY": 1}, "timestamp": 5}],
+            "outputs": [{"topic": "OUTPUT", "key": 1, "value": {"QTY": expected_qty}, "timestamp": 5}],
+            "topics": [{"name": "input", "numPartitions": 2}, {"name": "OUTPUT", "numPartitions": 2}],
+            "post": {"sources": [{"name": "OUTPUT", "type": "STREAM", "schema": SCHEMA}],
+                     "topics": {"topics": [{"name": "OUTPUT", "keyFormat": {"format": "KAFKA"}, "partitions": 2},
+                                           {"name": "_confluent-ksql-internal-changelog"}]}},
+        },
+    }
+
+
+def _write(root: Path, case: str, version: str, plan: Any, spec: Any) -> None:
+    folder = root / case / version
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(plan if isinstance(plan, str) else json.dumps(plan))
+    (folder / "spec.json").write_text(json.dumps(spec))
+
+
+def _corpus(root: Path) -> Path:
+    _write(root, "project_-_adds_one", "7.1.0_1", _plan(), _spec("7.1.0", 2))
+    _write(root, "project_-_wrong_expectation", "8.0.0_2", _plan(), _spec("8.0.0", 7))
+    rekey = {"@type": "tableSelectKeyV1", "properties": {"queryContext": "PartitionBy"}, "keyExpression": ["QTY"],
+             "internalFormats": FORMATS}
+    _write(root, "project_-_rekeys_a_table", "8.0.0_3", _plan(rekey), _spec("8.0.0", 2))
+    _write(root, "project_-_broken", "8.0.0_4", "{not json", _spec("8.0.0", 2))
+    (root / "no_spec" / "8.0.0_5").mkdir(parents=True)
+    (root / "no_spec" / "8.0.0_5" / "plan.json").write_text("{}")
+    return root
+
+
+def test_each_version_is_passed_failed_or_unsupported_and_the_tables_count_them(tmp_path: Path, spark: Any) -> None:
+    replay = run(_corpus(tmp_path), workers=1)
+    verdicts = {r.case: r for r in replay.results}
+    assert set(verdicts) == {"project_-_adds_one", "project_-_wrong_expectation", "project_-_rekeys_a_table", "project_-_broken"}
+    assert verdicts["project_-_adds_one"].status == PASSED
+    wrong = verdicts["project_-_wrong_expectation"]
+    assert wrong.status == FAILED and wrong.category == "output records differ" and "QTY" in wrong.details
+    unsupported = verdicts["project_-_rekeys_a_table"]
+    assert unsupported.status == UNSUPPORTED and unsupported.category == "step tableSelectKeyV1"
+    assert verdicts["project_-_broken"].status == FAILED and verdicts["project_-_broken"].category == "cannot load"
+    assert replay.by_release()["8.0.0"] == {PASSED: 0, FAILED: 2, UNSUPPORTED: 1}
+    assert replay.by_step()["streamSelectV1"][PASSED] == 1
+    # the saved source schema says BIGINT where kspark reads INTEGER: counted, not fatal
+    passed = verdicts["project_-_adds_one"]
+    assert passed.schemas_compared == 2 and len(passed.schema_differences) == 1
+
+
+def test_the_cli_writes_a_json_report_and_filters_by_pattern(tmp_path: Path, spark: Any, capsys: Any) -> None:
+    report = tmp_path / "out" / "report.json"
+    code = main(["plans", "replay-ksqldb", str(_corpus(tmp_path / "corpus")), "-k", "adds_one",
+                 "--report", str(report), "--workers", "1", "--no-progress"])
+    assert code == 0
+    data = json.loads(report.read_text())
+    assert data["counts"] == {PASSED: 1, FAILED: 0, UNSUPPORTED: 0}
+    assert data["releases"] == {"7.1.0": {PASSED: 1, FAILED: 0, UNSUPPORTED: 0}}
+    assert data["versions"][0]["case"] == "project_-_adds_one"
+    assert "1 versions: 1 passed" in capsys.readouterr().out
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: Any) -> None:
+    assert main(["plans", "replay-ksqldb", str(tmp_path / "missing")]) == 2
+    assert "is not a folder of saved ksqlDB plans" in capsys.readouterr().err
+    assert main(["plans", "replay-ksqldb", str(tmp_path), "--sample", "0"]) == 2
+    assert "--sample must be a positive number" in capsys.readouterr().err
+    assert main(["plans", "replay-ksqldb", str(tmp_path), "--no-progress"]) == 1
+    assert "no saved ksqlDB plan versions" in capsys.readouterr().err
+
+
+def test_a_sample_is_spread_over_the_corpus_and_stable(tmp_path: Path) -> None:
+    plans = discover(_corpus(tmp_path))
+    assert len(plans) == 4  # the folder without spec.json is not a version
+    assert sample(plans, 2) == sample(plans, 2) == [plans[0], plans[2]]
+
+
+def test_schemas_compare_step_outputs_and_aggregate_stores() -> None:
+    saved = {"Q.Aggregate.Aggregate.Materialize": {"schema": "`K` STRING KEY, `N` BIGINT"},
+             "Q.Other": {"schema": "`A` INTEGER"}}
+    compared, differences = compare_schemas(saved, {"Q.Aggregate.Aggregate": "`K` STRING KEY, `N` INTEGER"})
+    assert compared == 1 and differences == ["Q.Aggregate.Aggregate.Materialize: ksqlDB `K` STRING KEY, `N` BIGINT | kspark `K` STRING KEY, `N` INTEGER"]
