@@ -40,7 +40,13 @@ from engine.errors import CommandLogError, KafkaClientError, KsqlError
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
 from engine.plan import serde
-from engine.plan.plan import CreateTableCommand, DropSourceCommand, QueryPlan, StatementPlan
+from engine.plan.plan import (
+    CreateStreamCommand,
+    CreateTableCommand,
+    DropSourceCommand,
+    QueryPlan,
+    StatementPlan,
+)
 from engine.server import entities as E
 from engine.server.errors import ServiceError
 
@@ -356,6 +362,9 @@ class KsqlService:
             with self._engine_lock:
                 snapshot = self.engine.snapshot()
             snapshot.config = {**snapshot.config, **properties}
+            target = snapshot.metastore.get(stmt.target)
+            if target is not None:
+                _refuse_internal(target.topic, f"INSERT INTO {stmt.target}")
             snapshot.execute_sql(text)
             return None
         if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.TerminateQuery):
@@ -376,8 +385,12 @@ class KsqlService:
                     raise ServiceError(f"Unknown queryId: {query_id}")
                 return Command(command_id=f"terminate/{query_id}/execute", statement=text,
                                terminate=query_id, properties=properties)
+            if isinstance(stmt, ast.InsertInto) and (target := snapshot.metastore.get(stmt.target)) is not None:
+                _refuse_internal(target.topic, f"INSERT INTO {stmt.target}")
             results = snapshot.execute_sql(text)
             plan = results[0].plan if results else None
+            if plan is not None and plan.query is not None and isinstance(plan.command, CreateStreamCommand | CreateTableCommand):
+                _refuse_internal(plan.command.topic, f"The sink of {plan.command.name}")
             if plan is None:  # IF [NOT] EXISTS found nothing to do: nothing is written
                 skipped.append(_noop_message(stmt))
                 raise _NothingToDo()
@@ -526,6 +539,15 @@ def _noop_message(stmt: Any) -> str:
         return f"Source `{stmt.name}` does not exist."
     kind = str(getattr(stmt, "kind", "source")).lower()
     return f"Cannot add {kind} `{getattr(stmt, 'name', '')}`: A {kind} with the same name already exists."
+
+
+def _refuse_internal(topic: str, what: str) -> None:
+    """Internal topics (command topics, changelogs, ``__`` topics) are never written by statements."""
+    if topic.startswith(("_confluent-ksql-", "__")):
+        raise ServiceError(
+            f"{what} cannot write to '{topic}': it is an internal topic (command topic, changelog or "
+            "Kafka's own); statements may only read it."
+        )
 
 
 def _await_first_offsets(handle: Any, checkpoint: Path, timeout: float) -> None:

@@ -148,3 +148,22 @@ def test_a_restarted_server_rebuilds_the_same_metastore_from_the_log(kafka_broke
             again.execute("DROP STREAM A;")
     finally:
         again.close()
+
+
+def test_statements_never_write_to_the_command_topic(kafka_broker, service_id, tmp_path) -> None:
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    try:
+        log_topic = service.log.topic
+        service.execute(f"CREATE STREAM LOGVIEW (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{log_topic}', VALUE_FORMAT='JSON');")
+        service.execute(_create("PLAIN", f"plain_{service_id}"))
+        for statement in (
+            "INSERT INTO LOGVIEW (ID, V) VALUES ('x', 1);",
+            "INSERT INTO LOGVIEW SELECT * FROM PLAIN;",
+            f"CREATE STREAM COPY WITH (KAFKA_TOPIC='{log_topic}') AS SELECT * FROM PLAIN;",
+        ):
+            with pytest.raises(ServiceError, match="it is an internal topic"):
+                service.execute(statement)
+        assert service.log.position == service.log.end_offset()
+        assert "STREAM COPY" not in service.metastore_summary()
+    finally:
+        service.close()
