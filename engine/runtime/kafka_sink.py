@@ -40,7 +40,12 @@ class TransactionalSink:
     bootstrap_servers: str
     topic: str
     query_id: str
-    transaction_timeout_ms: int = 60_000
+    # A partition's rows are computed while its transaction is open, and a micro-batch that
+    # catches up with a large backlog runs for minutes, longer than Kafka's default 60 s
+    # (after which the broker aborts the transaction). A restart still aborts a dead
+    # writer's transaction at once (initTransactions fences it). Brokers allow up to
+    # transaction.max.timeout.ms, 15 minutes by default.
+    transaction_timeout_ms: int = 600_000
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         jvm = batch.sparkSession._jvm
