@@ -1,169 +1,676 @@
-"""Mutation check: inject small changes into builders, expression evaluation and plan serde,
-run the planned-case replays and then the mutated package's unit tests for each mutant on a
-temporary copy of the tree, and report how many mutants the suite catches.
+"""Mutation check of the lower layer: how many small changes to builders, expression
+evaluation, serdes, plan serde and the bounded operators do the checks catch?
 
-``python -m qtt.plans.mutation [--limit N]``. The real tree is never modified: each mutant
-is written into a copy under a temporary folder, which is removed even on Ctrl-C.
+``python -m qtt.plans.mutation [--count N] [--seed S]`` (``nox -s mutation``). One process,
+one SparkSession. A seeded sample of mutants (see ``qtt.plans.mutants``) is applied in
+process, one at a time, in the driver and in Spark's Python workers
+(``qtt.plans.mutation_worker``), and reverted afterwards; nothing on disk changes.
+
+A baseline run first replays the latest saved version of every planned case and runs the
+unit tests of the mutated packages with line tracing, which tells, for every line, the
+checks that execute it (cached in ``reports/mutation-baseline.json`` until a source, test
+or planned case changes). Each mutant then runs only the checks that execute its line: the
+replays, fastest first, then the unit tests, and stops at the first check that fails.
+The report (``reports/mutation.json``) lists every mutant with its verdict; mutants
+reviewed as equivalent (``qtt/plans/mutation_equivalents.json``: id -> reason) are left out
+of the score.
 """
 
 from __future__ import annotations
 
-import ast
+import contextlib
+import ctypes
+import hashlib
+import io
+import json
 import os
 import random
-import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-TARGETS = ("engine/build", "engine/expressions", "engine/plan/serde.py")
-_SWAPS = (
-    (r" > ", " >= "),
-    (r" < ", " <= "),
-    (r" == ", " != "),
-    (r" \+ 1\b", " + 2"),
-    (r"\bTrue\b", "False"),
-    (r" and ", " or "),
+import pytest
+
+from qtt.plans.mutants import Applied, Mutant, find_mutants, target_files
+from qtt.plans.mutation_worker import (
+    CHECK_PROPERTY,
+    CONTROL_ENV,
+    Hits,
+    LineTracer,
+    tracer_files,
+    write_control,
 )
-_COPY = (
-    "engine", "qtt", "tests/qtt_cases", "tests/engine", "tests/conftest.py",
-    "planned_cases", "schemas", "pyproject.toml",
+
+TARGETS = (
+    "engine/build",
+    "engine/expressions",
+    "engine/serde",
+    "engine/plan/serde.py",
+    "engine/runtime/closes.py",
+    "engine/runtime/suppress.py",
+    "engine/runtime/keyed.py",
+    "engine/runtime/tasks.py",
 )
+# Unit tests whose lines the baseline traces (tests needing a Kafka broker are left out).
+UNIT_TESTS = (
+    "tests/engine/build",
+    "tests/engine/expressions",
+    "tests/engine/functions",
+    "tests/engine/serde",
+    "tests/engine/plan",
+    "tests/engine/runtime/test_tasks.py",
+)
+EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.json")
+REPORT = Path("reports/mutation.json")
+BASELINE = Path("reports/mutation-baseline.json")
+TARGET_SCORE = 0.95
+REPLAY, TEST = "replay:", "test:"
 
 
-@dataclass(frozen=True)
-class Mutant:
-    """One change: file, line number, original and mutated line."""
-
-    path: str
-    line: int
-    before: str
-    after: str
+class CheckTimeout(Exception):
+    """A check ran longer than its limit under a mutant (an endless loop counts as caught)."""
 
 
-def find_mutants(repo: Path) -> list[Mutant]:
-    """Every single-operator swap in the target files (skipping comments and docstrings)."""
-    out: list[Mutant] = []
-    for target in TARGETS:
-        base = repo / target
-        files = [base] if base.is_file() else sorted(base.rglob("*.py"))
-        for file in files:
-            text = file.read_text()
-            strings = _string_lines(text)
-            for number, line in enumerate(text.splitlines(), start=1):
-                code = line.strip()
-                if not code or code.startswith("#") or number in strings:
-                    continue
-                for pattern, replacement in _SWAPS:
-                    if re.search(pattern, line):
-                        mutated = re.sub(pattern, replacement, line, count=1)
-                        out.append(Mutant(str(file.relative_to(repo)), number, line, mutated))
+# ------------------------------------------------------------------------- check labels
+
+_label = threading.local()
+
+
+def _current_label() -> str | None:
+    return getattr(_label, "value", None)
+
+
+@contextlib.contextmanager
+def _labelled(label: str) -> Iterator[None]:
+    """Attribute what this thread runs (its lines, its Spark tasks) to the check ``label``."""
+    from engine.runtime.session import get_spark
+
+    sc = get_spark(kafka=True).sparkContext
+    _label.value = label
+    sc.setLocalProperty(CHECK_PROPERTY, label)
+    sc.setJobGroup(label, label, True)
+    try:
+        yield
+    finally:
+        _label.value = None
+        sc.setLocalProperty(CHECK_PROPERTY, None)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ replays
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A check's result: failed (caught the mutant) and a one-line reason."""
+
+    failed: bool
+    detail: str = ""
+
+
+def _replay_check(version: Any, label: str) -> Outcome:
+    from qtt.plans.replay import replay
+
+    with _labelled(label):
+        result = replay(version)
+    if result.ok:
+        return Outcome(False)
+    first = result.changes[0]
+    where = " / ".join(x for x in (first.query_id, first.ctx, first.field) if x)
+    detail = f"[{first.area}] {where}: {first.detail}".splitlines()[0]
+    return Outcome(True, detail[:300])
+
+
+class Replays:
+    """Runs replays on ``jobs`` threads; stops handing out work once one fails."""
+
+    def __init__(self, versions: dict[str, Any], jobs: int) -> None:
+        self.versions = versions
+        self.jobs = max(1, jobs)
+        self.seconds: dict[str, float] = {}
+
+    def run(
+        self, labels: Sequence[str], *, timeout: dict[str, float], stop_on_failure: bool
+    ) -> dict[str, Outcome]:
+        """Outcome per label run (in order of completion); a label over its limit fails."""
+        results: dict[str, Outcome] = {}
+        pending = list(labels)
+        idents: dict[str, int] = {}
+        with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="mutation") as pool:
+            running: dict[str, tuple[Future[Outcome], float]] = {}
+            while pending or running:
+                while pending and len(running) < self.jobs and not (
+                    stop_on_failure and any(o.failed for o in results.values())
+                ):
+                    label = pending.pop(0)
+                    future = pool.submit(self._one, label, idents)
+                    running[label] = (future, time.monotonic() + timeout.get(label, 300.0))
+                if not running:
+                    break
+                time.sleep(0.05)
+                for label, (future, deadline) in list(running.items()):
+                    if future.done():
+                        del running[label]
+                        try:
+                            results[label] = future.result()
+                        except BaseException as exc:  # noqa: BLE001 - the check's failure
+                            results[label] = Outcome(True, f"{type(exc).__name__}: {exc}"[:300])
+                    elif time.monotonic() > deadline:
+                        _interrupt(label, idents.get(label))
+                        try:
+                            future.result(timeout=180)
+                        except BaseException:  # noqa: BLE001 - we only wait for the thread
+                            pass
+                        if not future.done():
+                            raise RuntimeError(
+                                f"The check {label} does not stop after its time limit; "
+                                "the run cannot go on safely."
+                            )
+                        del running[label]
+                        results[label] = Outcome(True, "timeout: ran past its time limit")
+                if stop_on_failure and any(o.failed for o in results.values()):
+                    pending.clear()
+        return results
+
+    def _one(self, label: str, idents: dict[str, int]) -> Outcome:
+        idents[label] = threading.get_ident()
+        start = time.perf_counter()
+        try:
+            return _replay_check(self.versions[label], label)
+        finally:
+            self.seconds[label] = time.perf_counter() - start
+
+
+def _interrupt(label: str, ident: int | None) -> None:
+    """Cancel a check's Spark jobs and raise ``CheckTimeout`` in the thread running it."""
+    from engine.runtime.session import get_spark
+
+    with contextlib.suppress(Exception):
+        get_spark(kafka=True).sparkContext.cancelJobGroup(label)
+    if ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(ident), ctypes.py_object(CheckTimeout)
+        )
+
+
+# -------------------------------------------------------------------------- unit tests
+
+
+class _PytestPlugin:
+    """Labels each test (tracing, Spark tasks), records outcomes, bounds each test's time,
+    and keeps the shared SparkSession alive between ``pytest.main`` calls."""
+
+    def __init__(self, timeouts: dict[str, float] | None = None) -> None:
+        self.timeouts = timeouts or {}
+        self.first_failure: tuple[str, str] | None = None
+        self.outcomes: dict[str, str] = {}
+        self.seconds: dict[str, float] = {}
+
+    def pytest_configure(self, config: Any) -> None:
+        from hypothesis import settings
+
+        settings.register_profile(
+            "kspark-mutation", database=None, derandomize=True, deadline=None
+        )
+        settings.load_profile("kspark-mutation")
+
+    def pytest_plugin_registered(self, plugin: Any, manager: Any) -> None:
+        # tests/conftest.py stops the shared session at the end of a run: not here.
+        if getattr(plugin, "__name__", "").endswith("conftest") and hasattr(plugin, "stop_spark"):
+            plugin.stop_spark = lambda: None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Iterator[None]:
+        label = TEST + item.nodeid
+        limit = self.timeouts.get(label)
+        if limit is not None:
+            signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, limit)
+        with _labelled(label):
+            try:
+                yield
+            finally:
+                if limit is not None:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        label = TEST + report.nodeid
+        self.seconds[label] = self.seconds.get(label, 0.0) + report.duration
+        if report.failed:
+            self.outcomes[label] = "failed"
+            if self.first_failure is None:
+                message = str(report.longrepr).strip().splitlines()
+                self.first_failure = (label, (message[-1] if message else "failed")[:300])
+        elif report.when == "call" or report.skipped:
+            self.outcomes.setdefault(label, "skipped" if report.skipped else "passed")
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    from engine.runtime.session import get_spark
+
+    with contextlib.suppress(Exception):
+        get_spark(kafka=True).sparkContext.cancelAllJobs()
+    raise CheckTimeout("the test ran past its time limit under the mutant")
+
+
+def _pytest(args: list[str], plugin: _PytestPlugin, repo: Path) -> int:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = pytest.main(
+            [*args, "-q", "-p", "no:cacheprovider", "-p", "no:qtt", "--rootdir", str(repo)],
+            plugins=[plugin],
+        )
+    return int(code)
+
+
+# ---------------------------------------------------------------------------- baseline
+
+
+@dataclass
+class Baseline:
+    """What the unmutated checks do: outcome and time per check, and which lines they run."""
+
+    key: str
+    seconds: float
+    durations: dict[str, float]
+    failing: list[str]
+    coverage: dict[str, dict[int, list[str]]]  # file -> line -> labels of checks
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        labels = sorted({label for lines in self.coverage.values() for ls in lines.values() for label in ls})
+        index = {label: i for i, label in enumerate(labels)}
+        return {
+            "key": self.key,
+            "seconds": round(self.seconds, 1),
+            "durations": self.durations,
+            "failing": self.failing,
+            "labels": labels,
+            "coverage": {
+                path: {str(line): [index[x] for x in ls] for line, ls in sorted(lines.items())}
+                for path, lines in sorted(self.coverage.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Baseline:
+        labels = data["labels"]
+        return cls(
+            key=data["key"], seconds=data["seconds"], durations=data["durations"],
+            failing=data["failing"], cached=True,
+            coverage={
+                path: {int(line): [labels[i] for i in ls] for line, ls in lines.items()}
+                for path, lines in data["coverage"].items()
+            },
+        )
+
+    def checks_for(self, mutant: Mutant) -> list[str]:
+        """The passing checks that run any line of the mutated node."""
+        lines = self.coverage.get(mutant.path, {})
+        found = {
+            label
+            for line in range(mutant.line, mutant.end_line + 1)
+            for label in lines.get(line, ())
+        }
+        found -= set(self.failing)
+        return sorted(found, key=lambda x: (self.durations.get(x, 0.0), x))
+
+
+def baseline_key(
+    repo: Path, files: Sequence[str], versions: Sequence[str], unit_tests: Sequence[str]
+) -> str:
+    """A hash of the engine's sources, the traced unit tests and the replayed versions."""
+    digest = hashlib.sha256()
+    paths = sorted(
+        {str(p.relative_to(repo)) for p in (repo / "engine").rglob("*.py")}
+        | {str(p.relative_to(repo)) for t in unit_tests for p in _py_files(repo / t)}
+        | {"tests/conftest.py", *files}
+    )
+    for rel in paths:
+        digest.update(rel.encode() + b"\0" + (repo / rel).read_bytes() + b"\0")
+    for name in [*versions, *unit_tests]:
+        digest.update(name.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _py_files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+
+
+def run_baseline(
+    repo: Path, files: list[str], replays: Replays, unit_tests: Sequence[str], workdir: Path,
+    control: Path, key: str,
+) -> Baseline:
+    """Run every check once without mutants, tracing the lines of ``files`` per check."""
+    start = time.perf_counter()
+    folder = workdir / "coverage"
+    folder.mkdir()
+    traced = tracer_files(repo, files)
+    (folder / "files.json").write_text(json.dumps(traced), encoding="utf-8")
+    write_control(control, None, folder)
+    tracer = LineTracer(traced, _current_label)
+    durations: dict[str, float] = {}
+    failing: list[str] = []
+    tracer.start()
+    try:
+        labels = list(replays.versions)
+        t0 = time.perf_counter()
+        outcomes = replays.run(labels, timeout=dict.fromkeys(labels, 900.0), stop_on_failure=False)
+        for label in labels:
+            durations[label] = replays.seconds.get(label, 0.0)
+            if outcomes[label].failed:
+                failing.append(label)
+                print(f"baseline {label} FAILS: {outcomes[label].detail}", flush=True)
+        print(f"baseline replays: {len(labels)} run in {time.perf_counter() - t0:.0f}s", flush=True)
+        plugin = _PytestPlugin()
+        t0 = time.perf_counter()
+        _pytest([*unit_tests], plugin, repo)
+        print(f"baseline unit tests: {len(plugin.outcomes)} run in "
+              f"{time.perf_counter() - t0:.0f}s", flush=True)
+        durations.update(plugin.seconds)
+        failing += sorted(label for label, o in plugin.outcomes.items() if o == "failed")
+    finally:
+        tracer.stop()
+        write_control(control, None, None)
+    hits: Hits = tracer.hits
+    parts = sorted(folder.glob("worker-*.json"))
+    print(f"baseline: lines traced in the driver and in {len(parts)} Spark tasks", flush=True)
+    for part in parts:
+        for label, pairs in json.loads(part.read_text(encoding="utf-8")).items():
+            hits.setdefault(label, set()).update((p, n) for p, n in pairs)
+    coverage: dict[str, dict[int, list[str]]] = {}
+    for label, pairs in hits.items():
+        for path, line in pairs:
+            coverage.setdefault(path, {}).setdefault(line, []).append(label)
+    for lines in coverage.values():
+        for line in lines:
+            lines[line] = sorted(set(lines[line]))
+    return Baseline(key, time.perf_counter() - start, durations, failing, coverage)
+
+
+# ------------------------------------------------------------------------------ mutants
+
+
+@dataclass
+class Verdict:
+    """The result of one mutant."""
+
+    mutant: Mutant
+    verdict: str  # caught | survived | equivalent | invalid
+    caught_by: str | None = None
+    detail: str = ""
+    checks_run: int = 0
+    covering: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.mutant
+        return {
+            "id": m.id, "file": m.path, "line": m.line, "function": m.qualname,
+            "operator": m.operator, "original": m.before.strip(), "mutated": m.after.strip(),
+            "verdict": self.verdict, "caught_by": self.caught_by, "detail": self.detail,
+            "checks_run": self.checks_run, "covering_checks": self.covering,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def sample(repo: Path, count: int, seed: int) -> list[Mutant]:
+    """``count`` mutants of the target files drawn with ``seed``, in file and line order."""
+    everything = [m for path in target_files(repo, TARGETS) for m in find_mutants(repo, path)]
+    chosen = random.Random(seed).sample(everything, min(count, len(everything)))
+    return sorted(chosen, key=lambda m: (m.path, m.line, m.id))
+
+
+def load_equivalents(path: Path = EQUIVALENTS) -> dict[str, str]:
+    """Reviewed equivalent mutants: id -> why no check can tell them from the original."""
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in data.items()
+    ):
+        raise ValueError(f"{path} must map mutant ids to non-empty reasons.")
+    return data
+
+
+def check_mutant(
+    mutant: Mutant, baseline: Baseline, replays: Replays, control: Path, repo: Path,
+    max_replays: int,
+) -> Verdict:
+    """Apply ``mutant`` (driver and workers), run the checks that execute it, revert."""
+    checks = baseline.checks_for(mutant)
+    replay_labels = [c for c in checks if c.startswith(REPLAY)]
+    test_labels = [c for c in checks if c.startswith(TEST)]
+    covering = {"replays": len(replay_labels), "tests": len(test_labels)}
+    if not checks:
+        return Verdict(mutant, "survived", detail="no check executes this line", covering=covering)
+    try:
+        applied = Applied(mutant)
+    except (ValueError, SyntaxError) as exc:
+        return Verdict(mutant, "invalid", detail=str(exc), covering=covering)
+    write_control(control, mutant, None)
+    try:
+        limits = {c: 60.0 + 4 * baseline.durations.get(c, 30.0) for c in checks}
+        chosen = replay_labels[:max_replays]
+        results = replays.run(chosen, timeout=limits, stop_on_failure=True)
+        run = len(results)
+        for label in chosen:
+            if label in results and results[label].failed:
+                return Verdict(mutant, "caught", label, results[label].detail, run, covering)
+        if test_labels:
+            plugin = _PytestPlugin(limits)
+            code = _pytest(["-x", *[t[len(TEST):] for t in test_labels]], plugin, repo)
+            run += len(plugin.outcomes)
+            if plugin.first_failure is not None:
+                label, detail = plugin.first_failure
+                return Verdict(mutant, "caught", label, detail, run, covering)
+            if code not in (0, 5):
+                return Verdict(mutant, "caught", "pytest", f"pytest exit code {code}", run, covering)
+        skipped = len(replay_labels) - len(chosen)
+        note = f" ({skipped} more covering replays not run)" if skipped else ""
+        return Verdict(mutant, "survived", detail="no check failed" + note, checks_run=run,
+                       covering=covering)
+    finally:
+        applied.revert()
+        write_control(control, None, None)
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+@dataclass
+class Options:
+    count: int = 120
+    seed: int = 0
+    jobs: int = 2
+    max_replays: int = 10
+    report: Path = REPORT
+    baseline: Path = BASELINE
+    fresh_baseline: bool = False
+    all_versions: bool = False
+    check_equivalents: bool = False
+    cases: str = ""  # replay only the cases whose folder name contains this
+    tests: list[str] = field(default_factory=lambda: list(UNIT_TESTS))
+
+
+def parse_args(argv: Sequence[str]) -> Options:
+    """``--count N --seed S --jobs J --max-replays K --report PATH --baseline PATH
+    --cases TEXT --tests PATH (repeatable) --fresh-baseline --all-versions
+    --check-equivalents``."""
+    options = Options()
+    tests: list[str] = []
+    args = list(argv)
+    flags = {"--fresh-baseline": "fresh_baseline", "--all-versions": "all_versions",
+             "--check-equivalents": "check_equivalents"}
+    valued = {"--count": ("count", int), "--seed": ("seed", int), "--jobs": ("jobs", int),
+              "--max-replays": ("max_replays", int), "--report": ("report", Path),
+              "--baseline": ("baseline", Path), "--cases": ("cases", str)}
+    while args:
+        arg = args.pop(0)
+        if arg in flags:
+            setattr(options, flags[arg], True)
+        elif arg == "--tests":
+            if not args:
+                raise ValueError("Option --tests needs a path.")
+            tests.append(args.pop(0))
+        elif arg in valued:
+            name, kind = valued[arg]
+            if not args:
+                raise ValueError(f"Option {arg} needs a value.")
+            value = args.pop(0)
+            try:
+                setattr(options, name, kind(value))
+            except ValueError:
+                raise ValueError(f"Option {arg} needs a number, not {value!r}.") from None
+        else:
+            known = ", ".join([*valued, "--tests", *flags])
+            raise ValueError(f"Unknown option {arg!r}; known: {known}.")
+    if tests:
+        options.tests = tests
+    if options.count < 1 or options.jobs < 1 or options.max_replays < 0:
+        raise ValueError("--count and --jobs must be at least 1, --max-replays at least 0.")
+    return options
+
+
+def _versions(repo: Path, all_versions: bool, cases: str) -> dict[str, Any]:
+    from qtt.plans.layout import case_dirs, latest_version, saved_versions
+
+    out: dict[str, Any] = {}
+    for case in case_dirs(repo / "planned_cases"):
+        if cases not in case.name:
+            continue
+        chosen = saved_versions(case) if all_versions else [latest_version(case)]
+        for version in chosen:
+            if version is not None:
+                out[f"{REPLAY}{version.slug}/{version.name}"] = version
     return out
 
 
-def _string_lines(text: str) -> set[int]:
-    """Lines of docstrings and other bare string statements (mutating them changes nothing)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
+def summarise(verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """Totals and the score: caught / (caught + survived); equivalent and invalid excluded."""
+    counts = {k: sum(v.verdict == k for v in verdicts)
+              for k in ("caught", "survived", "equivalent", "invalid")}
+    scored = counts["caught"] + counts["survived"]
+    by_check = {
+        "replay": sum(v.verdict == "caught" and (v.caught_by or "").startswith(REPLAY) for v in verdicts),
+        "unit test": sum(v.verdict == "caught" and not (v.caught_by or "").startswith(REPLAY)
+                         for v in verdicts),
+        "timeout": sum(v.verdict == "caught" and v.detail.startswith("timeout") for v in verdicts),
+    }
+    return {"mutants": len(verdicts), **counts, "caught_by": by_check,
+            "score": round(counts["caught"] / scored, 4) if scored else 1.0}
 
 
-# The unit tests that mirror each mutated package (run when the replays did not catch it).
-UNIT_TESTS = {
-    "engine/build": ("tests/engine/build",),
-    "engine/expressions": ("tests/engine/expressions", "tests/engine/functions"),
-    "engine/plan/serde.py": ("tests/engine/plan",),
-}
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
-def _run(repo_copy: Path, command: list[str]) -> bool:
-    """Run ``command`` in the copy; True when it fails (or hangs)."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the mutation check; 0 when the score reaches the target, 1 below it, 2 on errors."""
     try:
-        run = subprocess.run(
-            command,
-            cwd=repo_copy,
-            capture_output=True,
-            timeout=900,
-            env={**os.environ, "PYTHONPATH": str(repo_copy)},
-        )
-    except subprocess.TimeoutExpired:
-        return True
-    return run.returncode != 0
-
-
-def checks_fail(repo_copy: Path, mutant: Mutant | None = None) -> bool:
-    """The suite against a mutant: ``qtt plans verify``, then the unit tests of its package.
-
-    True when any check fails. Without a mutant, everything runs (the baseline must pass).
-    """
-    if _run(repo_copy, [sys.executable, "-m", "qtt.cli", "plans", "verify", "--allow-orphans"]):
-        return True
-    targets = [
-        t for prefix, tests in UNIT_TESTS.items()
-        if mutant is None or mutant.path.startswith(prefix)
-        for t in tests
-    ]
-    pytest = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:qtt"]
-    return bool(targets) and _run(repo_copy, [*pytest, *dict.fromkeys(targets)])
-
-
-def killed(repo_copy: Path, mutant: Mutant) -> bool:
-    """Apply the mutant in the copy, run the checks, restore the file; True when caught."""
-    path = repo_copy / mutant.path
-    original = path.read_text()
-    lines = original.splitlines(keepends=True)
-    lines[mutant.line - 1] = mutant.after + "\n"
-    path.write_text("".join(lines))
-    try:
-        return checks_fail(repo_copy, mutant)
-    finally:
-        path.write_text(original)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Sample mutants (``--limit N``, default 20, seed 0), run them, print the kill rate."""
-    args = sys.argv[1:] if argv is None else argv
-    limit = int(args[args.index("--limit") + 1]) if "--limit" in args else 20
+        options = parse_args(sys.argv[1:] if argv is None else argv)
+        equivalents = load_equivalents()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     repo = Path.cwd()
-    mutants = find_mutants(repo)
-    random.Random(0).shuffle(mutants)
-    mutants = mutants[:limit]
-    signal.signal(signal.SIGTERM, _interrupt)  # clean the copy up on kill, as on Ctrl-C
+    if not (repo / "planned_cases").is_dir() or not (repo / "engine").is_dir():
+        print("error: run the mutation check from the repository root (no planned_cases/ or "
+              "engine/ here).", file=sys.stderr)
+        return 2
+    started, load_start = time.perf_counter(), _load()
+    mutants = sample(repo, options.count, options.seed)
+    files = sorted({m.path for m in mutants} | set(target_files(repo, TARGETS)))
     workdir = Path(tempfile.mkdtemp(prefix="kspark-mutation-"))
-    caught = 0
+    control = workdir / "control.json"
+    write_control(control, None, None)
+    os.environ[CONTROL_ENV] = str(control)
     try:
-        for item in _COPY:
-            src = repo / item
-            if src.is_dir():
-                shutil.copytree(src, workdir / item, ignore=shutil.ignore_patterns("__pycache__"))
-            elif src.exists():
-                (workdir / item).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, workdir / item)
-        if checks_fail(workdir):
-            print("The checks fail without any mutant: fix `qtt plans verify` first.")
-            return 2
-        for i, mutant in enumerate(mutants, start=1):
-            hit = killed(workdir, mutant)
-            caught += hit
-            verdict = "caught " if hit else "MISSED "
-            print(
-                f"[{i}/{len(mutants)}] {verdict}{mutant.path}:{mutant.line}: {mutant.after.strip()}"
-            )
+        return _run(repo, options, mutants, files, equivalents, workdir, control,
+                    started, load_start)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    rate = caught / len(mutants) if mutants else 1.0
-    print(f"{caught}/{len(mutants)} mutants caught ({rate:.0%})")
-    return 0 if rate >= 0.9 else 1
+
+
+def _run(
+    repo: Path, options: Options, mutants: list[Mutant], files: list[str],
+    equivalents: dict[str, str], workdir: Path, control: Path, started: float,
+    load_start: list[float],
+) -> int:
+    from engine.build import walker
+    from engine.runtime.session import get_spark
+
+    get_spark(kafka=True, extra_conf={"spark.python.daemon.module": "qtt.plans.mutation_worker"})
+    walker._load_builders()
+    import engine.runtime.kafka  # noqa: F401 - the streaming operators, as workers have them
+
+    replays = Replays(_versions(repo, options.all_versions, options.cases), options.jobs)
+    for test in options.tests:
+        if not (repo / test.split("::")[0]).exists():
+            print(f"error: unit test path {test} does not exist.", file=sys.stderr)
+            return 2
+    key = baseline_key(repo, files, list(replays.versions), options.tests)
+    baseline: Baseline | None = None
+    if options.baseline.exists() and not options.fresh_baseline:
+        cached = Baseline.from_json(json.loads(options.baseline.read_text(encoding="utf-8")))
+        baseline = cached if cached.key == key else None
+    if baseline is None:
+        print(f"Baseline: {len(replays.versions)} replays and the unit tests of "
+              f"{', '.join(options.tests)}, traced.", flush=True)
+        baseline = run_baseline(repo, files, replays, options.tests, workdir, control, key)
+        options.baseline.parent.mkdir(parents=True, exist_ok=True)
+        options.baseline.write_text(json.dumps(baseline.to_json()), encoding="utf-8")
+    else:
+        print(f"Baseline: cached in {options.baseline} (sources unchanged).", flush=True)
+    if baseline.failing:
+        print(f"{len(baseline.failing)} checks fail without a mutant and are not used: "
+              + ", ".join(baseline.failing[:5]) + (" ..." if len(baseline.failing) > 5 else ""))
+    verdicts: list[Verdict] = []
+    mutation_start = time.perf_counter()
+    for i, mutant in enumerate(mutants, start=1):
+        t0 = time.perf_counter()
+        if mutant.id in equivalents and not options.check_equivalents:
+            verdict = Verdict(mutant, "equivalent", detail=equivalents[mutant.id])
+        else:
+            verdict = check_mutant(mutant, baseline, replays, control, repo, options.max_replays)
+            if mutant.id in equivalents:
+                verdict.detail = f"listed as equivalent ({equivalents[mutant.id]}); {verdict.verdict}"
+                verdict.verdict = "equivalent"
+        verdict.seconds = time.perf_counter() - t0
+        verdicts.append(verdict)
+        by = f" by {verdict.caught_by}" if verdict.caught_by else ""
+        print(f"[{i}/{len(mutants)}] {mutant.path}:{mutant.line} {mutant.operator}: "
+              f"{verdict.verdict}{by} ({verdict.seconds:.1f}s)", flush=True)
+        if verdict.verdict == "survived":
+            print(f"    {mutant.before.strip()}  ->  {mutant.after.strip()}", flush=True)
+    totals = summarise(verdicts)
+    report: dict[str, Any] = {
+        "seed": options.seed, "count": options.count, "targets": list(TARGETS),
+        "unit_tests": options.tests, "replays": len(replays.versions),
+        "all_versions": options.all_versions, "max_replays": options.max_replays,
+        "jobs": options.jobs,
+        "seconds": round(time.perf_counter() - started, 1),
+        "mutation_seconds": round(time.perf_counter() - mutation_start, 1),
+        "load_average": {"start": load_start, "end": _load()},
+        "baseline": {"cached": baseline.cached, "seconds": baseline.seconds,
+                     "failing": baseline.failing},
+        "totals": totals,
+        "mutants": [v.to_json() for v in verdicts],
+    }
+    options.report.parent.mkdir(parents=True, exist_ok=True)
+    options.report.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"{totals['caught']} of {totals['caught'] + totals['survived']} non-equivalent mutants "
+          f"caught ({totals['score']:.1%}; {totals['equivalent']} equivalent, "
+          f"{totals['invalid']} invalid) in {report['seconds']:.0f}s, load average "
+          f"{load_start} -> {_load()}; report: {options.report}")
+    return 0 if totals["score"] >= TARGET_SCORE else 1
 
 
 if __name__ == "__main__":  # pragma: no cover
