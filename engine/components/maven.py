@@ -1,15 +1,17 @@
-"""Fetch jars from Maven Central into kspark's cache, once, with the ``mvn`` client.
+"""Fetch jars from Maven Central into kspark's cache, once, with Apache Ivy.
 
     lib = fetch_artifacts(["org.apache.kafka:kafka_2.13:4.4.0"], kspark_home() / "kafka-4.4.0" / "lib")
 
-Maven resolves the transitive runtime dependencies: a tiny generated pom lists the
-artifacts and ``mvn dependency:copy-dependencies`` copies every jar into the target
-directory. A marker file written after a successful fetch makes later calls free; a lock
-file keeps two processes from fetching into the same directory at once.
+Ivy resolves the transitive runtime dependencies (Maven's ``compile`` and ``runtime``
+scopes) of the artifacts a tiny generated ``ivy.xml`` lists and copies every jar into the
+target directory. Ivy's jar ships inside PySpark (Spark resolves ``spark.jars.packages``
+with it), so a machine needs nothing but Python and Java: no Maven. A marker file written
+after a successful fetch makes later calls free; a lock file keeps two processes from
+fetching into the same directory at once.
 
 Cache layout under ``kspark_home()`` (``$KSPARK_HOME``, default ``~/.cache/kspark``)::
 
-    maven-repo/            Maven's local repository (kept out of ~/.m2)
+    ivy-cache/             Ivy's download cache (kept out of ~/.ivy2)
     <name>/lib/*.jar       one directory per fetched set of jars
     <name>/lib/.fetched    marker: the coordinates fetched, written last
 """
@@ -29,14 +31,11 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import quoteattr
 
 from engine.errors import ComponentError
 
 MARKER = ".fetched"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_MAVEN_BOILERPLATE = ("->", "[Help", "To see the full", "Re-run Maven", "For more information")
 _COORDINATE = re.compile(r"^[A-Za-z0-9_.\-]+:[A-Za-z0-9_.\-]+:[A-Za-z0-9_.\-]+$")
 
 
@@ -68,29 +67,34 @@ def kspark_home() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "kspark"
 
 
-def pom_xml(artifacts: Sequence[Artifact]) -> str:
-    """A pom whose dependencies are ``artifacts`` (nothing is built from it)."""
-    group, name, version = DEPENDENCY_PLUGIN.split(":")
+def ivy_xml(artifacts: Sequence[Artifact]) -> str:
+    """An Ivy module whose dependencies are ``artifacts``, their runtime jars wanted.
+
+    The listed revisions are forced, as Maven's nearest-wins keeps a direct dependency's
+    version against a transitive one."""
     dependencies = "".join(
-        "    <dependency>"
-        f"<groupId>{escape(a.group)}</groupId>"
-        f"<artifactId>{escape(a.artifact)}</artifactId>"
-        f"<version>{escape(a.version)}</version>"
-        "</dependency>\n"
+        f"    <dependency org={quoteattr(a.group)} name={quoteattr(a.artifact)} rev={quoteattr(a.version)}"
+        ' force="true" conf="default->default"/>\n'
         for a in artifacts
     )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
-        "  <modelVersion>4.0.0</modelVersion>\n"
-        "  <groupId>kspark.fetch</groupId><artifactId>fetch</artifactId><version>0</version>\n"
-        "  <packaging>pom</packaging>\n"
+        '<ivy-module version="2.0">\n'
+        '  <info organisation="kspark.fetch" module="fetch"/>\n'
+        '  <configurations><conf name="default"/></configurations>\n'
         f"  <dependencies>\n{dependencies}  </dependencies>\n"
-        "  <build><plugins><plugin>"
-        f"<groupId>{group}</groupId><artifactId>{name}</artifactId><version>{version}</version>"
-        "</plugin></plugins></build>\n"
-        "</project>\n"
+        "</ivy-module>\n"
     )
+
+
+def ivy_jar() -> Path:
+    """The Ivy jar that ships with PySpark."""
+    import pyspark
+
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    if not jars:
+        raise ComponentError(f"PySpark's Ivy jar is missing from {Path(pyspark.__file__).parent / 'jars'}.")
+    return jars[-1]
 
 
 def is_fetched(dest: Path, coordinates: Sequence[str]) -> bool:
@@ -106,15 +110,15 @@ def fetch_artifacts(
     coordinates: Sequence[str],
     dest: Path,
     *,
-    mvn: str = "mvn",
+    java: str = "java",
     home: Path | None = None,
     timeout: float = 900.0,
 ) -> Path:
     """Copy the jars of ``coordinates`` and their runtime dependencies into ``dest``.
 
     Does nothing when ``dest`` already holds them. Prints one progress line on stderr
-    while Maven runs (a first fetch takes about a minute). Raises ``ComponentError``
-    naming the artifacts and Maven's message when ``mvn`` is missing or the fetch fails.
+    while Ivy runs (a first fetch takes about a minute). Raises ``ComponentError``
+    naming the artifacts and Ivy's reason when Java is missing or the fetch fails.
     """
     artifacts = [Artifact.parse(c) for c in coordinates]
     if not artifacts:
@@ -122,13 +126,13 @@ def fetch_artifacts(
     if is_fetched(dest, coordinates):
         return dest
     names = ", ".join(str(a) for a in artifacts)
-    executable = shutil.which(mvn)
+    executable = shutil.which(java)
     if executable is None:
         raise ComponentError(
-            f"Cannot fetch {names}: Maven ('{mvn}') is not on PATH; install Maven 3 "
-            "(e.g. 'apt-get install maven')."
+            f"Cannot fetch {names}: Java ('{java}') is not on PATH; install a Java 17 runtime "
+            "(e.g. 'apt-get install openjdk-17-jre-headless')."
         )
-    repo = (home or kspark_home()) / "maven-repo"
+    cache = (home or kspark_home()) / "ivy-cache"
     dest.mkdir(parents=True, exist_ok=True)
     with _locked(dest / ".lock"):
         if is_fetched(dest, coordinates):  # another process fetched while we waited
@@ -136,13 +140,12 @@ def fetch_artifacts(
         started = time.monotonic()
         print(f"kspark: fetching {names} from Maven Central into {dest} ...", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="kspark-fetch-") as work:
-            (Path(work) / "pom.xml").write_text(pom_xml(artifacts), encoding="utf-8")
+            module = Path(work) / "ivy.xml"
+            module.write_text(ivy_xml(artifacts), encoding="utf-8")
             command = [
-                executable, "-q", "-B", "-U",  # -U: retry failures Maven cached
-                f"-Dmaven.repo.local={repo}",
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={dest}",
-                "-DincludeScope=runtime",
+                executable, "-jar", str(ivy_jar()),
+                "-ivy", str(module), "-confs", "default", "-cache", str(cache),
+                "-retrieve", f"{dest}/[artifact]-[revision](-[classifier]).[ext]",
             ]
             try:
                 done = subprocess.run(
@@ -150,10 +153,10 @@ def fetch_artifacts(
                 )
             except subprocess.TimeoutExpired:
                 raise ComponentError(
-                    f"Cannot fetch {names}: Maven did not finish within {timeout:.0f} s."
+                    f"Cannot fetch {names}: Ivy did not finish within {timeout:.0f} s."
                 ) from None
         if done.returncode != 0:
-            raise ComponentError(f"Cannot fetch {names}: {_maven_message(done.stdout + done.stderr)}")
+            raise ComponentError(f"Cannot fetch {names}: {ivy_message(done.stdout + done.stderr)}")
         (dest / MARKER).write_text(
             json.dumps(sorted(str(a) for a in artifacts)) + "\n", encoding="utf-8"
         )
@@ -165,21 +168,19 @@ def fetch_artifacts(
     return dest
 
 
-def _maven_message(output: str) -> str:
-    """Maven's first ``[ERROR]`` line, without its boilerplate, on one line."""
-    errors = []
-    for raw in output.splitlines():
-        line = _ANSI.sub("", raw)
-        if line.startswith("[ERROR]"):
-            text = line.removeprefix("[ERROR]").strip()
-            if text and not text.startswith(_MAVEN_BOILERPLATE):
-                errors.append(text)
-    if not errors:
-        tail = [_ANSI.sub("", line).strip() for line in output.splitlines() if line.strip()]
-        return tail[-1] if tail else "mvn failed with no output."
-    text = errors[0].removesuffix("-> [Help 1]").strip()
-    text = text.replace("Failed to execute goal on project fetch: ", "")
-    text = text.replace(" for project kspark.fetch:fetch:pom:0", "")
+def ivy_message(output: str) -> str:
+    """Ivy's reason for a failed fetch, on one line: the unresolved dependencies, else its
+    last error line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    header = next((i for i, line in enumerate(lines) if "UNRESOLVED DEPENDENCIES" in line), None)
+    unresolved = [] if header is None else [
+        line.strip(": ").strip() for line in lines[header + 1:] if line.startswith(":: ") and not set(line) <= {":"}
+    ]
+    if unresolved:
+        text = "; ".join(unresolved) + " (on Maven Central)"
+    else:
+        errors = [line for line in lines if "ERROR" in line or "Exception" in line]
+        text = (errors or lines or ["Ivy failed with no output."])[-1]
     return text if len(text) <= 600 else text[:597] + "..."
 
 

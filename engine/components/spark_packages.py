@@ -56,7 +56,7 @@ def _artifact_name(jar: Path) -> str:
 def connector_jars(home: Path | None = None) -> list[Path]:
     """The connector's jars that PySpark does not ship itself.
 
-    Maven also copies libraries Spark already has (Scala, SLF4J, Hadoop client, ...), in
+    The fetch also copies libraries Spark already has (Scala, SLF4J, Hadoop client, ...), in
     other versions; loading those twice would invite class conflicts, so PySpark's win.
     """
     import pyspark
