@@ -67,6 +67,7 @@ UNIT_TESTS = (
     "tests/engine/serde",
     "tests/engine/plan",
     "tests/engine/runtime/test_tasks.py",
+    "tests/engine/runtime/test_clock.py",
 )
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.json")
 REPORT = Path("reports/mutation.json")
