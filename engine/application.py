@@ -127,12 +127,12 @@ class StreamingApplication:
 
     def _processing_log(self) -> processing_log.ProcessingLogTopic | None:
         """The processing-log topic the properties configure (created here), its stream registered."""
-        target = processing_log.configured_topic(dict(self.properties), self.bootstrap_servers)
+        target = processing_log.configured_topic(self.properties, self.bootstrap_servers)
         if target is None:
             return None
         if not self.read_only:
             self.topics.admin.create_topic(target.topic, 1, exist_ok=True)
-        stream = str(self.properties.get("ksql.logging.processing.stream.auto.create", "")).lower() == "true"
+        stream = processing_log.flag(self.properties, "ksql.logging.processing.stream.auto.create")
         if stream and self.topics.admin.topic_exists(target.topic):
             self.engine.execute_sql(processing_log.stream_ddl(target.topic))
         return target

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,15 +70,16 @@ class ProcessingLogTopic:
         return ProcessingLogTopic(value["bootstrap.servers"], value["topic"])
 
 
-def _flag(properties: dict[str, Any], name: str) -> bool:
+def flag(properties: Mapping[str, Any], name: str) -> bool:
+    """A boolean property as ksqlDB reads it: true only when it says true."""
     return str(properties.get(name, "false")).strip().lower() == "true"
 
 
-def configured_topic(properties: dict[str, Any], bootstrap_servers: str) -> ProcessingLogTopic | None:
+def configured_topic(properties: Mapping[str, Any], bootstrap_servers: str) -> ProcessingLogTopic | None:
     """The processing-log topic the properties ask for, or None (the log only goes to Python's log)."""
     if not (
-        _flag(properties, "ksql.logging.processing.topic.auto.create")
-        or _flag(properties, "ksql.logging.processing.stream.auto.create")
+        flag(properties, "ksql.logging.processing.topic.auto.create")
+        or flag(properties, "ksql.logging.processing.stream.auto.create")
     ):
         return None
     service_id = str(properties.get("ksql.service.id", "default_"))
