@@ -1,0 +1,26 @@
+"""The metastore database (KLIP-18): UserDataSources and UserTypes on key-compacted changelogs."""
+
+from engine.metastore.database.database import (
+    Change,
+    MetastoreDatabase,
+    NotOwnerError,
+    Write,
+    changelog_topic,
+    pack_sequence,
+    unpack_sequence,
+)
+from engine.metastore.database.rows import SOURCES, TYPES, SourceRow, TypeRow
+
+__all__ = [
+    "SOURCES",
+    "TYPES",
+    "Change",
+    "MetastoreDatabase",
+    "NotOwnerError",
+    "SourceRow",
+    "TypeRow",
+    "Write",
+    "changelog_topic",
+    "pack_sequence",
+    "unpack_sequence",
+]

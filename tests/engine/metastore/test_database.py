@@ -1,0 +1,254 @@
+"""The metastore database on a real broker: tables, integrity, ownership and fencing."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from engine.engine import KsqlEngine
+from engine.errors import MetastoreError
+from engine.kafka.admin import TopicAdmin
+from engine.metastore.database import (
+    SOURCES,
+    TYPES,
+    Change,
+    MetastoreDatabase,
+    NotOwnerError,
+    SourceRow,
+    TypeRow,
+    Write,
+    pack_sequence,
+    unpack_sequence,
+)
+from engine.plan import serde
+
+
+def _rows(sql: str) -> dict[str, SourceRow]:
+    engine = KsqlEngine()
+    rows = {}
+    for result in engine.execute_sql(sql):
+        if result.plan is not None:
+            row = SourceRow.from_statement_plan(serde.to_json_value(result.plan))
+            rows[row.name] = row
+    return rows
+
+
+ROWS = _rows(
+    "CREATE STREAM A (ID INT KEY, V STRING) WITH (kafka_topic='a', value_format='JSON', partitions=1);"
+    "CREATE STREAM B AS SELECT * FROM A WHERE V = 'x';"
+    "CREATE STREAM C AS SELECT * FROM B;"
+)
+
+
+def _db(bootstrap: str, service: str, name: str = "", **kwargs: Any) -> MetastoreDatabase:
+    db = MetastoreDatabase(bootstrap, service, internal_url=name or f"local-{uuid.uuid4().hex[:6]}", timeout=20.0, **kwargs)
+    db.create_topics()
+    return db
+
+
+def _await_owner(db: MetastoreDatabase, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not (db.owns(SOURCES) and db.owns(TYPES)):
+        assert time.monotonic() < deadline, "this server never became the owner"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def service() -> str:
+    return f"svc_{uuid.uuid4().hex[:8]}"
+
+
+def test_sequence_numbers_pack_both_positions() -> None:
+    assert unpack_sequence(pack_sequence(12345, 67)) == (12345, 67)
+    assert pack_sequence(2, 0) > pack_sequence(1, 5)
+
+
+def test_rows_round_trip_through_their_json_and_the_schema() -> None:
+    row = ROWS["B"]
+    assert SourceRow.from_json(row.to_json()) == row
+    assert row.upstream == ("A",) and row.query_id == "CSAS_B_0"
+    assert row.statement_plan()["query"]["sink"] == "B"
+    plan = serde.statement_plan_from_json(row.statement_plan())  # loads as a saved plan
+    assert plan.command.name == "B"
+
+
+def test_a_damaged_row_is_refused_naming_the_field() -> None:
+    from engine.metastore.database.rows import validate_row
+
+    value = ROWS["A"].to_json()
+    value["type"] = "VIEW"
+    with pytest.raises(MetastoreError, match="UserDataSources row 'A' is not valid: at type"):
+        validate_row(SOURCES, value, "'A'")
+
+
+def test_changelogs_are_compacted_single_partition_internal_topics(kafka_broker, service) -> None:
+    db = _db(kafka_broker.bootstrap_servers, service)
+    admin = TopicAdmin(kafka_broker.bootstrap_servers)
+    for topic in db.topics.values():
+        assert topic.startswith(f"_confluent-ksql-{service}_metastore_")
+        assert admin.partition_count(topic) == 1
+        assert admin.topic_config(topic)["cleanup.policy"] == "compact"
+    db.close()
+
+
+def test_writes_reach_every_view_and_a_restart_reloads_them(kafka_broker, service) -> None:
+    owner = _db(kafka_broker.bootstrap_servers, service)
+    changes: list[Change] = []
+    owner.start(changes.append)
+    _await_owner(owner)
+    reader = _db(kafka_broker.bootstrap_servers, service)
+    reader.start(join_group=False)
+    for name in "ABC":
+        sequence = owner.write(Write(SOURCES, name, ROWS[name]))
+        reader.wait_for(sequence)  # read your own writes, on another server
+    sequence = owner.write(Write(TYPES, "ADDRESS", TypeRow(name="ADDRESS", sql_type="STRUCT<STREET STRING>")))
+    reader.wait_for(sequence)
+    sequence = owner.write(Write(SOURCES, "C", None))
+    reader.wait_for(sequence)
+    assert sorted(reader.rows(SOURCES)) == ["A", "B"] and list(reader.rows(TYPES)) == ["ADDRESS"]
+    assert reader.rows(SOURCES)["B"] == ROWS["B"]
+    owner.wait_for(sequence)
+    assert [(c.table, c.key, c.new is None) for c in changes] == [
+        (SOURCES, "A", False), (SOURCES, "B", False), (SOURCES, "C", False), (TYPES, "ADDRESS", False),
+        (SOURCES, "C", True),
+    ]
+    assert changes[-1].old == ROWS["C"]
+    owner.close()
+    reader.close()
+
+    restarted = _db(kafka_broker.bootstrap_servers, service)
+    restarted.start(join_group=False)
+    restarted.wait_until_caught_up()
+    assert sorted(restarted.rows(SOURCES)) == ["A", "B"] and list(restarted.rows(TYPES)) == ["ADDRESS"]
+    restarted.close()
+
+
+def test_integrity_is_enforced_by_the_owner_naming_the_dependents(kafka_broker, service) -> None:
+    db = _db(kafka_broker.bootstrap_servers, service)
+    db.start()
+    _await_owner(db)
+    with pytest.raises(MetastoreError, match="its query reads unknown sources: A"):
+        db.write(Write(SOURCES, "B", ROWS["B"]))
+    for name in "ABC":
+        db.write(Write(SOURCES, name, ROWS[name]))
+    with pytest.raises(MetastoreError, match=r"Cannot drop A: the queries of these sources read from it: \[B\]"):
+        db.write(Write(SOURCES, "A", None))
+    with pytest.raises(MetastoreError, match=r"read from it: \[C\]"):
+        db.write(Write(SOURCES, "B", None))
+    with pytest.raises(MetastoreError, match="A stream with the same name already exists"):
+        db.write(Write(SOURCES, "A", ROWS["A"]))
+    with pytest.raises(MetastoreError, match="Source NOPE does not exist"):
+        db.write(Write(SOURCES, "NOPE", None))
+    with pytest.raises(MetastoreError, match="Type T does not exist"):
+        db.write(Write(TYPES, "T", None))
+    for name in "CBA":
+        db.write(Write(SOURCES, name, None))
+    db.wait_until_caught_up()
+    assert db.rows(SOURCES) == {}
+    db.close()
+
+
+def test_a_retried_write_is_committed_once(kafka_broker, service) -> None:
+    db = _db(kafka_broker.bootstrap_servers, service)
+    db.start()
+    _await_owner(db)
+    write = Write(SOURCES, "A", ROWS["A"], request_id="r-1")
+    first = db.write(write)
+    assert db.write(write) == first  # the answer was lost: the same request id answers again
+    assert db.end_offset(SOURCES) == unpack_sequence(first)[0] + 1  # one record and its commit marker
+    db.close()
+
+
+def test_a_non_owner_forwards_and_a_fenced_owner_answers_not_the_owner(kafka_broker, service) -> None:
+    servers: dict[str, MetastoreDatabase] = {}
+
+    def forward(url: str, payload: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
+        return servers[url].handle_forwarded(payload)
+
+    first = _db(kafka_broker.bootstrap_servers, service, "http://first", forward=forward)
+    servers["http://first"] = first
+    first.start()
+    _await_owner(first)
+    second = _db(kafka_broker.bootstrap_servers, service, "http://second", forward=forward)
+    servers["http://second"] = second
+    second.start()
+    deadline = time.monotonic() + 30
+    while first.owner_of(SOURCES) is None or not any(db.owns(SOURCES) for db in (first, second)):
+        assert time.monotonic() < deadline, "the group never settled"
+        time.sleep(0.2)
+    owner = next(db for db in (first, second) if db.owns(SOURCES))
+    other = second if owner is first else first
+    other.wait_for(other.write(Write(SOURCES, "A", ROWS["A"])))  # forwarded to the owner
+    assert "A" in other.rows(SOURCES)
+    status, body = other.handle_forwarded(Write(SOURCES, "B", ROWS["B"]).to_json())
+    assert status == 409 and body["message"].startswith("not the owner")
+
+    # A zombie: the owner's producer survives while a new producer with its transactional.id inits.
+    zombie = owner._owned[SOURCES]
+    from confluent_kafka import Producer
+
+    usurper = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
+                        "transactional.id": f"{service}-{owner.topics[SOURCES]}-0"})
+    usurper.init_transactions(20)
+    with pytest.raises(NotOwnerError, match="not the owner"):
+        owner.write_as_owner(Write(SOURCES, "B", ROWS["B"]))
+    assert owner._owned.get(SOURCES) is not zombie  # it gave the partition's producer up
+    assert "B" not in owner.rows(SOURCES)
+    for db in (first, second):
+        db.close()
+
+
+def test_concurrent_writers_during_rebalances_lose_and_duplicate_nothing(kafka_broker, service) -> None:
+    servers: dict[str, MetastoreDatabase] = {}
+
+    def forward(url: str, payload: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
+        if url not in servers:
+            raise ConnectionError(f"{url} is gone")
+        return servers[url].handle_forwarded(payload)
+
+    def server(name: str) -> MetastoreDatabase:
+        db = _db(kafka_broker.bootstrap_servers, service, name, forward=forward)
+        servers[name] = db
+        db.start()
+        return db
+
+    dbs = [server(f"http://s{i}") for i in range(3)]
+    template = ROWS["A"]
+    failures: list[str] = []
+    sequences: list[int] = []
+
+    def writer(index: int) -> None:
+        db = dbs[1 + index % 2]  # s0 only owns (perhaps) and leaves
+        for n in range(15):
+            name = f"S{index}_{n}"
+            row = SourceRow(name=name, kind="STREAM", sql=template.sql, command={**template.command, "name": name})
+            try:
+                sequences.append(db.write(Write(SOURCES, name, row)))
+            except MetastoreError as exc:
+                failures.append(f"{name}: {exc}")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    leaving = servers.pop("http://s0")  # a rebalance in the middle of the burst, then another
+    leaving.close()
+    extra = server("http://s3")
+    for thread in threads:
+        thread.join(timeout=300)
+    assert failures == []
+    expected = {f"S{i}_{n}" for i in range(6) for n in range(15)}
+    for db in (dbs[1], dbs[2], extra):
+        db.wait_for(max(sequences))
+        assert set(db.rows(SOURCES)) == expected  # identical views on every server
+    from engine.kafka.consume import read_topic
+
+    records = read_topic(kafka_broker.bootstrap_servers, dbs[1].topics[SOURCES])
+    keys = [r.key for r in records]
+    assert len(keys) == len(set(keys)) == len(expected)  # no duplicated row, none lost
+    for db in servers.values():
+        db.close()
