@@ -225,14 +225,19 @@ class KsqlEngine:
         self.queries.pop(query_id, None)
         self.metastore.unlink_query(query_id)
 
-    def _insert_values(self, stmt: Any) -> None:
-        source = self.metastore.get(stmt.target)
+    def _insertable(self, target: str) -> DataSource:
+        """The source INSERT VALUES may write to: known, not read-only."""
+        source = self.metastore.get(target)
         if source is None:
-            raise AnalysisError(f"Cannot insert values into an unknown stream/table: {stmt.target}")
+            raise AnalysisError(f"Cannot insert values into an unknown stream/table: {target}")
         if source.is_source:
             raise AnalysisError(
                 f"Cannot insert values into read-only {source.kind.lower()}: {source.name}"
             )
+        return source
+
+    def _insert_values(self, stmt: Any) -> None:
+        source = self._insertable(stmt.target)
         headers = [c.name for c in source.schema.headers if stmt.columns and c.name in stmt.columns]
         if headers:
             raise AnalysisError(f"Cannot insert into HEADER columns: {', '.join(headers)}")
@@ -258,6 +263,17 @@ class KsqlEngine:
             if name not in types:
                 raise AnalysisError(f"Column name {name} does not exist.")
             row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
+        self._publish_row(source, row, timestamp)
+
+    def insert_row(self, target: str, row: Mapping[str, Any], timestamp: int = 0) -> None:
+        """Write one row (engine values by column name; missing columns are null) to a source's topic."""
+        source = self._insertable(target)
+        headers = [c.name for c in source.schema.headers if c.name in row]
+        if headers:
+            raise AnalysisError(f"Cannot insert into HEADER columns: {', '.join(headers)}")
+        self._publish_row(source, row, timestamp)
+
+    def _publish_row(self, source: DataSource, row: Mapping[str, Any], timestamp: int) -> None:
         from engine.build.formats import serdes_for
 
         key_serde, value_serde = serdes_for(source.formats, source.schema.columns)

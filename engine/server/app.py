@@ -6,6 +6,7 @@
     POST /query           {"ksql": "SELECT ... EMIT CHANGES;", "streamsProperties": {...}}
     POST /query-stream    {"sql": "SELECT ... EMIT CHANGES;", "properties": {...}}
     POST /close-query     {"queryId": "..."}
+    POST /inserts-stream  {"target": "S"} then one JSON row a line; one acknowledgement a row
 
 Every error is a ksqlDB error body (``@type`` ``statement_error`` or ``generic_error``,
 ``error_code``, ``message``) with the HTTP status the code starts with; no endpoint
@@ -30,6 +31,7 @@ from starlette.routing import Route
 
 from engine.errors import KsqlError
 from engine.server import entities as E
+from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
 from engine.server.service import KsqlService
 
@@ -87,8 +89,11 @@ async def _body(request: Request, fields: set[str], required: str) -> dict[str, 
     return body
 
 
-def create_app(service: KsqlService) -> Starlette:
-    """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller)."""
+def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
+    """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller).
+
+    With ``auth``, every endpoint but /healthcheck needs HTTP basic credentials of its users.
+    """
     push_queries: dict[str, Any] = {}
 
     async def info(request: Request) -> Response:
@@ -157,6 +162,22 @@ def create_app(service: KsqlService) -> Starlette:
         push.stop.set()
         return Response(status_code=200)
 
+    async def inserts_stream(request: Request) -> Response:
+        from engine.server.inserts import parse_target
+
+        lines = _lines(request)
+        try:
+            first = await anext(lines, None)
+            if first is None or not first.strip():
+                raise ServiceError('The inserts stream is empty: its first line names the target, {"target": "S"}.',
+                                   code=E.ERROR_BAD_REQUEST)
+            target, _properties = parse_target(first)
+            stream = await run_in_threadpool(service.inserts_stream, target)
+        except ServiceError as exc:
+            return _error(exc)
+        delimited = JSON not in request.headers.get("accept", "") or DELIMITED in request.headers.get("accept", "")
+        return _DuplexResponse(_acks(stream, lines, delimited), media_type=DELIMITED if delimited else JSON)
+
     async def _started(text: str, properties: dict[str, Any]) -> _RunningPush:
         query_ = await run_in_threadpool(service.push_query, text, properties)
         try:
@@ -198,12 +219,60 @@ def create_app(service: KsqlService) -> Starlette:
         Route("/query", query, methods=["POST"]),
         Route("/query-stream", query_stream, methods=["POST"]),
         Route("/close-query", close_query, methods=["POST"]),
+        Route("/inserts-stream", inserts_stream, methods=["POST"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, Exception: server_error},
     )
+    return app if auth is None else BasicAuthMiddleware(app, auth)
+
+
+class _DuplexResponse(StreamingResponse):
+    """A streamed answer written while the request body is still being read (``/inserts-stream``).
+
+    Starlette's StreamingResponse may read the request's messages to notice a disconnect,
+    which would take the body's chunks from under the handler; this one only writes.
+    """
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.stream_response(send)
+
+
+async def _lines(request: Request) -> AsyncIterator[bytes]:
+    """The request body's lines as they arrive (a line longer than the body limit ends the stream)."""
+    pending = b""
+    async for chunk in request.stream():
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line
+        if len(pending) > MAX_BODY_BYTES:
+            raise ServiceError(f"A line of the request is larger than {MAX_BODY_BYTES} bytes.", code=41300)
+    if pending.strip():
+        yield pending
+
+
+async def _acks(stream: Any, lines: AsyncIterator[bytes], delimited: bool) -> AsyncIterator[str]:
+    """``/inserts-stream``: one acknowledgement per row, in order (a JSON line each, or one array)."""
+    seq = 0
+    separator = ""
+    if not delimited:
+        yield "["
+    try:
+        async for line in lines:
+            if not line.strip():
+                continue
+            ack = await run_in_threadpool(stream.insert, line, seq)
+            seq += 1
+            yield _dumps(ack) + "\n" if delimited else separator + _dumps(ack)
+            separator = ",\n"
+    except ServiceError as exc:
+        ack = {"status": "error", "seq": seq, "error_code": exc.code, "message": exc.message}
+        yield _dumps(ack) + "\n" if delimited else separator + _dumps(ack)
+    if not delimited:
+        yield "]\n"
 
 
 class _RunningPush:

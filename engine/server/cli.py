@@ -1,7 +1,7 @@
 """``kspark server``: start one server of a service and answer ksqlDB's REST API until SIGTERM.
 
     kspark server --bootstrap-servers HOST:PORT --service-id ID --listen HOST:PORT \\
-                  --state-dir DIR [--config FILE]
+                  --state-dir DIR [--config FILE] [--auth-file FILE]
 
 The server applies its service's command topic to the end and starts the persistent
 queries it holds before it listens: once ``GET /healthcheck`` answers, it is ready.
@@ -12,6 +12,7 @@ SIGTERM (or Ctrl-C) stops it cleanly: open push queries end, persistent queries 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ def add_parser(sub: Any) -> None:
     server.add_argument("--state-dir", required=True, metavar="DIR", help="checkpoints of persistent queries")
     server.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+    server.add_argument("--auth-file", metavar="FILE",
+                        help="HTTP basic authentication: users and passwords (Jetty realm or htpasswd lines)")
 
 
 def read_config(path: str) -> dict[str, str]:
@@ -56,15 +59,19 @@ def _listen(text: str) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Start the service, then serve HTTP until SIGTERM/SIGINT."""
-    import uvicorn
-
+    """Start the service, then serve HTTP/1.1 and HTTP/2 (h2c too) until SIGTERM/SIGINT."""
     from engine.errors import KsqlError
     from engine.server.app import create_app
+    from engine.server.auth import BasicAuth
     from engine.server.service import KsqlService
 
     host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
+    try:
+        auth = BasicAuth.from_file(args.auth_file) if args.auth_file else None
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
     service = KsqlService(
         args.bootstrap_servers, args.service_id, Path(args.state_dir),
         properties=properties, spark_master=args.spark_master,
@@ -75,15 +82,33 @@ def run(args: argparse.Namespace) -> int:
         service.close()
         print(f"kspark: the server did not start: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 1
-    print(f"kspark server: service '{args.service_id}' listening on http://{host}:{port}", flush=True)
-    # uvicorn shuts down on SIGTERM/SIGINT, then raises the signal again for the handler it
-    # found installed: make that one harmless so the service below stops cleanly too.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: None)
+    service.host = f"{host}:{port}"
+    code = 0
     try:
-        uvicorn.run(create_app(service), host=host, port=port, log_level="warning",
-                    timeout_graceful_shutdown=5, lifespan="on")
+        asyncio.run(_serve(create_app(service, auth), host, port,
+                           f"kspark server: service '{args.service_id}' listening on http://{host}:{port}"))
+    except OSError as exc:
+        print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        code = 1
     finally:
         service.close()
         print("kspark server: stopped.", flush=True)
-    return 0
+    return code
+
+
+async def _serve(app: Any, host: str, port: int, banner: str) -> None:
+    """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal."""
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = 5.0
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(banner, flush=True)
+    await serve(app, config, shutdown_trigger=stop.wait)

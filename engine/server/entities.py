@@ -235,3 +235,139 @@ def statement_error(
 def generic_error(code: int, message: str) -> dict[str, Any]:
     """``generic_error``: a request the server refused before any statement ran."""
     return {"@type": "generic_error", "error_code": code, "message": message}
+
+
+# ---------------------------------------------------------------- functions, types, EXPLAIN
+
+# ksqlDB's function categories, by the library module a function lives in.
+_CATEGORIES = {
+    "lib_math": "MATHEMATICAL",
+    "lib_string": "STRING",
+    "lib_datetime": "DATE / TIME",
+    "lib_json": "JSON",
+    "lib_collections": "ARRAY / MAP",
+    "lib_lambda": "LAMBDA",
+    "lib_url": "URL",
+    "lib_bytes": "BYTES",
+}
+
+
+def function_category(signature: Any) -> str:
+    """ksqlDB's category of a function: AGGREGATE, TABLE, or its scalar family (OTHER)."""
+    kind = signature.kind.name
+    if kind in ("AGGREGATE", "TABLE"):
+        return kind
+    module = str(getattr(signature.impl, "__module__", "")).rsplit(".", 1)[-1]
+    return _CATEGORIES.get(module, "OTHER")
+
+
+def function_names(statement_text: str, signatures_by_name: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+    """``function_names``: LIST/SHOW FUNCTIONS (name, SCALAR/AGGREGATE/TABLE, category)."""
+    items = [
+        {"name": name, "type": sigs[0].kind.name, "category": function_category(sigs[0])}
+        for name, sigs in sorted(signatures_by_name.items())
+        if sigs
+    ]
+    return _entity("function_names", statement_text, functions=items)
+
+
+def _return_type(signature: Any) -> str:
+    returns = signature.returns
+    return str(returns) if isinstance(returns, T.SqlType) else "ANY"
+
+
+def _argument_names(signature: Any) -> list[str]:
+    import inspect
+
+    try:
+        names = [
+            p.name for p in inspect.signature(signature.impl).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return [""] * len(signature.params)
+    return names if len(names) == len(signature.params) else [""] * len(signature.params)
+
+
+def describe_function(statement_text: str, name: str, signatures: Sequence[Any]) -> dict[str, Any]:
+    """``describe_function``: DESCRIBE FUNCTION, one entry per overload."""
+    overloads = []
+    for sig in signatures:
+        names = _argument_names(sig)
+        last = len(sig.params) - 1
+        arguments = [
+            {"name": arg_name, "type": str(param), "description": "",
+             "isVariadic": bool(sig.variadic and index == last)}
+            for index, (arg_name, param) in enumerate(zip(names, sig.params, strict=True))
+        ]
+        overloads.append({"arguments": arguments, "returnType": _return_type(sig), "description": sig.description})
+    first = signatures[0]
+    return _entity(
+        "describe_function",
+        statement_text,
+        name=name.upper(),
+        description=first.description,
+        author="kspark",
+        version="",
+        path="internal",
+        functions=overloads,
+        type=first.kind.name,
+    )
+
+
+def type_list(statement_text: str, types: Mapping[str, T.SqlType]) -> dict[str, Any]:
+    """``type_list``: LIST/SHOW TYPES, the custom types by name with their schema."""
+    return _entity("type_list", statement_text, types={name: schema_info(t) for name, t in sorted(types.items())})
+
+
+def execution_plan_text(root: Any) -> str:
+    """A query's step DAG as indented lines, the sink first (the shape of ksqlDB's executionPlan)."""
+    lines: list[str] = []
+
+    def visit(step: Any, depth: int) -> None:
+        lines.append("\t" * depth + f" > [ {step.TYPE} ] | ctx: {step.ctx}")
+        for child in step.inputs().values():
+            visit(child, depth + 1)
+
+    visit(root, 0)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDescription:
+    """What EXPLAIN tells of a query (persistent, or a statement planned but not run)."""
+
+    query_id: str
+    statement_text: str
+    fields: Sequence[Column]
+    sources: Sequence[str]
+    sinks: Sequence[str]
+    sink_topics: Sequence[str]
+    execution_plan: str
+    query_type: str  # PERSISTENT or PUSH
+    state: str | None
+    window_type: str | None = None
+    overridden_properties: Mapping[str, Any] | None = None
+    host: str | None = None
+
+
+def query_description(statement_text: str, query: QueryDescription) -> dict[str, Any]:
+    """``queryDescription``: EXPLAIN query id, or EXPLAIN statement."""
+    description = {
+        "id": query.query_id,
+        "statementText": query.statement_text,
+        "windowType": query.window_type,
+        "fields": [field_info(c) for c in query.fields],
+        "sources": list(query.sources),
+        "sinks": list(query.sinks),
+        "sinkKafkaTopics": list(query.sink_topics),
+        "topology": query.execution_plan,
+        "executionPlan": query.execution_plan,
+        "overriddenProperties": dict(query.overridden_properties or {}),
+        "ksqlHostQueryStatus": {query.host: query.state} if query.host and query.state else {},
+        "queryType": query.query_type,
+        "queryErrors": [],
+        "tasksMetadata": [],
+        "state": query.state,
+    }
+    return _entity("queryDescription", statement_text, queryDescription=description)

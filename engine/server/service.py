@@ -103,6 +103,7 @@ class KsqlService:
         self._worker = threading.Thread(target=self._run_operations, name="query-starter", daemon=True)
         self._statuses: dict[str, E.CommandStatus] = {}
         self._queries: dict[str, _QueryEntry] = {}
+        self.host: str | None = None  # HOST:PORT this server answers on, once the HTTP layer knows it
         self._push_queries: set[Any] = set()
         self._replayed = False
         self.ready = False
@@ -451,7 +452,28 @@ class KsqlService:
             return E.topics_list(text, {name: t.partitions for name, t in self.app.topics.topics.items()})
         if kind == "LIST PROPERTIES":
             return E.properties_list(text, config, properties)
+        if kind in ("LIST FUNCTIONS", "DESCRIBE FUNCTION", "LIST TYPES", "EXPLAIN"):
+            return self._catalog(stmt, text, properties)
         raise ServiceError(f"kspark's server does not support {kind} yet: {text}")
+
+    def _catalog(self, stmt: ast.Informational, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+        """LIST FUNCTIONS, DESCRIBE FUNCTION, LIST TYPES, EXPLAIN (``engine.server.catalog``)."""
+        from engine.server import catalog
+
+        if stmt.kind == "LIST FUNCTIONS":
+            return catalog.list_functions(text)
+        if stmt.kind == "DESCRIBE FUNCTION":
+            return catalog.describe_function(text, str(stmt.target))
+        if stmt.kind == "LIST TYPES":
+            return catalog.list_types(text, {})
+        if stmt.statement is not None:
+            with self._engine_lock:
+                snapshot = self.engine.snapshot()
+            snapshot.config = {**snapshot.config, **properties}
+            return catalog.explain_statement(text, snapshot, stmt)
+        infos = self.query_infos()
+        with self._engine_lock:
+            return catalog.explain_query(text, self.engine, str(stmt.target), infos, properties, self.host)
 
     def _describe(self, source: Any, *, extended: bool) -> dict[str, Any]:
         infos = {q.query_id: q for q in self.query_infos()}
@@ -496,6 +518,16 @@ class KsqlService:
     def close_push_query(self, query: Any) -> None:
         query.close()
         self._push_queries.discard(query)
+
+    def inserts_stream(self, target: str) -> Any:
+        """``/inserts-stream``: an ``InsertsStream`` writing rows to the stream ``target``."""
+        from engine.server.inserts import open_inserts
+
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        with self._engine_lock:
+            snapshot = self.engine.snapshot()
+        return open_inserts(snapshot, target, _refuse_internal)
 
     # ------------------------------------------------------------------ server info
 
