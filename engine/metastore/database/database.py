@@ -85,7 +85,11 @@ def unpack_sequence(sequence: int) -> tuple[int, int]:
     return sequence >> TYPES_BITS, sequence & ((1 << TYPES_BITS) - 1)
 
 
-class NotOwnerError(MetastoreError):
+class MetastoreUnavailableError(MetastoreError):
+    """The metastore could not take a write or answer in time (no owner, closed, Kafka failed)."""
+
+
+class NotOwnerError(MetastoreUnavailableError):
     """This server does not own the table's partition (any more): the write goes elsewhere."""
 
 
@@ -412,7 +416,7 @@ class MetastoreDatabase:
         no owner took the write within the retries.
         """
         if self._stop.is_set():
-            raise MetastoreError("The metastore database of this server is closed.")
+            raise MetastoreUnavailableError("The metastore database of this server is closed.")
         if not write.request_id:
             write = Write(write.table, write.key, write.row, uuid.uuid4().hex)
         last = "no server of the service owns it yet"
@@ -430,17 +434,19 @@ class MetastoreDatabase:
                     last = f"the owner {owner} answered {status}: {body.get('message', '')}"
                 elif owner is not None:
                     last = f"the owner is '{owner}', which has no internal URL to forward to"
-            except NotOwnerError as exc:
+            except MetastoreUnavailableError as exc:  # not the owner (any more), or it timed out
+                if self._stop.is_set():
+                    raise
                 last = str(exc)
+            except MetastoreError:  # refused by the owner: integrity, a damaged row
+                raise
             except KafkaClientError as exc:
                 last = str(exc)
             except Exception as exc:  # noqa: BLE001 - the owner cannot be reached: it may be moving
-                if isinstance(exc, MetastoreError):
-                    raise
                 last = f"the owner {owner} cannot be reached: {type(exc).__name__}: {exc}"
             LOG.info("metastore write attempt %d of %d for %s '%s': %s", attempt, self.attempts, write.table, write.key, last)
             time.sleep(min(0.1 * attempt, 1.0) * random.uniform(0.5, 1.0))
-        raise MetastoreError(
+        raise MetastoreUnavailableError(
             f"Could not write {write.table} '{write.key}' to the metastore after {self.attempts} attempts: {last}."
         )
 
@@ -538,6 +544,8 @@ class MetastoreDatabase:
             return 200, {"sequence": self.write_as_owner(write)}
         except NotOwnerError as exc:
             return 409, {"message": f"not the owner: {exc}"}
+        except MetastoreUnavailableError as exc:
+            return 503, {"message": str(exc)}
         except MetastoreError as exc:
             return 400, {"message": str(exc)}
 

@@ -1,0 +1,161 @@
+"""The service with its metastore in the KLIP-18 tables: statements, integrity, racing servers, restarts."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import MetastoreError
+from engine.kafka.consume import read_topic
+from engine.metastore.database import SOURCES, TYPES
+from engine.server.errors import ServiceError
+from engine.server.tables_service import TablesService, apply_queries_file
+
+
+def _service(bootstrap: str, service_id: str, state_dir: Path, name: str = "http://one",
+             peers: dict[str, TablesService] | None = None) -> TablesService:
+    service = TablesService(bootstrap, service_id, state_dir, run_queries=False, command_timeout=20.0,
+                            internal_url=name)
+    if peers is not None:  # forwarding without HTTP: straight to the other service's handler
+        peers[name] = service
+        service.database.forward = lambda url, payload, timeout: peers[url].handle_internal(payload, "")
+    service.start(timeout=30)
+    return service
+
+
+def _await_owner(service: TablesService) -> None:
+    deadline = time.monotonic() + 30
+    while service.database.owner_of(SOURCES) is None or service.database.owner_of(TYPES) is None:
+        assert time.monotonic() < deadline, "no server became the owner"
+        time.sleep(0.1)
+
+
+def _create(name: str, topic: str) -> str:
+    return f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+
+
+@pytest.fixture
+def service_id() -> str:
+    return f"svc_{uuid.uuid4().hex[:8]}"
+
+
+def test_statements_write_rows_and_a_restart_loads_the_live_ones(kafka_broker, service_id, tmp_path) -> None:
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    topic = f"t_{service_id}"
+    try:
+        _await_owner(service)
+        [created] = service.execute(_create("S1", topic))
+        assert created["commandStatus"]["status"] == "SUCCESS" and created["commandId"] == "stream/`S1`/create"
+        [derived] = service.execute("CREATE STREAM D AS SELECT * FROM S1 WHERE V > 1;")
+        query_id = derived["commandStatus"]["queryId"]
+        assert query_id.startswith("CSAS_D_")
+        service.execute(_create("GONE", topic) + "DROP STREAM GONE;")
+        with pytest.raises(ServiceError, match="read from this source: \\[" + query_id):
+            service.execute("DROP STREAM S1;")  # the engine's check on the snapshot
+        with pytest.raises(ServiceError, match="TERMINATE is not supported .* drop the source"):
+            service.execute(f"TERMINATE {query_id};")
+        with pytest.raises(ServiceError, match="INSERT INTO ... SELECT is not supported"):
+            service.execute("INSERT INTO D SELECT * FROM S1;")
+        [typed] = service.execute("CREATE TYPE ADDRESS AS STRUCT<STREET STRING>;")
+        assert typed["commandStatus"]["message"] == "Created custom type"
+        with pytest.raises(ServiceError, match="already registered"):
+            service.execute("CREATE TYPE ADDRESS AS STRUCT<STREET STRING>;")
+        summary = service.metastore_summary()
+        assert summary == ["QUERY " + query_id, "STREAM D", "STREAM S1"]
+        row = service.database.rows(SOURCES)["D"]
+        assert row.query_id == query_id and row.upstream == ("S1",)
+        records = read_topic(kafka_broker.bootstrap_servers, service.database.topics[SOURCES])
+        assert [(r.key, r.value is None) for r in records] == [
+            (b"S1", False), (b"D", False), (b"GONE", False), (b"GONE", True)]
+    finally:
+        service.close()
+
+    restarted = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    try:
+        assert restarted.metastore_summary() == summary
+        assert list(restarted.database.rows(TYPES)) == ["ADDRESS"]
+        # A new query's id never repeats an earlier one's (checkpoints are kept by id).
+        _await_owner(restarted)
+        [again] = restarted.execute("CREATE STREAM E AS SELECT * FROM S1;")
+        assert again["commandStatus"]["queryId"] not in {query_id}
+        [dropped] = restarted.execute("DROP STREAM D;")  # its query stops with it
+        assert dropped["commandStatus"]["status"] == "SUCCESS"
+        assert f"QUERY {query_id}" not in restarted.metastore_summary()
+    finally:
+        restarted.close()
+
+
+def test_three_servers_racing_creates_and_drops_converge(kafka_broker, service_id, tmp_path) -> None:
+    peers: dict[str, TablesService] = {}
+    servers = [_service(kafka_broker.bootstrap_servers, service_id, tmp_path / str(i), f"http://s{i}", peers)
+               for i in range(3)]
+    topic = f"t_{service_id}"
+    outcomes: list[str] = []
+    try:
+        _await_owner(servers[0])
+
+        def client(index: int) -> None:
+            server = servers[index % 3]
+            for n in range(6):
+                for statement in (_create(f"R{n}", topic), f"CREATE STREAM X{index}_{n} AS SELECT * FROM R{n};"):
+                    try:
+                        server.execute(statement)
+                        outcomes.append("ok")
+                    except ServiceError as exc:
+                        outcomes.append(exc.message.split(":")[0])
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert outcomes.count("ok") == 6 + 36  # each R once, every derived stream
+        for server in servers:
+            server.log.wait_until_caught_up()
+        summaries = [server.metastore_summary() for server in servers]
+        assert summaries[0] == summaries[1] == summaries[2]
+        assert len([s for s in summaries[0] if s.startswith("STREAM")]) == 42
+    finally:
+        for server in servers:
+            server.close()
+
+
+def test_headless_file_is_a_delta_over_the_tables(kafka_broker, service_id, tmp_path) -> None:
+    topic = f"t_{service_id}"
+    sql = tmp_path / "app.sql"
+    sql.write_text(_create("S", topic) + "\nCREATE STREAM D AS SELECT * FROM S;\n", encoding="utf-8")
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    try:
+        _await_owner(service)
+        assert [line.split(": ")[-1] for line in apply_queries_file(service, str(sql))] == ["applied", "applied"]
+        assert [line.split(": ")[-1] for line in apply_queries_file(service, str(sql))] == [
+            "S exists already (no-op)", "D exists already (no-op)"]
+        sql.write_text(_create("S", topic) + "\nCREATE STREAM D AS SELECT ID FROM S;\n", encoding="utf-8")
+        with pytest.raises(MetastoreError, match=r"app.sql, line 2 changes stream D, which was created by a different"):
+            apply_queries_file(service, str(sql))
+    finally:
+        service.close()
+
+
+def test_the_internal_endpoint_refuses_a_wrong_token_and_bad_json(kafka_broker, service_id, tmp_path) -> None:
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from engine.server.tables_service import with_internal_route
+
+    service = TablesService(kafka_broker.bootstrap_servers, service_id, tmp_path, run_queries=False,
+                            properties={"kspark.metastore.internal.token": "s3cret"})
+    try:
+        client = TestClient(with_internal_route(Starlette(), service))
+        answer: Any = client.post("/internal/metastore/write", json={"table": "UserTypes", "key": "T", "row": None})
+        assert answer.status_code == 401 and "kspark.metastore.internal.token" in answer.json()["message"]
+        answer = client.post("/internal/metastore/write", content=b"{", headers={"x-kspark-internal-token": "s3cret"})
+        assert answer.status_code == 400 and "not JSON" in answer.json()["message"]
+        assert client.get("/elsewhere").status_code == 404  # the rest goes to the wrapped app
+    finally:
+        service.log.close()
