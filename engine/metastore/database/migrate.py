@@ -1,0 +1,168 @@
+"""``kspark metastore migrate``: build a service's metastore tables from its command topic.
+
+    kspark metastore migrate --bootstrap-servers HOST:PORT --service-id ID [--once]
+
+The migration replays kspark's command topic of the service (every command, in order, as
+a server replays it) into an engine, then writes the live sources as ``UserDataSources``
+rows, each with the statement plan that created it (its query id included, so a server
+started with ``--metastore tables`` resumes the query from its checkpoint), and deletes
+the rows of sources that are gone. With ``--once`` it exits when the tables match the
+topic; without, it keeps following the command topic and applying new commands until
+SIGTERM/Ctrl-C. A query stopped by TERMINATE leaves its source without a query; INSERT
+INTO ... SELECT queries have no row (a source holds one query) and are reported, as are
+records that are not kspark commands (ksqlDB's own command records, for example).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.commandlog import CommandLog, QueuedCommand
+from engine.errors import KsqlError
+from engine.metastore.database.database import MetastoreDatabase, Write
+from engine.metastore.database.rows import SOURCES, SourceRow
+
+LOG = logging.getLogger("engine.metastore.migrate")
+
+
+@dataclass
+class CommandTopicState:
+    """The live sources of a command topic, by replaying it: each with the plan that created it."""
+
+    plans: dict[str, dict[str, Any]] = field(default_factory=dict)  # source name -> plan JSON
+    properties: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    applied: int = 0
+
+    def __post_init__(self) -> None:
+        from engine.engine import KsqlEngine
+
+        self.engine = KsqlEngine()
+        self.lock = threading.Lock()
+
+    def apply(self, queued: QueuedCommand) -> None:
+        """Apply one command as a server does (a command that fails is skipped and reported)."""
+        from engine.plan import serde
+
+        command = queued.command
+        with self.lock:
+            self.applied += 1
+            try:
+                if command.terminate is not None:
+                    ids = list(self.engine.queries) if command.terminate == "ALL" else [command.terminate]
+                    for query_id in ids:
+                        self.engine.terminate(query_id)
+                        for name, plan in self.plans.items():
+                            if (plan.get("query") or {}).get("queryId") == query_id:
+                                self.plans[name] = {**plan, "query": None}
+                    return
+                self.engine.restore(serde.statement_plan_from_json(command.plan))
+            except (KsqlError, KeyError, TypeError, ValueError) as exc:
+                self.skipped.append(f"command at offset {queued.sequence} ({command.statement[:60]!r}): {exc}")
+                return
+            value = command.plan
+            kind = str(value["command"].get("@type", "")) if value.get("command") else ""
+            if kind.startswith(("createStream", "createTable")):
+                self.plans[value["command"]["name"]] = value
+                self.properties[value["command"]["name"]] = dict(command.properties)
+            elif kind.startswith("dropSource"):
+                self.plans.pop(value["command"]["name"], None)
+            elif value.get("query") is not None:
+                self.skipped.append(
+                    f"query {value['query'].get('queryId')} ({command.statement[:60]!r}): INSERT INTO queries "
+                    "have no row in the tables (a source holds one query)"
+                )
+
+    def rows(self) -> dict[str, SourceRow]:
+        """The ``UserDataSources`` rows of the live sources, in creation order."""
+        with self.lock:
+            return {name: SourceRow.from_statement_plan(plan, self.properties.get(name), f"migrated-{name}")
+                    for name, plan in self.plans.items()}
+
+
+def _same(a: SourceRow, b: SourceRow) -> bool:
+    left, right = a.to_json(), b.to_json()
+    left.pop("requestId"), right.pop("requestId")
+    return left == right
+
+
+def synchronise(state: CommandTopicState, db: MetastoreDatabase) -> tuple[int, int]:
+    """Write the rows the tables miss or hold differently, delete the gone ones; (written, deleted)."""
+    db.wait_until_caught_up()
+    wanted = state.rows()
+    held = db.rows(SOURCES)
+    written = deleted = 0
+    for name, row in wanted.items():  # creation order: upstream sources first
+        current = held.get(name)
+        if current is None or not (isinstance(current, SourceRow) and _same(current, row)):
+            if current is not None:
+                db.write(Write(SOURCES, name, None))  # replaced (recreated under the same name)
+            db.write(Write(SOURCES, name, row))
+            written += 1
+    gone = [name for name in held if name not in wanted]
+    for _ in range(len(gone) + 1):  # downstream rows first: retry the ones still read by others
+        for name in list(gone):
+            if db.downstream(name) and any(d in gone for d in db.downstream(name)):
+                continue
+            db.write(Write(SOURCES, name, None))
+            gone.remove(name)
+            deleted += 1
+            db.wait_until_caught_up()
+    return written, deleted
+
+
+def add_parser(sub: Any) -> None:
+    metastore = sub.add_parser("metastore", help="the metastore tables of a service (KLIP-18)")
+    actions = metastore.add_subparsers(dest="action", required=True)
+    migrate = actions.add_parser("migrate", help="build the metastore tables from the service's command topic")
+    migrate.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
+    migrate.add_argument("--service-id", required=True, metavar="ID", help="the service to migrate")
+    migrate.add_argument("--once", action="store_true", help="migrate what the command topic holds now and exit")
+    migrate.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for Kafka (default 60)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``kspark metastore migrate``: 0 once migrated (or stopped by a signal), 1 on an error."""
+    stop = threading.Event()
+    if not args.once:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, frame: stop.set())
+    state = CommandTopicState()
+    log = CommandLog(args.bootstrap_servers, args.service_id, timeout=args.timeout)
+    db = MetastoreDatabase(args.bootstrap_servers, args.service_id, timeout=args.timeout)
+    try:
+        from engine.kafka.admin import TopicAdmin
+
+        try:
+            TopicAdmin(args.bootstrap_servers, timeout=args.timeout).partition_count(log.topic)
+        except KsqlError:
+            print(f"kspark: the service '{args.service_id}' has no command topic ('{log.topic}') to migrate.",
+                  file=sys.stderr)
+            return 1
+        db.create_topics()
+        db.start()
+        log.replay(state.apply, args.timeout)
+        reported = 0
+        while True:
+            written, deleted = synchronise(state, db)
+            for line in state.skipped[reported:]:
+                print(f"kspark metastore migrate: not migrated: {line}", file=sys.stderr)
+            reported = len(state.skipped)
+            if written or deleted or args.once:
+                print(f"kspark metastore migrate: {len(state.plans)} sources live after {state.applied} commands; "
+                      f"{written} rows written, {deleted} deleted.", flush=True)
+            if args.once or stop.wait(0.5):
+                return 0
+            log.wait_until_caught_up(args.timeout)
+    except KsqlError as exc:
+        print(f"kspark: the migration failed: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 1
+    finally:
+        log.close()
+        db.close()
