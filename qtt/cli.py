@@ -157,6 +157,12 @@ def _add_plan_commands(sub: Any) -> None:
     verify.add_argument(
         "--report", metavar="FILE", help="Also write the report (with coverage) as JSON to FILE."
     )
+    verify.add_argument(
+        "--replay-all",
+        action="store_true",
+        help="Also replay versions that a newer version of their case covers (same plan, "
+        "nothing saved that the newer one does not save identically).",
+    )
     verify.set_defaults(handler=_cmd_plans_verify)
     regen = plans_sub.add_parser(
         "regenerate",
@@ -336,6 +342,7 @@ def _cmd_plans_verify(args: argparse.Namespace) -> int:
             allow_orphans=args.allow_orphans,
             schema_path=Path(args.schema),
             on_replay=show,
+            replay_all_versions=args.replay_all,
         )
     except FileNotFoundError as exc:
         print(f"qtt: {exc}", file=sys.stderr)

@@ -65,6 +65,7 @@ class ReplayResult:
     changes: tuple[Change, ...] = ()
     seconds: float = 0.0
     rendered_outputs: str = field(default="")
+    covered_by: SavedVersion | None = None  # not run: this newer version's replay proves it
 
     @property
     def ok(self) -> bool:

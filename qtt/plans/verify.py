@@ -20,6 +20,7 @@ from qtt.plans.completeness import (
     operators_in,
     step_types_in,
 )
+from qtt.plans.coverage import covering_versions
 from qtt.plans.diff import ERROR, Change
 from qtt.plans.layout import PLAN_FILE, case_dirs, case_slug, saved_versions
 from qtt.plans.record import positive_cases
@@ -95,6 +96,7 @@ class VerifyReport:
             "ok": self.ok,
             "replays": [
                 {"version": r.label, "ok": r.ok, "seconds": round(r.seconds, 3),
+                 "coveredBy": None if r.covered_by is None else r.covered_by.name,
                  "changes": [c.render() for c in r.changes]}
                 for r in self.replays
             ],
@@ -107,10 +109,13 @@ class VerifyReport:
 
     def summary(self) -> str:
         """One line of counts, plus the command that fixes the state when something is stale."""
-        rate = len(self.replays) / self.replay_seconds if self.replay_seconds else 0.0
+        covered = sum(1 for r in self.replays if r.covered_by is not None)
+        run = len(self.replays) - covered
+        rate = run / self.replay_seconds if self.replay_seconds else 0.0
         line = (
-            f"planned cases: {len(self.replays)} versions replayed "
+            f"planned cases: {run} versions replayed "
             f"({len(self.failed_replays)} failed, {rate:.1f}/s), "
+            f"{covered} covered by a newer version of their case, "
             f"{len(self.up_to_date) - len(self.stale)} up to date, {len(self.stale)} stale or missing, "
             f"{len(self.orphans)} orphaned"
         )
@@ -171,11 +176,14 @@ def verify(
     schema_path: Path | None = SCHEMA_FILE,
     steps_complete: bool = True,
     on_replay: Callable[[ReplayResult], None] | None = None,
+    replay_all_versions: bool = False,
 ) -> VerifyReport:
     """Run every check of ``qtt plans verify`` and collect the results.
 
     ``steps_complete=False`` skips the completeness check (for partial trees in tests);
-    ``schema_path=None`` skips the schema guard.
+    ``schema_path=None`` skips the schema guard. A version that a newer version of the same
+    case covers (``qtt.plans.coverage``) is reported as covered instead of replayed, unless
+    ``replay_all_versions``.
     """
     report = VerifyReport(allow_orphans=allow_orphans)
     cases, report.problems = current_cases(case_paths)
@@ -197,10 +205,15 @@ def verify(
         if not versions:
             report.problems.append(f"Planned-case folder {case_dir} holds no saved version.")
         all_versions.extend(versions)
-    for version, result in zip(all_versions, replay_all(all_versions), strict=True):
-        report.replays.append(result)
+    covered = {} if replay_all_versions else covering_versions(all_versions)
+    results = {v: ReplayResult(v, covered_by=newer) for v, newer in covered.items()}
+    to_run = [v for v in all_versions if v not in covered]
+    for version, result in zip(to_run, replay_all(to_run), strict=True):
+        results[version] = result
         if on_replay is not None:
             on_replay(result)
+    for version in all_versions:
+        report.replays.append(results[version])
         try:
             plans = codec.read_json(version.path / PLAN_FILE).get("plans", [])
             used |= step_types_in(plans)

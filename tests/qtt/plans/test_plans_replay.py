@@ -102,6 +102,46 @@ def test_verify_fails_when_an_expected_output_in_a_saved_spec_is_altered(
     assert "TWICE" in failed.render() and "topic BIG" in failed.render()
 
 
+def _older_copy(version: Path, name: str) -> Path:
+    """A copy of ``version`` saved under an older version name, without its per-step schemas."""
+    older = version.parent / name
+    shutil.copytree(version, older)
+    spec = codec.read_json(older / SPEC_FILE)
+    spec.get("schemas", {}).pop("steps", None)
+    codec.write_json(older / SPEC_FILE, spec)
+    return older
+
+
+def test_verify_does_not_replay_an_older_version_that_the_newer_one_covers(
+    workspace: tuple[Path, Path], schema: Path
+) -> None:
+    cases, root = workspace
+    latest = only_version(root)
+    _older_copy(latest, "0.0.1_0000000000001")
+    report = verify(root, [cases], schema_path=schema, steps_complete=False)
+    assert report.ok, report.render()
+    older, newer = report.replays
+    assert older.covered_by is not None and older.covered_by.path == latest
+    assert newer.covered_by is None and newer.seconds > 0
+    assert "1 versions replayed" in report.summary() and "1 covered" in report.summary()
+    everything = verify(root, [cases], schema_path=schema, steps_complete=False,
+                        replay_all_versions=True)
+    assert [r.covered_by for r in everything.replays] == [None, None]
+
+
+def test_verify_replays_and_fails_an_older_version_whose_saved_outputs_differ(
+    workspace: tuple[Path, Path], schema: Path
+) -> None:
+    cases, root = workspace
+    older = _older_copy(only_version(root), "0.0.1_0000000000001")
+    spec = codec.read_json(older / SPEC_FILE)
+    spec["testCase"]["outputs"][0]["value"]["TWICE"] = 81
+    codec.write_json(older / SPEC_FILE, spec)
+    report = verify(root, [cases], schema_path=schema, steps_complete=False)
+    (failed,) = report.failed_replays
+    assert failed.version.path == older and failed.covered_by is None
+
+
 def test_verify_fails_when_the_latest_saved_version_is_removed(
     workspace: tuple[Path, Path], schema: Path
 ) -> None:
