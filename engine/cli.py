@@ -7,9 +7,12 @@
     kspark version
     kspark broker start --dir DIR [--port N]   # a local Kafka broker in the background
     kspark broker stop|status --dir DIR
+    kspark registry start --dir DIR [--port N] # a local schema registry (Confluent API) in the background
+    kspark registry stop|status --dir DIR
     kspark query --bootstrap-servers HOST:PORT --state-dir DIR "SELECT ... EMIT CHANGES;"
                                                # a push query, PRINT or INSERT VALUES
     kspark server --bootstrap-servers HOST:PORT --service-id ID --listen HOST:PORT --state-dir DIR
+    kspark metastore migrate --bootstrap-servers HOST:PORT --service-id ID [--once]
                                                # ksqlDB's REST API over a command topic
 
 Input records use the QTT record form: a JSON list of
@@ -129,6 +132,57 @@ def _broker_command(args: argparse.Namespace) -> int:
             print(f"kspark: Kafka broker started in {broker.directory} (pid {broker.running_pid()}).",
                   file=sys.stderr)
         print(f"bootstrap.servers={broker.bootstrap_servers}")
+        return 0
+    except ComponentError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
+
+
+def _add_registry_parser(sub: Any) -> None:
+    registry = sub.add_parser("registry", help="start, stop or inspect a local schema registry")
+    actions = registry.add_subparsers(dest="action", required=True)
+    start = actions.add_parser("start", help="start a registry in the background, print its URL")
+    start.add_argument("--dir", required=True, help="the registry's directory (log, pid file)")
+    start.add_argument("--port", type=int, default=None, help="HTTP port (default: a free one)")
+    start.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for it to answer")
+    for action, text in (("stop", "stop the registry running in DIR"), ("status", "is a registry running in DIR")):
+        actions.add_parser(action, help=text).add_argument("--dir", required=True)
+
+
+def _registry_command(args: argparse.Namespace) -> int:
+    """``kspark registry start|stop|status``: exit 0, 1 on an error, 3 for status of a stopped one."""
+    from engine.components.registry import SchemaRegistry
+    from engine.errors import ComponentError
+
+    registry = SchemaRegistry(args.dir, getattr(args, "port", None))
+    try:
+        if args.action == "status":
+            status = registry.status()
+            print(status)
+            return 0 if status.running else 3
+        if args.action == "stop":
+            if not registry.stop():
+                print(f"kspark: no schema registry runs in {registry.directory}.", file=sys.stderr)
+            return 0
+        running = registry.status()
+        if running.running:
+            if args.port and args.port != running.port:
+                raise ComponentError(
+                    f"A schema registry already runs in {registry.directory} on port {running.port}, "
+                    f"not {args.port}: stop it first."
+                )
+            print(f"kspark: a schema registry is already running in {registry.directory} "
+                  f"(pid {running.pid}).", file=sys.stderr)
+        else:
+            registry.start()
+            try:
+                registry.wait_ready(args.timeout)
+            except BaseException:
+                registry.stop()
+                raise
+            print(f"kspark: schema registry started in {registry.directory} "
+                  f"(pid {registry.running_pid()}).", file=sys.stderr)
+        print(f"ksql.schema.registry.url={registry.url}")
         return 0
     except ComponentError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
@@ -434,15 +488,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     sub.add_parser("version", help="print the engine version")
     _add_broker_parser(sub)
+    _add_registry_parser(sub)
     _add_query_parser(sub)
     from engine.server import cli as server_cli
 
     server_cli.add_parser(sub)
+    from engine.metastore.database import migrate
+
+    migrate.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "server":
         return server_cli.run(args)
+    if args.command == "metastore":
+        return migrate.run(args)
     if args.command == "broker":
         return _broker_command(args)
+    if args.command == "registry":
+        return _registry_command(args)
     if args.command == "query":
         return _query_command(args)
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: one SparkSession and one real Kafka broker for the whole test run."""
+"""Shared fixtures: one SparkSession, one real Kafka broker and one schema registry for the whole run."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from engine.components.broker import Broker
+from engine.components.registry import SchemaRegistry
 from engine.runtime.session import get_spark, load_kafka_connector_by_default, stop_spark
 
 
@@ -32,3 +33,14 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """
     with Broker(tmp_path_factory.mktemp("kafka-broker"), stop_with_parent=True) as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:
+    """One real schema registry (Apicurio, Confluent API) on a free port for the whole run.
+
+    Started on first use (about 30 s), stopped at the end of the session; killed with the
+    test process if that dies. Use ``schema_registry.url``.
+    """
+    with SchemaRegistry(tmp_path_factory.mktemp("schema-registry"), stop_with_parent=True) as registry:
+        yield registry

@@ -1,0 +1,400 @@
+"""Schema-registry wire formats: AVRO and JSON_SR records in Confluent framing.
+
+    serde = wire_serde(value_serde(fmt, columns, features), "orders", "http://127.0.0.1:8081/apis/ccompat/v7")
+    data = serde.to_bytes({"ID": 1, "NAME": "a"})   # b'\\x00' + 4-byte schema id + Avro binary
+    serde.from_bytes(data)                          # {"ID": 1, "NAME": "a"}
+
+A ``WireSerde`` wraps the QTT-form serde of a topic's key or value (``engine.serde``) and
+adds the Kafka bytes: the Confluent header (magic byte 0, the big-endian schema id) and the
+record in the format's binary or text encoding. The schema is the one ksqlDB generates from
+the columns (``avro_schema``, ``json_schema``), registered under ksqlDB's subject names
+``<topic>-key`` and ``<topic>-value``; a format with ``SCHEMA_ID`` writes with that
+registered schema instead. The registry is any Confluent-compatible API (the Apicurio of
+``engine.components.registry``), or confluent-kafka's in-process mock for ``mock://NAME``
+URLs, whose schemas live as long as the process.
+
+This is a runtime concern: builders keep the QTT form and never call it, so saved plans
+replay unchanged; the Kafka runtime wraps its codecs when ``ksql.schema.registry.url`` is
+set. AVRO uses confluent-kafka's ``AvroSerializer``/``AvroDeserializer``; JSON_SR writes
+the project's exact JSON text (decimals keep their digits) behind the header of the
+schema it registers with confluent-kafka's client.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import struct
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from engine.errors import RecordSerdeError
+from engine.plan import types as T
+from engine.serde.base import RecordSerde
+from engine.serde.formats import AVRO, JSON_SR, SCHEMA_FULL_NAME, SCHEMA_ID
+
+AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"
+AVRO_RECORD = "KsqlDataSourceSchema"
+WIRE_FORMATS = frozenset({AVRO, JSON_SR})
+_MAGIC = 0
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH_DATE = dt.date(1970, 1, 1)
+
+_AVRO_PRIMITIVES: dict[T.BaseType, Any] = {
+    T.BaseType.BOOLEAN: "boolean",
+    T.BaseType.INTEGER: "int",
+    T.BaseType.BIGINT: "long",
+    T.BaseType.DOUBLE: "double",
+    T.BaseType.STRING: "string",
+    T.BaseType.BYTES: "bytes",
+    T.BaseType.DATE: {"type": "int", "logicalType": "date"},
+    T.BaseType.TIME: {"type": "int", "logicalType": "time-millis"},
+    T.BaseType.TIMESTAMP: {"type": "long", "logicalType": "timestamp-millis"},
+}
+_JSON_PRIMITIVES: dict[T.BaseType, dict[str, Any]] = {
+    T.BaseType.BOOLEAN: {"type": "boolean"},
+    T.BaseType.INTEGER: {"type": "integer", "connect.type": "int32"},
+    T.BaseType.BIGINT: {"type": "integer", "connect.type": "int64"},
+    T.BaseType.DOUBLE: {"type": "number", "connect.type": "float64"},
+    T.BaseType.STRING: {"type": "string"},
+    T.BaseType.BYTES: {"type": "string", "connect.type": "bytes"},
+    T.BaseType.DATE: {"type": "integer", "connect.type": "int32", "title": "org.apache.kafka.connect.data.Date"},
+    T.BaseType.TIME: {"type": "integer", "connect.type": "int32", "title": "org.apache.kafka.connect.data.Time"},
+    T.BaseType.TIMESTAMP: {"type": "integer", "connect.type": "int64",
+                           "title": "org.apache.kafka.connect.data.Timestamp"},
+}
+
+
+# ---------------------------------------------------------------------- schemas
+
+
+def avro_schema(serde: RecordSerde) -> dict[str, Any] | list[Any] | str:
+    """The Avro schema ksqlDB generates for a key or value serde's columns.
+
+    A wrapped record is ``io.confluent.ksql.avro_schemas.KsqlDataSourceSchema`` (or the
+    format's ``SCHEMA_FULL_NAME``) with every field optional (``["null", T]``, default
+    null); a nested STRUCT is a record named after its path (``KsqlDataSourceSchema_ADDRESS``),
+    a DECIMAL is ``bytes`` with the ``decimal`` logical type, a MAP (STRING keys) an Avro map.
+    An unwrapped single column is its optional type alone.
+    """
+    full_name = serde.format.get(SCHEMA_FULL_NAME) or f"{AVRO_NAMESPACE}.{AVRO_RECORD}"
+    namespace, _, name = full_name.rpartition(".")
+    if not serde.wrapped:
+        column = serde.columns[0]
+        return _optional(_avro_type(column.type, name))
+    fields = [
+        {"name": c.name, "type": _optional(_avro_type(c.type, f"{name}_{c.name}")), "default": None}
+        for c in serde.columns
+    ]
+    record: dict[str, Any] = {"type": "record", "name": name, "fields": fields}
+    if namespace:
+        record["namespace"] = namespace
+    return record
+
+
+def _optional(schema: Any) -> list[Any]:
+    return ["null", schema]
+
+
+def _avro_type(t: T.SqlType, name: str) -> Any:
+    if isinstance(t, T.Decimal):
+        return {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale,
+                "connect.parameters": {"connect.decimal.precision": str(t.precision)}}
+    if isinstance(t, T.Array):
+        return {"type": "array", "items": _optional(_avro_type(t.item, name))}
+    if isinstance(t, T.Map):
+        return {"type": "map", "values": _optional(_avro_type(t.value, f"{name}_MapValue"))}
+    if isinstance(t, T.Struct):
+        return {
+            "type": "record",
+            "name": name,
+            "fields": [
+                {"name": f.name, "type": _optional(_avro_type(f.type, f"{name}_{f.name}")), "default": None}
+                for f in t.fields
+            ],
+        }
+    return _AVRO_PRIMITIVES[t.base]
+
+
+def json_schema(serde: RecordSerde) -> dict[str, Any]:
+    """The JSON schema ksqlDB generates for a key or value serde's columns (Connect's
+    JSON-schema conventions: optional fields as ``oneOf`` null, ``connect.index``)."""
+    if not serde.wrapped:
+        return _json_optional(_json_type(serde.columns[0].type))
+    return {
+        "type": "object",
+        "properties": {
+            c.name: {**_json_optional(_json_type(c.type)), "connect.index": i}
+            for i, c in enumerate(serde.columns)
+        },
+    }
+
+
+def _json_optional(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"oneOf": [{"type": "null"}, schema]}
+
+
+def _json_type(t: T.SqlType) -> dict[str, Any]:
+    if isinstance(t, T.Decimal):
+        return {"type": "number", "title": "org.apache.kafka.connect.data.Decimal",
+                "connect.parameters": {"scale": str(t.scale), "connect.decimal.precision": str(t.precision)}}
+    if isinstance(t, T.Array):
+        return {"type": "array", "items": _json_optional(_json_type(t.item))}
+    if isinstance(t, T.Map):
+        return {"type": "object", "additionalProperties": _json_optional(_json_type(t.value)),
+                "connect.type": "map"}
+    if isinstance(t, T.Struct):
+        return {"type": "object", "properties": {
+            f.name: {**_json_optional(_json_type(f.type)), "connect.index": i}
+            for i, f in enumerate(t.fields)
+        }}
+    return dict(_JSON_PRIMITIVES[t.base])
+
+
+# ---------------------------------------------------------------------- QTT form <-> Avro datum
+
+
+def _to_avro(t: T.SqlType, v: Any, where: str) -> Any:
+    """A column's QTT-form value as the datum fastavro writes."""
+    if v is None:
+        return None
+    try:
+        if isinstance(t, T.Decimal):
+            return decimal.Decimal(str(v)).quantize(decimal.Decimal(1).scaleb(-t.scale))
+        if isinstance(t, T.Array):
+            return [_to_avro(t.item, x, where) for x in v]
+        if isinstance(t, T.Map):
+            return {str(k): _to_avro(t.value, x, where) for k, x in v.items()}
+        if isinstance(t, T.Struct):
+            upper = {str(k).upper(): x for k, x in v.items()}
+            return {f.name: _to_avro(f.type, v.get(f.name, upper.get(f.name.upper())), where) for f in t.fields}
+        if t.base is T.BaseType.DOUBLE:
+            return float(v)
+        if t.base is T.BaseType.BYTES:
+            return base64.b64decode(v) if isinstance(v, str) else bytes(v)
+        if t.base in (T.BaseType.INTEGER, T.BaseType.BIGINT, T.BaseType.DATE, T.BaseType.TIME,
+                      T.BaseType.TIMESTAMP):
+            return int(v)
+    except (TypeError, ValueError, AttributeError, decimal.InvalidOperation) as exc:
+        raise RecordSerdeError(f"Cannot write {where} as {t}: {v!r} ({exc}).") from None
+    return v
+
+
+def _from_avro(t: T.SqlType, v: Any) -> Any:
+    """A datum fastavro read as the column's QTT form."""
+    if v is None:
+        return None
+    if isinstance(t, T.Decimal):
+        return str(v)
+    if isinstance(t, T.Array):
+        return [_from_avro(t.item, x) for x in v]
+    if isinstance(t, T.Map):
+        return {k: _from_avro(t.value, x) for k, x in v.items()}
+    if isinstance(t, T.Struct):
+        upper = {str(k).upper(): x for k, x in v.items()}
+        return {f.name: _from_avro(f.type, upper.get(f.name.upper())) for f in t.fields}
+    if isinstance(v, dt.datetime):
+        moment = v if v.tzinfo else v.replace(tzinfo=dt.UTC)
+        return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+    if isinstance(v, dt.date):
+        return (v - _EPOCH_DATE).days
+    if isinstance(v, dt.time):
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000 + v.microsecond // 1000
+    if isinstance(v, bytes):
+        return base64.b64encode(v).decode("ascii")
+    return v
+
+
+# ---------------------------------------------------------------------- the serde
+
+
+_CLIENTS: dict[str, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def registry_client(url: str) -> Any:
+    """One confluent-kafka ``SchemaRegistryClient`` per URL and process (``mock://NAME``:
+    the in-process mock, shared by every serde of the process naming it)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(url)
+        if client is None:
+            client = SchemaRegistryClient.new_client({"url": url})
+            _CLIENTS[url] = client
+        return client
+
+
+def split_header(data: bytes, what: str) -> tuple[int, bytes]:
+    """The schema id and the payload of Confluent-framed bytes."""
+    if len(data) < 5 or data[0] != _MAGIC:
+        raise RecordSerdeError(
+            f"The {what} bytes do not start with the schema registry header "
+            "(magic byte 0 and a 4-byte schema id)."
+        )
+    return int(struct.unpack(">i", data[1:5])[0]), data[5:]
+
+
+class WireSerde(RecordSerde):
+    """A QTT-form serde of AVRO or JSON_SR with the registry's wire format for its bytes."""
+
+    def __init__(self, inner: RecordSerde, topic: str, registry_url: str) -> None:
+        super().__init__(inner.format, inner.columns, inner.wrapped, inner.is_key)
+        if inner.format.name not in WIRE_FORMATS:
+            raise RecordSerdeError(
+                f"{inner.format.name} has no schema-registry wire serde: expected one of "
+                f"{', '.join(sorted(WIRE_FORMATS))}."
+            )
+        self.inner = inner
+        self.topic = topic
+        self.registry_url = registry_url
+        self._serializer: Any = None
+        self._deserializer: Any = None
+        self._schema_id: int | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.inner, self.topic, self.registry_url))
+
+    @property
+    def subject(self) -> str:
+        """ksqlDB's subject for this topic's key or value."""
+        return f"{self.topic}-{'key' if self.is_key else 'value'}"
+
+    def deserialize(self, data: Any) -> dict[str, Any] | None:
+        return self.inner.deserialize(data)
+
+    def serialize(self, row: Mapping[str, Any] | None) -> Any:
+        return self.inner.serialize(row)
+
+    def schema_text(self) -> str:
+        """The schema this serde registers, as the registry stores it."""
+        schema = avro_schema(self) if self.format.name == AVRO else json_schema(self)
+        return json.dumps(schema, separators=(",", ":"))
+
+    def to_bytes(self, data: Any) -> bytes | None:
+        if data is None:
+            return None
+        if self.format.name == AVRO:
+            return self._avro_bytes(data)
+        return self._json_bytes(data)
+
+    def from_bytes(self, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        schema_id, payload = split_header(data, self.what)
+        if self.format.name == JSON_SR:
+            try:
+                return json.loads(payload.decode("utf-8"), parse_float=decimal.Decimal)
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise RecordSerdeError(f"The {self.what} bytes are not valid JSON: {exc}.") from None
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        if self._deserializer is None:
+            from confluent_kafka.schema_registry.avro import AvroDeserializer
+
+            self._deserializer = AvroDeserializer(registry_client(self.registry_url))
+        field = MessageField.KEY if self.is_key else MessageField.VALUE
+        try:
+            datum = self._deserializer(data, SerializationContext(self.topic, field))
+        except Exception as exc:  # fastavro and the client raise many kinds
+            raise RecordSerdeError(
+                f"Cannot read the {self.what} with schema id {schema_id}: {_message(exc)}"
+            ) from None
+        if not self.wrapped:
+            return _from_avro(self.columns[0].type, datum)
+        if not isinstance(datum, dict):
+            raise RecordSerdeError(f"The {self.what} with schema id {schema_id} is not a record.")
+        upper = {str(k).upper(): v for k, v in datum.items()}
+        return {c.name: _from_avro(c.type, datum.get(c.name, upper.get(c.name.upper())))
+                for c in self.columns}
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _avro_bytes(self, data: Any) -> bytes:
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        if self._serializer is None:
+            from confluent_kafka.schema_registry.avro import AvroSerializer
+
+            client = registry_client(self.registry_url)
+            given = self.format.get(SCHEMA_ID)
+            if given is not None:
+                self._serializer = _GivenSchemaAvroWriter(client, int(given), self.what)
+            else:
+                self._serializer = AvroSerializer(client, self.schema_text(),
+                                                  conf={"auto.register.schemas": True})
+        if self.wrapped:
+            if not isinstance(data, dict):
+                raise RecordSerdeError(f"Cannot write the {self.what}: expected an object, got {data!r}.")
+            upper = {str(k).upper(): v for k, v in data.items()}
+            datum: Any = {c.name: _to_avro(c.type, data.get(c.name, upper.get(c.name.upper())), c.name)
+                          for c in self.columns}
+        else:
+            datum = _to_avro(self.columns[0].type, data, self.columns[0].name)
+        field = MessageField.KEY if self.is_key else MessageField.VALUE
+        try:
+            out = self._serializer(datum, SerializationContext(self.topic, field))
+        except Exception as exc:
+            raise RecordSerdeError(f"Cannot write the {self.what} to {self.subject}: {_message(exc)}") from None
+        return bytes(out)
+
+    def _json_bytes(self, data: Any) -> bytes:
+        from engine.serde.coerce import json_text
+
+        if self._schema_id is None:
+            given = self.format.get(SCHEMA_ID)
+            if given is not None:
+                self._schema_id = int(given)
+            else:
+                from confluent_kafka.schema_registry import Schema
+
+                try:
+                    self._schema_id = int(registry_client(self.registry_url).register_schema(
+                        self.subject, Schema(self.schema_text(), "JSON")))
+                except Exception as exc:
+                    raise RecordSerdeError(
+                        f"Cannot register the {self.what} schema under {self.subject}: {_message(exc)}"
+                    ) from None
+        return bytes([_MAGIC]) + struct.pack(">i", self._schema_id) + json_text(data).encode("utf-8")
+
+
+class _GivenSchemaAvroWriter:
+    """Writes Avro with a schema already registered under ``schema_id`` (KEY/VALUE_SCHEMA_ID):
+    the header names that id whatever the subject."""
+
+    def __init__(self, client: Any, schema_id: int, what: str) -> None:
+        import fastavro
+
+        try:
+            text = client.get_schema(schema_id).schema_str
+        except Exception as exc:
+            raise RecordSerdeError(f"Cannot read the {what} schema with id {schema_id}: {_message(exc)}") from None
+        self.schema = fastavro.parse_schema(json.loads(text))
+        self.header = bytes([_MAGIC]) + struct.pack(">i", schema_id)
+
+    def __call__(self, datum: Any, context: Any) -> bytes:
+        import io
+
+        import fastavro
+
+        out = io.BytesIO()
+        out.write(self.header)
+        fastavro.schemaless_writer(out, self.schema, datum)
+        return out.getvalue()
+
+
+def wire_serde(serde: RecordSerde, topic: str, registry_url: str | None) -> RecordSerde:
+    """``serde`` with the registry's wire format when its format has one and a registry is
+    configured; ``serde`` itself otherwise."""
+    if registry_url and serde.format.name in WIRE_FORMATS and serde.columns:
+        return WireSerde(serde, topic, registry_url)
+    return serde
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0]
+    return first if len(first) <= 300 else first[:297] + "..."
