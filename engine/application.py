@@ -46,6 +46,7 @@ STATEMENTS_FILE = "statements.json"
 QUERY_FILE = "query.json"
 CHECKPOINT_DIR = "checkpoint"
 ERROR_FILE = "error.txt"  # the last failure of a query, in full
+SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"  # AVRO/JSON_SR topics in the registry's wire format
 
 
 class KafkaTopics:
@@ -316,10 +317,12 @@ def build_streaming_query(
     from engine.build.context import BuildContext
     from engine.build.formats import serdes_for
     from engine.build.walker import build
-    from engine.runtime.kafka import KafkaRuntime
+    from engine.runtime.kafka import KafkaRuntime, registry_codec
 
+    registry_url = engine.config.get(SCHEMA_REGISTRY_URL) or None
     runtime = KafkaRuntime(
-        spark, bootstrap_servers, tasks=tasks, starting_offsets=starting_offsets, query_id=query.query_id
+        spark, bootstrap_servers, tasks=tasks, starting_offsets=starting_offsets, query_id=query.query_id,
+        registry_url=None if registry_url is None else str(registry_url),
     )
     built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config))
     sink_step = query.root
@@ -334,8 +337,9 @@ def build_streaming_query(
         None if window is None else ("SESSION" if window.type == "SESSION" else "TIME"),
         window.size_ms if window is not None else None,
     )
-    records = runtime.sink_records(built.df, codec, sink_step.ctx)
-    return StreamingQuery(records, sink.topic if sink is not None else query.sink, runtime)
+    topic = sink.topic if sink is not None else query.sink
+    records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx)
+    return StreamingQuery(records, topic, runtime)
 
 
 def task_count(engine: KsqlEngine, query: QueryPlan) -> int:

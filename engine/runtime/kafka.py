@@ -90,6 +90,9 @@ class KafkaRuntime:
     tasks: int = 1
     starting_offsets: str = "latest"
     query_id: str = ""
+    # ``ksql.schema.registry.url``: AVRO and JSON_SR topics are read and written in the
+    # registry's wire format (``engine.serde.registry``); None keeps the plain bytes.
+    registry_url: str | None = None
     _sources: int = field(default=0, init=False)
     # One line per stateful operator, in build order: what a checkpoint's state depends on.
     stateful_operators: list[str] = field(default_factory=list, init=False)
@@ -97,6 +100,7 @@ class KafkaRuntime:
     # ------------------------------------------------------------------ sources
 
     def read_topic(self, topic: str, codec: TopicCodec) -> DataFrame:
+        codec = registry_codec(codec, topic, self.registry_url)
         index = self._sources
         self._sources += 1
         kafka = (
@@ -209,6 +213,18 @@ class KafkaRuntime:
     def sink_records(self, df: DataFrame, codec: TopicCodec, name: str) -> DataFrame:
         """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``)."""
         return df.mapInArrow(_sink_encoder(codec, self.query_id, name), SINK_SCHEMA)
+
+
+def registry_codec(codec: TopicCodec, topic: str, registry_url: str | None) -> TopicCodec:
+    """``codec`` with the schema registry's wire serdes for ``topic`` when a registry is set."""
+    if not registry_url:
+        return codec
+    from dataclasses import replace
+
+    from engine.serde.registry import wire_serde
+
+    return replace(codec, key=wire_serde(codec.key, topic, registry_url),
+                   value=wire_serde(codec.value, topic, registry_url))
 
 
 def describe_streaming_plan(runtime: KafkaRuntime, df: DataFrame) -> str:
