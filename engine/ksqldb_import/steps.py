@@ -29,6 +29,7 @@ from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
+from engine.plan import steps_ksqldb as K
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
 from engine.plan.types import SqlType
@@ -281,6 +282,9 @@ class _Aliases:
         if isinstance(node, E.Dereference) and node.field not in self.taken:
             self.taken.add(node.field)
             return node.field
+        return self.generated()
+
+    def generated(self) -> str:
         name = f"KSQL_COL_{self.next}"
         self.next += 1
         self.taken.add(name)
@@ -362,18 +366,21 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     wire = str(node["@type"])
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "groupByExpressions")]
-    if wire.endswith("V1") and len(exprs) > 1:
-        raise UnsupportedFeatureError(
-            f"step {wire} with several grouping expressions",
-            f"Step {ctx}: {wire} groups by {len(exprs)} expressions into one STRING key joined "
-            "with '|+|' (ksqlDB before multi-column keys); every kspark grouping step keeps one "
-            "key column per expression.",
-        )
+    table = wire.startswith("table")
     aliases = _Aliases(source.shape.names())
+    if wire.endswith("V1") and len(exprs) > 1:
+        # Before multi-column keys: one STRING key, the values' texts joined with '|+|'.
+        name = aliases.generated()
+        joined_cls = K.TableGroupByJoinedKey if table else K.StreamGroupByJoinedKey
+        joined = joined_cls(
+            ctx=ctx, source=source.step, key_name=name, group_by_expressions=tuple(exprs),
+            internal_formats=_internal_formats(node, importer),
+        )
+        values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n != name)
+        return Imported(joined, Shape((name,), values, table, source.shape.window))
     names = [aliases.for_expression(e) for e in exprs]
     keys = tuple(S.SelectExpression(alias=n, expression=e) for n, e in zip(names, exprs, strict=True))
     formats = _internal_formats(node, importer)
-    table = wire.startswith("table")
     cls = A.TableGroupBy if table else A.StreamGroupBy
     step = cls(ctx=ctx, source=source.step, group_by_expressions=keys, internal_formats=formats)
     taken = set(names)

@@ -76,3 +76,37 @@ def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
         TopicRecord("orders", 1, {"NAME": "y", "QTY": 6}, 30),
     ])
     assert outputs == {"OUTPUT": [(1, {"QTY": 5, "ITEM": None}), (1, {"QTY": 6, "ITEM": "pear"})]}
+
+
+def test_a_v1_grouping_by_several_expressions_keys_by_their_joined_texts(spark: Any, kp: Any) -> None:
+    group = kp.step("streamGroupByV1", "Aggregate/GroupBy", source=kp.stream_source(SOURCE), internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME", "(QTY * 2)"])
+    agg = kp.step("streamAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["COUNT(QTY)"])
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS N"], None, ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`KSQL_COL_0` STRING KEY, `N` BIGINT", "OUTPUT", table=True)
+    plan = kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input")],
+                         query_id="CTAS_OUTPUT_0")
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 1}, 10),
+        TopicRecord("input", 2, {"NAME": "b", "QTY": 1}, 20),
+        TopicRecord("input", 3, {"NAME": None, "QTY": 1}, 25),  # a null grouping value: dropped
+        TopicRecord("input", 4, {"NAME": "a", "QTY": 1}, 30),
+    ])
+    assert outputs == {"OUTPUT": [("a|+|2", {"N": 1}), ("b|+|2", {"N": 1}), ("a|+|2", {"N": 2})]}
+
+
+def test_a_v1_table_grouping_by_several_expressions_moves_rows_between_joined_keys(spark: Any, kp: Any) -> None:
+    group = kp.step("tableGroupByV1", "Aggregate/GroupBy", source=kp.table_source(SOURCE), internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME", "QTY"])
+    agg = kp.step("tableAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["COUNT(QTY)"])
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS N"], None, ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`KSQL_COL_0` STRING KEY, `N` BIGINT", "OUTPUT", table=True)
+    plan = kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input", table=True)],
+                         query_id="CTAS_OUTPUT_0")
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 1}, 10),
+        TopicRecord("input", 1, {"NAME": "b", "QTY": 1}, 20),
+    ])
+    assert outputs == {"OUTPUT": [("a|+|1", {"N": 1}), ("a|+|1", {"N": 0}), ("b|+|1", {"N": 1})]}

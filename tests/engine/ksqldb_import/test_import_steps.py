@@ -12,7 +12,9 @@ from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
+from engine.plan import steps_ksqldb as K
 from engine.plan.plan import CreateStreamCommand, CreateTableCommand
+from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
@@ -135,11 +137,46 @@ def test_group_by_v2_names_keys_like_ksqldb_and_the_aggregate_numbers_its_result
     assert isinstance(select, S.TableSelect) and select.key_column_names == ("NAME", "LEN")
 
 
-def test_group_by_v1_with_several_expressions_is_unsupported_with_its_reason(kp: Any) -> None:
-    agg = _aggregate(kp, _group(kp, "streamGroupByV1", ["NAME", "QTY"]))
-    with pytest.raises(UnsupportedFeatureError, match=r"one STRING key joined with '\|\+\|'") as info:
-        _root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True))
-    assert info.value.feature == "step streamGroupByV1 with several grouping expressions"
+@pytest.mark.parametrize(
+    ("wire", "table", "cls"),
+    [("streamGroupByV1", False, K.StreamGroupByJoinedKey), ("tableGroupByV1", True, K.TableGroupByJoinedKey)],
+)
+def test_group_by_v1_with_several_expressions_becomes_the_joined_key_step(
+    kp: Any, wire: str, table: bool, cls: type
+) -> None:
+    source = kp.table_source(SOURCE) if table else kp.stream_source(SOURCE)
+    aggregate = "tableAggregateV1" if table else "streamAggregateV1"
+    agg = _aggregate(kp, _group(kp, wire, ["NAME", "(QTY + 1)"], source), aggregate)
+    physical = kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)
+    out = kp.create("OUTPUT", "`KSQL_COL_0` STRING KEY, `X` INTEGER", "OUTPUT", table=True)
+    imported = import_plan(kp.query_plan(physical, out, [kp.create("INPUT", SOURCE, "input", table=table)]))
+    statement = imported.statements[-1]
+    assert loads_statement_plan(dumps(statement)) == statement
+    assert statement.query is not None
+    chain = _chain(statement.query.root)
+    group = chain[3]
+    assert isinstance(group, cls)
+    assert group.key_name == "KSQL_COL_0"
+    assert [E.format_sql(e) for e in group.group_by_expressions] == ["NAME", "(QTY + 1)"]
+    assert chain[2].key_column_names == ("KSQL_COL_0",)
+
+
+def test_group_by_v1_with_one_expression_stays_the_plain_grouping_step(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV1", ["NAME"]))
+    chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
+    assert isinstance(chain[3], A.StreamGroupBy)
+
+
+def test_a_joined_key_step_needs_several_expressions() -> None:
+    formats = S.Formats(key_format="KAFKA", value_format="JSON")
+    source = S.StreamSource(
+        ctx="KsqlTopic/Source", topic="t", formats=formats, source_schema=LogicalSchema.parse(SOURCE)
+    )
+    with pytest.raises(PlanError, match="joins several grouping expressions into one key, got 1"):
+        K.StreamGroupByJoinedKey(
+            ctx="Aggregate/GroupBy", source=source, key_name="K",
+            group_by_expressions=(E.ColumnRef("NAME"),), internal_formats=formats,
+        )
 
 
 def test_group_by_key_and_table_group_by_map_to_their_kspark_steps(kp: Any) -> None:
