@@ -75,6 +75,14 @@ class TablesService(KsqlService):
             return self._type_statement(stmt, text)
         return super()._execute_one(stmt, text, properties, variables)  # type: ignore[no-any-return]
 
+    def _catalog(self, stmt: ast.Informational, text: str, properties: Any) -> dict[str, Any]:
+        if stmt.kind == "LIST TYPES":  # served from this server's view of UserTypes
+            from engine.plan.types import parse_type
+
+            rows = self.database.rows(TYPES)
+            return E.type_list(text, {name: parse_type(row.sql_type) for name, row in rows.items()})
+        return super()._catalog(stmt, text, properties)  # type: ignore[no-any-return]
+
     def _type_statement(self, stmt: ast.CreateType | ast.DropType, text: str) -> dict[str, Any]:
         """CREATE TYPE inserts a ``UserTypes`` row, DROP TYPE deletes it (the owner checks)."""
         db = self.database

@@ -250,7 +250,7 @@ class MetastoreDatabase:
                             self._rows[table].pop(key, None)
                         else:
                             self._rows[table][key] = row
-                    if on_change is not None and (old is not None or row is not None):
+                    if on_change is not None and old != row:  # a row written again changes nothing
                         try:
                             on_change(Change(table, key, old, row, offset))
                         except Exception:  # noqa: BLE001 - the view goes on; the callback reports its own errors

@@ -63,6 +63,8 @@ def test_statements_write_rows_and_a_restart_loads_the_live_ones(kafka_broker, s
             service.execute("INSERT INTO D SELECT * FROM S1;")
         [typed] = service.execute("CREATE TYPE ADDRESS AS STRUCT<STREET STRING>;")
         assert typed["commandStatus"]["message"] == "Created custom type"
+        [types] = service.execute("LIST TYPES;")
+        assert list(types["types"]) == ["ADDRESS"] and types["types"]["ADDRESS"]["type"] == "STRUCT"
         with pytest.raises(ServiceError, match="already registered"):
             service.execute("CREATE TYPE ADDRESS AS STRUCT<STREET STRING>;")
         summary = service.metastore_summary()
