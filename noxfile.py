@@ -86,6 +86,13 @@ def benchmark(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def metastore_bench(session: nox.Session) -> None:
+    """Server restart time with 50 live sources after 5,000 create/drop cycles: tables vs command topic."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.metastore_bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def stream_bench(session: nox.Session) -> None:
     """Streaming records/s on a real broker, engine vs hand-written PySpark, and latency."""
     session.install("-e", ".")

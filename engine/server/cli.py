@@ -31,6 +31,12 @@ def add_parser(sub: Any) -> None:
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     server.add_argument("--auth-file", metavar="FILE",
                         help="HTTP basic authentication: users and passwords (Jetty realm or htpasswd lines)")
+    server.add_argument("--metastore", choices=("command-topic", "tables"), default="command-topic",
+                        help="where the metastore lives: the command topic (default) or the KLIP-18 tables")
+    server.add_argument("--internal-url", metavar="URL",
+                        help="with --metastore tables: where the other servers reach this one (default http://LISTEN)")
+    server.add_argument("--queries-file", metavar="FILE.sql",
+                        help="headless mode: apply FILE.sql as a delta over the metastore at start (--metastore tables)")
 
 
 def read_config(path: str) -> dict[str, str]:
@@ -72,12 +78,28 @@ def run(args: argparse.Namespace) -> int:
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 1
-    service = KsqlService(
-        args.bootstrap_servers, args.service_id, Path(args.state_dir),
+    service_class: Any = KsqlService
+    extra: dict[str, Any] = {}
+    if getattr(args, "metastore", "command-topic") == "tables":
+        from engine.server.tables_service import (
+            TablesService,
+            apply_queries_file,
+            with_internal_route,
+        )
+
+        service_class, extra = TablesService, {"internal_url": args.internal_url or f"http://{host}:{port}"}
+    elif getattr(args, "queries_file", None):
+        print("kspark: --queries-file needs --metastore tables.", file=sys.stderr)
+        return 1
+    service = service_class(
+        args.bootstrap_servers, args.service_id, Path(args.state_dir), **extra,
         properties=properties, spark_master=args.spark_master,
     )
     try:
         service.start()
+        if getattr(args, "queries_file", None):
+            for line in apply_queries_file(service, args.queries_file):
+                print(f"kspark server: {line}", flush=True)
     except KsqlError as exc:
         service.close()
         print(f"kspark: the server did not start: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -85,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
     service.host = f"{host}:{port}"
     code = 0
     try:
-        asyncio.run(_serve(create_app(service, auth), host, port,
+        app = create_app(service, auth)
+        if extra:
+            app = with_internal_route(app, service)
+        asyncio.run(_serve(app, host, port,
                            f"kspark server: service '{args.service_id}' listening on http://{host}:{port}"))
     except OSError as exc:
         print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
