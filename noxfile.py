@@ -93,6 +93,13 @@ def metastore_bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def pull_bench(session: nox.Session) -> None:
+    """Pull-query key lookups through HTTP on a materialized table of 100,000 keys: p50/p99."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.pull_bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def stream_bench(session: nox.Session) -> None:
     """Streaming records/s on a real broker, engine vs hand-written PySpark, and latency."""
     session.install("-e", ".")

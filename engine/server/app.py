@@ -34,6 +34,7 @@ from engine.server import entities as E
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
 from engine.server.service import KsqlService
+from engine.server.pull import pull_query_body, pull_query_stream_body
 
 LOG = logging.getLogger("engine.server")
 MAX_BODY_BYTES = 1 << 20
@@ -135,6 +136,9 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
         try:
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
             properties = {**(body.get("configOverrides") or {}), **(body.get("streamsProperties") or {})}
+            pull = await run_in_threadpool(service.pull_query, body["ksql"], properties)
+            if pull is not None:
+                return Response(pull_query_body(pull), media_type=JSON)
             push = await _started(body["ksql"], properties)
         except ServiceError as exc:
             return _error(exc)
@@ -143,11 +147,15 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
     async def query_stream(request: Request) -> Response:
         try:
             body = await _body(request, QUERY_STREAM_FIELDS, "sql")
-            push = await _started(body["sql"], body.get("properties") or {})
+            pull = await run_in_threadpool(service.pull_query, body["sql"], body.get("properties") or {})
+            push = None if pull is not None else await _started(body["sql"], body.get("properties") or {})
         except ServiceError as exc:
             return _error(exc)
         delimited = JSON not in request.headers.get("accept", "") or DELIMITED in request.headers.get("accept", "")
         media = DELIMITED if delimited else JSON
+        if pull is not None:
+            return Response(pull_query_stream_body(pull, delimited), media_type=media)
+        assert push is not None
         return StreamingResponse(_query_stream_messages(push, delimited), media_type=media)
 
     async def close_query(request: Request) -> Response:

@@ -49,6 +49,7 @@ from engine.plan.plan import (
 )
 from engine.server import entities as E
 from engine.server.errors import ServiceError
+from engine.server.pull import PullQueries, PullResult, is_pull_query
 
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
@@ -104,6 +105,7 @@ class KsqlService:
         self._statuses: dict[str, E.CommandStatus] = {}
         self._queries: dict[str, _QueryEntry] = {}
         self.host: str | None = None  # HOST:PORT this server answers on, once the HTTP layer knows it
+        self.pulls = PullQueries(self.bootstrap_servers)  # pull queries' table materializations
         self._push_queries: set[Any] = set()
         self._replayed = False
         self.ready = False
@@ -152,6 +154,7 @@ class KsqlService:
         self.ready = False
         for query in list(self._push_queries):
             query.close()
+        self.pulls.close()
         self.log.close()
         self._operations.put(None)
         if self._worker.is_alive():
@@ -518,6 +521,21 @@ class KsqlService:
     def close_push_query(self, query: Any) -> None:
         query.close()
         self._push_queries.discard(query)
+
+    def pull_query(self, text: str, properties: Mapping[str, Any] | None = None) -> PullResult | None:
+        """The answer of a pull query (``engine.server.pull``), or None when ``text`` is a push query."""
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        try:
+            statements = parse(text, variables=self.engine.variables)
+            if len(statements) != 1 or not is_pull_query(statements[0].statement):
+                return None
+            with self._engine_lock:
+                config = {**self.engine.config, **(properties or {})}
+                plan = self.pulls.plan(self.engine.metastore, statements[0].statement, text, config)
+            return self.pulls.run(plan)
+        except KsqlError as exc:
+            raise ServiceError(str(exc), statement_text=text) from None
 
     def inserts_stream(self, target: str) -> Any:
         """``/inserts-stream``: an ``InsertsStream`` writing rows to the stream ``target``."""
