@@ -252,3 +252,64 @@ def test_concurrent_writers_during_rebalances_lose_and_duplicate_nothing(kafka_b
     assert len(keys) == len(set(keys)) == len(expected)  # no duplicated row, none lost
     for db in servers.values():
         db.close()
+
+
+_BURST = """
+import sys, uuid
+from engine.metastore.database import SOURCES, MetastoreDatabase, SourceRow, Write
+from tests.engine.metastore.test_database import ROWS, _await_owner
+db = MetastoreDatabase(sys.argv[1], sys.argv[2], internal_url="http://burst", timeout=20.0)
+db.create_topics()
+db.start()
+_await_owner(db)
+template = ROWS["A"]
+print("owner", flush=True)
+n = 0
+while True:
+    name = f"K{n}"
+    db.write(Write(SOURCES, name, SourceRow(name=name, kind="STREAM", sql=template.sql,
+                                             command={**template.command, "name": name})))
+    print(name, flush=True)
+    n += 1
+"""
+
+
+def test_kill_9_of_the_owner_during_a_write_burst_leaves_nothing_partial(kafka_broker, service, tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    burst = subprocess.Popen([sys.executable, "-c", _BURST, kafka_broker.bootstrap_servers, service],
+                             cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert burst.stdout is not None
+    acknowledged: list[str] = []
+    try:
+        assert burst.stdout.readline().strip() == "owner"
+        while len(acknowledged) < 30:
+            acknowledged.append(burst.stdout.readline().strip())
+    finally:
+        burst.send_signal(signal.SIGKILL)
+        burst.wait(timeout=30)
+    heir = _db(kafka_broker.bootstrap_servers, service, "http://heir")
+    heir.start()
+    _await_owner(heir)  # the dead owner's session expires; its open transaction is aborted at init
+    heir.wait_until_caught_up()
+    survivor = heir.write(Write(SOURCES, "AFTER", SourceRow(
+        name="AFTER", kind="STREAM", sql=ROWS["A"].sql, command={**ROWS["A"].command, "name": "AFTER"})))
+    reader = _db(kafka_broker.bootstrap_servers, service)
+    reader.start(join_group=False)
+    reader.wait_for(survivor)
+    heir.wait_for(survivor)
+    rows = reader.rows(SOURCES)
+    assert set(acknowledged) <= set(rows)  # every acknowledged write is there
+    assert set(rows) == set(heir.rows(SOURCES))  # identical views
+    names = sorted(int(k[1:]) for k in rows if k.startswith("K"))
+    assert names == list(range(len(names)))  # no gap, nothing out of order
+    from engine.kafka.consume import read_topic
+
+    committed = read_topic(kafka_broker.bootstrap_servers, heir.topics[SOURCES])
+    assert len(committed) == len(rows)  # no duplicate, no partial record; the aborted one is invisible
+    heir.close()
+    reader.close()
