@@ -496,7 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from engine.metastore.database import migrate
 
     migrate.add_parser(sub)
+    from engine.ksqldb_import import command_topic
+
+    command_topic.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "import-command-topic":
+        return command_topic.run(args)
     if args.command == "server":
         return server_cli.run(args)
     if args.command == "metastore":
