@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
-from engine.errors import AnalysisError, InternalError, KsqlError, UnsupportedFeatureError
+from engine.errors import (
+    AnalysisError,
+    InternalError,
+    KsqlError,
+    StatementPrepareError,
+    UnsupportedFeatureError,
+)
 from engine.expressions import compile_expression, infer_type
 from engine.metastore import DataSource, InMemoryMetaStore
 from engine.parser import ast, parse
@@ -244,6 +250,17 @@ class KsqlEngine:
         columns = stmt.columns or tuple(
             c.name for c in source.schema.columns if c.namespace is not Namespace.HEADERS
         )
+        if stmt.columns and len(columns) != len(stmt.values):
+            raise StatementPrepareError(
+                f"Expected number columns and values to match: {len(columns)}, {len(stmt.values)}"
+            )
+        for value_expr in stmt.values:
+            qualified = next((e for e in E.walk(value_expr) if isinstance(e, E.ColumnRef) and e.source), None)
+            if qualified is not None:
+                raise StatementPrepareError(f"'{qualified.source}' is not a valid stream/table name or alias.")
+        disallowed = [name for name in columns if name in ("ROWPARTITION", "ROWOFFSET")]
+        if disallowed:
+            raise AnalysisError(f"Inserting into column `{disallowed[0]}` is not allowed.")
         if len(columns) != len(stmt.values):
             raise AnalysisError(
                 f"Expected a value for each column. Expected Columns: {list(columns)}. "
@@ -262,7 +279,12 @@ class KsqlEngine:
                 continue
             if name not in types:
                 raise AnalysisError(f"Column name {name} does not exist.")
-            row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
+            try:
+                row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
+            except (ValueError, ArithmeticError, TypeError) as exc:
+                raise AnalysisError(
+                    f"Expected type {types[name]} for column {name} but got {E.format_sql(value_expr)}: {exc}"
+                ) from None
         self._publish_row(source, row, timestamp)
 
     def insert_row(self, target: str, row: Mapping[str, Any], timestamp: int = 0) -> None:

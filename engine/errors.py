@@ -40,6 +40,10 @@ class AnalysisError(KsqlError):
     """A statement parses but is not valid: unknown source, bad types, bad clause."""
 
 
+class StatementPrepareError(AnalysisError):
+    """A statement refused while it is prepared, before anything runs (ksqlDB's "Failed to prepare statement")."""
+
+
 class TypeCheckError(AnalysisError):
     """An expression's operand types do not fit its operator or function."""
 

@@ -249,6 +249,7 @@ def analyze_query(
     if query.where is not None:
         where = scope.resolve(query.where, clause="WHERE")
         _check_no_aggregate(where, "WHERE")
+        _check_null_arithmetic(where, columns)
         where_type = infer_type(where, columns)
         if where_type is not None and where_type != T.BOOLEAN:
             raise TypeCheckError(
@@ -342,7 +343,26 @@ def _check_no_aggregate(expr: E.Expr, clause: str) -> None:
             raise AnalysisError(f"Aggregate functions can not be used in the {clause} clause.")
 
 
+def _check_null_arithmetic(expr: E.Expr, columns: Mapping[str, SqlType]) -> None:
+    """ksqlDB refuses arithmetic with a NULL literal operand (``1 + NULL``), whatever the other side."""
+    for node in E.walk(expr):
+        if not isinstance(node, E.Arithmetic):
+            continue
+        sides = (node.left, node.right)
+        if not any(isinstance(side, E.Literal) and side.value is None for side in sides):
+            continue
+        names = []
+        for side in sides:
+            side_type = None if isinstance(side, E.Literal) and side.value is None else infer_type(side, columns)
+            names.append("null" if side_type is None else str(side_type))
+        raise TypeCheckError(
+            f"Error processing expression: {E.format_sql(node)}. "
+            f"Arithmetic on types {names[0]} and {names[1]} are not supported."
+        )
+
+
 def _check_typed(column: SelectColumn, columns: Mapping[str, SqlType]) -> None:
+    _check_null_arithmetic(column.expression, columns)
     t = infer_type(column.expression, columns)
     if t is None:
         raise AnalysisError(

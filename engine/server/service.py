@@ -36,7 +36,7 @@ from typing import Any
 
 from engine.application import CHECKPOINT_DIR, StreamingApplication, build_streaming_query
 from engine.commandlog import Command, CommandLog, QueuedCommand
-from engine.errors import CommandLogError, KafkaClientError, KsqlError
+from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
 from engine.plan import serde
@@ -369,7 +369,14 @@ class KsqlService:
             target = snapshot.metastore.get(stmt.target)
             if target is not None:
                 _refuse_internal(target.topic, f"INSERT INTO {stmt.target}")
-            snapshot.execute_sql(text)
+            try:
+                snapshot.execute_sql(text)
+            except KafkaClientError as exc:
+                raise ServiceError(str(exc), code=50000) from None
+            except StatementPrepareError as exc:  # ksqlDB's two prefixes: before and while inserting
+                raise ServiceError(f"Failed to prepare statement: {exc}") from None
+            except KsqlError as exc:
+                raise ServiceError(f"Failed to insert values into '{stmt.target}'. {exc}") from None
             return None
         if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.TerminateQuery):
             return self._distribute(stmt, text, properties)

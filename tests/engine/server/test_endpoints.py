@@ -342,3 +342,25 @@ def test_inserts_stream_over_http2_acks_rows_as_they_are_sent(hypercorn_url, ser
     assert acks == [{"status": "ok", "seq": n} for n in range(3)]
     keys = [r.key for r in read_topic(kafka_broker.bootstrap_servers, f"pv_{service.service_id}")]
     assert keys[-3:] == [b"two0", b"two1", b"two2"]
+
+
+# ---------------------------------------------------------------- INSERT VALUES errors
+
+
+@pytest.mark.parametrize(
+    ("statement", "message"),
+    [
+        ("INSERT INTO PV (ID, V) VALUES ('a');", "Failed to prepare statement: Expected number columns and values to match: 2, 1"),
+        ("INSERT INTO PV (ID, V) VALUES ('a', X.V);", "Failed to prepare statement: 'X' is not a valid stream/table name or alias."),
+        ("INSERT INTO PV (ID, V, ROWPARTITION) VALUES ('a', 1, 0);", "Inserting into column `ROWPARTITION` is not allowed."),
+        ("INSERT INTO PV (ID, V) VALUES ('a', 'x');", "Failed to insert values into 'PV'. Expected type INTEGER for column V"),
+        ("INSERT INTO PV (ID, NOPE) VALUES ('a', 1);", "Failed to insert values into 'PV'. Column name NOPE does not exist."),
+    ],
+)
+def test_insert_values_errors_carry_ksqldb_prefixes_and_are_400s(service, client, statement, message) -> None:
+    with pytest.raises(ServiceError) as refused:
+        service.execute(statement)
+    assert message in refused.value.message and refused.value.http_status == 400
+    answer = client.post("/ksql", json={"ksql": statement})
+    assert answer.status_code == 400 and answer.json()["@type"] == "statement_error"
+    assert message in answer.json()["message"] and answer.json()["statementText"] == statement
