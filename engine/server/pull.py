@@ -50,6 +50,7 @@ PUSH_HINT = "\nAdd EMIT CHANGES if you intended to issue a push query."
 DISALLOWED_PSEUDO_COLUMNS = ("ROWPARTITION", "ROWOFFSET")
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 CATCH_UP_SECONDS = 30.0
+SCAN_ORDER = "__pull_scan_order"  # a row's (partition, key bytes): table scans answer in this order
 
 
 class PullQueryError(AnalysisError):
@@ -362,6 +363,7 @@ class _Decoder:
             return store_key, None
         row.update(value)
         row.update(ROWTIME=record.timestamp, ROWPARTITION=record.partition, ROWOFFSET=record.offset)
+        row[SCAN_ORDER] = (record.partition, record.key or b"")
         for column in self.headers:
             headers = list(record.headers or ())
             if column.header_key is None:
@@ -479,8 +481,11 @@ class Materialization:
             return [row for key in keys for row in self._rows.get(key, {}).values()]
 
     def scan(self) -> list[dict[str, Any]]:
+        """Every row, partition by partition in key byte order (as ksqlDB's state stores hold them)."""
         with self._lock:
-            return [row for windows in self._rows.values() for row in windows.values()]
+            rows = [row for windows in self._rows.values() for row in windows.values()]
+        rows.sort(key=lambda row: row[SCAN_ORDER])
+        return rows
 
     def __len__(self) -> int:
         with self._lock:
@@ -539,7 +544,7 @@ class PullQueries:
         """The table's materialization, started (and read to the end) on first use."""
         with self._lock:
             found = self._materializations.get(source.name)
-            if found is not None and (found.source.topic != source.topic or found.failure is not None):
+            if found is not None and (found.source is not source or found.failure is not None):
                 found.close()
                 found = None
             fresh = found is None
@@ -580,8 +585,8 @@ class PullQueries:
     def _forget_dropped(self, metastore: MetaStore) -> None:
         with self._lock:
             for name in list(self._materializations):
-                current = metastore.get(name)
-                if current is None or current.topic != self._materializations[name].source.topic:
+                # The live metastore keeps a source's object until it is dropped or replaced.
+                if metastore.get(name) is not self._materializations[name].source:
                     self._materializations.pop(name).close()
 
     def close(self) -> None:

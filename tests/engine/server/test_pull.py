@@ -225,8 +225,13 @@ def test_a_plain_create_table_is_not_queryable_but_a_source_table_is(service, ka
     with pytest.raises(ServiceError) as refused:
         service.pull_query(f"SELECT * FROM {name};")
     assert f"The `{name}` table isn't queryable." in refused.value.message
-    produce(kafka_broker.bootstrap_servers, name.lower(), [ProducerRecord(key=b"x", value=_json({"N": "one"}), timestamp=5)])
-    assert _rows(service, f"SELECT * FROM {name}_SRC;") == [["x", "one"]]
+    produce(kafka_broker.bootstrap_servers, name.lower(), [
+        ProducerRecord(key=key, value=_json({"N": key.decode()}), timestamp=5) for key in (b"x", b"b", b"m")
+    ])
+    assert _rows(service, f"SELECT * FROM {name}_SRC;") == [["b", "b"], ["m", "m"], ["x", "x"]]
+    # A scan answers in key byte order, as ksqlDB's state store does, so LIMIT keeps the first keys.
+    limited = service.pull_query(f"SELECT ID FROM {name}_SRC LIMIT 2;")
+    assert limited is not None and limited.json_rows() == [["b"], ["m"]]
 
 
 # ---------------------------------------------------------------------------- HTTP
