@@ -1,0 +1,133 @@
+"""Query ownership through group membership, without HTTP or Spark: servers as QueryOwnership objects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from engine.server.ownership import Backoff, QueryOwnership, partition_of
+
+
+class _Server:
+    """A server's side of ownership: the partitions it holds, and when each moved."""
+
+    def __init__(self, bootstrap: str, service_id: str, name: str, events: list[tuple[float, str, str, int]]) -> None:
+        self.name = name
+        self.events = events
+        self.held: set[int] = set()
+        self.lock = threading.Lock()
+        self.ownership = QueryOwnership(bootstrap, service_id, name, on_assigned=self.assigned,
+                                        on_revoked=self.revoked, partitions=6)
+
+    def assigned(self, partitions: set[int]) -> None:
+        with self.lock:
+            self.held |= partitions
+            self.events.extend((time.monotonic(), self.name, "assigned", p) for p in partitions)
+
+    def revoked(self, partitions: set[int]) -> None:
+        time.sleep(0.5)  # a query takes a while to stop: the partition must not move meanwhile
+        with self.lock:
+            self.held -= partitions
+            self.events.extend((time.monotonic(), self.name, "revoked", p) for p in partitions)
+
+
+def _until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def _split(servers: list[_Server]) -> bool:
+    held = [s.held for s in servers]
+    everything = set().union(*held)
+    return everything == set(range(6)) and sum(len(h) for h in held) == 6 and all(held)
+
+
+def test_each_partition_has_one_owner_and_a_leaving_server_stops_before_another_starts(kafka_broker) -> None:
+    service_id = f"own_{uuid.uuid4().hex[:8]}"
+    events: list[tuple[float, str, str, int]] = []
+    a, b = (_Server(kafka_broker.bootstrap_servers, service_id, name, events) for name in ("a:1", "b:2"))
+    a.ownership.start()
+    _until(lambda: a.held == set(range(6)))
+    b.ownership.start()
+    _until(lambda: _split([a, b]))
+    assert a.ownership.owned_partitions() == a.held and b.ownership.owned_partitions() == b.held
+    _until(lambda: set(a.ownership.members()) == {"a:1", "b:2"})
+    query = next(f"CSAS_Q_{n}" for n in range(100) if partition_of(f"CSAS_Q_{n}", 6) in b.held)
+    assert b.ownership.owns(query) and not a.ownership.owns(query)
+    assert a.ownership.owner_of(query) == "b:2" and b.ownership.owner_of(query) == "b:2"
+
+    moved = set(b.held)
+    b.ownership.close()  # SIGTERM: b stops its queries, then a gets them
+    _until(lambda: a.held == set(range(6)))
+    for partition in moved:
+        revoked = [t for t, who, what, p in events if (who, what, p) == ("b:2", "revoked", partition)]
+        assigned = [t for t, who, what, p in events if (who, what, p) == ("a:1", "assigned", partition)]
+        assert revoked and assigned and revoked[-1] <= assigned[-1], (partition, events)
+    a.ownership.close()
+
+
+_MEMBER = """
+import sys, time
+from engine.server.ownership import QueryOwnership
+ownership = QueryOwnership(sys.argv[1], sys.argv[2], "b:2", on_assigned=lambda p: print("assigned", flush=True),
+                           on_revoked=lambda p: None, partitions=6)
+ownership.start()
+time.sleep(600)
+"""
+
+
+def test_a_killed_server_loses_its_queries_after_the_session_timeout(kafka_broker) -> None:
+    service_id = f"own_{uuid.uuid4().hex[:8]}"
+    events: list[tuple[float, str, str, int]] = []
+    a = _Server(kafka_broker.bootstrap_servers, service_id, "a:1", events)
+    a.ownership.start()
+    _until(lambda: a.held == set(range(6)))
+    member = subprocess.Popen([sys.executable, "-c", _MEMBER, kafka_broker.bootstrap_servers, service_id],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert member.stdout is not None and member.stdout.readline().strip() == "assigned"
+        _until(lambda: len(a.held) < 6)
+        assert set(a.ownership.members()) == {"a:1", "b:2"}
+    finally:
+        member.kill()  # SIGKILL: no leave-group request, only silence
+        member.wait()
+    killed = time.monotonic()
+    _until(lambda: a.held == set(range(6)), timeout=60)
+    assert time.monotonic() - killed < 6 + 10  # the session timeout (6 s) and a rebalance
+    a.ownership._members = (0.0, {})
+    assert set(a.ownership.members()) == {"a:1"}
+    a.ownership.close()
+
+
+def test_published_states_reach_every_server_and_a_tombstone_forgets(kafka_broker) -> None:
+    service_id = f"own_{uuid.uuid4().hex[:8]}"
+    events: list[tuple[float, str, str, int]] = []
+    a, b = (_Server(kafka_broker.bootstrap_servers, service_id, name, events) for name in ("a:1", "b:2"))
+    a.ownership.start()
+    b.ownership.start()
+    a.ownership.publish("CSAS_X_0", "ERROR", "boom")
+    status = b.ownership.wait_published("CSAS_X_0", 30)
+    assert status is not None and (status.owner, status.state, status.error) == ("a:1", "ERROR", "boom")
+    a.ownership.publish("CSAS_X_0", None)
+    _until(lambda: b.ownership.status_of("CSAS_X_0") is None, timeout=30)
+    a.ownership.close()
+    b.ownership.close()
+
+
+def test_backoff_doubles_up_to_its_limit_and_hands_each_restart_out_once() -> None:
+    backoff = Backoff(first=1.0, limit=5.0)
+    assert [backoff.failed("Q", now=0.0) for _ in range(4)] == [1.0, 2.0, 4.0, 5.0]
+    assert backoff.due(now=4.9) == [] and backoff.due(now=5.0) == ["Q"] and backoff.due(now=99) == []
+    backoff.forget("Q")
+    assert backoff.failed("Q", now=0.0) == 1.0 and backoff.failures("Q") == 1
+
+
+def test_a_query_maps_to_one_stable_partition() -> None:
+    assert partition_of("CSAS_S_0") == partition_of("CSAS_S_0")
+    assert {partition_of(f"CSAS_S_{n}") for n in range(200)} == set(range(12))
