@@ -94,12 +94,12 @@ class Scope:
             names = self.qualified.get(expr.source)
             if names is None:
                 raise AnalysisError(
-                    f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved: "
-                    f"'{expr.source}' is not a source or alias in the query."
+                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved: "
+                    f"'{expr.source}' is not a valid stream/table name or alias."
                 )
             if expr.name not in names:
                 raise AnalysisError(
-                    f"{clause}: column '{expr.source}.{expr.name}' cannot be resolved."
+                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved."
                 )
             return E.ColumnRef(names[expr.name])
         if expr.name in self.columns:
@@ -112,11 +112,13 @@ class Scope:
             return E.ColumnRef(targets.pop())
         if len(targets) > 1:
             raise AnalysisError(
-                f"{clause}: column '{expr.name}' is ambiguous. Could be "
+                f"Column '{expr.name}' is ambiguous. Could be "
                 + " or ".join(name for name, _ in candidates)
                 + "."
             )
-        raise AnalysisError(f"{clause}: column '{expr.name}' cannot be resolved.")
+        if clause == "WHERE" and expr.name in ("WINDOWSTART", "WINDOWEND"):
+            raise AnalysisError(f"Error in WHERE expression: Unknown column {expr.name}.")
+        raise AnalysisError(f"{clause} column '{expr.name}' cannot be resolved.")
 
 
 @dataclass

@@ -364,3 +364,21 @@ def test_insert_values_errors_carry_ksqldb_prefixes_and_are_400s(service, client
     answer = client.post("/ksql", json={"ksql": statement})
     assert answer.status_code == 400 and answer.json()["@type"] == "statement_error"
     assert message in answer.json()["message"] and answer.json()["statementText"] == statement
+
+
+def test_kspark_server_stops_at_a_bad_auth_file_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "users"
+    bad.write_text("fred:$apr1$x$y\n")
+    for path, problem in [(bad, "passwords hashed as '$apr1$' are not supported"),
+                          (tmp_path / "missing", "Cannot read the auth file")]:
+        done = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1",
+             "--service-id", "x", "--state-dir", str(tmp_path / "state"), "--auth-file", str(path)],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert done.returncode == 1
+        assert done.stderr.startswith("kspark: ") and problem in done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
