@@ -44,6 +44,15 @@ def aliased(text: str, where: str, types: Mapping[str, SqlType] | None = None) -
     return SelectExpression(alias=alias, expression=expression(text[: match.start()], where, types))
 
 
+def alias_of(text: str) -> str | None:
+    """The alias of a select item ``<expression> AS <alias>`` without parsing the expression."""
+    match = _ALIAS.search(text)
+    if match is None:
+        return None
+    alias = match.group(1)
+    return alias[1:-1].replace("``", "`") if alias.startswith("`") else alias.upper()
+
+
 def function_calls(node: E.Expr) -> Iterator[E.FunctionCall]:
     """Every function call of an expression tree, outermost first."""
     if isinstance(node, E.FunctionCall):

@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.errors import PlanError, UnsupportedFeatureError
 from engine.ksqldb_import import values as V
-from engine.ksqldb_import.steps import StepImporter
+from engine.ksqldb_import.steps import StepImporter, projection_aliases
 from engine.plan.plan import (
     Command,
     CreateStreamCommand,
@@ -146,7 +146,7 @@ def import_query(node: Any, types: Mapping[str, SqlType]) -> QueryPlan:
     if not isinstance(node, Mapping):
         raise PlanError(f"A queryPlan must be an object, got {node!r}.")
     query_id = str(V.require(node, "queryId", "queryPlan"))
-    importer = StepImporter(query_id, dict(types))
+    importer = StepImporter(query_id, dict(types), reserved=frozenset(projection_aliases(node.get("physicalPlan"))))
     root = importer.visit(V.require(node, "physicalPlan", f"queryPlan {query_id}"))
     return QueryPlan(
         query_id=query_id,

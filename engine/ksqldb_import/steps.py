@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.errors import PlanError, UnsupportedFeatureError
 from engine.ksqldb_import import values as V
-from engine.ksqldb_import.expressions import aliased, column_name, expression
+from engine.ksqldb_import.expressions import alias_of, aliased, column_name, expression
 from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
@@ -77,6 +77,9 @@ class StepImporter:
 
     query_id: str
     types: Mapping[str, SqlType] = field(default_factory=dict)
+    # Every alias the query's projections give (``... AS X``): ksqlDB 5.5/6.0 generated a
+    # grouping key name (``KSQL_COL_n``) no projection of the query used.
+    reserved: frozenset[str] = frozenset()
 
     def visit(self, node: Any) -> Imported:
         if not isinstance(node, Mapping) or "@type" not in node:
@@ -284,6 +287,14 @@ class _Aliases:
             return node.field
         return self.generated()
 
+    def lowest_free(self) -> str:
+        """The first ``KSQL_COL_n`` not taken (ksqlDB 5.5/6.0's one joined grouping key)."""
+        n = 0
+        while f"KSQL_COL_{n}" in self.taken:
+            n += 1
+        self.taken.add(f"KSQL_COL_{n}")
+        return f"KSQL_COL_{n}"
+
     def generated(self) -> str:
         name = f"KSQL_COL_{self.next}"
         self.next += 1
@@ -367,10 +378,11 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "groupByExpressions")]
     table = wire.startswith("table")
-    aliases = _Aliases(source.shape.names())
-    if wire.endswith("V1") and len(exprs) > 1:
+    old_naming = wire.endswith("V1")
+    aliases = _Aliases(source.shape.names() | (importer.reserved if old_naming else frozenset()))
+    if old_naming and len(exprs) > 1:
         # Before multi-column keys: one STRING key, the values' texts joined with '|+|'.
-        name = aliases.generated()
+        name = aliases.lowest_free()
         joined_cls = K.TableGroupByJoinedKey if table else K.StreamGroupByJoinedKey
         joined = joined_cls(
             ctx=ctx, source=source.step, key_name=name, group_by_expressions=tuple(exprs),
@@ -581,3 +593,20 @@ def _table_table_join(importer: StepImporter, node: Mapping[str, Any]) -> Import
     return Imported(
         step, _join_shape(step.key_column, left, right, table=True, window=left.imported.shape.window)
     )
+
+
+def projection_aliases(node: Any) -> set[str]:
+    """The alias of every ``selectExpressions`` item in a ksqlDB step tree (unparsed, upper case)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if not isinstance(current, Mapping):
+            continue
+        for text in current.get("selectExpressions") or ():
+            alias = alias_of(str(text))
+            if alias is not None:
+                found.add(alias)
+        stack.extend(current.get(k) for k in ("source", "leftSource", "rightSource"))
+    return found
+

@@ -161,6 +161,17 @@ def test_group_by_v1_with_several_expressions_becomes_the_joined_key_step(
     assert chain[2].key_column_names == ("KSQL_COL_0",)
 
 
+@pytest.mark.parametrize(("exprs", "key"), [(["NAME", "QTY"], "KSQL_COL_1"), (["(QTY + 1)"], "KSQL_COL_1")])
+def test_a_v1_grouping_key_name_avoids_the_names_the_query_projects_as_ksqldb_did(
+    kp: Any, exprs: list[str], key: str
+) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV1", exprs))
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS KSQL_COL_0"], None, ctx="Aggregate/Project", table=True)
+    chain = _chain(_root(kp, kp.sink(project, table=True)))
+    assert chain[2].key_column_names == (key,)
+    assert [s.alias for s in chain[1].select_expressions] == ["KSQL_COL_0"]
+
+
 def test_group_by_v1_with_one_expression_stays_the_plain_grouping_step(kp: Any) -> None:
     agg = _aggregate(kp, _group(kp, "streamGroupByV1", ["NAME"]))
     chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
