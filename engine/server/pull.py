@@ -286,7 +286,7 @@ def plan_pull_query(
                 ref.name in WINDOW_BOUNDS and source.window_info is not None
             ):
                 suffix = " KEY"
-        if isinstance(ref, X.ColumnRef) and (column := schema_columns.get(ref.name)) is not None \
+        if isinstance(ref, X.ColumnRef) and source.is_table and (column := schema_columns.get(ref.name)) is not None \
                 and column.namespace is Namespace.HEADERS and selected.alias == ref.name:
             suffix = str(column)[len(f"{column.name} {column.type}") + 2:]
         result_columns.append(PullColumn(selected.alias, sql_type if sql_type is not None else columns.get(
@@ -314,6 +314,15 @@ def plan_pull_query(
 
 
 # ---------------------------------------------------------------------------- decoding
+
+
+def _hashable(value: Any) -> Any:
+    """A key value usable in a dict key: lists, maps and structs as tuples."""
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    return value
 
 
 @dataclass
@@ -348,7 +357,7 @@ class _Decoder:
         row = self.key_serde.deserialize(self.key_serde.from_bytes(data)) or {}
         row = {name: row.get(name) for name in self.key_names}
         row.update(bounds)
-        return tuple(row[name] for name in self.key_names) + window, row
+        return tuple(_hashable(row[name]) for name in self.key_names) + window, row
 
     def value(self, data: bytes | None) -> dict[str, Any] | None:
         if data is None:

@@ -275,3 +275,23 @@ def test_query_and_query_stream_answer_pull_queries_in_ksqldb_shapes(service, ka
         assert body["@type"] == "statement_error" and body["error_code"] == 40001
         assert body["message"].startswith("Pull queries don't support GROUP BY clauses.")
         assert body["statementText"] == f"SELECT * FROM {name}_IN GROUP BY ID;"
+
+
+def test_materialization_keeps_rows_of_unhashable_keys_and_tombstones_them() -> None:
+    from engine.kafka.consume import ConsumedRecord
+    from engine.server.pull import Materialization
+
+    engine = KsqlEngine()
+    engine.execute_sql(
+        "CREATE SOURCE TABLE A (ID ARRAY<INT> PRIMARY KEY, N STRING) "
+        "WITH (kafka_topic='a', key_format='JSON', value_format='JSON', partitions=1);"
+    )
+    store = Materialization("127.0.0.1:1", engine.metastore.get("A"))  # not started: records applied by hand
+
+    def record(offset: int, key: bytes, value: bytes | None) -> ConsumedRecord:
+        return ConsumedRecord(topic="a", partition=0, offset=offset, timestamp=offset + 1, key=key, value=value)
+
+    store.apply([record(0, b"[1,2]", b'{"N":"x"}'), record(1, b"[3]", b'{"N":"y"}'), record(2, b"[1,2]", b'{"N":"z"}')])
+    assert [row["N"] for row in store.lookup([((1, 2),)])] == ["z"]
+    store.apply([record(3, b"[1,2]", None), record(4, b"not json", b'{"N":"w"}')])  # a bad key is skipped
+    assert [row["ID"] for row in store.scan()] == [[3]] and store.skipped == 1
