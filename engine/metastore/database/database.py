@@ -78,6 +78,11 @@ def changelog_topic(service_id: str, table: str) -> str:
 
 def pack_sequence(sources_position: int, types_position: int) -> int:
     """One sequence number for both views (see the module docstring)."""
+    if not 0 <= types_position < 1 << TYPES_BITS:
+        raise MetastoreError(
+            f"The UserTypes changelog reached offset {types_position}; sequence numbers hold offsets below "
+            f"{1 << TYPES_BITS} for it. Recreate the service's metastore with kspark metastore migrate."
+        )
     return (sources_position << TYPES_BITS) | types_position
 
 

@@ -146,8 +146,8 @@ def test_integrity_is_enforced_by_the_owner_naming_the_dependents(kafka_broker, 
     with pytest.raises(MetastoreError, match="Type T does not exist"):
         db.write(Write(TYPES, "T", None))
     for name in "CBA":
-        db.write(Write(SOURCES, name, None))
-    db.wait_until_caught_up()
+        sequence = db.write(Write(SOURCES, name, None))
+    db.wait_for(sequence)  # the end offset may not show the last commit yet: its sequence does
     assert db.rows(SOURCES) == {}
     db.close()
 
@@ -188,6 +188,10 @@ def test_a_non_owner_forwards_and_a_fenced_owner_answers_not_the_owner(kafka_bro
     assert status == 409 and body["message"].startswith("not the owner")
 
     # A zombie: the owner's producer survives while a new producer with its transactional.id inits.
+    deadline = time.monotonic() + 30
+    while (owner := next((db for db in (first, second) if db.owns(SOURCES)), None)) is None:
+        assert time.monotonic() < deadline, "the partition has no owner"
+        time.sleep(0.1)
     zombie = owner._owned[SOURCES]
     from confluent_kafka import Producer
 
@@ -313,3 +317,8 @@ def test_kill_9_of_the_owner_during_a_write_burst_leaves_nothing_partial(kafka_b
     assert len(committed) == len(rows)  # no duplicate, no partial record; the aborted one is invisible
     heir.close()
     reader.close()
+
+
+def test_a_types_offset_too_large_for_a_sequence_number_is_refused() -> None:
+    with pytest.raises(MetastoreError, match="sequence numbers hold offsets below 16777216"):
+        pack_sequence(1, 1 << 24)
