@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -33,8 +34,8 @@ from engine.errors import KsqlError
 from engine.server import entities as E
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
-from engine.server.service import KsqlService
 from engine.server.pull import pull_query_body, pull_query_stream_body
+from engine.server.service import KsqlService
 
 LOG = logging.getLogger("engine.server")
 MAX_BODY_BYTES = 1 << 20
@@ -107,9 +108,16 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     async def cluster_status(request: Request) -> Response:
-        host = f"{request.url.hostname}:{request.url.port}"
-        return JSONResponse({"clusterStatus": {host: {"hostAlive": service.ready, "lastStatusUpdateMs": 0,
-                                                      "activeStandbyPerQuery": {}, "hostStoreLags": {}}}})
+        try:  # the live servers of the service (query-owner group members), this one if it runs no queries
+            hosts = await run_in_threadpool(service.cluster_members)
+        except ServiceError as exc:
+            return _error(exc)
+        if service.ownership is None:
+            hosts = [f"{request.url.hostname}:{request.url.port}"]
+        now = int(time.time() * 1000)
+        return JSONResponse({"clusterStatus": {host: {"hostAlive": service.ready, "lastStatusUpdateMs": now,
+                                                      "activeStandbyPerQuery": {}, "hostStoreLags": {}}
+                                               for host in hosts}})
 
     async def ksql(request: Request) -> Response:
         try:

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     service = service_class(
         args.bootstrap_servers, args.service_id, Path(args.state_dir), **extra,
-        properties=properties, spark_master=args.spark_master,
+        properties=properties, spark_master=args.spark_master, server_id=f"{host}:{port}",
     )
     try:
         service.start()

@@ -84,11 +84,14 @@ class RunningQueryInfo:
     statement_text: str
     sink: str
     sink_topic: str
-    state: str  # RUNNING, ERROR, PENDING (not started on this server)
+    state: str  # RUNNING, ERROR, UNRESPONSIVE (no live owner), PENDING (queries not run)
+    owner: str | None = None  # the server running it (its HOST:PORT), None while it moves
 
 
 def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> dict[str, Any]:
-    """``queries``: LIST QUERIES."""
+    """``queries``: LIST QUERIES. ``owner`` and ``ksqlHostQueryStatus`` (ksqlDB's per-host
+    state map, as in its query descriptions) name the server running each query; ksqlDB's
+    clients ignore fields they do not know."""
     items = [
         {
             "queryString": q.statement_text,
@@ -98,6 +101,8 @@ def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> di
             "statusCount": {q.state: 1},
             "queryType": "PERSISTENT",
             "state": q.state,
+            "owner": q.owner,
+            "ksqlHostQueryStatus": {q.owner: q.state} if q.owner is not None else {},
         }
         for q in queries
     ]

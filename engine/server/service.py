@@ -16,9 +16,11 @@ VALUES writes its record directly; SET and UNSET change the request's properties
 
 Persistent queries run on this server's Spark session through the streaming runtime of
 ``engine.application`` (``build_streaming_query``, the transactional sink), their
-checkpoints under ``STATE_DIR/<service id>/queries/<query id>/``. Every server of a
-service runs every query for now: run one server per service id when queries write
-(query ownership across servers is a later step).
+checkpoints under ``STATE_DIR/<service id>/queries/<query id>/`` (shared by the service's
+servers). Each query runs on exactly one server of the service at a time, the one its
+Kafka group membership assigns it to (``engine.server.ownership``): a server starts the
+queries it is assigned, stops those revoked before giving them up, and restarts a query
+whose Spark stream failed with backoff (its state shows ERROR meanwhile).
 
 Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's text.
 """
@@ -26,7 +28,9 @@ Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's te
 from __future__ import annotations
 
 import logging
+import os
 import queue
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -49,6 +53,7 @@ from engine.plan.plan import (
 )
 from engine.server import entities as E
 from engine.server.errors import ServiceError
+from engine.server.ownership import Backoff, QueryOwnership
 from engine.server.pull import PullQueries, PullResult, is_pull_query
 
 LOG = logging.getLogger("engine.server")
@@ -85,9 +90,12 @@ class KsqlService:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     command_timeout: float = 30.0
+    server_id: str = ""  # this server among its service's (HOST:PORT it answers on); default host-pid
+    session_timeout_ms: int = 6000  # a server silent this long is dead: its queries move
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+        self.server_id = self.server_id or f"{socket.gethostname()}-{os.getpid()}"
         self.app = StreamingApplication(
             self.bootstrap_servers,
             self.state_dir / self.service_id / "queries",
@@ -102,6 +110,14 @@ class KsqlService:
         # waits for Spark (a start takes seconds): ("start" | "stop", query id), None ends it.
         self._operations: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._worker = threading.Thread(target=self._run_operations, name="query-starter", daemon=True)
+        self._running_lock = threading.RLock()  # a query starts or stops under it (worker vs revocation)
+        self._backoff = Backoff()
+        self.ownership: QueryOwnership | None = None
+        if self.run_queries:
+            self.ownership = QueryOwnership(
+                self.bootstrap_servers, self.service_id, self.server_id, on_assigned=self._assigned,
+                on_revoked=self._revoked, session_timeout_ms=self.session_timeout_ms, timeout=self.command_timeout,
+            )
         self._statuses: dict[str, E.CommandStatus] = {}
         self._queries: dict[str, _QueryEntry] = {}
         self.host: str | None = None  # HOST:PORT this server answers on, once the HTTP layer knows it
@@ -139,6 +155,8 @@ class KsqlService:
             # Nothing to run yet: start Spark meanwhile, so the first query need not wait as long.
             threading.Thread(target=self._warm_up_spark, name="spark-warm-up", daemon=True).start()
         self._worker.start()
+        if self.ownership is not None:
+            self.ownership.start()  # the queries assigned to this server start on the worker
         self.ready = True
 
     def _warm_up_spark(self) -> None:
@@ -159,19 +177,86 @@ class KsqlService:
         self._operations.put(None)
         if self._worker.is_alive():
             self._worker.join(timeout=120)
+        if self.ownership is not None:
+            self.ownership.close()  # stops this server's queries, then the others take them
         with self._queries_lock:
             for query_id in list(self._queries):
                 self._stop_query(query_id)
 
     def _run_operations(self) -> None:
-        while (operation := self._operations.get()) is not None:
+        while True:
+            try:
+                operation = self._operations.get(timeout=0.5)
+            except queue.Empty:
+                self._supervise()
+                continue
+            if operation is None:
+                return
             action, query_id = operation
             if action == "start":
                 self._start_query(query_id)
             else:
-                self._stop_query(query_id)
+                with self._running_lock:
+                    self._stop_query(query_id)
+                    if self.ownership is not None and self.ownership.owns(query_id):
+                        self.ownership.publish(query_id, None)  # terminated: its state is gone
                 with self._queries_lock:
                     self._queries.pop(query_id, None)
+                self._backoff.forget(query_id)
+
+    # ------------------------------------------------------------------ ownership (engine.server.ownership)
+
+    def _assigned(self, partitions: set[int]) -> None:
+        """Group membership gave this server ``partitions``: start their queries (on the worker)."""
+        assert self.ownership is not None
+        with self._queries_lock:
+            known = list(self._queries)
+        for query_id in self.ownership.queries_of(partitions, known):
+            self._operations.put(("start", query_id))
+
+    def _revoked(self, partitions: set[int]) -> None:
+        """``partitions`` go to another server: stop their queries before this returns."""
+        assert self.ownership is not None
+        with self._queries_lock:
+            known = list(self._queries)
+        with self._running_lock:
+            for query_id in self.ownership.queries_of(partitions, known):
+                self._stop_query(query_id)
+                entry = self._queries.get(query_id)
+                if entry is not None:
+                    entry.error = None
+                self._backoff.forget(query_id)
+
+    def _supervise(self) -> None:
+        """A query whose Spark stream died shows ERROR and is restarted with backoff."""
+        if not self.run_queries:
+            return
+        with self._queries_lock:
+            entries = list(self._queries.items())
+        for query_id, entry in entries:
+            handle = entry.handle
+            if handle is None:
+                continue
+            try:
+                alive = handle.isActive
+            except Exception:  # noqa: BLE001 - a JVM call that fails means the query is gone
+                alive = False
+            if alive:
+                continue
+            with self._running_lock:
+                if entry.handle is not handle:
+                    continue
+                entry.handle = None
+                entry.error = _failure_of(handle)
+                self._failed(query_id, entry.error)
+        for query_id in self._backoff.due():
+            self._start_query(query_id)
+
+    def _failed(self, query_id: str, error: str) -> None:
+        delay = self._backoff.failed(query_id)
+        LOG.error("query %s failed (restart in %g s): %s", query_id, delay, error)
+        if self.ownership is not None:
+            self.ownership.publish(query_id, "ERROR", error)
 
     # ------------------------------------------------------------------ applying the log
 
@@ -225,10 +310,16 @@ class KsqlService:
     # ------------------------------------------------------------------ persistent queries
 
     def _start_query(self, query_id: str) -> None:
-        """Start a persistent query on this server's Spark session (once; failures are kept)."""
-        entry = self._queries.get(query_id)
-        if not self.run_queries or entry is None or entry.handle is not None:
-            return
+        """Start a persistent query this server owns on its Spark session (failures: restarted later)."""
+        with self._running_lock:
+            entry = self._queries.get(query_id)
+            if not self.run_queries or entry is None or entry.handle is not None:
+                return
+            if self.ownership is not None and not self.ownership.owns(query_id):
+                return
+            self._start_owned(query_id, entry)
+
+    def _start_owned(self, query_id: str, entry: _QueryEntry) -> None:
         from engine.runtime import processing_log
         from engine.runtime.kafka_sink import TransactionalSink
         from engine.runtime.session import get_spark
@@ -258,9 +349,13 @@ class KsqlService:
                 finally:
                     spark.conf.set("spark.sql.shuffle.partitions", "1")
             _await_first_offsets(entry.handle, app.state_dir / query_id / CHECKPOINT_DIR, self.command_timeout)
+            entry.error = None
+            if self.ownership is not None:
+                self.ownership.publish(query_id, "RUNNING")
         except Exception as exc:  # noqa: BLE001 - a query that cannot start is shown in ERROR
             entry.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             LOG.error("query %s did not start: %s", query_id, entry.error)
+            self._failed(query_id, entry.error)
         finally:
             entry.started.set()
 
@@ -275,20 +370,56 @@ class KsqlService:
             pass
 
     def query_infos(self) -> list[E.RunningQueryInfo]:
-        """The persistent queries in creation order, with their state on this server."""
+        """The persistent queries in creation order, with their state and owner."""
+        members = self._live_members()  # asks Kafka: before taking the locks
         with self._engine_lock, self._queries_lock:
             infos = []
             for query in self.engine.query_order():
                 entry = self._queries.get(query.query_id)
                 sink = self.engine.metastore.get(query.sink)
+                state, owner = _state(entry, self.run_queries), None
+                if self.ownership is not None:
+                    state, owner = self._cluster_state(query.query_id, state, members)
                 infos.append(E.RunningQueryInfo(
                     query_id=query.query_id,
                     statement_text=entry.statement_text if entry else "",
                     sink=query.sink,
                     sink_topic=sink.topic if sink is not None else query.sink,
-                    state=_state(entry, self.run_queries),
+                    state=state,
+                    owner=owner,
                 ))
             return infos
+
+    def _live_members(self) -> dict[str, set[int]]:
+        if self.ownership is None:
+            return {}
+        try:
+            return self.ownership.members()
+        except KafkaClientError as exc:
+            LOG.warning("the owners of queries are unknown: %s", exc)
+            return {}
+
+    def _cluster_state(self, query_id: str, local: str, members: dict[str, set[int]]) -> tuple[str, str | None]:
+        """The query's state and owner: this server's view if it runs it, else what its owner published."""
+        assert self.ownership is not None
+        owner = self.ownership.owner_of(query_id, members)
+        if owner == self.server_id:
+            return local, owner
+        published = self.ownership.status_of(query_id)
+        if owner is None:
+            return "UNRESPONSIVE", None  # no live server holds it (a rebalance moves it)
+        if published is not None and published.owner == owner:
+            return published.state, owner
+        return "RUNNING", owner  # being started by its new owner
+
+    def cluster_members(self) -> list[str]:
+        """The live servers of the service (their server ids), sorted."""
+        if self.ownership is None:
+            return [self.server_id]
+        try:
+            return sorted(self.ownership.members())
+        except KafkaClientError as exc:
+            raise ServiceError(str(exc), code=50000) from None
 
     # ------------------------------------------------------------------ statements
 
@@ -423,8 +554,9 @@ class KsqlService:
         except CommandLogError:
             status = E.CommandStatus("QUEUED", "Statement written to command topic")
         entry = self._queries.get(status.query_id) if status.query_id else None
-        if entry is not None and self.run_queries:
-            entry.started.wait(self.command_timeout)  # rows written after the answer are read
+        if entry is not None and self.ownership is not None and status.query_id is not None:
+            # rows written after the answer are read: wait until its owner (maybe this server) started it
+            self.ownership.wait_published(status.query_id, self.command_timeout)
         if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
             self._delete_topic(status.message)
         return E.current_status(text, queued.command.command_id, status, queued.sequence)
@@ -617,6 +749,19 @@ def _await_first_offsets(handle: Any, checkpoint: Path, timeout: float) -> None:
         if not handle.isActive:
             return
         time.sleep(0.1)
+
+
+def _failure_of(handle: Any) -> str:
+    """The first line of a stopped Spark query's exception."""
+    try:
+        failure = handle.exception()
+    except Exception as exc:  # noqa: BLE001 - the JVM may be gone too
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if failure is None:
+        return "The query's Spark stream stopped."
+    from engine.application import root_cause_line
+
+    return root_cause_line(str(failure), "The query's Spark stream failed.")
 
 
 def _state(entry: _QueryEntry | None, run_queries: bool) -> str:
