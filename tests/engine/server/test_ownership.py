@@ -131,3 +131,35 @@ def test_backoff_doubles_up_to_its_limit_and_hands_each_restart_out_once() -> No
 def test_a_query_maps_to_one_stable_partition() -> None:
     assert partition_of("CSAS_S_0") == partition_of("CSAS_S_0")
     assert {partition_of(f"CSAS_S_{n}") for n in range(200)} == set(range(12))
+
+
+class _DeadStream:
+    """A Spark query handle whose stream died."""
+
+    isActive = False
+
+    def exception(self) -> str:
+        return "org.apache.spark.SparkException: Job aborted\nCaused by: java.lang.IllegalStateException: boom"
+
+
+def test_a_failed_query_shows_error_and_is_restarted_with_backoff(kafka_broker, tmp_path) -> None:
+    from engine.plan.plan import QueryPlan
+    from engine.server.service import KsqlService, _QueryEntry
+
+    service = KsqlService(kafka_broker.bootstrap_servers, f"own_{uuid.uuid4().hex[:8]}", tmp_path)  # not started
+    started: list[str] = []
+    service._start_owned = lambda query_id, entry: started.append(query_id)  # type: ignore[method-assign]
+    service.ownership.owns = lambda query_id: True  # type: ignore[method-assign, union-attr]
+    service.ownership.publish = lambda *args: None  # type: ignore[method-assign, union-attr]
+    entry = _QueryEntry(QueryPlan.__new__(QueryPlan), "CREATE STREAM ...", {}, handle=_DeadStream())
+    service._queries["CSAS_F_0"] = entry
+    service._backoff.first = 0.5
+
+    service._supervise()
+    assert entry.handle is None and entry.error == "java.lang.IllegalStateException: boom"
+    from engine.server.service import _state
+    assert _state(entry, True) == "ERROR" and started == []
+    time.sleep(0.6)
+    service._supervise()
+    assert started == ["CSAS_F_0"] and service._backoff.failures("CSAS_F_0") == 1
+    service.log.close()
