@@ -118,6 +118,14 @@ def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="The broker for --runtime kafka (default: start one in a temp dir for the run).",
     )
+    parser.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        help=(
+            "The schema registry (Confluent API) for --runtime kafka's AVRO and JSON_SR topics "
+            "(default: start one in a temp dir for the run)."
+        ),
+    )
 
 
 @contextlib.contextmanager
@@ -128,13 +136,16 @@ def _engines(args: argparse.Namespace) -> Iterator[Callable[[QttCase], EngineFac
         return
     from qtt.kafka_runtime import KafkaHarness
 
-    with KafkaHarness.open(args.bootstrap_servers) as harness:
+    with KafkaHarness.open(args.bootstrap_servers, registry_url=args.schema_registry_url) as harness:
         yield harness.engine_factory
 
 
 def _check_runtime(args: argparse.Namespace) -> bool:
     if args.bootstrap_servers and args.runtime != "kafka":
         print("qtt: --bootstrap-servers needs --runtime kafka.", file=sys.stderr)
+        return False
+    if args.schema_registry_url and args.runtime != "kafka":
+        print("qtt: --schema-registry-url needs --runtime kafka.", file=sys.stderr)
         return False
     return True
 

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.api import SourceInfo
+from engine.application import SCHEMA_REGISTRY_URL
 from engine.errors import KafkaClientError, KsqlError, UnsupportedFeatureError
 from engine.plan.schema import Namespace
 from engine.records import Header, TopicInfo, TopicRecord, Window
@@ -183,8 +184,9 @@ class SourceSerdes:
     window_size_ms: int | None = None
 
     @staticmethod
-    def of(source: SourceInfo) -> SourceSerdes:
-        """The serdes the engine reads and writes ``source``'s topic with."""
+    def of(source: SourceInfo, registry_url: str | None = None) -> SourceSerdes:
+        """The serdes the engine reads and writes ``source``'s topic with (AVRO and JSON_SR
+        in the registry's wire format when ``registry_url`` is given)."""
         key_columns = [c for c in source.schema.columns if c.namespace is Namespace.KEY]
         value_columns = [c for c in source.schema.columns if c.namespace is Namespace.VALUE]
         kf, vf = source.key_format, source.value_format
@@ -195,12 +197,19 @@ class SourceSerdes:
             if "WRAP_SINGLES" in vf.features
             else None
         )
+        from engine.serde.registry import wire_serde
+
         return SourceSerdes(
-            key=key_serde(FormatInfo(kf.format, dict(kf.properties)), key_columns),
-            value=value_serde(
-                FormatInfo(vf.format, dict(vf.properties)),
-                value_columns,
-                SerdeFeatures(wrap_single_value=wrap),
+            key=wire_serde(key_serde(FormatInfo(kf.format, dict(kf.properties)), key_columns),
+                           source.topic, registry_url),
+            value=wire_serde(
+                value_serde(
+                    FormatInfo(vf.format, dict(vf.properties)),
+                    value_columns,
+                    SerdeFeatures(wrap_single_value=wrap),
+                ),
+                source.topic,
+                registry_url,
             ),
             window_type=(kf.window_type or "").upper() or None,
             window_size_ms=kf.window_size_ms,
@@ -381,7 +390,10 @@ class KafkaCaseEngine:
         self.app = StreamingApplication(
             harness.bootstrap_servers,
             self.state_dir,
-            properties=self.names.properties(properties),
+            properties=self.names.properties(
+                properties if harness.registry_url is None
+                else {SCHEMA_REGISTRY_URL: harness.registry_url, **properties}
+            ),
         )
         self.created: dict[str, int] = {}  # broker topic -> partitions
         self.declared = {t.name: t.to_topic_info() for t in case.topics}
@@ -499,7 +511,7 @@ class KafkaCaseEngine:
         name = self.names.topic(topic)
         for source in self.app.engine.sources():
             if source.topic == name:
-                return SourceSerdes.of(source)
+                return SourceSerdes.of(source, self.harness.registry_url)
         return None
 
     def _sinks(self) -> dict[str, SourceSerdes]:
@@ -508,7 +520,7 @@ class KafkaCaseEngine:
         for query in self.app.queries():
             source = self.app.engine.source(query.sink)
             if source is not None and source.topic not in sinks:
-                sinks[source.topic] = SourceSerdes.of(source)
+                sinks[source.topic] = SourceSerdes.of(source, self.harness.registry_url)
         return sinks
 
     def _offsets(self, topic: str) -> dict[int, int]:
@@ -537,6 +549,7 @@ class KafkaHarness:
     bootstrap_servers: str
     work_dir: Path
     spark: Any
+    registry_url: str | None = None  # the schema registry's Confluent API
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     _cases: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -549,20 +562,28 @@ class KafkaHarness:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, bootstrap_servers: str | None = None, *, spark: Any = None) -> Iterator[KafkaHarness]:
-        """A harness on ``bootstrap_servers``, or on a broker started for it in a temp dir.
+    def open(cls, bootstrap_servers: str | None = None, *, spark: Any = None,
+             registry_url: str | None = None) -> Iterator[KafkaHarness]:
+        """A harness on ``bootstrap_servers``, or on a broker started for it in a temp dir,
+        and on the schema registry at ``registry_url``, or one started for it.
 
-        What it starts it stops at the end (the broker, and the SparkSession unless ``spark``
-        was given), whatever happens; the temp dir (state dirs, the broker's files) goes too.
+        What it starts it stops at the end (the broker, the registry, and the SparkSession
+        unless ``spark`` was given), whatever happens; the temp dir (state dirs, the broker's
+        files) goes too.
         """
         from engine.components.broker import Broker
+        from engine.components.registry import SchemaRegistry
         from engine.kafka import check_connection
         from engine.runtime.session import get_spark, stop_spark
 
         work_dir = Path(tempfile.mkdtemp(prefix="qtt-kafka-"))
         broker: Broker | None = None
+        registry: SchemaRegistry | None = None
         harness: KafkaHarness | None = None
         try:
+            if registry_url is None:  # starts while the broker and Spark start
+                registry = SchemaRegistry(work_dir / "registry", stop_with_parent=True)
+                registry.start()
             if bootstrap_servers is None:
                 broker = Broker(work_dir / "broker", stop_with_parent=True)
                 broker.start()
@@ -571,7 +592,10 @@ class KafkaHarness:
             else:
                 check_connection(bootstrap_servers)
             session = spark if spark is not None else get_spark(kafka=True)
-            harness = cls(bootstrap_servers, work_dir, session)
+            if registry is not None:
+                registry.wait_ready()
+                registry_url = registry.url
+            harness = cls(bootstrap_servers, work_dir, session, registry_url)
             yield harness
         finally:
             if harness is not None:
@@ -580,6 +604,8 @@ class KafkaHarness:
                 stop_spark()
             if broker is not None:
                 broker.stop()
+            if registry is not None:
+                registry.stop()
             shutil.rmtree(work_dir, ignore_errors=True)
 
     def next_case_number(self) -> int:

@@ -28,6 +28,7 @@ from qtt.loader import QttFile, load_paths
 from qtt.runner import run_case
 
 CASES = Path(__file__).resolve().parents[1] / "qtt_cases"
+REGISTRY_CASES = Path(__file__).resolve().parents[1] / "qtt_registry_cases"
 
 # ---------------------------------------------------------------------------- topic names
 
@@ -194,6 +195,20 @@ def test_binary_formats_the_engine_cannot_write_are_unsupported() -> None:
         serdes.encode(TopicRecord("t", 1, {"N": 1}, 0))
 
 
+def test_with_a_registry_avro_inputs_go_in_confluent_framing_under_the_topic_subject() -> None:
+    import uuid
+
+    from engine.serde.registry import registry_client, split_header
+
+    url = f"mock://{uuid.uuid4().hex}"
+    serdes = SourceSerdes.of(_source("ID STRING KEY, N INT", key="AVRO", value="AVRO"), url)
+    key, value = serdes.encode(TopicRecord("t", "a", {"N": 1}, 0))
+    assert split_header(value or b"", "value")[0] == registry_client(url).get_latest_version("t-value").schema_id
+    assert sorted(registry_client(url).get_subjects()) == ["t-key", "t-value"]
+    consumed = ConsumedRecord(topic="t", partition=0, offset=0, timestamp=0, key=key, value=value, headers=())
+    assert serdes.decode("OUT", consumed) == TopicRecord("OUT", "a", {"N": 1}, 0, 0)
+
+
 # ---------------------------------------------------------------------------- sampling
 
 
@@ -299,11 +314,13 @@ REPRESENTATIVE = (
 )
 
 
-def _run_on_kafka(bootstrap_servers: str, spark: Any, ids: tuple[str, ...]) -> tuple[list[Any], list[str]]:
+def _run_on_kafka(
+    bootstrap_servers: str, spark: Any, ids: tuple[str, ...], registry_url: str, cases_dir: Path = CASES
+) -> tuple[list[Any], list[str]]:
     from qtt.kafka_runtime import KafkaHarness
 
-    cases = {c.id: c for f in load_paths([CASES]) for c in f.cases}
-    with KafkaHarness.open(bootstrap_servers, spark=spark) as harness:
+    cases = {c.id: c for f in load_paths([cases_dir]) for c in f.cases}
+    with KafkaHarness.open(bootstrap_servers, spark=spark, registry_url=registry_url) as harness:
         results = [
             run_case(cases[i], strict=True, engine_factory=harness.engine_factory(cases[i]))
             for i in ids
@@ -313,12 +330,31 @@ def _run_on_kafka(bootstrap_servers: str, spark: Any, ids: tuple[str, ...]) -> t
     return results, leftover
 
 
-def test_representative_project_cases_pass_on_kafka(kafka_broker: Any, spark: Any) -> None:
-    results, leftover = _run_on_kafka(kafka_broker.bootstrap_servers, spark, REPRESENTATIVE)
+def test_representative_project_cases_pass_on_kafka(kafka_broker: Any, schema_registry: Any, spark: Any) -> None:
+    results, leftover = _run_on_kafka(kafka_broker.bootstrap_servers, spark, REPRESENTATIVE, schema_registry.url)
     assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
     assert leftover == []  # every case's topics are gone when it ends
 
 
-def test_header_columns_reach_the_sink_on_kafka(kafka_broker: Any, spark: Any) -> None:
-    results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ("ddl - headers columns",))
+def test_header_columns_reach_the_sink_on_kafka(kafka_broker: Any, schema_registry: Any, spark: Any) -> None:
+    results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ("ddl - headers columns",), schema_registry.url)
     assert results[0].passed, results[0].reason
+
+
+def test_avro_and_json_sr_cases_pass_on_kafka_through_the_real_registry(
+    kafka_broker: Any, schema_registry: Any, spark: Any
+) -> None:
+    from engine.serde.registry import registry_client
+
+    ids = ("registry - avro key and value through the registry", "registry - json_sr value through the registry")
+    results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ids, schema_registry.url, REGISTRY_CASES)
+    assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
+    subjects = registry_client(schema_registry.url).get_subjects()
+    for suffix in ("-orders-key", "-orders-value", "-OUT-value", "-readings-value", "-MAXES-value"):
+        assert any(s.startswith("qtt-") and s.endswith(suffix) for s in subjects), (suffix, subjects)
+
+
+def test_registry_cases_pass_on_the_bounded_runtime() -> None:
+    results = [run_case(c, strict=True) for f in load_paths([REGISTRY_CASES]) for c in f.cases]
+    assert len(results) == 2
+    assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
