@@ -104,3 +104,10 @@ def stream_bench(session: nox.Session) -> None:
     """Streaming records/s on a real broker, engine vs hand-written PySpark, and latency."""
     session.install("-e", ".")
     session.run("python", "-m", "qtt.stream_bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def perf(session: nox.Session) -> None:
+    """100,000 JSON records in memory: the engine's stateless CSAS against hand-written PySpark."""
+    session.install("-e", ".")
+    session.run("python", "-m", "qtt.perf", *session.posargs)

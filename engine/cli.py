@@ -42,6 +42,14 @@ def _read(path: str) -> str:
         raise SystemExit(f"kspark: cannot read {path}: {exc.strerror}") from None
 
 
+def _statements_text(sql_or_path: str) -> str:
+    """``kspark explain``'s argument: a file of statements when one exists there, else the statements."""
+    path = Path(sql_or_path)
+    if ";" not in sql_or_path and path.is_file():
+        return _read(sql_or_path)
+    return sql_or_path
+
+
 def _records(path: str) -> list[TopicRecord]:
     import base64
 
@@ -486,6 +494,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     run.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
+    explain = sub.add_parser(
+        "explain", help="per step of each query: which expressions run natively in Spark and which in Python"
+    )
+    explain.add_argument("sql", help="';'-separated statements, or a file with them")
+    explain.add_argument("--property", action="append", default=[], metavar="NAME=VALUE")
+    explain.add_argument("--physical", action="store_true", help="also print Spark's physical plan")
     sub.add_parser("version", help="print the engine version")
     _add_broker_parser(sub)
     _add_registry_parser(sub)
@@ -532,7 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inputs = _records(args.input) if getattr(args, "input", None) else []
     from engine.records import TopicInfo
 
-    text = _read(args.sql)
+    text = _statements_text(args.sql) if args.command == "explain" else _read(args.sql)
     for topic in dict.fromkeys(r.topic for r in inputs):
         engine.create_topic(TopicInfo(topic))
     for topic, partitions in topics_declared_by(text):  # the embedded default has every topic
@@ -542,6 +556,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KsqlError as exc:
         print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    if args.command == "explain":
+        from engine.explain import explain_queries, format_explanations
+
+        try:
+            explained = explain_queries(engine)
+        except KsqlError as exc:
+            print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        sys.stdout.write(format_explanations(explained, physical=args.physical))
+        return 0
     if args.command == "plan":
         plans = [serde.to_json_value(r.plan) for r in results if r.plan is not None]
         sys.stdout.write(json.dumps(plans, indent=2, sort_keys=True) + "\n")

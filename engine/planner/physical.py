@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.errors import InternalError
 from engine.plan import steps as S
+from engine.plan import steps_native as N
 from engine.planner import logical as L
 
 PhysicalRule = Callable[[Any], S.Step]
@@ -59,7 +60,7 @@ def _source(node: L.SourceNode) -> S.Step:
 
 @rule(L.FilterNode)
 def _filter(node: L.FilterNode) -> S.Step:
-    cls = S.TableFilter if node.input.is_table else S.StreamFilter
+    cls = N.TableFilterV2 if node.input.is_table else N.StreamFilterV2
     return cls(ctx="WhereFilter", source=to_steps(node.input), predicate=node.predicate)
 
 
@@ -84,7 +85,7 @@ def _repartition(node: L.RepartitionNode) -> S.Step:
 @rule(L.ProjectNode)
 def _project(node: L.ProjectNode) -> S.Step:
     selects = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.values)
-    cls = S.TableSelect if node.input.is_table else S.StreamSelect
+    cls = N.TableSelectV2 if node.input.is_table else N.StreamSelectV2
     return cls(
         ctx=node.ctx or "Project",
         source=to_steps(node.input),

@@ -1,0 +1,441 @@
+"""Compile plan expressions into Spark Columns with ksqlDB's semantics (lower layer).
+
+``compile_native(expr, columns)`` returns a ``NativeExpression``: a ``pyspark.sql.Column``
+when every node of the tree has an exact Spark equivalent, else ``column`` None and a
+``reason`` naming the first node that has none (the step then evaluates that expression
+with the Python evaluator, ``engine.expressions.evaluator``, which is the reference).
+
+Spark runs in ANSI mode, where overflow, a zero divisor or a bad index raise; ksqlDB never
+fails a query for one record. So the compiler only emits forms that cannot raise:
+
+- INTEGER ``+ - *`` are computed as BIGINT and wrapped to 32 bits with bit operations;
+  BIGINT ``+ - *`` as DECIMAL(38,0) and wrapped to 64 bits (Java's two's complement).
+- Integer ``/`` and ``%`` (Java truncation, and ksqlDB logs a zero divisor), DOUBLE ``/``
+  and ``%`` by a non-constant divisor and DECIMAL ``/ %`` fall back.
+- A comparison with a NULL operand is false, not NULL (``coalesce(..., false)``); IN is
+  two-valued; BETWEEN with a NULL operand is false.
+- Array subscripts are 1-based, negative from the end, 0 or out of range NULL.
+- Casts map to Spark only where the two agree on every value (widening numeric casts,
+  integral and boolean to STRING); other casts fall back.
+
+A constructed Column references the step's Spark column names (``spark_name``).
+"""
+
+from __future__ import annotations
+
+import decimal
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from engine.errors import KsqlError
+from engine.expressions.typer import Typer, is_timestamp_pseudo_column
+from engine.plan import expr as E
+from engine.plan import types as T
+from engine.plan.types import BaseType, SqlType
+from engine.runtime.convert import SPARK_MAX_DECIMAL_PRECISION, spark_type
+from engine.runtime.rows import spark_name
+
+NATIVE = "native"
+
+_INT_LIMIT = 1 << 31
+_LONG_LIMIT = 1 << 63
+
+# Types whose Spark representation is the plain Spark type of the same name.
+_SIMPLE = frozenset(
+    {
+        BaseType.BOOLEAN,
+        BaseType.INTEGER,
+        BaseType.BIGINT,
+        BaseType.DOUBLE,
+        BaseType.STRING,
+    }
+)
+_INTEGRAL = frozenset({BaseType.INTEGER, BaseType.BIGINT})
+# Widening conversions Spark performs exactly (source base -> target bases).
+_WIDENING: dict[BaseType, frozenset[BaseType]] = {
+    BaseType.INTEGER: frozenset({BaseType.BIGINT, BaseType.DOUBLE}),
+    BaseType.BIGINT: frozenset({BaseType.DOUBLE}),
+}
+
+
+@dataclass(frozen=True)
+class NativeExpression:
+    """An expression compiled for Spark: its Column, or None and why it falls back."""
+
+    sql: str
+    column: Column | None
+    reason: str
+
+    @property
+    def is_native(self) -> bool:
+        return self.column is not None
+
+    def report(self) -> str:
+        """``native`` or ``fallback: <reason>``, as ``kspark explain`` prints it."""
+        return NATIVE if self.column is not None else f"fallback: {self.reason}"
+
+
+class _Fallback(Exception):
+    """A node with no exact Spark equivalent; the message says which and why."""
+
+
+def compile_native(expr: E.Expr, columns: Mapping[str, SqlType]) -> NativeExpression:
+    """Compile ``expr`` over ``columns`` into a Spark Column, or say why it cannot be."""
+    sql = E.format_sql(expr)
+    typer = Typer(columns)
+    try:
+        typer.type_of(expr, {})
+    except KsqlError as exc:
+        return NativeExpression(sql, None, f"not typed here ({exc})")
+    try:
+        column = _Compiler(typer).compile(expr)
+    except _Fallback as exc:
+        return NativeExpression(sql, None, str(exc))
+    return NativeExpression(sql, column, NATIVE)
+
+
+def _simple(t: SqlType | None) -> bool:
+    return t is not None and (
+        t.base in _SIMPLE
+        or (isinstance(t, T.Decimal) and t.precision <= SPARK_MAX_DECIMAL_PRECISION)
+    )
+
+
+def _no_null(column: Column) -> Column:
+    return F.coalesce(column, F.lit(False))
+
+
+class _Compiler:
+    """Builds Spark Columns from a tree the Typer has typed."""
+
+    def __init__(self, typer: Typer) -> None:
+        self.typer = typer
+
+    def type_of(self, expr: E.Expr) -> SqlType | None:
+        return self.typer.known(expr)
+
+    def compile(self, expr: E.Expr) -> Column:
+        method = getattr(self, f"_{type(expr).__name__}", None)
+        if method is None:
+            raise _Fallback(f"{type(expr).__name__} has no Spark form yet ({E.format_sql(expr)})")
+        column: Column = method(expr)
+        return column
+
+    def _as(self, expr: E.Expr, target: SqlType | None) -> Column:
+        """``expr`` as a value of ``target``, where Spark converts exactly."""
+        column = self.compile(expr)
+        source = self.type_of(expr)
+        if target is None or source == target:
+            return column
+        if source is None:  # a NULL literal
+            if not _simple(target):
+                raise _Fallback(f"NULL of type {target} has no Spark form yet")
+            return column.cast(spark_type(target))
+        if target.base in _WIDENING.get(source.base, frozenset()):
+            return column.cast(spark_type(target))
+        if isinstance(expr, E.Literal) and source.base is BaseType.DECIMAL and target == T.DOUBLE:
+            return F.lit(float(expr.value))  # as the evaluator converts it: nearest double
+        raise _Fallback(f"converting {source} to {target} in {E.format_sql(expr)}")
+
+    # ------------------------------------------------------------------ leaves
+
+    def _Literal(self, expr: E.Literal) -> Column:
+        if expr.value is None:
+            return F.lit(None)
+        if not _simple(expr.type):
+            raise _Fallback(f"a {expr.type} literal has no Spark form yet")
+        assert expr.type is not None
+        return F.lit(expr.value).cast(spark_type(expr.type))
+
+    def _ColumnRef(self, expr: E.ColumnRef) -> Column:
+        if expr.name not in self.typer.columns:
+            raise _Fallback(f"{expr.name} is a lambda variable")
+        return F.col(spark_name(expr.name))
+
+    # ------------------------------------------------------------------ access
+
+    def _Dereference(self, expr: E.Dereference) -> Column:
+        return self.compile(expr.base).getField(expr.field)
+
+    def _Subscript(self, expr: E.Subscript) -> Column:
+        base_type = self.type_of(expr.base)
+        if not isinstance(base_type, T.Array):
+            raise _Fallback(f"map subscript {E.format_sql(expr)} has no Spark form yet")
+        items = self.compile(expr.base)
+        index = self._as(expr.index, T.INTEGER)
+        size = F.size(items)
+        # 1-based from the start, -1 the last; 0 and out of range are NULL (never an error).
+        inside = (index != 0) & (F.abs(index.cast("bigint")) <= size)
+        position = F.when(index > 0, index - 1).otherwise(size + index)
+        return F.when(items.isNotNull() & inside, F.get(items, position))
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def _Negate(self, expr: E.Negate) -> Column:
+        t = self.type_of(expr.operand)
+        operand = self.compile(expr.operand)
+        if t is not None and t.base is BaseType.DOUBLE:
+            return -operand
+        if t is not None and t.base is BaseType.INTEGER:
+            return self._wrap(F.lit(0).cast("bigint") - operand.cast("bigint"), t)
+        if t is not None and t.base is BaseType.BIGINT:  # -MIN_VALUE wraps to MIN_VALUE
+            exact = F.lit(0).cast("decimal(19,0)") - operand.cast("decimal(19,0)")
+            return self._wrap(exact.cast("decimal(38,0)"), t)
+        raise _Fallback(f"negating a {t} value")
+
+    def _Arithmetic(self, expr: E.Arithmetic) -> Column:
+        result = self.type_of(expr)
+        if result is None:
+            raise _Fallback(f"untyped arithmetic {E.format_sql(expr)}")
+        op = expr.op
+        if result.base is BaseType.DOUBLE:
+            left, right = self._as(expr.left, T.DOUBLE), self._as(expr.right, T.DOUBLE)
+            if op in ("/", "%"):
+                divisor = expr.right
+                if not (isinstance(divisor, E.Literal) and divisor.value not in (None, 0)):
+                    raise _Fallback(f"DOUBLE {op} by a divisor that may be zero (IEEE results)")
+                return left / right if op == "/" else left % right
+            return _binary(op, left, right)
+        if result.base in _INTEGRAL:
+            if op not in ("+", "-", "*"):
+                raise _Fallback(f"integer {op} (Java truncation; a zero divisor is logged)")
+            if result.base is BaseType.INTEGER:
+                left, right = self._as(expr.left, T.BIGINT), self._as(expr.right, T.BIGINT)
+                return self._wrap(_binary(op, left, right), result)
+            wide = "decimal(38,0)"
+            left = self._as(expr.left, T.BIGINT).cast("decimal(19,0)")
+            right = self._as(expr.right, T.BIGINT).cast("decimal(19,0)")
+            return self._wrap(_binary(op, left, right).cast(wide), result)
+        if isinstance(result, T.Decimal):
+            if op not in ("+", "-", "*") or result.precision > SPARK_MAX_DECIMAL_PRECISION:
+                raise _Fallback(f"DECIMAL {op} to {result} (rounding differs from Spark)")
+            left, right = self._decimal(expr.left), self._decimal(expr.right)
+            return _binary(op, left, right).cast(spark_type(result))
+        if result.base is BaseType.STRING and op == "+":
+            return F.concat(self.compile(expr.left), self.compile(expr.right))
+        raise _Fallback(f"{result} {op}")
+
+    def _decimal(self, expr: E.Expr) -> Column:
+        t = self.type_of(expr)
+        column = self.compile(expr)
+        if isinstance(t, T.Decimal) and t.precision <= SPARK_MAX_DECIMAL_PRECISION:
+            return column
+        if t is not None and t.base in _INTEGRAL:
+            return column.cast(spark_type(T.decimal_for_integral(t)))
+        raise _Fallback(f"a {t} operand in DECIMAL arithmetic")
+
+    @staticmethod
+    def _wrap(exact: Column, t: SqlType) -> Column:
+        """An exact integral result wrapped into Java's 32- or 64-bit two's complement."""
+        if t.base is BaseType.INTEGER:
+            low = (exact + F.lit(_INT_LIMIT)).bitwiseAND(F.lit((1 << 32) - 1))
+            return (low - F.lit(_INT_LIMIT)).cast("int")
+        limit = F.lit(decimal.Decimal(_LONG_LIMIT)).cast("decimal(38,0)")
+        span = F.lit(decimal.Decimal(1 << 64)).cast("decimal(38,0)")
+        return (F.pmod(exact + limit, span) - limit).cast("bigint")
+
+    # ------------------------------------------------------------------ predicates
+
+    def _sides(self, left: E.Expr, right: E.Expr) -> tuple[Column, Column]:
+        lt, rt = self.type_of(left), self.type_of(right)
+        if is_timestamp_pseudo_column(left, lt) or is_timestamp_pseudo_column(right, rt):
+            if BaseType.STRING in (getattr(lt, "base", None), getattr(rt, "base", None)):
+                raise _Fallback("comparing ROWTIME with a timestamp text")
+        if lt is None or rt is None or lt == rt:
+            if lt is not None and not _simple(lt) and lt.base not in (BaseType.DATE, BaseType.TIMESTAMP):
+                raise _Fallback(f"comparing {lt} values")
+            return self.compile(left), self.compile(right)
+        if lt.is_numeric and rt.is_numeric and _simple(lt) and _simple(rt):
+            # Spark widens int/bigint/decimal/double exactly as the evaluator does (to
+            # DOUBLE when one side is DOUBLE, else exactly).
+            return self.compile(left), self.compile(right)
+        raise _Fallback(f"comparing {lt} with {rt}")
+
+    def _has_double(self, *exprs: E.Expr) -> bool:
+        return any(getattr(self.type_of(e), "base", None) is BaseType.DOUBLE for e in exprs)
+
+    def _Comparison(self, expr: E.Comparison) -> Column:
+        left, right = self._sides(expr.left, expr.right)
+        op = expr.op
+        if self._has_double(expr.left, expr.right):
+            # Java (and the evaluator): NaN equals nothing and orders with nothing; Spark
+            # orders NaN above every number and makes NaN = NaN true.
+            if op in ("IS DISTINCT FROM", "IS NOT DISTINCT FROM"):
+                raise _Fallback(f"{op} on DOUBLE values (NaN)")
+            nan = F.isnan(left) | F.isnan(right)
+            if op == "<>":
+                return _no_null((left != right) | nan)
+            return _no_null(_compare(op, left, right) & ~nan)
+        if op == "IS NOT DISTINCT FROM":
+            return left.eqNullSafe(right)
+        if op == "IS DISTINCT FROM":
+            return ~left.eqNullSafe(right)
+        return _no_null(_compare(op, left, right))
+
+    def _Logical(self, expr: E.Logical) -> Column:
+        left, right = self.compile(expr.left), self.compile(expr.right)
+        return left & right if expr.op == "AND" else left | right
+
+    def _Not(self, expr: E.Not) -> Column:
+        return ~self.compile(expr.operand)
+
+    def _IsNull(self, expr: E.IsNull) -> Column:
+        operand = self.compile(expr.operand)
+        return operand.isNotNull() if expr.negated else operand.isNull()
+
+    def _In(self, expr: E.In) -> Column:
+        target = self.typer.common.get(id(expr))
+        if not isinstance(target, SqlType) or not _simple(target) or not expr.items:
+            raise _Fallback(f"IN over {target}")
+        if target.base is BaseType.DOUBLE:
+            raise _Fallback("IN over DOUBLE values (NaN)")
+        value = self._as(expr.value, target)
+        found = F.lit(False)
+        for item in expr.items:
+            found = found | _no_null(value == self._as(item, target))
+        return ~found if expr.negated else found
+
+    def _Between(self, expr: E.Between) -> Column:
+        value, low = self._sides(expr.value, expr.low)
+        _, high = self._sides(expr.value, expr.high)
+        inside = _no_null((low <= value) & (value <= high))
+        if self._has_double(expr.value, expr.low, expr.high):
+            inside = inside & ~(F.isnan(value) | F.isnan(low) | F.isnan(high))
+        return ~inside if expr.negated else inside
+
+    def _Like(self, expr: E.Like) -> Column:
+        pattern = expr.pattern
+        if not isinstance(pattern, E.Literal):
+            raise _Fallback("LIKE with a pattern that varies per record")
+        if pattern.value is None:
+            return F.lit(expr.negated)
+        regex = _like_java_regex(pattern.value, expr.escape)
+        if regex is None:
+            raise _Fallback("LIKE pattern with \\E in it")
+        matched = _no_null(self.compile(expr.value).rlike(regex))
+        return ~matched if expr.negated else matched
+
+    def _Case(self, expr: E.Case) -> Column:
+        result_type = self.type_of(expr)
+        if result_type is not None and not _simple(result_type):
+            raise _Fallback(f"CASE of {result_type}")
+        chained: Column | None = None
+        for when in expr.whens:
+            if expr.operand is None:
+                condition = self.compile(when.condition)
+            else:
+                if self._has_double(expr.operand, when.condition):
+                    raise _Fallback("simple CASE over DOUBLE values (NaN)")
+                left, right = self._sides(expr.operand, when.condition)
+                condition = left == right
+            value = self._as(when.result, result_type)
+            chained = F.when(condition, value) if chained is None else chained.when(condition, value)
+        assert chained is not None
+        if expr.default is not None:
+            return chained.otherwise(self._as(expr.default, result_type))
+        return chained
+
+    def _Cast(self, expr: E.Cast) -> Column:
+        source, target = self.type_of(expr.operand), expr.type
+        operand = self.compile(expr.operand)
+        if source is None:
+            if not _simple(target):
+                raise _Fallback(f"CAST(NULL AS {target})")
+            return operand.cast(spark_type(target))
+        if source == target:
+            return operand
+        if target.base in _WIDENING.get(source.base, frozenset()):
+            return operand.cast(spark_type(target))
+        if target.base is BaseType.STRING and source.base in (*_INTEGRAL, BaseType.BOOLEAN):
+            return operand.cast("string")
+        raise _Fallback(f"CAST from {source} to {target}")
+
+    # ------------------------------------------------------------------ functions
+
+    def _FunctionCall(self, expr: E.FunctionCall) -> Column:
+        resolved = self.typer.functions.get(id(expr))
+        name = expr.name.upper()
+        if resolved is None or name not in _FUNCTIONS:
+            raise _Fallback(f"function {name} runs in Python")
+        args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
+        return _FUNCTIONS[name](args, resolved.return_type)
+
+
+def _binary(op: str, left: Column, right: Column) -> Column:
+    if op == "+":
+        return left + right
+    if op == "-":
+        return left - right
+    return left * right
+
+
+def _compare(op: str, left: Column, right: Column) -> Column:
+    if op == "=":
+        return left == right
+    if op == "<>":
+        return left != right
+    if op == "<":
+        return left < right
+    if op == "<=":
+        return left <= right
+    if op == ">":
+        return left > right
+    return left >= right
+
+
+def _like_java_regex(pattern: str, escape: str | None) -> str | None:
+    """A Java regex matching exactly what ksqlDB's LIKE pattern matches (None: cannot quote)."""
+    out: list[str] = ["(?s)^"]
+    literal: list[str] = []
+
+    def flush() -> None:
+        if literal:
+            out.append("\\Q" + "".join(literal) + "\\E")
+            literal.clear()
+
+    chars = iter(pattern)
+    for c in chars:
+        if escape is not None and c == escape:
+            nxt = next(chars, None)
+            literal.append(nxt if nxt is not None else c)
+        elif c in "%_":
+            flush()
+            out.append(".*" if c == "%" else ".")
+        else:
+            literal.append(c)
+    flush()
+    out.append("\\z")
+    regex = "".join(out)
+    if re.search(r"\\E", "".join(p[2:-2] for p in out if p.startswith("\\Q"))):
+        return None
+    return regex
+
+
+def _concat(args: list[Column], _: SqlType) -> Column:
+    return F.concat_ws("", *args)
+
+
+def _coalesce(args: list[Column], _: SqlType) -> Column:
+    return F.coalesce(*args)
+
+
+def _abs(args: list[Column], returns: SqlType) -> Column:
+    if returns.base is not BaseType.DOUBLE:
+        raise _Fallback("ABS of an integral (Java keeps MIN_VALUE; Spark's ANSI mode fails)")
+    return F.abs(args[0])
+
+
+# ksqlDB functions whose Spark built-in agrees on every value (NULL in, NULL out where
+# ksqlDB propagates NULL; CONCAT and COALESCE skip NULLs as Spark's do).
+_FUNCTIONS = {
+    "UCASE": lambda args, _: F.upper(args[0]),
+    "LCASE": lambda args, _: F.lower(args[0]),
+    "CONCAT": _concat,
+    "IFNULL": _coalesce,
+    "COALESCE": _coalesce,
+    "ABS": _abs,
+}

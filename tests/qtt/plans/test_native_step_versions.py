@@ -1,0 +1,41 @@
+"""Native step versions: saved plans keep their V1 steps and replay unchanged; new plans get V2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.engine import KsqlEngine, topics_declared_by
+from engine.plan.steps import walk_steps
+from engine.records import TopicInfo
+from qtt.plans import codec
+from qtt.plans.layout import PLAN_FILE, SPEC_FILE, saved_versions
+from qtt.plans.replay import replay
+
+ROOT = Path(__file__).resolve().parents[3] / "planned_cases"
+CASE = ROOT / "filter_comparison_and_boolean_logic"
+
+
+def _released_0_2_0():
+    return next(v for v in saved_versions(CASE) if v.name.startswith("0.2.0_"))
+
+
+def test_a_plan_saved_before_native_steps_replays_with_its_python_builders_unchanged(spark):
+    version = _released_0_2_0()
+    saved_plan = (version.path / PLAN_FILE).read_text(encoding="utf-8")
+    assert '"streamFilterV1"' in saved_plan and '"streamSelectV1"' in saved_plan
+    result = replay(version)  # outputs, schemas and the physical plan (MapInArrow) compared
+    assert result.ok, result.render()
+    physical = next((version.path / "physical_plans").iterdir()).read_text(encoding="utf-8")
+    assert "MapInArrow" in physical
+
+
+def test_the_same_sql_planned_today_gets_the_native_versions():
+    spec = codec.read_json(_released_0_2_0().path / SPEC_FILE)
+    text = "\n".join(spec["testCase"]["statements"])
+    engine = KsqlEngine()
+    for topic, partitions in topics_declared_by(text):
+        engine.create_topic(TopicInfo(topic, partitions=partitions))
+    results = engine.execute_sql(text)
+    query = next(r.plan.query for r in results if r.plan is not None and r.plan.query is not None)
+    types = [s.TYPE for s in walk_steps(query.root)]
+    assert types == ["streamSourceV1", "streamFilterV2", "streamSelectV2", "streamSinkV1"]
