@@ -40,6 +40,7 @@ from engine.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.plan.steps import Step
+from engine.planner.physical import NATIVE_STEPS
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import BoundedRuntime
 from engine.runtime.session import get_spark
@@ -75,7 +76,7 @@ def with_python_steps(step: Step) -> Step:
 
 def run_engine(spark: SparkSession, values: list[dict[str, Any]], *, python_steps: bool) -> tuple[float, list[Any]]:
     """Seconds for the engine's query over ``values`` (build and run), and its output values."""
-    engine = KsqlEngine()
+    engine = KsqlEngine({NATIVE_STEPS: "true"})
     engine.create_topic(TopicInfo("orders"))
     engine.create_topic(TopicInfo("BIG"))
     engine.execute_sql(STATEMENTS)

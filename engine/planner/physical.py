@@ -8,6 +8,7 @@ across releases and name steps in plan diffs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from engine.errors import InternalError
@@ -17,6 +18,17 @@ from engine.planner import logical as L
 
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
+
+# Query property choosing the native stateless step versions (steps_native) for filters and
+# projections. Off by default until the planned cases are re-recorded with them: with it
+# off, plans are exactly those of engine 0.2.0.
+NATIVE_STEPS = "kspark.native.steps"
+_NATIVE: ContextVar[bool] = ContextVar("native_steps", default=False)
+
+
+def native_steps_enabled(config: Any) -> bool:
+    """Whether ``config`` turns the native step versions on (``kspark.native.steps=true``)."""
+    return str(config.get(NATIVE_STEPS, "false")).strip().lower() == "true"
 
 
 def rule(node_type: type[L.LogicalNode]) -> Callable[[PhysicalRule], PhysicalRule]:
@@ -31,8 +43,18 @@ def rule(node_type: type[L.LogicalNode]) -> Callable[[PhysicalRule], PhysicalRul
     return wrap
 
 
-def to_steps(node: L.LogicalNode) -> S.Step:
-    """The step DAG that executes ``node`` (and its inputs)."""
+def to_steps(node: L.LogicalNode, *, native: bool | None = None) -> S.Step:
+    """The step DAG that executes ``node`` (and its inputs).
+
+    ``native`` chooses the native filter/projection step versions for the whole DAG (None:
+    as the enclosing call chose).
+    """
+    if native is not None:
+        token = _NATIVE.set(native)
+        try:
+            return to_steps(node)
+        finally:
+            _NATIVE.reset(token)
     fn = RULES.get(type(node))
     if fn is None:
         raise InternalError(f"The physical planner has no rule for {type(node).__name__} (a bug).")
@@ -60,7 +82,11 @@ def _source(node: L.SourceNode) -> S.Step:
 
 @rule(L.FilterNode)
 def _filter(node: L.FilterNode) -> S.Step:
-    cls = N.TableFilterV2 if node.input.is_table else N.StreamFilterV2
+    cls: type[S.Step]
+    if _NATIVE.get():
+        cls = N.TableFilterV2 if node.input.is_table else N.StreamFilterV2
+    else:
+        cls = S.TableFilter if node.input.is_table else S.StreamFilter
     return cls(ctx="WhereFilter", source=to_steps(node.input), predicate=node.predicate)
 
 
@@ -85,7 +111,11 @@ def _repartition(node: L.RepartitionNode) -> S.Step:
 @rule(L.ProjectNode)
 def _project(node: L.ProjectNode) -> S.Step:
     selects = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.values)
-    cls = N.TableSelectV2 if node.input.is_table else N.StreamSelectV2
+    cls: type[S.Step]
+    if _NATIVE.get():
+        cls = N.TableSelectV2 if node.input.is_table else N.StreamSelectV2
+    else:
+        cls = S.TableSelect if node.input.is_table else S.StreamSelect
     return cls(
         ctx=node.ctx or "Project",
         source=to_steps(node.input),

@@ -37,7 +37,7 @@ from engine.plan.schema import (
 )
 from engine.plan.steps import Formats, TimestampColumn, WindowInfo
 from engine.planner import logical as L
-from engine.planner.physical import to_steps
+from engine.planner.physical import native_steps_enabled, to_steps
 from engine.records import TopicInfo
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
 
@@ -310,7 +310,7 @@ class Planner:
             or_replace=stmt.or_replace,
         )
         query = QueryPlan(
-            query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=to_steps(sink)
+            query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=to_steps(sink, native=native_steps_enabled(self.config))
         )
         return StatementPlan(statement_text=text, command=command, query=query)
 
@@ -342,7 +342,7 @@ class Planner:
             timestamp_column=target.timestamp_column,
         )
         query = QueryPlan(
-            query_id=query_id, sources=analysis.source_names, sink=target.name, root=to_steps(sink)
+            query_id=query_id, sources=analysis.source_names, sink=target.name, root=to_steps(sink, native=native_steps_enabled(self.config))
         )
         return StatementPlan(statement_text=text, query=query)
 
@@ -377,7 +377,7 @@ class Planner:
             query_id=query_id,
             statement_text=text,
             sources=analysis.source_names,
-            root=to_steps(projected),
+            root=to_steps(projected, native=native_steps_enabled(self.config)),
             schema=LogicalSchema(projected.schema.value),
             is_table=projected.is_table,
             tombstone_keys=tombstone_keys,

@@ -29,13 +29,21 @@ def test_a_plan_saved_before_native_steps_replays_with_its_python_builders_uncha
     assert "MapInArrow" in physical
 
 
-def test_the_same_sql_planned_today_gets_the_native_versions():
+def _planned_today(properties: dict[str, str]) -> list[str]:
     spec = codec.read_json(_released_0_2_0().path / SPEC_FILE)
     text = "\n".join(spec["testCase"]["statements"])
-    engine = KsqlEngine()
+    engine = KsqlEngine(properties)
     for topic, partitions in topics_declared_by(text):
         engine.create_topic(TopicInfo(topic, partitions=partitions))
     results = engine.execute_sql(text)
     query = next(r.plan.query for r in results if r.plan is not None and r.plan.query is not None)
-    types = [s.TYPE for s in walk_steps(query.root)]
+    return [s.TYPE for s in walk_steps(query.root)]
+
+
+def test_the_same_sql_planned_today_with_native_steps_on_gets_the_native_versions():
+    types = _planned_today({"kspark.native.steps": "true"})
     assert types == ["streamSourceV1", "streamFilterV2", "streamSelectV2", "streamSinkV1"]
+
+
+def test_without_the_property_the_planner_still_plans_the_python_versions():
+    assert _planned_today({}) == ["streamSourceV1", "streamFilterV1", "streamSelectV1", "streamSinkV1"]

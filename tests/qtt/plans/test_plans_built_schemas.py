@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from engine.build.context import BuildContext, Built
-from engine.build.native import build_stream_select_v2 as build_stream_select
+from engine.build.stateless import build_stream_select
 from engine.build.walker import BUILDERS
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema
-from engine.plan.steps_native import StreamSelectV2 as StreamSelect
+from engine.plan.steps import StreamSelect
 from engine.runtime.session import get_spark
 from qtt.loader import load_file
 from qtt.plans import codec
@@ -86,7 +86,7 @@ def saved_steps(root: Path) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.fixture
 def select_widens_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    """streamSelectV2's builder now says TWICE is a BIGINT (its values stay the same)."""
+    """streamSelectV1's builder now says TWICE is a BIGINT (its values stay the same)."""
 
     def widened(step: StreamSelect, *, source: Built, ctx: BuildContext) -> Built:
         built = build_stream_select(step, source=source, ctx=ctx)

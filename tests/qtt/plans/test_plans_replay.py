@@ -14,7 +14,6 @@ from engine.build.context import Built
 from engine.build.stateless import build_stream_select
 from engine.build.walker import BUILDERS, builds
 from engine.plan import steps as S
-from engine.plan import steps_native as N
 from engine.plan.steps import STEP_TYPES, register_step, step_dataclass
 from qtt.loader import load_file
 from qtt.plans import codec
@@ -222,7 +221,7 @@ def planner_switched_to_new_step(monkeypatch: pytest.MonkeyPatch) -> Iterator[No
         store = (f"{ctx.query_id}-{step.ctx}-Materialize", f"KEY {built.schema.key} VALUE JSON")
         return replace(built, internal_schemas=built.internal_schemas + (store,))
 
-    monkeypatch.setattr(N, "StreamSelectV2", MaterializingStreamSelect)
+    monkeypatch.setattr(S, "StreamSelect", MaterializingStreamSelect)
     try:
         yield
     finally:
@@ -245,7 +244,7 @@ def test_old_planned_cases_keep_old_behaviour_when_the_planner_switches_step_ver
     (change,) = [c for c in stale.changes if c.field == "@type"]
     assert (change.ctx, change.old, change.new) == (
         "Project",
-        "streamSelectV2",
+        "streamSelectV1",
         "testStreamSelectV2",
     )
     assert "qtt plans regenerate --filter" in stale.render()
