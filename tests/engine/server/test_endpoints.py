@@ -382,3 +382,16 @@ def test_kspark_server_stops_at_a_bad_auth_file_with_one_line(tmp_path: Path) ->
         assert done.returncode == 1
         assert done.stderr.startswith("kspark: ") and problem in done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_push_query_streams_over_http2(hypercorn_url, service, spark) -> None:
+    """/query-stream over cleartext HTTP/2 with prior knowledge: the metadata line, then rows."""
+    service.execute("INSERT INTO PV (ID, V) VALUES ('h2row', 42);")
+    request = {"sql": "SELECT ID, V FROM PV WHERE V = 42 EMIT CHANGES LIMIT 1;",
+               "properties": {"auto.offset.reset": "earliest"}}
+    with httpx.Client(http1=False, http2=True, base_url=hypercorn_url, timeout=120) as h2:
+        with h2.stream("POST", "/query-stream", json=request) as answer:
+            assert answer.http_version == "HTTP/2" and answer.status_code == 200
+            lines = [json.loads(line) for line in answer.iter_lines() if line.strip()]
+    assert lines[0]["columnNames"] == ["ID", "V"] and lines[0]["queryId"].startswith("transient_PV_")
+    assert lines[1:] == [["h2row", 42]]
