@@ -11,6 +11,7 @@ from qtt.plans.ksqldb_replay import (
     FAILED,
     PASSED,
     UNSUPPORTED,
+    case_of,
     compare_schemas,
     discover,
     run,
@@ -129,3 +130,14 @@ def test_schemas_compare_step_outputs_and_aggregate_stores() -> None:
              "Q.Other": {"schema": "`A` INTEGER"}}
     compared, differences = compare_schemas(saved, {"Q.Aggregate.Aggregate": "`K` STRING KEY, `N` INTEGER"})
     assert compared == 1 and differences == ["Q.Aggregate.Aggregate.Materialize: ksqlDB `K` STRING KEY, `N` BIGINT | kspark `K` STRING KEY, `N` INTEGER"]
+
+
+def test_records_of_ksqldb_internal_topics_are_not_compared_and_header_indexes_follow(tmp_path: Path) -> None:
+    internal = "_confluent-ksql-svc_query_CTAS_T_0-Aggregate-Aggregate-Materialize-changelog"
+    spec = {"testCase": {"name": "c", "inputs": [{"topic": "in", "key": 1, "value": {"A": 1}}], "outputs": [
+        {"topic": internal, "key": 1, "value": {"A": 1}},
+        {"topic": "T", "key": 1, "value": {"A": 1}, "headers": []},
+    ]}}
+    case = case_of(spec, tmp_path)
+    assert [r.topic for r in case.outputs] == ["T"]
+    assert case.outputs_with_headers == frozenset({0})
