@@ -188,7 +188,7 @@ def _from_avro(t: T.SqlType, v: Any) -> Any:
     if v is None:
         return None
     if isinstance(t, T.Decimal):
-        return str(v)
+        return v  # a decimal.Decimal with the schema's scale, as JSON_SR reads decimals
     if isinstance(t, T.Array):
         return [_from_avro(t.item, x) for x in v]
     if isinstance(t, T.Map):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 import socket
 import urllib.request
@@ -24,7 +25,7 @@ COLUMNS = (
     Column("ADDRESS", T.parse_type("STRUCT<STREET STRING, ZIP INT>")),
     Column("AT", T.parse_type("TIMESTAMP")),
 )
-RECORD = {"ID": 1, "PRICE": "3.10", "ADDRESS": {"STREET": "Main", "ZIP": 7}, "AT": 1700000000123}
+RECORD = {"ID": 1, "PRICE": decimal.Decimal("3.10"), "ADDRESS": {"STREET": "Main", "ZIP": 7}, "AT": 1700000000123}
 
 
 def test_the_real_registry_holds_avro_and_json_sr_under_ksqldb_subjects(schema_registry: SchemaRegistry) -> None:
@@ -34,7 +35,7 @@ def test_the_real_registry_holds_avro_and_json_sr_under_ksqldb_subjects(schema_r
                            schema_registry.url)
         data = serde.to_bytes(RECORD)
         schema_id, _ = split_header(data or b"", "value")
-        assert serde.from_bytes(data) == (RECORD if fmt == "AVRO" else {**RECORD, "PRICE": RECORD["PRICE"]})
+        assert serde.from_bytes(data) == RECORD
         latest = registry_client(schema_registry.url).get_latest_version(f"{topic}{suffix}-value")
         assert latest.schema_id == schema_id
         assert latest.schema.schema_type == ("AVRO" if fmt == "AVRO" else "JSON")

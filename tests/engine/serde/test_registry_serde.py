@@ -6,6 +6,7 @@ the same serdes against the real registry (Apicurio's Confluent API).
 
 from __future__ import annotations
 
+import decimal
 import json
 import pickle
 import struct
@@ -31,7 +32,7 @@ COLUMNS = (
     Column("RAW", T.parse_type("BYTES")),
 )
 RECORD = {
-    "ID": 7, "NAME": "widget", "PRICE": "12.50", "TAGS": ["a", None], "ATTRS": {"x": 1},
+    "ID": 7, "NAME": "widget", "PRICE": decimal.Decimal("12.50"), "TAGS": ["a", None], "ATTRS": {"x": 1},
     "ADDRESS": {"STREET": "Main", "ZIP": 12345}, "AT": 1700000000123, "DAY": 19000, "RAW": "AQI=",
 }
 
