@@ -89,7 +89,7 @@ def test_a_command_sequence_number_not_reached_times_out_with_503(client) -> Non
         ("POST", "/ksql", b'{"ksql": "SELECT * FROM X EMIT CHANGES;"}', 400, 40002, "/query"),
         ("POST", "/query", b'{"ksql": "SELECT * FROM NOPE EMIT CHANGES;"}', 400, 40001, "NOPE"),
         ("POST", "/query-stream", b'{"sql": "LIST STREAMS;"}', 400, 40001, "one SELECT"),
-        ("POST", "/query", b'{"ksql": "SELECT * FROM X;"}', 400, 40001, "pull queries are not supported"),
+        ("POST", "/query", b'{"ksql": "SELECT * FROM X;"}', 400, 40001, "X does not exist"),
         ("GET", "/nowhere", b"", 404, 40400, "Unknown endpoint"),
         ("GET", "/ksql", b"", 405, 40500, "not allowed"),
     ],
