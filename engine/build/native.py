@@ -109,9 +109,10 @@ def _value_columns(
 ) -> tuple[DataFrame, list[SparkColumn]]:
     """The input DataFrame (with any Python-evaluated columns) and one Column per select."""
     columns = source.expression_columns()
+    users = frozenset(c.name for c in source.schema.columns)
     compiled: list[tuple[SelectExpression, NativeExpression]] = []
     for s in selects:
-        native = compile_native(s.expression, columns)
+        native = compile_native(s.expression, columns, user_columns=users)
         _report(step_ctx, step_type, s.alias, native)
         compiled.append((s, native))
     fallbacks = [

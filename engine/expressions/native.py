@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -37,7 +37,7 @@ from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.types import BaseType, SqlType
 from engine.runtime.convert import SPARK_MAX_DECIMAL_PRECISION, spark_type
-from engine.runtime.rows import spark_name
+from engine.runtime.rows import META_NAMES, spark_name
 
 NATIVE = "native"
 
@@ -83,8 +83,15 @@ class _Fallback(Exception):
     """A node with no exact Spark equivalent; the message says which and why."""
 
 
-def compile_native(expr: E.Expr, columns: Mapping[str, SqlType]) -> NativeExpression:
-    """Compile ``expr`` over ``columns`` into a Spark Column, or say why it cannot be."""
+def compile_native(
+    expr: E.Expr, columns: Mapping[str, SqlType], *, user_columns: Collection[str] | None = None
+) -> NativeExpression:
+    """Compile ``expr`` over ``columns`` into a Spark Column, or say why it cannot be.
+
+    ``user_columns`` names the row's own columns; any other name in ``columns`` is a pseudo
+    column (ROWTIME, ROWPARTITION, ROWOFFSET, WINDOWSTART, WINDOWEND), read from the row's
+    meta column of that name. ``None`` means every name is a user column.
+    """
     sql = E.format_sql(expr)
     typer = Typer(columns)
     try:
@@ -92,7 +99,7 @@ def compile_native(expr: E.Expr, columns: Mapping[str, SqlType]) -> NativeExpres
     except KsqlError as exc:
         return NativeExpression(sql, None, f"not typed here ({exc})")
     try:
-        column = _Compiler(typer).compile(expr)
+        column = _Compiler(typer, user_columns).compile(expr)
     except _Fallback as exc:
         return NativeExpression(sql, None, str(exc))
     return NativeExpression(sql, column, NATIVE)
@@ -112,8 +119,9 @@ def _no_null(column: Column) -> Column:
 class _Compiler:
     """Builds Spark Columns from a tree the Typer has typed."""
 
-    def __init__(self, typer: Typer) -> None:
+    def __init__(self, typer: Typer, user_columns: Collection[str] | None = None) -> None:
         self.typer = typer
+        self.user_columns = user_columns
 
     def type_of(self, expr: E.Expr) -> SqlType | None:
         return self.typer.known(expr)
@@ -154,6 +162,10 @@ class _Compiler:
     def _ColumnRef(self, expr: E.ColumnRef) -> Column:
         if expr.name not in self.typer.columns:
             raise _Fallback(f"{expr.name} is a lambda variable")
+        if self.user_columns is not None and expr.name not in self.user_columns:
+            if expr.name not in META_NAMES:
+                raise _Fallback(f"{expr.name} is neither a column of the row nor a pseudo column")
+            return F.col(expr.name)  # a pseudo column: the row's meta column of that name
         return F.col(spark_name(expr.name))
 
     # ------------------------------------------------------------------ access

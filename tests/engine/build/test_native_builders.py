@@ -88,3 +88,24 @@ def test_native_table_filter_and_select_turn_non_matching_rows_into_deletes_as_v
     got = _records(runtime, S.TableSink(ctx="V2", source=table(N.TableFilterV2, N.TableSelectV2), topic="o2", formats=JSON_FORMATS))
     assert got == want
     assert [k for k, v, _ in got if v is None] == ["a", "c", "e"]  # a and e stop matching, c is a delete
+
+
+def test_native_steps_read_pseudo_columns_from_the_row_as_v1(runtime):
+    # ROWTIME and ROWPARTITION are no user columns: the compiled Column reads the row's meta
+    # column of that name (a Spark analysis error before this was fixed).
+    v1 = _pseudo(S.StreamFilter, S.StreamSelect)
+    v2 = _pseudo(N.StreamFilterV2, N.StreamSelectV2)
+    want = _records(runtime, S.StreamSink(ctx="V1", source=v1, topic="o1", formats=JSON_FORMATS))
+    got = _records(runtime, S.StreamSink(ctx="V2", source=v2, topic="o2", formats=JSON_FORMATS))
+    assert got == want
+    assert [(k, v["RT"], v["P"]) for k, v, _ in got] == [("d", 41, 0), ("e", 51, 0)]
+
+
+def _pseudo(filter_cls, select_cls):
+    source = S.StreamSource(ctx="KsqlTopic/Source", topic="input", formats=JSON_FORMATS, source_schema=SCHEMA)
+    filtered = filter_cls(ctx="WhereFilter", source=source, predicate=parse_expression("ROWTIME > 30"))
+    selects = (
+        S.SelectExpression(alias="RT", expression=parse_expression("ROWTIME + 1")),
+        S.SelectExpression(alias="P", expression=parse_expression("ROWPARTITION")),
+    )
+    return select_cls(ctx="Project", source=filtered, key_column_names=("K",), select_expressions=selects)
