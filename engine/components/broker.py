@@ -30,16 +30,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import hashlib
-import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -47,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.components.maven import fetch_artifacts, kspark_home
+from engine.components.process import HOST, JvmComponent, free_port
+from engine.components.process import java as java_executable
 from engine.errors import ComponentError
 
 KAFKA_VERSION = "4.4.0"
@@ -55,7 +52,6 @@ ARTIFACTS = (
     # Kafka logs through SLF4J 1.x: this binding (not log4j-slf4j2-impl) routes it to log4j2.
     "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
 )
-HOST = "127.0.0.1"
 NODE_ID = 1
 PID_FILE = "broker.pid"
 LOG_FILE = "broker.log"
@@ -130,13 +126,17 @@ class BrokerStatus:
         return f"running (pid {self.pid}), bootstrap.servers={self.bootstrap_servers}"
 
 
-class Broker:
+class Broker(JvmComponent):
     """A one-node Kafka broker living in ``directory``, listening on ``port`` (None: a free one).
 
     ``config`` overrides or adds ``server.properties`` entries. With ``stop_with_parent``
     the JVM is killed when the process that started it dies (Linux only), for test
     fixtures; otherwise it is detached and outlives the starting process, for the CLI.
     """
+
+    WHAT = "The Kafka broker"
+    PID_FILE = PID_FILE
+    STATE_FILE = STATE_FILE
 
     def __init__(
         self,
@@ -156,7 +156,10 @@ class Broker:
         self.stop_with_parent = stop_with_parent
         self._process: subprocess.Popen[bytes] | None = None
         if self.port is None:
-            self.port = _saved_state(self.directory).get("port") if self.running_pid() else None
+            self.port = self.saved_port() if self.running_pid() else None
+
+    def command_marker(self) -> str:
+        return str(self.directory / "server.properties")  # a Kafka JVM started here names it
 
     # -- where ---------------------------------------------------------------------------
 
@@ -187,12 +190,12 @@ class Broker:
         """
         running = self.running_pid()
         if running is not None:
-            self.port = _saved_state(self.directory).get("port", self.port)
+            self.port = self.saved_port() or self.port
             return False
-        java = _java()
+        java = java_executable("the Kafka broker")
         self.directory.mkdir(parents=True, exist_ok=True)
         port = self._choose_port()
-        controller_port = _free_port()
+        controller_port = free_port()
         lib = self.fetch()
         properties = self.directory / "server.properties"
         properties.write_text(self._server_properties(port, controller_port), encoding="utf-8")
@@ -209,24 +212,13 @@ class Broker:
         if not sharing:  # the first broker records the classes it loads for the next ones
             (self.directory / CDS_DUMP).unlink(missing_ok=True)
             sharing = [f"-XX:ArchiveClassesAtExit={self.directory / CDS_DUMP}"]
-        console = open(self.directory / CONSOLE_FILE, "ab")  # handed to the child, closed below
-        try:
-            self._process = subprocess.Popen(
-                [*jvm, *sharing, "kafka.Kafka", str(properties)],
-                cwd=self.directory,
-                stdin=subprocess.DEVNULL,
-                stdout=console,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent if self.stop_with_parent else None,
-            )
-        finally:
-            console.close()
-        self.port = port
-        (self.directory / PID_FILE).write_text(f"{self._process.pid}\n", encoding="utf-8")
-        (self.directory / STATE_FILE).write_text(
-            json.dumps({"port": port, "controller_port": controller_port}) + "\n", encoding="utf-8"
+        self._spawn(
+            [*jvm, *sharing, "kafka.Kafka", str(properties)],
+            self.directory / CONSOLE_FILE,
+            port=port,
+            controller_port=controller_port,
         )
+        self.port = port
         return True
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -252,73 +244,15 @@ class Broker:
                 )
             time.sleep(0.2)
 
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the broker (SIGTERM, then SIGKILL after ``timeout``); False if none ran."""
-        pid = self.running_pid()
-        if pid is None:
-            (self.directory / PID_FILE).unlink(missing_ok=True)
-            return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if self._wait_exit(pid, timeout):
-            self._keep_class_archive()
-        else:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            if not self._wait_exit(pid, 10.0):
-                raise ComponentError(
-                    f"The Kafka broker in {self.directory} (pid {pid}) did not exit after SIGKILL."
-                )
-        (self.directory / PID_FILE).unlink(missing_ok=True)
-        return True
-
     def status(self) -> BrokerStatus:
         """Running or stopped, with the pid and port of a running broker."""
         pid = self.running_pid()
         if pid is None:
             return BrokerStatus(running=False)
-        return BrokerStatus(running=True, pid=pid, port=_saved_state(self.directory).get("port"))
+        return BrokerStatus(running=True, pid=pid, port=self.saved_port())
 
-    def running_pid(self) -> int | None:
-        """The pid of the broker running in this directory, or None."""
-        try:
-            pid = int((self.directory / PID_FILE).read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
-            return None
-        if not self._alive(pid):
-            return None
-        command = _command_line(pid)
-        # A stale pid file may name a pid now reused by an unrelated process.
-        if command is not None and str(self.directory / "server.properties") not in command:
-            return None
-        return pid
-
-    def __enter__(self) -> Broker:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- helpers -------------------------------------------------------------------------
-
-    def _choose_port(self) -> int:
-        if self.port is not None:
-            if not _port_free(self.port):
-                raise ComponentError(
-                    f"Port {self.port} on {HOST} is already in use: choose another port "
-                    "or stop what listens there."
-                )
-            return self.port
-        previous = _saved_state(self.directory).get("port")
-        if isinstance(previous, int) and _port_free(previous):
-            return previous
-        return _free_port()
+    def _after_clean_exit(self) -> None:
+        self._keep_class_archive()
 
     def _server_properties(self, port: int, controller_port: int) -> str:
         config = {
@@ -355,25 +289,12 @@ class Broker:
         if not dump.exists():
             return
         with contextlib.suppress(OSError, ComponentError):
-            archive = self._class_archive(_java())
+            archive = self._class_archive(java_executable("the Kafka broker"))
             if not archive.exists():
                 partial = archive.with_suffix(f".{os.getpid()}.tmp")
                 shutil.move(dump, partial)
                 os.replace(partial, archive)  # atomic: readers never map a half-copied file
         dump.unlink(missing_ok=True)
-
-    def _alive(self, pid: int) -> bool:
-        if self._process is not None and self._process.pid == pid:
-            return self._process.poll() is None
-        return _alive(pid)
-
-    def _wait_exit(self, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._alive(pid):
-                return True
-            time.sleep(0.1)
-        return not self._alive(pid)
 
     def _wait_for_exit_code(self) -> None:
         """Let a dying JVM finish (its last log lines are written at exit)."""
@@ -431,18 +352,6 @@ def _root_cause(chain: list[str]) -> str:
     return shortened[0]
 
 
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(java_home) / "bin" / "java") if java_home else "java"
-    found = shutil.which(candidate)
-    if found is None:
-        where = f"JAVA_HOME={java_home}" if java_home else "PATH"
-        raise ComponentError(
-            f"Java is not installed (no 'java' on {where}): the Kafka broker needs Java 17 or newer."
-        )
-    return found
-
-
 def _cluster_id() -> str:
     """A random Kafka cluster id (base64url of a UUID, not starting with '-')."""
     while True:
@@ -453,63 +362,3 @@ def _cluster_id() -> str:
 
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-        except OSError:
-            return False
-        return True
-
-
-def _saved_state(directory: Path) -> dict[str, int]:
-    try:
-        state = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
-def _alive(pid: int) -> bool:
-    try:  # reap our own child first: a zombie still answers kill(pid, 0)
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _command_line(pid: int) -> str | None:
-    """The command line of ``pid``, or None when the platform does not tell."""
-    try:
-        text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        return text.strip() or None  # empty while the process exits
-    except OSError:
-        pass
-    try:
-        done = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True, text=True, check=False)
-    except OSError:
-        return None
-    return done.stdout.strip() or None
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

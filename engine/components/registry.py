@@ -26,10 +26,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -40,15 +38,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.components.broker import (
-    HOST,
-    _alive,
-    _command_line,
-    _die_with_parent,
-    _free_port,
-    _port_free,
-)
 from engine.components.maven import kspark_home
+from engine.components.process import HOST, JvmComponent
+from engine.components.process import java as java_executable
 from engine.errors import ComponentError
 
 APICURIO_VERSION = "3.0.9"
@@ -135,12 +127,16 @@ def fetch_distribution(home: Path | None = None, *, base_url: str = MAVEN_CENTRA
         return jar
 
 
-class SchemaRegistry:
+class SchemaRegistry(JvmComponent):
     """An Apicurio Registry living in ``directory``, listening on ``port`` (None: a free one).
 
     With ``stop_with_parent`` the JVM is killed when the starting process dies (Linux only),
     for test fixtures; otherwise it outlives the starting process, for the CLI.
     """
+
+    WHAT = "The schema registry"
+    PID_FILE = PID_FILE
+    STATE_FILE = STATE_FILE
 
     def __init__(
         self,
@@ -158,7 +154,10 @@ class SchemaRegistry:
         self.stop_with_parent = stop_with_parent
         self._process: subprocess.Popen[bytes] | None = None
         if self.port is None and self.running_pid() is not None:
-            self.port = _saved_port(self.directory)
+            self.port = self.saved_port()
+
+    def command_marker(self) -> str:
+        return f"-Dkspark.registry.dir={self.directory}"  # a registry JVM started here names it
 
     @property
     def url(self) -> str:
@@ -172,9 +171,9 @@ class SchemaRegistry:
     def start(self) -> bool:
         """Start the registry in the background; False if one already runs in this directory."""
         if self.running_pid() is not None:
-            self.port = _saved_port(self.directory) or self.port
+            self.port = self.saved_port() or self.port
             return False
-        java = _java()
+        java = java_executable("the schema registry")
         self.directory.mkdir(parents=True, exist_ok=True)
         port = self._choose_port()
         jar = fetch_distribution(self.home)
@@ -190,18 +189,8 @@ class SchemaRegistry:
             f"-Dkspark.registry.dir={self.directory}",
             "-jar", str(jar),
         ]
-        log = open(self.directory / LOG_FILE, "ab")  # handed to the child, closed below
-        try:
-            self._process = subprocess.Popen(
-                command, cwd=self.directory, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=_die_with_parent if self.stop_with_parent else None,
-            )
-        finally:
-            log.close()
+        self._spawn(command, self.directory / LOG_FILE, port=port)
         self.port = port
-        (self.directory / PID_FILE).write_text(f"{self._process.pid}\n", encoding="utf-8")
-        (self.directory / STATE_FILE).write_text(json.dumps({"port": port}) + "\n", encoding="utf-8")
         return True
 
     def wait_ready(self, timeout: float = 120.0) -> None:
@@ -226,83 +215,12 @@ class SchemaRegistry:
                 )
             time.sleep(0.3)
 
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Stop the registry (SIGTERM, then SIGKILL after ``timeout``); False if none ran."""
-        pid = self.running_pid()
-        if pid is None:
-            (self.directory / PID_FILE).unlink(missing_ok=True)
-            return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        if not self._wait_exit(pid, timeout):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            if not self._wait_exit(pid, 10.0):
-                raise ComponentError(
-                    f"The schema registry in {self.directory} (pid {pid}) did not exit after SIGKILL."
-                )
-        (self.directory / PID_FILE).unlink(missing_ok=True)
-        return True
-
     def status(self) -> RegistryStatus:
         """Running or stopped, with the pid and port of a running registry."""
         pid = self.running_pid()
         if pid is None:
             return RegistryStatus(running=False)
-        return RegistryStatus(running=True, pid=pid, port=_saved_port(self.directory))
-
-    def running_pid(self) -> int | None:
-        """The pid of the registry running in this directory, or None."""
-        try:
-            pid = int((self.directory / PID_FILE).read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
-            return None
-        if not self._alive(pid):
-            return None
-        command = _command_line(pid)
-        if command is not None and f"-Dkspark.registry.dir={self.directory}" not in command:
-            return None  # a stale pid file naming a reused pid
-        return pid
-
-    def __enter__(self) -> SchemaRegistry:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- helpers -------------------------------------------------------------------------
-
-    def _choose_port(self) -> int:
-        if self.port is not None:
-            if not _port_free(self.port):
-                raise ComponentError(
-                    f"Port {self.port} on {HOST} is already in use: choose another port "
-                    "or stop what listens there."
-                )
-            return self.port
-        previous = _saved_port(self.directory)
-        if previous is not None and _port_free(previous):
-            return previous
-        return _free_port()
-
-    def _alive(self, pid: int) -> bool:
-        if self._process is not None and self._process.pid == pid:
-            return self._process.poll() is None
-        return _alive(pid)
-
-    def _wait_exit(self, pid: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._alive(pid):
-                return True
-            time.sleep(0.1)
-        return not self._alive(pid)
+        return RegistryStatus(running=True, pid=pid, port=self.saved_port())
 
     def _failure(self) -> str:
         try:
@@ -348,26 +266,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.URLError):
         return str(exc.reason)
     return str(exc)
-
-
-def _saved_port(directory: Path) -> int | None:
-    try:
-        port = json.loads((directory / STATE_FILE).read_text(encoding="utf-8")).get("port")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return port if isinstance(port, int) else None
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    candidate = str(Path(java_home) / "bin" / "java") if java_home else "java"
-    found = shutil.which(candidate)
-    if found is None:
-        where = f"JAVA_HOME={java_home}" if java_home else "PATH"
-        raise ComponentError(
-            f"Java is not installed (no 'java' on {where}): the schema registry needs Java 17 or newer."
-        )
-    return found
 
 
 @contextlib.contextmanager
