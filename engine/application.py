@@ -116,6 +116,10 @@ class StreamingApplication:
     spark_master: str = "local[2]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     read_only: bool = False  # kspark query: load the state dir, write nothing, create no topic
+    # What makes a query's Kafka identities (its sink's transactional ids and marks) unique
+    # among every application on the broker; by default ksqlDB's application-id prefix
+    # ``_confluent-ksql-<ksql.service.id>query_``.
+    application_prefix: str | None = None
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
@@ -201,6 +205,14 @@ class StreamingApplication:
     def queries(self) -> list[QueryPlan]:
         return self.engine.query_order()
 
+    def application_id(self, query_id: str) -> str:
+        """The query's identity on the broker: two applications sharing a broker (two
+        services, two QTT cases) may both run a CSAS_OUT_0, and must not fence each other."""
+        if self.application_prefix is not None:
+            return self.application_prefix + query_id
+        service = str(self.properties.get("ksql.service.id", "default_"))
+        return f"_confluent-ksql-{service}query_{query_id}"
+
     def tasks_of(self, query: QueryPlan) -> int:
         """The query's task count: fixed at its first start (the largest source partition count)."""
         path = self.state_dir / query.query_id / QUERY_FILE
@@ -225,7 +237,7 @@ class StreamingApplication:
         )
         writer = (
             streaming.records.writeStream.foreachBatch(
-                TransactionalSink(self.bootstrap_servers, streaming.topic, query.query_id)
+                TransactionalSink(self.bootstrap_servers, streaming.topic, self.application_id(query.query_id))
             )
             .option("checkpointLocation", str(self.state_dir / query.query_id / CHECKPOINT_DIR))
             .queryName(query.query_id)

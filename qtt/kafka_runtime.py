@@ -394,6 +394,7 @@ class KafkaCaseEngine:
                 properties if harness.registry_url is None
                 else {SCHEMA_REGISTRY_URL: harness.registry_url, **properties}
             ),
+            application_prefix=self.names.prefix,  # cases run side by side on one broker
         )
         self.created: dict[str, int] = {}  # broker topic -> partitions
         self.declared = {t.name: t.to_topic_info() for t in case.topics}

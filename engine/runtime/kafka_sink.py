@@ -6,10 +6,11 @@ again. ksqlDB offers ``exactly_once_v2``, and so does kspark, by default:
 
 - The query's output runs through ``foreachBatch``. Each Spark partition of a batch is
   written by one transactional producer whose ``transactional.id`` is
-  ``kspark-<query id>-<partition index>``; its ``initTransactions`` fences any zombie of
+  ``kspark-<application id>-<partition index>`` (the application id is unique per query on
+  the broker: ``_confluent-ksql-<service id>query_<query id>`` by default); its ``initTransactions`` fences any zombie of
   an earlier attempt (and aborts what that one had left open).
 - In the same transaction the producer commits the offset ``batch id + 1`` for a consumer
-  group of its own (``_kspark-sink-<query id>-<partition index>``, on partition 0 of the
+  group of its own (``_kspark-sink-<application id>-<partition index>``, on partition 0 of the
   output topic): the record of which batch that partition last committed, made visible
   atomically with the records.
 - A replayed batch (same batch id, same input offsets, same partitioning: the query's
@@ -39,7 +40,7 @@ class TransactionalSink:
 
     bootstrap_servers: str
     topic: str
-    query_id: str
+    query_id: str  # the application id: unique among every query writing to the broker
     # A partition's rows are computed while its transaction is open, and a micro-batch that
     # catches up with a large backlog runs for minutes, longer than Kafka's default 60 s
     # (after which the broker aborts the transaction). A restart still aborts a dead

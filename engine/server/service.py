@@ -336,7 +336,7 @@ class KsqlService:
             )
             writer = (
                 streaming.records.writeStream.foreachBatch(
-                    TransactionalSink(self.bootstrap_servers, streaming.topic, query_id)
+                    TransactionalSink(self.bootstrap_servers, streaming.topic, app.application_id(query_id))
                 )
                 .option("checkpointLocation", str(app.state_dir / query_id / CHECKPOINT_DIR))
                 .queryName(query_id)

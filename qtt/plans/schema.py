@@ -385,7 +385,8 @@ _HANDLED = frozenset(
 
 def compare_schemas(old: dict[str, Any], new: dict[str, Any]) -> list[SchemaChange]:
     """Every change from ``old`` (committed) to ``new`` (generated), judged for the new reader."""
-    return _Comparer().compare(old, new, "")
+    defs = {*old.get("$defs", {}), *new.get("$defs", {})}
+    return _Comparer(defs).compare(old, new, "")
 
 
 def _pointer(base: str, *parts: str | int) -> str:
@@ -406,14 +407,18 @@ def _schema(node: Any) -> dict[str, Any]:
     return node if isinstance(node, dict) else {}
 
 
-def _published(pointer: str) -> str:
-    """The advice a breaking change inside a published definition gets."""
+def _published(pointer: str, defs: set[str]) -> str:
+    """The advice a breaking change inside a published definition gets (``defs``: every
+    definition name of both schemas, so that the advice names a version not taken yet)."""
     match = re.match(r"^/\$defs/(step|command)\.([a-z][A-Za-z]*)V([0-9]+)(?:/|$)", pointer)
     if match:
         kind, name, version = match.groups()
+        following = int(version) + 1
+        while f"{kind}.{name}V{following}" in defs:
+            following += 1
         return (
             f"; {name}V{version} is a published {kind} version: a change of its meaning "
-            f"needs a new version ({name}V{int(version) + 1}) beside it"
+            f"needs a new version ({name}V{following}) beside it"
         )
     match = re.match(r"^/\$defs/expr\.([A-Za-z]+)(?:/|$)", pointer)
     if match:
@@ -422,7 +427,8 @@ def _published(pointer: str) -> str:
 
 
 class _Comparer:
-    def __init__(self) -> None:
+    def __init__(self, defs: set[str]) -> None:
+        self.defs = defs
         self.changes: list[SchemaChange] = []
 
     def compare(self, old: Any, new: Any, pointer: str) -> list[SchemaChange]:
@@ -431,7 +437,7 @@ class _Comparer:
 
     def _add(self, pointer: str, change: str, verdict: str, reason: str) -> None:
         if verdict == BREAKING:
-            reason += _published(pointer)
+            reason += _published(pointer, self.defs)
         self.changes.append(SchemaChange(pointer or "/", change, verdict, reason))
 
     def _breaking(self, pointer: str, change: str, reason: str) -> None:

@@ -106,6 +106,29 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     assert len(_outputs(bootstrap, per_item)) == 2_000  # one update per input record
 
 
+def test_two_applications_with_the_same_query_id_have_distinct_sink_identities(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    """Query ids repeat across services (every first CSAS of OUT is CSAS_OUT_0). Their sinks'
+    transactional ids derive from the application id, so that two services (or two QTT cases
+    in parallel processes) on one broker never fence each other's producers."""
+    bootstrap = kafka_broker.bootstrap_servers
+    ids = set()
+    for properties, prefix in (({"ksql.service.id": "first_"}, None), ({}, None), ({}, "qtt-7-")):
+        app = StreamingApplication(bootstrap, tmp_path / str(len(ids)), properties, application_prefix=prefix)
+        source, out = _unique("s"), _unique("out")
+        app.submit(
+            f"CREATE STREAM S (K STRING KEY, V INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+            f"CREATE STREAM OUT WITH (KAFKA_TOPIC='{out}') AS SELECT K, V FROM S;"
+        )
+        (query,) = app.queries()
+        assert query.query_id == "CSAS_OUT_0"
+        ids.add(app.application_id(query.query_id))
+    assert ids == {
+        "_confluent-ksql-first_query_CSAS_OUT_0", "_confluent-ksql-default_query_CSAS_OUT_0", "qtt-7-CSAS_OUT_0"
+    }
+
+
 def _bounded(sql: str, topics: Sequence[str], inputs: Sequence[tuple[str, str | None, Any, int]]) -> dict[str, list[TopicRecord]]:
     engine = KsqlEngine()
     for name in topics:
