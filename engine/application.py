@@ -60,10 +60,7 @@ class KafkaTopics:
 
     @property
     def topics(self) -> dict[str, TopicInfo]:
-        return {
-            name: TopicInfo(name, partitions=self.admin.partition_count(name))
-            for name in self.admin.list_topics()
-        }
+        return {name: TopicInfo(name, partitions=count) for name, count in self.admin.partition_counts().items()}
 
     def ensure(self, info: TopicInfo) -> TopicInfo:
         if not self.create:

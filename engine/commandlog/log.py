@@ -46,7 +46,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from engine.commandlog.command import Command, QueuedCommand
 from engine.errors import CommandLogError, KafkaClientError
 from engine.kafka.admin import TopicAdmin
-from engine.kafka.client import client_config, error_text
+from engine.kafka.client import client_config, error_text, init_transactions
 
 LOG = logging.getLogger("engine.commandlog")
 PARTITION = 0
@@ -226,7 +226,7 @@ class CommandLog:
     def _attempt(self, execute: Callable[[], Command]) -> QueuedCommand:
         producer = self._producer()  # 1. a new transactional producer per statement
         try:
-            producer.init_transactions(self.timeout)  # 2. fence every other attempt
+            init_transactions(producer, self.topic, self.timeout)  # 2. fence every other attempt
             producer.begin_transaction()  # 3.
             end = self.end_offset()  # 4.
             self._await_position(end, None)  # 5. the metastore is up to date

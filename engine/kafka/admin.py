@@ -53,6 +53,14 @@ class TopicAdmin:
         """True if the topic exists."""
         return name in self._metadata().topics
 
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic's partition count (internal ones left out), from one metadata request."""
+        return {
+            name: len(topic.partitions)
+            for name, topic in self._metadata().topics.items()
+            if not name.startswith("__") and not _unknown(topic.error)
+        }
+
     def partition_count(self, name: str) -> int:
         """The number of partitions of an existing topic."""
         topic = self._metadata(name).topics.get(name)

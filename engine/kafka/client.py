@@ -21,3 +21,17 @@ def error_text(error: Any) -> str:
     inner = error.args[0] if hasattr(error, "args") and error.args else error
     text = inner.str() if hasattr(inner, "str") else str(inner)
     return text.rstrip(".")
+
+
+def init_transactions(producer: Any, topic: str, timeout: float) -> None:
+    """``producer.init_transactions``, without librdkafka's start-up stall.
+
+    A new librdkafka producer asks for its transaction coordinator at once; when no broker
+    connection is up yet (the bootstrap connection is being replaced by the broker's own),
+    it retries on a fixed 500 ms timer. Two metadata requests first (the second over the
+    broker's own connection) make ``init_transactions`` take tens of milliseconds instead:
+    it matters where a new producer is made per statement (the command log).
+    """
+    producer.list_topics(topic, timeout=timeout)
+    producer.list_topics(topic, timeout=timeout)
+    producer.init_transactions(timeout)

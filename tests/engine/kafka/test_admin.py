@@ -15,6 +15,7 @@ def test_a_created_topic_exists_with_its_partitions_and_configs(admin: TopicAdmi
     admin.create_topic(topic, partitions=3, configs={"cleanup.policy": "compact"})
     assert admin.topic_exists(topic)
     assert admin.partition_count(topic) == 3
+    assert admin.partition_counts()[topic] == 3
     assert admin.topic_config(topic)["cleanup.policy"] == "compact"
     assert topic in admin.list_topics()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -88,10 +89,12 @@ def test_refused_statements_carry_ksqldb_error_codes_and_the_entities_before_the
         service.close()
 
 
-def test_two_servers_racing_create_stream_give_one_success_per_name_and_the_same_metastore(
+def test_three_servers_racing_create_stream_give_one_success_per_name_and_the_same_metastore(
     kafka_broker, service_id, tmp_path
 ) -> None:
-    servers = [_service(kafka_broker.bootstrap_servers, service_id, tmp_path) for _ in range(2)]
+    """100 names, each sent to the three servers at once: every attempt fences the others'
+    in-flight transactions, and still each name is written exactly once."""
+    servers = [_service(kafka_broker.bootstrap_servers, service_id, tmp_path) for _ in range(3)]
     outcomes: dict[str, list[str]] = {}
     lock = threading.Lock()
 
@@ -105,21 +108,19 @@ def test_two_servers_racing_create_stream_give_one_success_per_name_and_the_same
             outcomes.setdefault(name, []).append(result)
 
     try:
-        names = [f"R{i}" for i in range(8)]
-        threads = [threading.Thread(target=create, args=(s, n)) for n in names for s in servers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
+        names = [f"R{i}" for i in range(100)]
+        with ThreadPoolExecutor(max_workers=24) as pool:
+            for future in [pool.submit(create, s, n) for n in names for s in servers]:
+                future.result(timeout=600)
         for name in names:
             results = outcomes[name]
             assert results.count("SUCCESS") == 1, (name, results)
-            [refused] = [r for r in results if r != "SUCCESS"]
-            assert f"Cannot add stream '{name}': A stream with the same name already exists." in refused
+            for refused in (r for r in results if r != "SUCCESS"):
+                assert f"Cannot add stream '{name}': A stream with the same name already exists." in refused
         for server in servers:
             server.log.wait_until_caught_up()
-        assert servers[0].metastore_summary() == servers[1].metastore_summary()
-        assert servers[0].metastore_summary() == sorted(f"STREAM {n}" for n in names)
+        summaries = [server.metastore_summary() for server in servers]
+        assert summaries[0] == summaries[1] == summaries[2] == sorted(f"STREAM {n}" for n in names)
     finally:
         for server in servers:
             server.close()
