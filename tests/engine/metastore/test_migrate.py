@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
+import time
 import uuid
+from collections import Counter
 
+from engine.kafka.admin import TopicAdmin
+from engine.kafka.consume import read_topic
+from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.metastore.database import SOURCES
 from engine.metastore.database.migrate import run
 from engine.server.service import KsqlService
@@ -59,3 +65,54 @@ def old_query_id(summary: list[str], prefix: str) -> str:
 def test_a_service_without_a_command_topic_is_one_line(kafka_broker, capsys) -> None:
     assert run(_args(kafka_broker.bootstrap_servers, f"none_{uuid.uuid4().hex[:8]}")) == 1
     assert "has no command topic" in capsys.readouterr().err
+
+
+def _produce(bootstrap: str, topic: str, numbers: range) -> None:
+    producer = RecordProducer(bootstrap)
+    for n in numbers:
+        producer.send(topic, ProducerRecord(key=f"k{n}".encode(), value=json.dumps({"V": n}).encode(), timestamp=1_000 + n))
+    producer.flush()
+
+
+def _values(bootstrap: str, topic: str, expected: int, timeout: float = 180.0) -> Counter[int]:
+    """The V values in ``topic`` (read_committed) once it holds ``expected`` records, and a moment more."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = Counter(int(json.loads(r.value)["V"]) for r in read_topic(bootstrap, topic, timeout=5))
+        if sum(found.values()) >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    time.sleep(2)  # a record written twice would arrive now
+    return Counter(int(json.loads(r.value)["V"]) for r in read_topic(bootstrap, topic, timeout=5))
+
+
+def test_a_migrated_service_resumes_its_queries_from_their_checkpoints(kafka_broker, tmp_path, spark) -> None:
+    """The query a command-topic server ran keeps its id in the tables, so a tables server
+    on the same state dir resumes it from its checkpoint: every record once, none again."""
+    bootstrap = kafka_broker.bootstrap_servers
+    service_id = f"migq_{uuid.uuid4().hex[:8]}"
+    source, sink = f"src_{service_id}", f"out_{service_id}"
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    _produce(bootstrap, source, range(0, 20))
+    old = KsqlService(bootstrap, service_id, tmp_path, command_timeout=20.0)
+    old.start(timeout=60)
+    try:
+        old.execute(f"CREATE STREAM S (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');")
+        [created] = old.execute(f"CREATE STREAM D WITH (KAFKA_TOPIC='{sink}') AS SELECT * FROM S WHERE V >= 0;",
+                                {"auto.offset.reset": "earliest"})
+        query_id = created["commandStatus"]["queryId"]
+        assert _values(bootstrap, sink, 20) == Counter(range(20))
+    finally:
+        old.close()
+
+    _produce(bootstrap, source, range(20, 40))  # while no server runs
+    assert run(_args(bootstrap, service_id)) == 0
+    new = TablesService(bootstrap, service_id, tmp_path, command_timeout=20.0)
+    new.start(timeout=60)
+    try:
+        assert new.database.rows(SOURCES)["D"].query_id == query_id
+        assert _values(bootstrap, sink, 40) == Counter(range(40))  # resumed: 20..39 once, 0..19 not again
+        [listed] = new.execute("SHOW QUERIES;")
+        assert [(q["id"], q["state"]) for q in listed["queries"]] == [(query_id, "RUNNING")]
+    finally:
+        new.close()
