@@ -123,6 +123,20 @@ def _values(bootstrap: str, topic: str, expected: int, timeout: float = 240) -> 
     return Counter(int(json.loads(r.value)["N"]) for r in read_topic(bootstrap, topic, timeout=5))
 
 
+def _create_streams(server: _Server, service_id: str, acknowledged: list[str]) -> None:
+    """CREATE STREAM D0, D1, ... through ``server`` until it dies; the names it acknowledged."""
+    for i in range(200):
+        text = (f"CREATE STREAM D{i} (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='d{i}_{service_id}', "
+                "VALUE_FORMAT='JSON', PARTITIONS=1);")
+        try:
+            answer = httpx.post(f"{server.url}/ksql", json={"ksql": text}, timeout=60)
+        except httpx.HTTPError:
+            return
+        if answer.status_code != 200:
+            return
+        acknowledged.append(f"D{i}")
+
+
 def _insert(server: _Server, numbers: range, per_request: int = 10) -> None:
     for start in range(numbers.start, numbers.stop, per_request):
         batch = range(start, min(start + per_request, numbers.stop))
@@ -173,11 +187,16 @@ def test_three_servers_share_queries_and_a_killed_owner_loses_and_repeats_nothin
         owning = next(s for s in servers if s.host == owner)
         others = [s for s in servers if s is not owning]
 
-        # kill -9 of the owner in the middle of a burst of inserts through another server.
+        # kill -9 of the owner in the middle of a burst of inserts through another server, and
+        # of a burst of statements through itself.
         burst = threading.Thread(target=_insert, args=(others[0], range(20, 220)))
+        acknowledged: list[str] = []
+        statements = threading.Thread(target=_create_streams, args=(owning, service_id, acknowledged))
         burst.start()
+        statements.start()
         time.sleep(1.5)
         owning.kill()
+        statements.join()
 
         def moved() -> bool:
             found = others[1].queries()[query_id]
@@ -196,7 +215,11 @@ def test_three_servers_share_queries_and_a_killed_owner_loses_and_repeats_nothin
         owning.start()
         owning.wait_healthy()
         assert owning.metastore() == others[0].metastore() == others[1].metastore()
-        assert owning.metastore()[0] == ["OUT", "SRC"]
+        streams = owning.metastore()[0]
+        # every acknowledged statement is there; one whose answer the kill lost may be too
+        assert {"OUT", "SRC", *acknowledged} <= set(streams) <= {"OUT", "SRC", *(f"D{i}" for i in range(200))}
+        assert acknowledged, "the statement burst ran before the kill"
+        print(f"statements acknowledged before the kill: {len(acknowledged)}; in the metastore: {len(streams) - 2}")
         _until(lambda: owning.queries()[query_id][0] == "RUNNING", 60, "the restarted server sees the query")
         phase("restart, identical metastores")
 
