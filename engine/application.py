@@ -52,10 +52,11 @@ SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"  # AVRO/JSON_SR topics in the r
 class KafkaTopics:
     """The engine's topic service on a Kafka cluster: topics from the broker, writes as bytes."""
 
-    def __init__(self, bootstrap_servers: str, *, create: bool = True) -> None:
+    def __init__(self, bootstrap_servers: str, *, create: bool = True, registry_url: str | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.admin = TopicAdmin(bootstrap_servers)
         self.create = create  # False: a read-only view that leaves the cluster's topics alone
+        self.registry_url = registry_url  # AVRO/JSON_SR records (INSERT VALUES) in the registry's wire format
         self._producer: RecordProducer | None = None
 
     @property
@@ -75,13 +76,17 @@ class KafkaTopics:
         )
 
     def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        from engine.serde.registry import wire_serde
+
+        key_serde = wire_serde(codec.key, record.topic, self.registry_url)
+        value_serde = wire_serde(codec.value, record.topic, self.registry_url)
         if self._producer is None:
             self._producer = RecordProducer(self.bootstrap_servers)
         self._producer.send(
             record.topic,
             ProducerRecord(
-                key=codec.key.to_bytes(record.key),
-                value=codec.value.to_bytes(record.value),
+                key=key_serde.to_bytes(record.key),
+                value=value_serde.to_bytes(record.value),
                 timestamp=record.timestamp or None,
             ),
         )
@@ -120,7 +125,9 @@ class StreamingApplication:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
-        self.topics = KafkaTopics(self.bootstrap_servers, create=not self.read_only)
+        registry_url = self.properties.get(SCHEMA_REGISTRY_URL) or None
+        self.topics = KafkaTopics(self.bootstrap_servers, create=not self.read_only,
+                                  registry_url=None if registry_url is None else str(registry_url))
         self.engine = KsqlEngine(self.properties, topics=self.topics)
         self.saved: list[SavedStatement] = []
         self.running: dict[str, Any] = {}

@@ -141,6 +141,7 @@ class PushQuery:
             self.limit_reached = True
             self._closed.set()
             return self
+        from engine.application import SCHEMA_REGISTRY_URL
         from engine.build.context import BuildContext
         from engine.build.walker import build
         from engine.kafka.admin import TopicAdmin
@@ -156,11 +157,12 @@ class PushQuery:
                 raise AnalysisError(f"Kafka topic does not exist: {source.topic}")
             partitions.append(admin.partition_count(source.topic))
         tasks = max(partitions, default=1)
+        config = {**self.engine.config, **self.properties}
+        registry_url = config.get(SCHEMA_REGISTRY_URL) or None  # AVRO/JSON_SR in the wire format
         runtime = KafkaRuntime(
             spark, self.bootstrap_servers, tasks=tasks, starting_offsets=self.starting_offsets,
-            query_id=self.query_id,
+            query_id=self.query_id, registry_url=None if registry_url is None else str(registry_url),
         )
-        config = {**self.engine.config, **self.properties}
         built = build(self.plan.root, BuildContext(runtime=runtime, query_id=self.query_id, config=config))
         rows = R.map_rows(
             built.df,

@@ -39,6 +39,7 @@ from engine.serde.formats import AVRO, JSON_SR, SCHEMA_FULL_NAME, SCHEMA_ID
 AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"
 AVRO_RECORD = "KsqlDataSourceSchema"
 WIRE_FORMATS = frozenset({AVRO, JSON_SR})
+JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-07/schema#"
 _MAGIC = 0
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -121,9 +122,11 @@ def _avro_type(t: T.SqlType, name: str) -> Any:
 
 def json_schema(serde: RecordSerde) -> dict[str, Any]:
     """The JSON schema ksqlDB generates for a key or value serde's columns (Connect's
-    JSON-schema conventions: optional fields as ``oneOf`` null, ``connect.index``)."""
+    JSON-schema conventions: optional fields as ``oneOf`` null, ``connect.index``). An
+    unwrapped single column names its draft (``$schema``): a registry that guesses the
+    schema type from the content (Apicurio) refuses ``{"oneOf": ...}`` as JSON otherwise."""
     if not serde.wrapped:
-        return _json_optional(_json_type(serde.columns[0].type))
+        return {"$schema": JSON_SCHEMA_DRAFT, **_json_optional(_json_type(serde.columns[0].type))}
     return {
         "type": "object",
         "properties": {

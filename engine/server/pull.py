@@ -9,8 +9,9 @@
 A pull query against a table is answered from a ``Materialization``: the table's topic (the
 sink of its CREATE TABLE AS SELECT, or the topic of a CREATE SOURCE TABLE) read from the
 beginning by a ``read_committed`` consumer on a thread of its own, each record decoded with
-the table's key and value formats into a row, key -> latest row, a null value deleting its
-key. A windowed table keeps one row per key and window. ``KEY = x`` and ``KEY IN (...)``
+the table's key and value formats into a row (AVRO and JSON_SR in the schema registry's
+wire format when ``PullQueries`` has a ``registry_url``), key -> latest row, a null value
+deleting its key. A windowed table keeps one row per key and window. ``KEY = x`` and ``KEY IN (...)``
 are answered by looking the keys up; any other WHERE (or none) scans the table when
 ``ksql.query.pull.table.scan.enabled`` is true (the default, as in ksqlDB). A pull query
 against a stream reads the stream's topic from the beginning up to its end offsets at the
@@ -330,11 +331,15 @@ class _Decoder:
     """Kafka records of one source's topic -> (store key, row) with its pseudo columns."""
 
     source: DataSource
+    registry_url: str | None = None  # AVRO/JSON_SR records in the schema registry's wire format
 
     def __post_init__(self) -> None:
         from engine.build.formats import serdes_for
+        from engine.serde.registry import wire_serde
 
-        self.key_serde, self.value_serde = serdes_for(self.source.formats, self.source.schema.columns)
+        key_serde, value_serde = serdes_for(self.source.formats, self.source.schema.columns)
+        self.key_serde = wire_serde(key_serde, self.source.topic, self.registry_url)
+        self.value_serde = wire_serde(value_serde, self.source.topic, self.registry_url)
         self.key_names = [c.name for c in self.source.schema.key]
         self.headers = [c for c in self.source.schema.columns if c.namespace is Namespace.HEADERS]
         window = self.source.window_info
@@ -389,10 +394,10 @@ class _Decoder:
 class Materialization:
     """key -> latest row of one table, kept up to date from its topic by a read_committed consumer."""
 
-    def __init__(self, bootstrap_servers: str, source: DataSource) -> None:
+    def __init__(self, bootstrap_servers: str, source: DataSource, registry_url: str | None = None) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.source = source
-        self.decoder = _Decoder(source)
+        self.decoder = _Decoder(source, registry_url)
         self.windowed = source.window_info is not None
         self._width = len(self.decoder.key_names)
         self._rows: dict[tuple[Any, ...], dict[tuple[Any, ...], dict[str, Any]]] = {}
@@ -515,6 +520,7 @@ class PullQueries:
 
     bootstrap_servers: str
     catch_up_timeout: float = CATCH_UP_SECONDS
+    registry_url: str | None = None  # ``ksql.schema.registry.url``: AVRO/JSON_SR topics in its wire format
     _materializations: dict[str, Materialization] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -561,7 +567,7 @@ class PullQueries:
                 from engine.errors import KafkaClientError
 
                 try:
-                    found = Materialization(self.bootstrap_servers, source).start()
+                    found = Materialization(self.bootstrap_servers, source, self.registry_url).start()
                 except KafkaClientError as exc:
                     raise PullQueryError(f"{source.name} cannot be queried: {exc}") from None
                 self._materializations[source.name] = found
@@ -575,7 +581,7 @@ class PullQueries:
         from engine.errors import KafkaClientError
         from engine.kafka.consume import read_topic
 
-        decoder = _Decoder(source)
+        decoder = _Decoder(source, self.registry_url)
         try:
             records = read_topic(self.bootstrap_servers, source.topic, timeout=self.catch_up_timeout)
         except KafkaClientError as exc:

@@ -121,7 +121,8 @@ class KsqlService:
         self._statuses: dict[str, E.CommandStatus] = {}
         self._queries: dict[str, _QueryEntry] = {}
         self.host: str | None = None  # HOST:PORT this server answers on, once the HTTP layer knows it
-        self.pulls = PullQueries(self.bootstrap_servers)  # pull queries' table materializations
+        self.pulls = PullQueries(  # pull queries' table materializations
+            self.bootstrap_servers, registry_url=self.app.topics.registry_url)
         self._push_queries: set[Any] = set()
         self._replayed = False
         self.ready = False

@@ -1,7 +1,7 @@
-"""``qtt rest PATH... [--report FILE] [--server URL] [--bootstrap-servers HOST:PORT] [-k S]``.
+"""``qtt rest PATH... [--report FILE] [--server URL] [--bootstrap-servers HOST:PORT] [--registry URL] [-k S]``.
 
-Runs REST QTT files against a kspark server (started with its broker unless ``--server``
-names one), prints a line per case and a pass rate per file, then the conformance summary;
+Runs REST QTT files against a kspark server (started with its broker and a schema registry
+unless ``--server`` names one), prints a line per case and a pass rate per file, then the conformance summary;
 ``--report`` writes the same JSON report as ``qtt conformance`` (``runtime``: ``rest``).
 Exit codes: 0 done (with ``--strict``: every case passed); 1 no case found or, with
 ``--strict``, a case did not pass; 2 the run itself failed (bad path, no broker, no server,
@@ -56,6 +56,14 @@ def add_rest_command(sub: Any) -> None:
         help="The broker (default: start one; needed with --server: the server's broker).",
     )
     rest.add_argument(
+        "--registry",
+        metavar="URL",
+        help=(
+            "A running schema registry (Confluent API) for AVRO/JSON_SR (default: start one for "
+            "a started server; with --server: the server's ksql.schema.registry.url, else none)."
+        ),
+    )
+    rest.add_argument(
         "--wait",
         type=float,
         default=30.0,
@@ -101,8 +109,10 @@ def cmd_rest(args: argparse.Namespace) -> int:
             work_dir=Path(args.work_dir) if args.work_dir else None,
             wait=args.wait,
             server_timeout=args.server_timeout,
+            registry_url=args.registry,
         ) as harness:
-            print(f"server {harness.client.url}, broker {harness.bootstrap_servers}", flush=True)
+            registry = f", schema registry {harness.registry_url}" if harness.registry_url else ""
+            print(f"server {harness.client.url}, broker {harness.bootstrap_servers}{registry}", flush=True)
             run = run_rest_files(files, lambda case, file: _run_case(harness, case, file))
             for warning in dict.fromkeys(harness.warnings):
                 print(f"warning: {warning}", file=sys.stderr)

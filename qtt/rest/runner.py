@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.application import SCHEMA_REGISTRY_URL
 from engine.errors import KafkaClientError, UnsupportedFeatureError
 from engine.records import TopicInfo, TopicRecord
 from qtt.kafka_runtime import SourceSerdes, encode_windowed_key, plain_bytes
@@ -118,6 +119,9 @@ class RestHarness:
     baseline: frozenset[str] = frozenset()  # sources and queries there before the run
     restarts: int = 0
     owns_broker: bool = False  # True: every topic a case leaves may be deleted
+    # The schema registry the server uses (its ``ksql.schema.registry.url``): AVRO and
+    # JSON_SR inputs are written and outputs read in its wire format. None: no registry.
+    registry_url: str | None = None
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
@@ -130,13 +134,18 @@ class RestHarness:
         work_dir: Path | None = None,
         wait: float = 30.0,
         server_timeout: float = 180.0,
+        registry_url: str | None = None,
     ) -> Iterator[RestHarness]:
         """A harness on the given server and broker, or on ones started for it.
 
+        A server the harness starts gets a schema registry: ``registry_url``, or one started
+        for the run (``engine.components.registry``). A given server uses ``registry_url``
+        only when it is given (it must be that server's ``ksql.schema.registry.url``).
         What it starts it stops at the end, whatever happens (Ctrl-C included); a temporary
         work dir goes too (a given ``work_dir`` is kept, with the server's log).
         """
         from engine.components.broker import Broker
+        from engine.components.registry import SchemaRegistry
         from engine.errors import ComponentError
         from engine.kafka import check_connection
 
@@ -149,9 +158,13 @@ class RestHarness:
         root = Path(work_dir) if work_dir is not None else Path(tempfile.mkdtemp(prefix="qtt-rest-"))
         root.mkdir(parents=True, exist_ok=True)
         broker: Broker | None = None
+        registry: SchemaRegistry | None = None
         server: ServerProcess | None = None
         try:
             try:
+                if server_url is None and registry_url is None:  # starts while the broker starts
+                    registry = SchemaRegistry(root / "registry", stop_with_parent=True)
+                    registry.start()
                 if bootstrap_servers is None:
                     broker = Broker(root / "broker", stop_with_parent=True)
                     broker.start()
@@ -161,6 +174,9 @@ class RestHarness:
                 else:
                     check_connection(bootstrap_servers)
                     lib = Broker(root / "jars").fetch()
+                if registry is not None:
+                    registry.wait_ready()
+                    registry_url = registry.url
             except (ComponentError, KafkaClientError) as exc:
                 raise HarnessError(str(exc)) from None
             try:
@@ -170,7 +186,11 @@ class RestHarness:
                 raise HarnessError(str(exc)) from None
             try:
                 if server_url is None:
-                    server = ServerProcess(bootstrap_servers, root / "server-1")
+                    server = ServerProcess(
+                        bootstrap_servers,
+                        root / "server-1",
+                        properties={} if registry_url is None else {SCHEMA_REGISTRY_URL: registry_url},
+                    )
                     try:
                         server_url = server.start(timeout=server_timeout)
                     except ServerStartError as exc:
@@ -193,6 +213,7 @@ class RestHarness:
                     server_timeout=server_timeout,
                 )
                 harness.owns_broker = broker is not None
+                harness.registry_url = registry_url
                 try:
                     harness.baseline = frozenset(harness.server_objects())
                 except (HarnessError, RestClientError) as exc:
@@ -205,6 +226,8 @@ class RestHarness:
                 server.stop()
             if broker is not None:
                 broker.stop()
+            if registry is not None:
+                registry.stop()
             if not keep:
                 shutil.rmtree(root, ignore_errors=True)
 
@@ -427,7 +450,7 @@ class _CaseRun:
         if writer:
             sinks = {q.sink for q in self.shadow.query_order()}
             sources.sort(key=lambda s: s.name not in sinks)
-        return SourceSerdes.of(sources[0]) if sources else None
+        return SourceSerdes.of(sources[0], self.harness.registry_url) if sources else None
 
     @staticmethod
     def _encode(record: TopicRecord, codec: SourceSerdes | None) -> tuple[bytes | None, bytes | None]:

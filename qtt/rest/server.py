@@ -1,6 +1,7 @@
 """A ``kspark server`` subprocess for a REST QTT run: started, waited for, stopped.
 
-    server = ServerProcess(bootstrap_servers, work_dir / "server-1")
+    server = ServerProcess(bootstrap_servers, work_dir / "server-1",
+                           properties={"ksql.schema.registry.url": registry_url})
     server.start(timeout=180)          # returns once GET /healthcheck answers 200
     ...
     server.stop()                      # SIGTERM, SIGKILL after 30 s
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from qtt.rest.client import RestClient
@@ -39,21 +41,19 @@ def server_command() -> list[str]:
 class ServerProcess:
     """One ``kspark server`` child living in ``directory`` (state dir and log)."""
 
-    def __init__(self, bootstrap_servers: str, directory: Path) -> None:
+    def __init__(
+        self, bootstrap_servers: str, directory: Path, *, properties: Mapping[str, str] | None = None
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.directory = directory
+        self.properties = dict(properties or {})  # ksql.* properties, passed with --config
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.service_id = ""
         self.log = directory / "server.log"
 
-    def start(self, *, timeout: float = 180.0) -> str:
-        """Start the server and wait for GET /healthcheck; returns its URL."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        self.service_id = f"qtt_rest_{uuid.uuid4().hex[:8]}"
-        state_dir = self.directory / "state"
-        state_dir.mkdir(exist_ok=True)
+    def command(self, port: int, state_dir: Path) -> list[str]:
+        """The ``kspark server`` command line; the properties go to ``server.properties`` (``--config``)."""
         command = [
             *server_command(),
             "server",
@@ -66,6 +66,22 @@ class ServerProcess:
             "--state-dir",
             str(state_dir),
         ]
+        if self.properties:
+            config = self.directory / "server.properties"
+            config.write_text(
+                "".join(f"{name}={value}\n" for name, value in self.properties.items()), encoding="utf-8"
+            )
+            command += ["--config", str(config)]
+        return command
+
+    def start(self, *, timeout: float = 180.0) -> str:
+        """Start the server and wait for GET /healthcheck; returns its URL."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        self.service_id = f"qtt_rest_{uuid.uuid4().hex[:8]}"
+        state_dir = self.directory / "state"
+        state_dir.mkdir(exist_ok=True)
+        command = self.command(port, state_dir)
         self.url = f"http://127.0.0.1:{port}"
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(

@@ -1,0 +1,65 @@
+"""``qtt rest`` with a schema registry: a real kspark server, broker and registry.
+
+The project's ``tests/rest_cases/schema-registry.json`` (AVRO and JSON_SR inputs in the
+registry's wire format; persistent, push and pull queries and INSERT VALUES on the server)
+must pass; PROTOBUF stays unsupported and is counted so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.server.cli import read_config
+from qtt.rest.loader import load_rest_file
+from qtt.rest.runner import RestHarness, run_rest_case
+from qtt.rest.server import ServerProcess
+from qtt.runner import Status
+
+CASES = Path(__file__).parents[1] / "rest_cases" / "schema-registry.json"
+
+
+def test_a_started_server_gets_the_registry_url_in_its_config_file(tmp_path: Path) -> None:
+    server = ServerProcess("127.0.0.1:9092", tmp_path, properties={"ksql.schema.registry.url": "http://r:1/x"})
+    command = server.command(8088, tmp_path / "state")
+    config = command[command.index("--config") + 1]
+    assert read_config(config) == {"ksql.schema.registry.url": "http://r:1/x"}
+    assert "--config" not in ServerProcess("127.0.0.1:9092", tmp_path).command(8088, tmp_path / "state")
+
+
+@pytest.fixture(scope="module")
+def harness(kafka_broker: Any, schema_registry: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with RestHarness.open(
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        registry_url=schema_registry.url,
+        work_dir=tmp_path_factory.mktemp("rest-registry"),
+        wait=45.0,
+    ) as opened:
+        yield opened
+
+
+def test_the_project_registry_cases_pass(harness: RestHarness) -> None:
+    assert harness.registry_url is not None
+    cases = load_rest_file(CASES).cases
+    assert {c.id.rsplit(" - ", 1)[-1] for c in cases} >= {"AVRO", "JSON_SR"}
+    results = [run_rest_case(case, harness) for case in cases]
+    assert [(r.case_id, r.status, r.reason) for r in results if r.status is not Status.PASSED] == []
+
+
+def test_protobuf_is_unsupported_not_failed(harness: RestHarness, tmp_path: Path) -> None:
+    path = tmp_path / "protobuf.json"
+    path.write_text(json.dumps({"tests": [
+        {"name": "inputs", "statements": [
+            "CREATE STREAM P (ID STRING KEY, N INT) WITH (kafka_topic='pb_in', format='PROTOBUF');",
+            "SELECT * FROM P EMIT CHANGES LIMIT 1;"],
+         "inputs": [{"topic": "pb_in", "key": "a", "value": {"N": 1}}]},
+        {"name": "insert values", "statements": [
+            "CREATE STREAM Q (ID STRING KEY, N INT) WITH (kafka_topic='pb_out', format='PROTOBUF');",
+            "INSERT INTO Q (ID, N) VALUES ('a', 1);"]},
+    ]}))
+    results = [run_rest_case(case, harness) for case in load_rest_file(path).cases]
+    assert [r.status for r in results] == [Status.UNSUPPORTED, Status.UNSUPPORTED], [r.reason for r in results]
+    assert all("PROTOBUF" in r.reason for r in results)
