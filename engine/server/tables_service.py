@@ -7,7 +7,10 @@
 ``TablesService`` is the command-topic ``KsqlService`` with its log swapped for
 ``engine.metastore.database.MetastoreLog``: statements are validated and planned as
 before, then written as rows by the table's owner (this server or the one it forwards to
-over the internal endpoint). CREATE TYPE and DROP TYPE write ``UserTypes`` rows.
+over the internal endpoint). CREATE TYPE and DROP TYPE write ``UserTypes`` rows; INSERT INTO
+... SELECT writes a ``UserQueries`` row and TERMINATE deletes it (or, for a CSAS/CTAS query,
+rewrites its source's row without the query). TERMINATE ALL terminates the queries one by
+one (one row write each).
 ``apply_queries_file`` is headless mode: a SQL file applied as a delta over the tables.
 """
 
@@ -73,7 +76,28 @@ class TablesService(KsqlService):
     ) -> dict[str, Any] | None:
         if isinstance(stmt, ast.CreateType | ast.DropType):
             return self._type_statement(stmt, text)
+        if isinstance(stmt, ast.TerminateQuery) and stmt.query_id == "ALL":
+            return self._terminate_all(text, properties)
         return super()._execute_one(stmt, text, properties, variables)  # type: ignore[no-any-return]
+
+    def _terminate_all(self, text: str, properties: dict[str, Any]) -> dict[str, Any]:
+        """TERMINATE ALL: each query's row is written on its own (a query gone meanwhile is skipped)."""
+        self.database.wait_until_caught_up()
+        with self._engine_lock:
+            ids = list(self.engine.queries)
+        sequence = self.database.sequence
+        for query_id in ids:
+            try:
+                entity = super()._execute_one(ast.TerminateQuery(query_id=query_id), f"TERMINATE {query_id};",
+                                              properties, {})
+            except ServiceError as exc:
+                if exc.message.startswith("Unknown queryId"):
+                    continue  # terminated (or dropped) by another request meanwhile
+                raise
+            if entity is not None:
+                sequence = max(sequence, int(entity.get("commandSequenceNumber", sequence)))
+        return E.current_status(text, "terminate/ALL/execute", E.CommandStatus("SUCCESS", "All queries terminated."),
+                                sequence)
 
     def _catalog(self, stmt: ast.Informational, text: str, properties: Any) -> dict[str, Any]:
         if stmt.kind == "LIST TYPES":  # served from this server's view of UserTypes

@@ -1,4 +1,4 @@
-"""The metastore database (KLIP-18): UserDataSources and UserTypes on key-compacted changelogs."""
+"""The metastore database (KLIP-18): UserDataSources, UserTypes and UserQueries on key-compacted changelogs."""
 
 from engine.metastore.database.database import (
     INTERNAL_PATH,
@@ -11,16 +11,18 @@ from engine.metastore.database.database import (
     pack_sequence,
     unpack_sequence,
 )
-from engine.metastore.database.rows import SOURCES, TYPES, SourceRow, TypeRow
+from engine.metastore.database.rows import QUERIES, SOURCES, TYPES, QueryRow, SourceRow, TypeRow
 
 __all__ = [
     "INTERNAL_PATH",
+    "QUERIES",
     "SOURCES",
     "TYPES",
     "Change",
     "MetastoreDatabase",
     "MetastoreUnavailableError",
     "NotOwnerError",
+    "QueryRow",
     "SourceRow",
     "TypeRow",
     "Write",

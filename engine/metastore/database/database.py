@@ -1,19 +1,22 @@
 """The metastore database of KLIP-18: tables on key-compacted changelogs, one writer each.
 
     db = MetastoreDatabase("127.0.0.1:9092", "my_service", internal_url="http://10.0.0.5:8088")
-    db.create_topics()          # _confluent-ksql-my_service_metastore_UserDataSources, ..._UserTypes
+    db.create_topics()          # _confluent-ksql-my_service_metastore_UserDataSources, ..._UserTypes, ..._UserQueries
     db.start(on_change)         # the views (every server), and a member of the owners' group
     seq = db.write(Write(SOURCES, "S", row))        # routed to the owner, committed, a sequence
     db.wait_for(seq)            # read your own writes: this server's views include it
 
-**Views.** Every server follows both changelogs from the beginning with a read_committed
+**Views.** Every server follows the three changelogs from the beginning with a read_committed
 consumer and keeps every row in memory; ``on_change(change)`` is called for each committed
 record, in order, after the view holds it (callbacks start and stop persistent queries).
 
 **Owners.** Each changelog has one partition. The servers of a service join the consumer
-group ``_confluent-ksql-<service id>_metastore`` (subscribed to both changelogs, paused:
-membership only); the member the group assigns a partition to is its owner and its only
-writer. A member's ``client.id`` is its internal URL, so any server finds the owner by
+group ``_confluent-ksql-<service id>_metastore`` (subscribed to the UserDataSources and
+UserTypes changelogs, paused: membership only); the member the group assigns a partition
+to is its owner and its only writer. UserQueries has no owner of its own: the owner of
+UserDataSources writes it with the same producer, since a query row and the source rows it
+reads or writes are checked together (a source read or written by a live query cannot be
+dropped). A member's ``client.id`` is its internal URL, so any server finds the owner by
 describing the group. The owner writes with a transactional producer whose
 ``transactional.id`` is ``<service id>-<changelog topic>-<partition>``, initialised when the
 partition is assigned: that init fences the previous owner's producer, so a write of a
@@ -27,13 +30,15 @@ produces the row (or a tombstone), commits. Its view (and every other server's) 
 only when the committed record is read back.
 
 **Integrity.** A source whose query reads unknown sources is refused; a source that other
-sources' queries read cannot be deleted (the message names them). Downstream links are
-derived in memory from the stored query plans.
+sources' queries read, or that a UserQueries query reads or writes, cannot be deleted (the
+message names them). A query row reading or writing an unknown source is refused.
+Downstream links are derived in memory from the stored query plans.
 
 **Sequence numbers** (read your own writes). A write answers with one integer packing the
-positions both views must reach to include it: ``sources_position << 24 | types_position``
-(a position is the offset after the last record to include). ``wait_for(sequence)`` waits
-until this server's views reach both. Offsets only grow, even after compaction.
+positions the views must reach to include it:
+``(sources_position << 20 | queries_position) << 24 | types_position`` (a position is the
+offset after the last record to include). ``wait_for(sequence)`` waits until this server's
+views reach all three. Offsets only grow, even after compaction.
 """
 
 from __future__ import annotations
@@ -53,14 +58,16 @@ from engine.errors import KafkaClientError, MetastoreError
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.client import client_config, error_text
 from engine.metastore.database.rows import (
+    QUERIES,
     SOURCES,
     TABLES,
     TYPES,
+    QueryRow,
     Row,
     SourceRow,
-    TypeRow,
     decode_row,
     encode_row,
+    row_from_json,
     validate_row,
 )
 
@@ -68,6 +75,12 @@ LOG = logging.getLogger("engine.metastore.database")
 PARTITION = 0
 ATTEMPTS = 20
 TYPES_BITS = 24
+QUERIES_BITS = 20
+# The owned changelogs (a member of the owners' group is assigned them) and the writer of
+# each table: UserQueries is written by the owner of UserDataSources, in its transactions,
+# because a query row and the source rows it reads or writes are checked together.
+OWNED = (SOURCES, TYPES)
+WRITER = {SOURCES: SOURCES, TYPES: TYPES, QUERIES: SOURCES}
 INTERNAL_PATH = "/internal/metastore/write"
 
 
@@ -76,18 +89,26 @@ def changelog_topic(service_id: str, table: str) -> str:
     return f"_confluent-ksql-{service_id}_metastore_{table}"
 
 
-def pack_sequence(sources_position: int, types_position: int) -> int:
-    """One sequence number for both views (see the module docstring)."""
-    if not 0 <= types_position < 1 << TYPES_BITS:
-        raise MetastoreError(
-            f"The UserTypes changelog reached offset {types_position}; sequence numbers hold offsets below "
-            f"{1 << TYPES_BITS} for it. Recreate the service's metastore with kspark metastore migrate."
-        )
-    return (sources_position << TYPES_BITS) | types_position
+def pack_sequence(sources_position: int, types_position: int, queries_position: int = 0) -> int:
+    """One sequence number for the three views (see the module docstring)."""
+    for table, position, bits in ((TYPES, types_position, TYPES_BITS), (QUERIES, queries_position, QUERIES_BITS)):
+        if not 0 <= position < 1 << bits:
+            raise MetastoreError(
+                f"The {table} changelog reached offset {position}; sequence numbers hold offsets below "
+                f"{1 << bits} for it. Recreate the service's metastore with kspark metastore migrate."
+            )
+    return (((sources_position << QUERIES_BITS) | queries_position) << TYPES_BITS) | types_position
 
 
-def unpack_sequence(sequence: int) -> tuple[int, int]:
-    return sequence >> TYPES_BITS, sequence & ((1 << TYPES_BITS) - 1)
+def unpack_sequence(sequence: int) -> tuple[int, int, int]:
+    """(sources, types, queries) positions of a sequence number."""
+    types = sequence & ((1 << TYPES_BITS) - 1)
+    rest = sequence >> TYPES_BITS
+    return rest >> QUERIES_BITS, types, rest & ((1 << QUERIES_BITS) - 1)
+
+
+def _pack(positions: dict[str, int]) -> int:
+    return pack_sequence(positions[SOURCES], positions[TYPES], positions[QUERIES])
 
 
 class MetastoreUnavailableError(MetastoreError):
@@ -114,13 +135,15 @@ class Write:
     @classmethod
     def from_json(cls, value: Any) -> Write:
         if not isinstance(value, dict) or value.get("table") not in TABLES or not isinstance(value.get("key"), str):
-            raise MetastoreError("A forwarded metastore write needs 'table' (UserDataSources or UserTypes) and 'key'.")
+            raise MetastoreError(
+                f"A forwarded metastore write needs 'table' (one of {', '.join(TABLES)}) and 'key'."
+            )
         table, row = value["table"], value.get("row")
         if row is not None:
             validate_row(table, row, f"forwarded for '{value['key']}'")
         decoded: Row | None = None
         if row is not None:
-            decoded = SourceRow.from_json(row) if table == SOURCES else TypeRow.from_json(row)
+            decoded = row_from_json(table, row)
         return cls(table, value["key"], decoded, str(value.get("requestId", "")))
 
 
@@ -180,7 +203,7 @@ class MetastoreDatabase:
         self._threads: list[threading.Thread] = []
         self._failure: str | None = None
         self._owned: dict[str, Producer] = {}  # table -> its initialised transactional producer
-        self._locks = {table: threading.Lock() for table in TABLES}  # one writer thread per partition
+        self._locks = {table: threading.Lock() for table in OWNED}  # one writer thread per owned partition
         self._written: dict[str, int] = {}  # table -> the position after this owner's last commit
         self._done: dict[str, int] = {}  # request ids this owner committed: their sequence
         self._offsets = Consumer(self._consumer_config(f"kspark-metastore-offsets-{uuid.uuid4().hex}"))
@@ -281,18 +304,18 @@ class MetastoreDatabase:
     def sequence(self) -> int:
         """The sequence number this server's views have reached."""
         with self._changed:
-            return pack_sequence(self._positions[SOURCES], self._positions[TYPES])
+            return _pack(self._positions)
 
     def wait_for(self, sequence: int, timeout: float | None = None) -> None:
         """Wait until this server's views include the write that answered ``sequence``."""
-        sources, types = unpack_sequence(sequence)
-        self._await({SOURCES: sources, TYPES: types}, timeout)
+        sources, types, queries = unpack_sequence(sequence)
+        self._await({SOURCES: sources, TYPES: types, QUERIES: queries}, timeout)
 
     def wait_until_caught_up(self, timeout: float | None = None) -> int:
         """Wait until the views hold everything committed now; the sequence reached."""
         ends = {table: self.end_offset(table) for table in TABLES}
         self._await(ends, timeout)
-        return pack_sequence(ends[SOURCES], ends[TYPES])
+        return _pack(ends)
 
     def _await(self, positions: dict[str, int], timeout: float | None) -> None:
         limit = self.timeout if timeout is None else timeout
@@ -323,6 +346,12 @@ class MetastoreDatabase:
             rows = self._rows[SOURCES].values()
             return sorted(r.name for r in rows if isinstance(r, SourceRow) and name in r.upstream and r.name != name)
 
+    def queries_using(self, name: str) -> list[str]:
+        """The ``UserQueries`` queries that read or write the source ``name``."""
+        with self._changed:
+            rows = self._rows[QUERIES].values()
+            return sorted(r.name for r in rows if isinstance(r, QueryRow) and (name in r.upstream or r.sink == name))
+
     # ------------------------------------------------------------------ ownership
 
     def _membership(self) -> None:
@@ -349,7 +378,7 @@ class MetastoreDatabase:
                 self._give_up_ownership(self._table_of(tp.topic))
 
         try:
-            consumer.subscribe(list(self.topics.values()), on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+            consumer.subscribe([self.topics[t] for t in OWNED], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
             while not self._stop.is_set():
                 consumer.poll(0.1)
         except Exception:  # noqa: BLE001 - without membership this server forwards every write
@@ -388,10 +417,11 @@ class MetastoreDatabase:
             self._owned.pop(table, None)
 
     def owns(self, table: str) -> bool:
-        return table in self._owned
+        return WRITER[table] in self._owned
 
     def owner_of(self, table: str) -> str | None:
-        """The internal URL of the owner of ``table`` (this server's own URL if it owns it); None: unknown."""
+        """The internal URL of the writer of ``table`` (this server's own URL if it is); None: unknown."""
+        table = WRITER[table]
         if self.owns(table):
             return self.internal_url
         from confluent_kafka.admin import AdminClient
@@ -457,11 +487,11 @@ class MetastoreDatabase:
 
     def write_as_owner(self, write: Write) -> int:
         """Validate ``write`` against the complete view and commit it; ``NotOwnerError`` if not the owner."""
-        table = write.table
-        with self._locks[table]:
-            producer = self._owned.get(table)
+        table, owned = write.table, WRITER[write.table]
+        with self._locks[owned]:
+            producer = self._owned.get(owned)
             if producer is None:
-                raise NotOwnerError(f"This server ({self.internal_url}) is not the owner of {self.topics[table]}.")
+                raise NotOwnerError(f"This server ({self.internal_url}) is not the owner of {self.topics[owned]}.")
             if write.request_id and write.request_id in self._done:
                 return self._done[write.request_id]  # a retried write that was committed already
             try:
@@ -469,16 +499,17 @@ class MetastoreDatabase:
                 # The complete view: every committed write. The end offset can lag this owner's
                 # last commit (markers are written after the commit answers): wait for both.
                 ends = {t: self.end_offset(t) for t in TABLES}
-                ends[table] = max(ends[table], self._written.get(table, 0))
+                for t in TABLES:
+                    ends[t] = max(ends[t], self._written.get(t, 0))
                 self._await(ends, None)
             except (KafkaException, KafkaClientError, MetastoreError) as exc:
-                self._abort(table, producer)
+                self._abort(owned, producer)
                 raise NotOwnerError(f"This server cannot write {self.topics[table]} now: {error_text(exc)}") from None
             try:
                 self._check_integrity(write)
                 value = encode_row(table, write.row)
             except MetastoreError:
-                self._abort(table, producer)
+                self._abort(owned, producer)
                 raise
             try:
                 delivered: list[Any] = []
@@ -488,9 +519,9 @@ class MetastoreDatabase:
                     raise KafkaException(delivered[0][0] if delivered else "the row was not delivered in time")
                 producer.commit_transaction(self.timeout)
             except KafkaException as exc:
-                self._abort(table, producer)
+                self._abort(owned, producer)
                 raise NotOwnerError(
-                    f"This server ({self.internal_url}) is not the owner of {self.topics[table]} any more: "
+                    f"This server ({self.internal_url}) is not the owner of {self.topics[owned]} any more: "
                     f"{error_text(exc)}"
                 ) from None
             offset = int(delivered[0][1].offset())
@@ -498,7 +529,7 @@ class MetastoreDatabase:
             with self._changed:
                 positions = dict(self._positions)
             positions[table] = offset + 1
-            sequence = pack_sequence(positions[SOURCES], positions[TYPES])
+            sequence = _pack(positions)
             if write.request_id:
                 self._done[write.request_id] = sequence
             return sequence
@@ -515,6 +546,9 @@ class MetastoreDatabase:
         existing = rows.get(write.key)
         if write.row is not None and write.row.name != write.key:
             raise MetastoreError(f"The {write.table} row names '{write.row.name}' but its key is '{write.key}'.")
+        if write.table == QUERIES:
+            self._check_query(write)
+            return
         if write.table == TYPES:
             if write.row is not None and existing is not None:
                 raise MetastoreError(f"Cannot register custom type '{write.key}' since it is already registered.")
@@ -523,6 +557,10 @@ class MetastoreDatabase:
             return
         if isinstance(write.row, SourceRow):
             row = write.row
+            if row.terminated_query is not None and existing is not None:  # TERMINATE of its CSAS/CTAS query
+                if not isinstance(existing, SourceRow) or existing.query_id != row.terminated_query:
+                    raise MetastoreError(f"Unknown queryId: {row.terminated_query}")
+                return
             if existing is not None and not row.command.get("orReplace"):
                 kind = existing.kind.lower() if isinstance(existing, SourceRow) else "source"
                 raise MetastoreError(f"Cannot add {row.kind.lower()} '{row.name}': A {kind} with the same name already exists.")
@@ -540,6 +578,33 @@ class MetastoreDatabase:
             raise MetastoreError(
                 f"Cannot drop {write.key}: the queries of these sources read from it: [{', '.join(dependents)}]. "
                 f"Drop them first."
+            )
+        queries = self._rows[QUERIES].values()
+        readers = sorted(q.name for q in queries if isinstance(q, QueryRow) and write.key in q.upstream)
+        writers = sorted(q.name for q in queries if isinstance(q, QueryRow) and q.sink == write.key)
+        if readers or writers:
+            raise MetastoreError(
+                f"Cannot drop {write.key}.\nThe following queries read from this source: [{', '.join(readers)}]."
+                f"\nThe following queries write into this source: [{', '.join(writers)}]."
+                f"\nYou need to terminate them before dropping {write.key}."
+            )
+
+    def _check_query(self, write: Write) -> None:
+        """A ``UserQueries`` row reads and writes known sources; a delete needs the query."""
+        existing = self._rows[QUERIES].get(write.key)
+        if write.row is None:
+            if existing is None:
+                raise MetastoreError(f"Unknown queryId: {write.key}")
+            return
+        if existing is not None:
+            raise MetastoreError(f"Query id {write.key} is already running.")
+        if not isinstance(write.row, QueryRow):
+            raise MetastoreError(f"The {QUERIES} row '{write.key}' is not a query.")
+        sources = self._rows[SOURCES]
+        unknown = [name for name in (*write.row.upstream, write.row.sink) if name not in sources]
+        if unknown:
+            raise MetastoreError(
+                f"Cannot add query '{write.key}': it reads or writes unknown sources: {', '.join(unknown)}."
             )
 
     def handle_forwarded(self, payload: Any) -> tuple[int, dict[str, Any]]:

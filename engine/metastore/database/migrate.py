@@ -5,12 +5,13 @@
 The migration replays kspark's command topic of the service (every command, in order, as
 a server replays it) into an engine, then writes the live sources as ``UserDataSources``
 rows, each with the statement plan that created it (its query id included, so a server
-started with ``--metastore tables`` resumes the query from its checkpoint), and deletes
-the rows of sources that are gone. With ``--once`` it exits when the tables match the
-topic; without, it keeps following the command topic and applying new commands until
-SIGTERM/Ctrl-C. A query stopped by TERMINATE leaves its source without a query; INSERT
-INTO ... SELECT queries have no row (a source holds one query) and are reported, as are
-records that are not kspark commands (ksqlDB's own command records, for example).
+started with ``--metastore tables`` resumes the query from its checkpoint), the live
+INSERT INTO ... SELECT queries as ``UserQueries`` rows, and deletes the rows of sources and
+queries that are gone. With ``--once`` it exits when the tables match the topic; without,
+it keeps following the command topic and applying new commands until SIGTERM/Ctrl-C. A
+CSAS/CTAS query stopped by TERMINATE leaves its source's row without a query, naming it.
+Records that are not kspark commands (ksqlDB's own command records, for example) are
+reported.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ import logging
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.commandlog import CommandLog, QueuedCommand
 from engine.errors import KsqlError
 from engine.metastore.database.database import MetastoreDatabase, Write
-from engine.metastore.database.rows import SOURCES, SourceRow
+from engine.metastore.database.rows import QUERIES, SOURCES, QueryRow, SourceRow
 
 LOG = logging.getLogger("engine.metastore.migrate")
 
@@ -37,6 +38,9 @@ class CommandTopicState:
 
     plans: dict[str, dict[str, Any]] = field(default_factory=dict)  # source name -> plan JSON
     properties: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queries: dict[str, dict[str, Any]] = field(default_factory=dict)  # INSERT INTO query id -> plan JSON
+    query_properties: dict[str, dict[str, Any]] = field(default_factory=dict)
+    terminated: dict[str, str] = field(default_factory=dict)  # source name -> its terminated query
     skipped: list[str] = field(default_factory=list)
     applied: int = 0
 
@@ -58,9 +62,11 @@ class CommandTopicState:
                     ids = list(self.engine.queries) if command.terminate == "ALL" else [command.terminate]
                     for query_id in ids:
                         self.engine.terminate(query_id)
+                        self.queries.pop(query_id, None)
                         for name, plan in self.plans.items():
                             if (plan.get("query") or {}).get("queryId") == query_id:
                                 self.plans[name] = {**plan, "query": None}
+                                self.terminated[name] = query_id
                     return
                 self.engine.restore(serde.statement_plan_from_json(command.plan))
             except (KsqlError, KeyError, TypeError, ValueError) as exc:
@@ -71,22 +77,35 @@ class CommandTopicState:
             if kind.startswith(("createStream", "createTable")):
                 self.plans[value["command"]["name"]] = value
                 self.properties[value["command"]["name"]] = dict(command.properties)
+                self.terminated.pop(value["command"]["name"], None)
             elif kind.startswith("dropSource"):
                 self.plans.pop(value["command"]["name"], None)
+                self.terminated.pop(value["command"]["name"], None)
             elif value.get("query") is not None:
-                self.skipped.append(
-                    f"query {value['query'].get('queryId')} ({command.statement[:60]!r}): INSERT INTO queries "
-                    "have no row in the tables (a source holds one query)"
-                )
+                query_id = str(value["query"]["queryId"])
+                self.queries[query_id] = value
+                self.query_properties[query_id] = dict(command.properties)
 
     def rows(self) -> dict[str, SourceRow]:
         """The ``UserDataSources`` rows of the live sources, in creation order."""
         with self.lock:
-            return {name: SourceRow.from_statement_plan(plan, self.properties.get(name), f"migrated-{name}")
-                    for name, plan in self.plans.items()}
+            rows = {}
+            for name, plan in self.plans.items():
+                row = SourceRow.from_statement_plan(plan, self.properties.get(name), f"migrated-{name}")
+                if name in self.terminated:
+                    row = replace(row, terminated_query=self.terminated[name])
+                rows[name] = row
+            return rows
+
+    def query_rows(self) -> dict[str, QueryRow]:
+        """The ``UserQueries`` rows of the live INSERT INTO ... SELECT queries."""
+        with self.lock:
+            return {query_id: QueryRow.from_statement_plan(plan, self.query_properties.get(query_id),
+                                                           f"migrated-{query_id}")
+                    for query_id, plan in self.queries.items()}
 
 
-def _same(a: SourceRow, b: SourceRow) -> bool:
+def _same(a: SourceRow | QueryRow, b: SourceRow | QueryRow) -> bool:
     left, right = a.to_json(), b.to_json()
     left.pop("requestId"), right.pop("requestId")
     return left == right
@@ -98,12 +117,24 @@ def synchronise(state: CommandTopicState, db: MetastoreDatabase) -> tuple[int, i
     wanted = state.rows()
     held = db.rows(SOURCES)
     written = deleted = 0
+    wanted_queries = state.query_rows()
+    for query_id in db.rows(QUERIES):  # terminated queries first: they may read gone sources
+        if query_id not in wanted_queries:
+            db.write(Write(QUERIES, query_id, None))
+            deleted += 1
     for name, row in wanted.items():  # creation order: upstream sources first
         current = held.get(name)
         if current is None or not (isinstance(current, SourceRow) and _same(current, row)):
-            if current is not None:
+            stopped = (row.terminated_query is not None and isinstance(current, SourceRow)
+                       and current.query_id == row.terminated_query)
+            if current is not None and not stopped:
                 db.write(Write(SOURCES, name, None))  # replaced (recreated under the same name)
             db.write(Write(SOURCES, name, row))
+            written += 1
+    held_queries = db.rows(QUERIES)
+    for query_id, query in wanted_queries.items():
+        if query_id not in held_queries:
+            db.write(Write(QUERIES, query_id, query))
             written += 1
     gone = [name for name in held if name not in wanted]
     for _ in range(len(gone) + 1):  # downstream rows first: retry the ones still read by others
@@ -155,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"kspark metastore migrate: not migrated: {line}", file=sys.stderr)
             reported = len(state.skipped)
             if written or deleted or args.once:
-                print(f"kspark metastore migrate: {len(state.plans)} sources live after {state.applied} commands; "
+                print(f"kspark metastore migrate: {len(state.plans)} sources and {len(state.queries)} INSERT INTO "
+                      f"queries live after {state.applied} commands; "
                       f"{written} rows written, {deleted} deleted.", flush=True)
             if args.once or stop.wait(0.5):
                 return 0

@@ -3,9 +3,12 @@
 ``UserDataSources`` (key: the source name) holds what a server needs to rebuild a source
 and restart its query without re-planning: type, SQL text, logical schema, topic, formats
 and serde features, timestamp column, window info, and the query plan of a CREATE ... AS
-SELECT. ``UserTypes`` (key: the type name) holds the type's SQL. Every record value is
-JSON (sorted keys) validated against ``schemas/metastore.schema.json``; a delete is a
-tombstone (a null value).
+SELECT. ``UserTypes`` (key: the type name) holds the type's SQL. ``UserQueries`` (key: the
+query id) holds the persistent queries that create no source (INSERT INTO ... SELECT):
+statement, plan and properties. A CSAS/CTAS query stopped by TERMINATE leaves its source's
+row without a query plan, naming the stopped query (``terminatedQueryId``). Every record
+value is JSON (sorted keys) validated against ``schemas/metastore.schema.json``; a delete
+is a tombstone (a null value).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ ROW_VERSION = 1
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "metastore.schema.json"
 SOURCES = "UserDataSources"
 TYPES = "UserTypes"
-TABLES = (SOURCES, TYPES)
+QUERIES = "UserQueries"
+TABLES = (SOURCES, TYPES, QUERIES)
 _COMMAND_TYPES = {"STREAM": "createStreamV1", "TABLE": "createTableV1"}
 
 
@@ -59,6 +63,7 @@ class SourceRow:
     config: dict[str, Any] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
     request_id: str = ""
+    terminated_query: str | None = None  # the CSAS/CTAS query TERMINATE stopped (query_plan is None then)
 
     @property
     def upstream(self) -> tuple[str, ...]:
@@ -106,6 +111,7 @@ class SourceRow:
             "orReplace": bool(command.get("orReplace", False)),
             "queryPlan": self.query_plan, "config": self.config, "properties": self.properties,
             "requestId": self.request_id, "rowVersion": ROW_VERSION,
+            **({"terminatedQueryId": self.terminated_query} if self.terminated_query else {}),
         }
 
     @classmethod
@@ -121,7 +127,20 @@ class SourceRow:
             name=value["name"], kind=value["type"], sql=value["sql"], command=command,
             query_plan=value.get("queryPlan"), config=dict(value.get("config") or {}),
             properties=dict(value.get("properties") or {}), request_id=str(value.get("requestId", "")),
+            terminated_query=_terminated_query(value),
         )
+
+
+def _terminated_query(value: dict[str, Any]) -> str | None:
+    """``terminatedQueryId`` (documented in the schema's description, checked here)."""
+    query_id = value.get("terminatedQueryId")
+    if query_id is None:
+        return None
+    if not isinstance(query_id, str) or not query_id:
+        raise MetastoreError(
+            f"The UserDataSources row '{value.get('name')}' has terminatedQueryId {query_id!r}; expected a query id."
+        )
+    return query_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,7 +162,62 @@ class TypeRow:
                    request_id=str(value.get("requestId", "")))
 
 
-Row = SourceRow | TypeRow
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRow:
+    """A row of ``UserQueries``: a persistent query that creates no source (INSERT INTO ... SELECT)."""
+
+    name: str  # the query id (the key)
+    sql: str
+    query_plan: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=dict)
+    request_id: str = ""
+
+    @property
+    def query_id(self) -> str:
+        return self.name
+
+    @property
+    def upstream(self) -> tuple[str, ...]:
+        """The sources this query reads."""
+        return tuple(self.query_plan.get("sources", ()))
+
+    @property
+    def sink(self) -> str:
+        return str(self.query_plan["sink"])
+
+    @classmethod
+    def from_statement_plan(
+        cls, plan: dict[str, Any], properties: dict[str, Any] | None = None, request_id: str = ""
+    ) -> QueryRow:
+        """The row an INSERT INTO ... SELECT statement plan (its JSON) inserts."""
+        query = dict(plan["query"])
+        return cls(name=str(query["queryId"]), sql=str(plan.get("statementText", "")), query_plan=query,
+                   config=dict(plan.get("config") or {}), properties=dict(properties or {}), request_id=request_id)
+
+    def statement_plan(self) -> dict[str, Any]:
+        """The statement plan JSON that restarts this query: never re-planned."""
+        return {"statementText": self.sql, "command": None, "query": self.query_plan, "config": self.config}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sql": self.sql, "sink": self.sink, "sources": list(self.upstream),
+                "queryPlan": self.query_plan, "config": self.config, "properties": self.properties,
+                "requestId": self.request_id, "rowVersion": ROW_VERSION}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> QueryRow:
+        return cls(name=value["name"], sql=value["sql"], query_plan=dict(value["queryPlan"]),
+                   config=dict(value.get("config") or {}), properties=dict(value.get("properties") or {}),
+                   request_id=str(value.get("requestId", "")))
+
+
+Row = SourceRow | TypeRow | QueryRow
+_ROW_CLASSES: dict[str, Any] = {SOURCES: SourceRow, TYPES: TypeRow, QUERIES: QueryRow}
+
+
+def row_from_json(table: str, value: dict[str, Any]) -> Row:
+    """The row of ``table`` a (validated) JSON value holds."""
+    return _ROW_CLASSES[table].from_json(value)  # type: ignore[no-any-return]
 
 
 def encode_row(table: str, row: Row | None) -> bytes | None:
@@ -166,4 +240,4 @@ def decode_row(table: str, key: bytes | None, value: bytes | None, where: str) -
     validate_row(table, data, where)
     if (key or b"").decode("utf-8", "replace") != data["name"]:
         raise MetastoreError(f"The {table} record {where} has key {key!r} but names '{data['name']}'.")
-    return SourceRow.from_json(data) if table == SOURCES else TypeRow.from_json(data)
+    return row_from_json(table, data)

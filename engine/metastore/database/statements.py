@@ -9,10 +9,14 @@ A server that keeps its metastore in tables (``kspark server --metastore tables`
 ``CommandLog`` for this class: statements are validated and planned by the server exactly
 as with the command topic (``execute``), then the command they produce becomes one row
 write: CREATE [... AS SELECT] inserts the source's row (its plan included), DROP deletes
-it (a tombstone). The views call ``apply`` with the command a row means (a create from the
-stored plan, or a drop), so the engine starts a new row's query and stops a deleted row's.
-TERMINATE and INSERT INTO ... SELECT have no row (KLIP-18 relies on KLIP-20 and KLIP-17):
-they are refused with a message saying so.
+it (a tombstone). INSERT INTO ... SELECT inserts a ``UserQueries`` row (key: the query id);
+TERMINATE of such a query deletes it; TERMINATE of a CSAS/CTAS query rewrites its source's
+row without the query (naming it in ``terminatedQueryId``): the source stays, the query
+stops and does not come back after a restart, as in ksqlDB. The views call ``apply`` with
+the command a row change means (a create from the stored plan, a drop, a terminate), so the
+engine starts a new row's query and stops a deleted one's. On loading, a query row whose
+sources the UserDataSources view does not hold yet (the changelogs are read side by side)
+waits until they are there.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.commandlog import Command, QueuedCommand
@@ -32,24 +37,30 @@ from engine.metastore.database.database import (
     pack_sequence,
     unpack_sequence,
 )
-from engine.metastore.database.rows import SOURCES, SourceRow
+from engine.metastore.database.rows import QUERIES, SOURCES, QueryRow, Row, SourceRow
 
-TERMINATE_REFUSED = (
-    "TERMINATE is not supported when the metastore is kept in tables (--metastore tables): a "
-    "query runs as long as the source it writes exists; drop the source to stop it (KLIP-20)."
-)
-INSERT_INTO_REFUSED = (
-    "INSERT INTO ... SELECT is not supported when the metastore is kept in tables (--metastore "
-    "tables): a source holds exactly one query, the one that created it (KLIP-17)."
-)
+
+def _terminate(query_id: str) -> Command:
+    return Command(command_id=f"terminate/{query_id}/execute", statement=f"TERMINATE {query_id};",
+                   terminate=query_id)
 
 
 def command_of(change: Change) -> Command | None:
-    """The command a committed ``UserDataSources`` change means to the engine (None: nothing)."""
+    """The command a committed ``UserDataSources`` or ``UserQueries`` change means to the engine."""
+    if change.table == QUERIES:
+        if isinstance(change.new, QueryRow):
+            query = change.new
+            return Command(command_id=f"stream/`{query.sink}`/create", statement=query.sql,
+                           plan=query.statement_plan(), properties=dict(query.properties))
+        if isinstance(change.old, QueryRow):
+            return _terminate(change.old.name)
+        return None
     if change.table != SOURCES:
         return None
     if isinstance(change.new, SourceRow):
         row = change.new
+        if row.terminated_query is not None and isinstance(change.old, SourceRow):
+            return _terminate(row.terminated_query) if change.old.query_id == row.terminated_query else None
         return Command(command_id=f"{row.kind.lower()}/`{row.name}`/create", statement=row.sql,
                        plan=row.statement_plan(), properties=dict(row.properties))
     if isinstance(change.old, SourceRow):
@@ -59,20 +70,28 @@ def command_of(change: Change) -> Command | None:
     return None
 
 
-def write_of(command: Command) -> Write:
-    """The row write a planned statement's command is (``MetastoreError`` if it has none)."""
+def write_of(command: Command, sources: dict[str, Row], queries: dict[str, Row]) -> Write:
+    """The row write a planned statement's command is, given the views (``MetastoreError``: none)."""
+    request_id = uuid.uuid4().hex
     if command.terminate is not None:
-        raise MetastoreError(TERMINATE_REFUSED)
+        query_id = command.terminate
+        if query_id in queries:
+            return Write(QUERIES, query_id, None, request_id)
+        source = next((r for r in sources.values() if isinstance(r, SourceRow) and r.query_id == query_id), None)
+        if source is None:
+            raise MetastoreError(f"Unknown queryId: {query_id}")
+        stopped = replace(source, query_plan=None, terminated_query=query_id, request_id=request_id)
+        return Write(SOURCES, source.name, stopped, request_id)
     plan = command.plan if isinstance(command.plan, dict) else {}
     kind = str((plan.get("command") or {}).get("@type", ""))
-    request_id = uuid.uuid4().hex
     if kind.startswith(("createStream", "createTable")):
         row = SourceRow.from_statement_plan(plan, command.properties, request_id)
         return Write(SOURCES, row.name, row, request_id)
     if kind.startswith("dropSource"):
         return Write(SOURCES, str(plan["command"]["name"]), None, request_id)
     if plan.get("query") is not None:
-        raise MetastoreError(INSERT_INTO_REFUSED)
+        query = QueryRow.from_statement_plan(plan, command.properties, request_id)
+        return Write(QUERIES, query.name, query, request_id)
     raise MetastoreError(f"The statement has no metastore row to write: {command.statement}")
 
 
@@ -102,11 +121,39 @@ class MetastoreLog:
     def replay(self, apply: Callable[[QueuedCommand], None], timeout: float | None = None) -> int:
         """Load the compacted tables into the views (calling ``apply``), then keep following."""
 
-        def on_change(change: Change) -> None:
+        pending: dict[str, Change] = {}  # query rows whose sources are not in the view yet
+
+        def applicable(change: Change) -> bool:
+            row = change.new
+            if not isinstance(row, QueryRow):
+                return True
+            held = self.db.rows(SOURCES)
+            return all(name in held for name in (*row.upstream, row.sink))
+
+        def apply_change(change: Change) -> None:
             command = command_of(change)
             if command is not None:
-                positions = unpack_sequence(self.db.sequence)
-                apply(QueuedCommand(pack_sequence(change.offset + 1, positions[1]), command))
+                sources, types, queries = unpack_sequence(self.db.sequence)
+                if change.table == SOURCES:
+                    sources = change.offset + 1
+                elif change.table == QUERIES:
+                    queries = change.offset + 1
+                apply(QueuedCommand(pack_sequence(sources, types, queries), command))
+
+        def on_change(change: Change) -> None:
+            if change.table == QUERIES:
+                waiting = pending.pop(change.key, None)
+                if waiting is not None and change.new is None:
+                    return  # loaded and deleted before its sources were: nothing to run
+                if not applicable(change):
+                    pending[change.key] = change
+                    return
+            apply_change(change)
+            if change.table == SOURCES:
+                for key, waiting in list(pending.items()):
+                    if applicable(waiting):
+                        del pending[key]
+                        apply_change(waiting)
 
         self.db.start(on_change)
         try:
@@ -124,9 +171,10 @@ class MetastoreLog:
             if self.before_execute is not None:
                 # Query ids never repeat (a dropped query's checkpoints stay behind): number new
                 # ones past every row ever written, as changelog offsets only grow.
-                self.before_execute(unpack_sequence(self.db.sequence)[0])
+                sources, _, queries = unpack_sequence(self.db.sequence)
+                self.before_execute(sources + queries)
             command = execute()
-            write = write_of(command)
+            write = write_of(command, self.db.rows(SOURCES), self.db.rows(QUERIES))
             try:
                 sequence = self.db.write(write)
             except MetastoreUnavailableError as exc:

@@ -62,9 +62,11 @@ def service() -> str:
     return f"svc_{uuid.uuid4().hex[:8]}"
 
 
-def test_sequence_numbers_pack_both_positions() -> None:
-    assert unpack_sequence(pack_sequence(12345, 67)) == (12345, 67)
-    assert pack_sequence(2, 0) > pack_sequence(1, 5)
+def test_sequence_numbers_pack_the_three_positions() -> None:
+    assert unpack_sequence(pack_sequence(12345, 67)) == (12345, 67, 0)
+    assert unpack_sequence(pack_sequence(12345, 67, 89)) == (12345, 67, 89)
+    assert pack_sequence(2, 0) > pack_sequence(1, 5, 7)
+    assert pack_sequence(1, 0, 2) > pack_sequence(1, 5, 1)
 
 
 def test_rows_round_trip_through_their_json_and_the_schema() -> None:
@@ -323,3 +325,5 @@ def test_kill_9_of_the_owner_during_a_write_burst_leaves_nothing_partial(kafka_b
 def test_a_types_offset_too_large_for_a_sequence_number_is_refused() -> None:
     with pytest.raises(MetastoreError, match="sequence numbers hold offsets below 16777216"):
         pack_sequence(1, 1 << 24)
+    with pytest.raises(MetastoreError, match="UserQueries changelog reached offset 1048576"):
+        pack_sequence(1, 0, 1 << 20)

@@ -48,3 +48,27 @@ def test_the_guard_sees_a_narrowed_field() -> None:
     narrowed["$defs"]["UserDataSources"]["properties"]["type"]["enum"] = ["STREAM"]
     verdicts = {c.verdict for c in compare_schemas(released, narrowed)}
     assert "breaking" in verdicts
+
+
+def test_a_query_row_and_a_terminated_source_row_round_trip() -> None:
+    from dataclasses import replace
+
+    from engine.errors import MetastoreError
+    from engine.metastore.database.rows import QUERIES, QueryRow, encode_row
+
+    ctas = json.loads((RELEASED / "ctas_v1.json").read_text(encoding="utf-8"))
+    source = SourceRow.from_json(ctas)
+    plan = {"statementText": "INSERT INTO X SELECT * FROM Y;", "command": None,
+            "query": {**source.statement_plan()["query"], "queryId": "INSERTQUERY_7"}, "config": {}}
+    query = QueryRow.from_statement_plan(plan, {"auto.offset.reset": "earliest"}, "r1")
+    encoded = encode_row(QUERIES, query)
+    assert encoded is not None and decode_row(QUERIES, b"INSERTQUERY_7", encoded, "here") == query
+    serde.statement_plan_from_json(query.statement_plan())  # an INSERT plan: no command, one query
+    with pytest.raises(MetastoreError, match="UserQueries row .* is not valid: at queryPlan"):
+        validate_row(QUERIES, {**query.to_json(), "queryPlan": {}}, "here")
+
+    stopped = replace(source, query_plan=None, terminated_query=str(source.query_id))
+    encoded = encode_row(SOURCES, stopped)
+    assert encoded is not None and decode_row(SOURCES, source.name.encode(), encoded, "here") == stopped
+    with pytest.raises(MetastoreError, match="terminatedQueryId 5; expected a query id"):
+        SourceRow.from_json({**stopped.to_json(), "terminatedQueryId": 5})

@@ -11,7 +11,7 @@ from collections import Counter
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer
-from engine.metastore.database import SOURCES
+from engine.metastore.database import QUERIES, SOURCES
 from engine.metastore.database.migrate import run
 from engine.server.service import KsqlService
 from engine.server.tables_service import TablesService
@@ -39,13 +39,16 @@ def test_a_command_topic_service_migrated_lists_the_same_sources_and_queries(kaf
             old.execute(statement)
         [terminated] = [q for q in old.engine.queries if q.startswith("INSERTQUERY")]
         old.execute(f"TERMINATE {terminated};")
+        [live] = old.execute("INSERT INTO D SELECT * FROM S WHERE V > 5;")
+        [stopped] = old.execute("CREATE STREAM T AS SELECT * FROM S;")
+        old.execute(f"TERMINATE {stopped['commandStatus']['queryId']};")  # T stays, without its query
         expected = old.metastore_summary()
     finally:
         old.close()
 
     assert run(_args(bootstrap, service_id)) == 0
     out = capsys.readouterr().out
-    assert "3 sources live" in out and "3 rows written, 0 deleted" in out
+    assert "4 sources and 1 INSERT INTO queries live" in out and "5 rows written, 0 deleted" in out
     assert run(_args(bootstrap, service_id)) == 0  # again: nothing to do
     assert "0 rows written, 0 deleted" in capsys.readouterr().out
 
@@ -54,6 +57,8 @@ def test_a_command_topic_service_migrated_lists_the_same_sources_and_queries(kaf
     try:
         assert new.metastore_summary() == expected
         assert new.database.rows(SOURCES)["D"].query_id == old_query_id(expected, "CSAS_D_")
+        assert list(new.database.rows(QUERIES)) == [live["commandStatus"]["queryId"]]
+        assert new.database.rows(SOURCES)["T"].terminated_query == stopped["commandStatus"]["queryId"]
     finally:
         new.close()
 
