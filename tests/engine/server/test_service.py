@@ -1,22 +1,48 @@
-"""The service without HTTP: statements through the command log, racing servers, restarts."""
+"""The service without HTTP: statements through the command log, racing servers, restarts.
+
+The race, restart and refusal tests run in both metastore modes (``mode``): the command
+topic and the KLIP-18 tables (servers forward their writes to the owner in-process).
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from engine.metastore.database import SOURCES
 from engine.server.errors import ServiceError
 from engine.server.service import KsqlService
+from engine.server.tables_service import TablesService
+
+_PEERS: dict[str, TablesService] = {}  # tables mode: internal URL -> server, for forwarding
 
 
-def _service(bootstrap: str, service_id: str, state_dir: Path) -> KsqlService:
-    service = KsqlService(bootstrap, service_id, state_dir, run_queries=False, command_timeout=20.0)
-    service.start(timeout=30)
-    return service
+def _service(bootstrap: str, service_id: str, state_dir: Path, mode: str = "command-topic") -> KsqlService:
+    if mode == "command-topic":
+        service = KsqlService(bootstrap, service_id, state_dir, run_queries=False, command_timeout=20.0)
+        service.start(timeout=30)
+        return service
+    url = f"http://{uuid.uuid4().hex[:8]}"
+    tables = TablesService(bootstrap, service_id, state_dir, run_queries=False, command_timeout=20.0,
+                           internal_url=url)
+    _PEERS[url] = tables
+    tables.database.forward = lambda owner, payload, timeout: _PEERS[owner].handle_internal(payload, "")
+    tables.start(timeout=30)
+    deadline = time.monotonic() + 30
+    while tables.database.owner_of(SOURCES) is None:  # the owners' group has assigned the tables
+        assert time.monotonic() < deadline, "no server became the owner of the metastore tables"
+        time.sleep(0.1)
+    return tables
+
+
+@pytest.fixture(params=["command-topic", "tables"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def _create(name: str, topic: str) -> str:
@@ -28,8 +54,8 @@ def service_id() -> str:
     return f"svc_{uuid.uuid4().hex[:8]}"
 
 
-def test_create_describe_list_and_drop_answer_ksqldb_entities(kafka_broker, service_id, tmp_path) -> None:
-    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+def test_create_describe_list_and_drop_answer_ksqldb_entities(kafka_broker, service_id, tmp_path, mode) -> None:
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
     try:
         topic = f"t_{service_id}"
         [created] = service.execute(_create("S1", topic))
@@ -61,9 +87,9 @@ def test_create_describe_list_and_drop_answer_ksqldb_entities(kafka_broker, serv
 
 
 def test_refused_statements_carry_ksqldb_error_codes_and_the_entities_before_them(
-    kafka_broker, service_id, tmp_path
+    kafka_broker, service_id, tmp_path, mode
 ) -> None:
-    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
     try:
         with pytest.raises(ServiceError) as parse_error:
             service.execute("CREATE STREEM X (A INT);")
@@ -90,11 +116,12 @@ def test_refused_statements_carry_ksqldb_error_codes_and_the_entities_before_the
 
 
 def test_three_servers_racing_create_stream_give_one_success_per_name_and_the_same_metastore(
-    kafka_broker, service_id, tmp_path
+    kafka_broker, service_id, tmp_path, mode
 ) -> None:
     """100 names, each sent to the three servers at once: every attempt fences the others'
-    in-flight transactions, and still each name is written exactly once."""
-    servers = [_service(kafka_broker.bootstrap_servers, service_id, tmp_path) for _ in range(3)]
+    in-flight transactions (command topic) or goes through the one owner (tables), and
+    still each name is written exactly once."""
+    servers = [_service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode) for _ in range(3)]
     outcomes: dict[str, list[str]] = {}
     lock = threading.Lock()
 
@@ -126,37 +153,59 @@ def test_three_servers_racing_create_stream_give_one_success_per_name_and_the_sa
             server.close()
 
 
-def test_a_restarted_server_rebuilds_the_same_metastore_from_the_log(kafka_broker, service_id, tmp_path) -> None:
-    first = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+def test_a_restarted_server_rebuilds_the_same_metastore_from_the_log(
+    kafka_broker, service_id, tmp_path, mode
+) -> None:
+    first = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
     try:
         first.execute(_create("A", f"a_{service_id}"))
         first.execute(_create("B", f"b_{service_id}"))
-        first.execute("CREATE STREAM C AS SELECT * FROM A;")
+        [derived] = first.execute("CREATE STREAM C AS SELECT * FROM A;")
         first.execute("DROP STREAM B;")
+        first.execute(_create("E", f"e_{service_id}"))
+        [inserted] = first.execute("INSERT INTO C SELECT * FROM E;")
+        [stopped] = first.execute("CREATE STREAM F AS SELECT * FROM E;")
+        first.execute(f"TERMINATE {stopped['commandStatus']['queryId']};")  # F stays, its query does not
         before = first.metastore_summary()
-        statuses = {cid: first.status(cid) for cid in ("stream/`C`/create", "stream/`B`/drop")}
+        # A compacted changelog keeps no trace of B: the tables mode compares the live entities' statuses.
+        kept = ("stream/`C`/create",) if mode == "tables" else ("stream/`C`/create", "stream/`B`/drop")
+        statuses = {cid: first.status(cid) for cid in kept}
     finally:
         first.close()
-    assert before == ["QUERY CSAS_C_0", "STREAM A", "STREAM C"]
-    again = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    csas, insert = derived["commandStatus"]["queryId"], inserted["commandStatus"]["queryId"]
+    if mode == "command-topic":
+        assert (csas, insert) == ("CSAS_C_0", "INSERTQUERY_1")
+    assert before == [f"QUERY {csas}", f"QUERY {insert}", "STREAM A", "STREAM C", "STREAM E", "STREAM F"]
+    again = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
     try:
         assert again.metastore_summary() == before
         assert {cid: again.status(cid) for cid in statuses} == statuses
-        # Query ids continue where the log left off.
+        # Query ids continue where the log left off: never an earlier one's (checkpoints are kept by id).
         [created] = again.execute("CREATE STREAM D AS SELECT * FROM A;")
-        assert created["commandStatus"]["queryId"] == "CSAS_D_1"
-        with pytest.raises(ServiceError, match="Cannot drop A"):
+        query_id = created["commandStatus"]["queryId"]
+        assert query_id.startswith("CSAS_D_") and query_id not in {csas, insert, stopped["commandStatus"]["queryId"]}
+        if mode == "command-topic":
+            assert query_id == "CSAS_D_3"
+        with pytest.raises(ServiceError, match=f"(?s)Cannot drop A.*read from this source: \\[{csas}, {query_id}\\]"):
             again.execute("DROP STREAM A;")
+        with pytest.raises(ServiceError, match=f"(?s)Cannot drop E.*read from this source: \\[{insert}\\]"):
+            again.execute("DROP STREAM E;")
+        with pytest.raises(ServiceError, match=f"(?s)Cannot drop C.*write into this source: \\[[^]]*{insert}"):
+            again.execute("DROP STREAM C;")
+        again.execute(f"TERMINATE {insert};")
+        again.execute("DROP STREAM E;")  # no live query reads it any more (F's was terminated)
+        assert "STREAM E" not in again.metastore_summary()
     finally:
         again.close()
 
 
-def test_statements_never_write_to_the_command_topic(kafka_broker, service_id, tmp_path) -> None:
-    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+def test_statements_never_write_to_the_command_topic(kafka_broker, service_id, tmp_path, mode) -> None:
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
     try:
-        log_topic = service.log.topic
+        log_topic = service.log.topic  # the command topic, or the UserDataSources changelog
         service.execute(f"CREATE STREAM LOGVIEW (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{log_topic}', VALUE_FORMAT='JSON');")
         service.execute(_create("PLAIN", f"plain_{service_id}"))
+        written = service.log.wait_until_caught_up()
         for statement in (
             "INSERT INTO LOGVIEW (ID, V) VALUES ('x', 1);",
             "INSERT INTO LOGVIEW SELECT * FROM PLAIN;",
@@ -164,7 +213,7 @@ def test_statements_never_write_to_the_command_topic(kafka_broker, service_id, t
         ):
             with pytest.raises(ServiceError, match="it is an internal topic"):
                 service.execute(statement)
-        assert service.log.position == service.log.end_offset()
+        assert service.log.wait_until_caught_up() == written
         assert "STREAM COPY" not in service.metastore_summary()
     finally:
         service.close()
