@@ -10,8 +10,14 @@ INSERT INTO ... SELECT queries as ``UserQueries`` rows, and deletes the rows of 
 queries that are gone. With ``--once`` it exits when the tables match the topic; without,
 it keeps following the command topic and applying new commands until SIGTERM/Ctrl-C. A
 CSAS/CTAS query stopped by TERMINATE leaves its source's row without a query, naming it.
-Records that are not kspark commands (ksqlDB's own command records, for example) are
-reported.
+Records that are not kspark commands are reported.
+
+With ``--from-ksqldb`` the command topic is ksqlDB's own (records holding the statement,
+ksqlDB's execution plan and the configs): its records are translated by the translation of
+``kspark import-command-topic`` (``engine.ksqldb_import``, never re-planned), then applied
+and written as above. A record that cannot be translated stops the migration before
+anything is written, naming its offset. Without ``--once`` the topic is read again when it
+grows.
 """
 
 from __future__ import annotations
@@ -156,6 +162,53 @@ def add_parser(sub: Any) -> None:
     migrate.add_argument("--service-id", required=True, metavar="ID", help="the service to migrate")
     migrate.add_argument("--once", action="store_true", help="migrate what the command topic holds now and exit")
     migrate.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for Kafka (default 60)")
+    migrate.add_argument("--from-ksqldb", action="store_true",
+                         help="the command topic is ksqlDB's (statement, plan, configs): translate its records as "
+                              "kspark import-command-topic does")
+    migrate.add_argument("--ksqldb-service-id", metavar="ID",
+                         help="with --from-ksqldb: ksqlDB's ksql.service.id, if not --service-id")
+
+
+def ksqldb_state(bootstrap_servers: str, ksqldb_service_id: str, timeout: float) -> tuple[CommandTopicState, int]:
+    """The live metastore of a ksqlDB command topic (translated, then applied); its record count.
+
+    Raises ``KsqlError`` naming every record that cannot be translated (nothing is applied then).
+    """
+    from engine.ksqldb_import.command_topic import (
+        CommandTopicImportError,
+        read_command_topic,
+        translate,
+    )
+
+    records = read_command_topic(bootstrap_servers, ksqldb_service_id, timeout=timeout)
+    translation = translate(records)
+    if translation.errors:
+        raise CommandTopicImportError(
+            f"{len(translation.errors)} of {len(records)} ksqlDB record(s) cannot be migrated; nothing was "
+            "written: " + " ".join(translation.errors)
+        )
+    state = CommandTopicState()
+    for index, command in enumerate(translation.commands):
+        state.apply(QueuedCommand(index, command))
+    state.skipped = [*(f"note: {note}" for note in translation.notes), *state.skipped]
+    return state, len(records)
+
+
+def _run_ksqldb(args: argparse.Namespace, db: MetastoreDatabase, stop: threading.Event) -> int:
+    ksqldb_id = args.ksqldb_service_id or args.service_id
+    seen = -1
+    while True:
+        state, count = ksqldb_state(args.bootstrap_servers, ksqldb_id, args.timeout)
+        if count != seen:
+            if seen < 0:
+                for line in state.skipped:
+                    print(f"kspark metastore migrate: not migrated: {line}", file=sys.stderr)
+            written, deleted = synchronise(state, db)
+            print(f"kspark metastore migrate: {len(state.plans)} sources and {len(state.queries)} INSERT INTO "
+                  f"queries live after {count} ksqlDB records; {written} rows written, {deleted} deleted.", flush=True)
+            seen = count
+        if args.once or stop.wait(2.0):
+            return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         from engine.kafka.admin import TopicAdmin
 
+        if getattr(args, "from_ksqldb", False):
+            db.create_topics()
+            db.start()
+            return _run_ksqldb(args, db, stop)
         try:
             TopicAdmin(args.bootstrap_servers, timeout=args.timeout).partition_count(log.topic)
         except KsqlError:

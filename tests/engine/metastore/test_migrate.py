@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 import uuid
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
@@ -121,3 +124,75 @@ def test_a_migrated_service_resumes_its_queries_from_their_checkpoints(kafka_bro
         assert [(q["id"], q["state"]) for q in listed["queries"]] == [(query_id, "RUNNING")]
     finally:
         new.close()
+
+
+def _ksqldb_plan_builders() -> Any:
+    """The ksqlDB plan-writing helpers of tests/engine/ksqldb_import (the project's own)."""
+    path = Path(__file__).parents[1] / "ksqldb_import" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("ksqldb_plan_builders", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_ksqldb_records(bootstrap: str, service_id: str, records: list[tuple[str, bytes]]) -> None:
+    """Records as ksqlDB writes its command topic: one transaction per command."""
+    from confluent_kafka import Producer
+
+    from engine.commandlog import command_topic
+    from engine.kafka.client import client_config
+
+    topic = command_topic(service_id)
+    TopicAdmin(bootstrap).create_topic(topic, 1, exist_ok=True)
+    producer = Producer(client_config(bootstrap, **{"transactional.id": f"ksqldb-{service_id}"}))
+    producer.init_transactions(30)
+    for key, value in records:
+        producer.begin_transaction()
+        producer.produce(topic, key=key.encode("utf-8"), value=value, partition=0)
+        producer.commit_transaction(30)
+
+
+def _ksqldb_value(statement: str, plan: dict[str, Any] | None) -> bytes:
+    return json.dumps({"statement": statement, "streamsProperties": {"auto.offset.reset": "earliest"},
+                       "originalProperties": {"ksql.service.id": "prod_"}, "plan": plan, "version": 3}).encode()
+
+
+def test_a_ksqldb_command_topic_migrates_to_the_tables(kafka_broker, tmp_path, capsys) -> None:
+    kp = _ksqldb_plan_builders()
+    bootstrap = kafka_broker.bootstrap_servers
+    service_id = f"kmig_{uuid.uuid4().hex[:8]}"
+    schema, output = "`ID` INTEGER KEY, `NAME` STRING", "`ID` INTEGER KEY, `N` STRING"
+
+    def query(sink: str, query_id: str, expression: str, create: bool = True) -> dict[str, Any]:
+        physical = kp.sink(kp.select(kp.stream_source(schema, "in_topic"), [expression], ["ID"]), topic=sink)
+        ddl = kp.create(sink, output, sink) if create else None
+        return kp.entry(ddl, physical, query_id=query_id, sink_name=sink)
+
+    _write_ksqldb_records(bootstrap, service_id, [
+        ('"stream/`INPUT`/create"', _ksqldb_value("CREATE STREAM INPUT ...;", kp.entry(kp.create("INPUT", schema, "in_topic")))),
+        ('"stream/`UPPER`/create"', _ksqldb_value("CREATE STREAM UPPER AS SELECT ...;", query("UPPER", "CSAS_UPPER_1", "UCASE(NAME) AS N"))),
+        ('"stream/`LOWER`/create"', _ksqldb_value("CREATE STREAM LOWER AS SELECT ...;", query("LOWER", "CSAS_LOWER_2", "LCASE(NAME) AS N"))),
+        ('"terminate/CSAS_LOWER_2/execute"', _ksqldb_value("TERMINATE CSAS_LOWER_2;", None)),
+        ('"stream/`UPPER`/create"', _ksqldb_value("INSERT INTO UPPER SELECT ...;", query("UPPER", "INSERTQUERY_3", "NAME AS N", create=False))),
+    ])
+    args = argparse.Namespace(bootstrap_servers=bootstrap, service_id=service_id, once=True, timeout=30.0,
+                              from_ksqldb=True, ksqldb_service_id=None)
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "3 sources and 1 INSERT INTO queries live after 5 ksqlDB records; 4 rows written, 0 deleted." in out
+
+    new = TablesService(bootstrap, service_id, tmp_path, run_queries=False, command_timeout=20.0)
+    new.start(timeout=30)
+    try:
+        assert new.metastore_summary() == ["QUERY CSAS_UPPER_1", "QUERY INSERTQUERY_3",
+                                           "STREAM INPUT", "STREAM LOWER", "STREAM UPPER"]
+        assert new.database.rows(SOURCES)["LOWER"].terminated_query == "CSAS_LOWER_2"
+        assert new.database.rows(QUERIES)["INSERTQUERY_3"].upstream == ("INPUT",)
+    finally:
+        new.close()
+
+    broken = f"kbad_{uuid.uuid4().hex[:8]}"
+    _write_ksqldb_records(bootstrap, broken, [('"stream/`X`/create"', b"{not json")])
+    assert run(argparse.Namespace(**{**vars(args), "service_id": broken})) == 1
+    assert "The command at offset 0 is not a ksqlDB command (JSON expected)" in capsys.readouterr().err
