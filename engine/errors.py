@@ -14,7 +14,10 @@ class KsqlError(Exception):
 class ParseError(KsqlError):
     """The SQL text does not follow the grammar.
 
-    Carries the 1-based line and column of the offending token and a snippet of the line.
+    Carries the 1-based line and column of the offending token and a snippet of the line;
+    ``syntax`` is True when the text does not follow the grammar at all (ksqlDB's "Syntax
+    Error"), False when the parsed text is refused while it is built (ksqlDB's "Failed to
+    prepare statement"); ``reason`` is the message without the position and snippet.
     """
 
     def __init__(
@@ -24,7 +27,10 @@ class ParseError(KsqlError):
         line: int | None = None,
         column: int | None = None,
         snippet: str | None = None,
+        syntax: bool = False,
     ) -> None:
+        self.reason = message
+        self.syntax = syntax
         self.line = line
         self.column = column
         self.snippet = snippet

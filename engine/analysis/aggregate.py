@@ -282,6 +282,10 @@ def analyze_aggregate_query(
     having = select_scope.resolve(query.having, clause="HAVING") if query.having is not None else None
 
     calls = collect_aggregates([s.expression for s in select] + ([having] if having else []))
+    if not group_exprs and calls and transient and window is None:
+        # A push query aggregates a stream without GROUP BY as ksqlDB does: every row in one
+        # group, under a constant key it does not select.
+        group_exprs = [E.Literal(1, T.INTEGER)]
     if not group_exprs:
         if calls:
             listed = ", ".join(E.format_sql(c) for c in calls)

@@ -194,6 +194,8 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
                     f"Invalid join type: {word} join not supported for foreign-key table-table "
                     f"join. {got_order}"
                 )
+            if left_node.window is not None or right_src.window_info is not None:
+                raise AnalysisError("Foreign-key table-table joins are not supported on windowed tables.")
             if len(left_node.schema.key) != 1:
                 raise UnsupportedFeatureError(
                     "foreign-key joins of tables with several key columns",

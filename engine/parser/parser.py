@@ -315,6 +315,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, chunk: _Chunk) -> ParseError:
             line=whole_line,
             column=whole_col,
             snippet=snippet,
+            syntax=True,
         )
     expected = _expected(exc)
     tail = f": expected {expected}." if expected else "."
@@ -323,6 +324,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, chunk: _Chunk) -> ParseError:
         line=whole_line,
         column=whole_col,
         snippet=snippet,
+        syntax=True,
     )
 
 
@@ -849,7 +851,12 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     @v_args(meta=True)
     def limit_clause(self, meta: Any, children: list[Token]) -> _Clause:
-        return _Clause("limit", self._integer_token(children[0], meta))
+        # ksqlDB parses a signed number; a negative LIMIT is refused by the query's kind
+        # (pull queries name it), a fraction as ksqlDB's AST builder does.
+        number = children[-1]
+        if not _INT_TEXT.fullmatch(number):
+            raise self._error("Value must be integer for command: LIMIT", number)
+        return _Clause("limit", -int(number) if len(children) > 1 else int(number))
 
     def grouping(self, children: list[Any]) -> tuple[E.Expr, ...]:
         return tuple(children)

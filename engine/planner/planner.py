@@ -267,6 +267,8 @@ class Planner:
         self, stmt: ast.CreateAsSelect, text: str, query_id: str
     ) -> StatementPlan | None:
         """CREATE STREAM|TABLE name WITH (...) AS SELECT ..."""
+        if stmt.query.limit is not None:  # a persistent query never ends: ksqlDB refuses LIMIT
+            raise AnalysisError(f"CREATE {stmt.kind} AS SELECT statements don't support LIMIT clause.")
         props = WithProperties.of(stmt.properties, statement=text)
         existing = self.metastore.get(stmt.name)
         if existing is not None and not stmt.or_replace:
@@ -316,6 +318,8 @@ class Planner:
 
     def plan_insert_into(self, stmt: ast.InsertInto, text: str, query_id: str) -> StatementPlan:
         """INSERT INTO target SELECT ..."""
+        if stmt.query.limit is not None:
+            raise AnalysisError("INSERT INTO statements don't support LIMIT clause.")
         target = self.metastore.get(stmt.target)
         if target is None:
             raise AnalysisError(f"Sink does not exist for the INSERT INTO statement: {stmt.target}")

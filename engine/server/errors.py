@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.errors import KsqlError, ParseError
 from engine.server import entities
 
 
@@ -37,3 +38,21 @@ class ServiceError(Exception):
         if self.statement_text is not None:
             return entities.statement_error(self.message, self.statement_text, self.entities, self.code)
         return entities.generic_error(self.code, self.message)
+
+
+def statement_failure(exc: KsqlError, text: str) -> str:
+    """The message of a statement the service could not parse, as ksqlDB words it.
+
+    Text off the grammar: ``line L:C: Syntax Error`` and the statement (ksqlDB's shape),
+    then kspark's own detail (what it met and expected). Text refused while it is built
+    (a LIMIT that is no integer, an undefined variable): ``Failed to prepare statement:
+    ...`` with the position after it. Any other error: its message as it is.
+    """
+    if not isinstance(exc, ParseError):
+        return str(exc)
+    where = f"line {exc.line}:{exc.column}" if exc.line is not None else ""
+    if exc.syntax:
+        if exc.reason.startswith("Syntax Error"):  # already ksqlDB's words (an unknown statement)
+            return f"{where}: {exc.reason}" if where else exc.reason
+        return f"{where + ': ' if where else ''}Syntax Error\n\nStatement: {text.strip()}\n{exc.reason}"
+    return f"Failed to prepare statement: {exc.reason}" + (f" ({where})" if where else "")

@@ -82,10 +82,11 @@ class PullResult:
     rows: tuple[tuple[Any, ...], ...]
     is_stream: bool
     limit_reached: bool
+    header: tuple[PullColumn, ...] | None = None  # the header's columns when not ``columns``' order
 
     @property
     def schema_text(self) -> str:
-        return ", ".join(str(c) for c in self.columns)
+        return ", ".join(str(c) for c in (self.header or self.columns))
 
     @property
     def final_message(self) -> str | None:
@@ -117,6 +118,7 @@ class PullPlan:
     lookup_keys: list[tuple[Any, ...]] | None  # None: a scan
     limit: int | None
     where_text: str = ""
+    header: tuple[PullColumn, ...] | None = None  # see ``star_header``
 
 
 def is_pull_query(stmt: Any) -> TypeGuard[ast.Query]:
@@ -311,7 +313,21 @@ def plan_pull_query(
         predicate=predicate,
         lookup_keys=lookup,
         limit=query.limit,
+        header=star_header(query, source, result_columns),
     )
+
+
+def star_header(query: ast.Query, source: DataSource, columns: Sequence[PullColumn]) -> tuple[PullColumn, ...] | None:
+    """The header of ``SELECT *`` on a table, as ksqlDB shows it: the table's schema with key
+    columns (and window bounds) first, then header columns, then value columns, while the
+    rows keep the select order (ksqlDB's own answer does the same). None otherwise."""
+    if not source.is_table or [type(item) for item in query.select] != [ast.AllColumns]:
+        return None
+    def rank(column: PullColumn) -> int:
+        return 0 if column.suffix == " KEY" else 1 if column.suffix.startswith(" HEADER") else 2
+
+    ordered = tuple(sorted(columns, key=rank))
+    return ordered if list(ordered) != list(columns) else None
 
 
 # ---------------------------------------------------------------------------- decoding
@@ -553,7 +569,7 @@ class PullQueries:
                 if limit is not None and len(out) >= limit:
                     reached = True
                     break
-        return PullResult(plan.query_id, plan.columns, tuple(out), not source.is_table, reached)
+        return PullResult(plan.query_id, plan.columns, tuple(out), not source.is_table, reached, plan.header)
 
     def materialization(self, source: DataSource) -> Materialization:
         """The table's materialization, started (and read to the end) on first use."""

@@ -52,7 +52,7 @@ from engine.plan.plan import (
     StatementPlan,
 )
 from engine.server import entities as E
-from engine.server.errors import ServiceError
+from engine.server.errors import ServiceError, statement_failure
 from engine.server.ownership import Backoff, QueryOwnership
 from engine.server.pull import PullQueries, PullResult, is_pull_query
 
@@ -460,7 +460,7 @@ class KsqlService:
         try:
             statements = parse(text, variables=local_variables)
         except KsqlError as exc:
-            raise ServiceError(str(exc), statement_text=text) from None
+            raise ServiceError(statement_failure(exc, text), statement_text=text) from None
         results: list[dict[str, Any]] = []
         for parsed in statements:
             try:
@@ -641,7 +641,7 @@ class KsqlService:
         try:
             statements = parse(text, variables=self.engine.variables)
         except KsqlError as exc:
-            raise ServiceError(str(exc), statement_text=text) from None
+            raise ServiceError(statement_failure(exc, text), statement_text=text) from None
         if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
             raise ServiceError("A query request holds exactly one SELECT statement.", statement_text=text)
         if statements[0].statement.emit is None:
@@ -675,7 +675,7 @@ class KsqlService:
                 plan = self.pulls.plan(self.engine.metastore, statements[0].statement, text, config)
             return self.pulls.run(plan)
         except KsqlError as exc:
-            raise ServiceError(str(exc), statement_text=text) from None
+            raise ServiceError(statement_failure(exc, text), statement_text=text) from None
 
     def inserts_stream(self, target: str) -> Any:
         """``/inserts-stream``: an ``InsertsStream`` writing rows to the stream ``target``."""
