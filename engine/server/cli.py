@@ -31,8 +31,8 @@ def add_parser(sub: Any) -> None:
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     server.add_argument("--auth-file", metavar="FILE",
                         help="HTTP basic authentication: users and passwords (Jetty realm or htpasswd lines)")
-    server.add_argument("--metastore", choices=("command-topic", "tables"), default="command-topic",
-                        help="where the metastore lives: the command topic (default) or the KLIP-18 tables")
+    server.add_argument("--metastore", choices=("command-topic", "tables"), default="tables",
+                        help="where the metastore lives: the KLIP-18 tables (default) or the command topic")
     server.add_argument("--internal-url", metavar="URL",
                         help="with --metastore tables: where the other servers reach this one (default http://LISTEN)")
     server.add_argument("--queries-file", metavar="FILE.sql",
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     service_class: Any = KsqlService
     extra: dict[str, Any] = {}
-    if getattr(args, "metastore", "command-topic") == "tables":
+    if getattr(args, "metastore", "tables") == "tables":
         from engine.server.tables_service import (
             TablesService,
             apply_queries_file,

@@ -11,7 +11,9 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
+from engine.kafka.consume import read_topic
 from engine.server.cli import read_config
 
 
@@ -21,10 +23,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(bootstrap: str, service_id: str, state_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(bootstrap: str, service_id: str, state_dir: Path, log: Path,
+           extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap,
-               "--service-id", service_id, "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir)]
+               "--service-id", service_id, "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir), *extra]
     process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -49,10 +52,13 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
         raise
 
 
-def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topic(kafka_broker, tmp_path) -> None:
+@pytest.mark.parametrize("extra", [(), ("--metastore", "command-topic")], ids=["default-tables", "command-topic"])
+def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topic(
+    kafka_broker, tmp_path, extra: tuple[str, ...]
+) -> None:
     service_id = f"cli_{uuid.uuid4().hex[:8]}"
     log = tmp_path / "server.log"
-    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log)
+    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log, extra)
     try:
         statement = f"CREATE STREAM KEPT (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{service_id}', VALUE_FORMAT='JSON', PARTITIONS=1);"
         answer = httpx.post(f"{url}/ksql", json={"ksql": statement}, timeout=60)
@@ -61,8 +67,12 @@ def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topi
         code = _stop(process)
     assert code == 0, log.read_text()
     assert "kspark server: stopped." in log.read_text()
+    # Without --metastore the statement is a row of the UserDataSources table, not a command.
+    held = "command_topic" if extra else "metastore_UserDataSources"
+    records = read_topic(kafka_broker.bootstrap_servers, f"_confluent-ksql-{service_id}_{held}", timeout=10)
+    assert len(records) == 1 and (extra or records[0].key == b"KEPT")
 
-    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log)
+    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log, extra)
     try:
         streams = httpx.post(f"{url}/ksql", json={"ksql": "SHOW STREAMS;"}, timeout=60).json()[0]["streams"]
         assert [s["name"] for s in streams] == ["KEPT"]
