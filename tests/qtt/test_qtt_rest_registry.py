@@ -30,6 +30,25 @@ def test_a_started_server_gets_the_registry_url_in_its_config_file(tmp_path: Pat
     assert "--config" not in ServerProcess("127.0.0.1:9092", tmp_path).command(8088, tmp_path / "state")
 
 
+def test_the_registry_option_reaches_the_harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qtt.cli import main
+    from qtt.rest import runner
+
+    seen: dict[str, Any] = {}
+
+    def fake_open(**kwargs: Any) -> Any:
+        seen.update(kwargs)
+        raise runner.HarnessError("stopped here")
+
+    monkeypatch.setattr(runner.RestHarness, "open", fake_open)
+    (tmp_path / "one.json").write_text('{"tests": [{"name": "x", "statements": ["SELECT 1 FROM S;"]}]}')
+    assert main(["rest", str(tmp_path), "--registry", "http://127.0.0.1:1/apis/ccompat/v7"]) == 2
+    assert seen["registry_url"] == "http://127.0.0.1:1/apis/ccompat/v7"
+    assert "stopped here" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def harness(kafka_broker: Any, schema_registry: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     with RestHarness.open(
