@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -107,7 +108,9 @@ def test_an_oversized_body_is_refused_with_413(client) -> None:
     assert answer.status_code == 413 and answer.json()["error_code"] == 41300
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# CI runs 60 bodies; KSPARK_FUZZ_EXAMPLES=5000 runs a longer campaign.
+@settings(max_examples=int(os.environ.get("KSPARK_FUZZ_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     body=st.one_of(
         st.binary(max_size=60),
