@@ -207,3 +207,73 @@ def test_the_internal_endpoint_refuses_a_wrong_token_and_bad_json(kafka_broker, 
         assert client.get("/elsewhere").status_code == 404  # the rest goes to the wrapped app
     finally:
         service.log.close()
+
+
+def _produce(bootstrap: str, topic: str, numbers: range) -> None:
+    import json
+
+    from engine.kafka.produce import ProducerRecord, RecordProducer
+
+    producer = RecordProducer(bootstrap)
+    for n in numbers:
+        producer.send(topic, ProducerRecord(key=f"k{n}".encode(), value=json.dumps({"V": n}).encode(), timestamp=1_000 + n))
+    producer.flush()
+
+
+def _sink_values(bootstrap: str, topic: str, expected: int, timeout: float = 180.0) -> list[int]:
+    """The V values in ``topic`` once it holds ``expected`` records, and a moment more (sorted)."""
+    import json
+
+    def values() -> list[int]:
+        return sorted(int(json.loads(r.value)["V"]) for r in read_topic(bootstrap, topic, timeout=5))
+
+    deadline = time.monotonic() + timeout
+    while len(values()) < expected and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(3)  # a record that should not come would arrive now
+    return values()
+
+
+def test_an_insert_query_runs_stops_on_terminate_and_stays_stopped_after_a_restart(kafka_broker, service_id,
+                                                                                   tmp_path, spark) -> None:
+    from engine.kafka.admin import TopicAdmin
+
+    bootstrap = kafka_broker.bootstrap_servers
+    first, second, sink = f"a_{service_id}", f"b_{service_id}", f"out_{service_id}"
+    for topic in (first, second):
+        TopicAdmin(bootstrap).create_topic(topic, 1)
+    _produce(bootstrap, first, range(0, 5))
+    _produce(bootstrap, second, range(100, 105))
+
+    def start() -> TablesService:
+        service = TablesService(bootstrap, service_id, tmp_path, command_timeout=30.0, internal_url="http://one")
+        service.start(timeout=60)
+        _await_owner(service)
+        return service
+
+    service = start()
+    try:
+        earliest = {"auto.offset.reset": "earliest"}
+        for topic, name in ((first, "A"), (second, "B")):
+            service.execute(f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');")
+        service.execute(f"CREATE STREAM D WITH (KAFKA_TOPIC='{sink}') AS SELECT * FROM A;", earliest)
+        [inserted] = service.execute("INSERT INTO D SELECT * FROM B;", earliest)
+        insert = inserted["commandStatus"]["queryId"]
+        assert _sink_values(bootstrap, sink, 10) == [*range(0, 5), *range(100, 105)]
+        service.execute(f"TERMINATE {insert};")
+        _produce(bootstrap, first, range(5, 8))
+        _produce(bootstrap, second, range(105, 108))  # nobody reads B any more
+        assert _sink_values(bootstrap, sink, 13) == [*range(0, 8), *range(100, 105)]
+    finally:
+        service.close()
+
+    service = start()
+    try:
+        [listed] = service.execute("SHOW QUERIES;")
+        assert [q["id"] for q in listed["queries"]] == list(service.engine.queries)
+        assert len(service.engine.queries) == 1 and next(iter(service.engine.queries)).startswith("CSAS_D_")
+        _produce(bootstrap, first, range(8, 10))
+        _produce(bootstrap, second, range(108, 110))
+        assert _sink_values(bootstrap, sink, 15) == [*range(0, 10), *range(100, 105)]  # the CSAS resumed, alone
+    finally:
+        service.close()
