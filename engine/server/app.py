@@ -140,6 +140,15 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
             return _error(ServiceError(f"Command not found: {command_id}", code=E.ERROR_NOT_FOUND))
         return JSONResponse(found.to_json())
 
+    async def statuses(request: Request) -> Response:
+        return JSONResponse(service.statuses())
+
+    async def metadata(request: Request) -> Response:
+        return JSONResponse(service.metadata())
+
+    async def metadata_id(request: Request) -> Response:
+        return JSONResponse(service.cluster_ids())
+
     async def query(request: Request) -> Response:
         try:
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
@@ -231,7 +240,10 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
         Route("/healthcheck", healthcheck, methods=["GET"]),
         Route("/clusterStatus", cluster_status, methods=["GET"]),
         Route("/ksql", ksql, methods=["POST"]),
+        Route("/status", statuses, methods=["GET"]),
         Route("/status/{command_id:path}", status, methods=["GET"]),
+        Route("/v1/metadata", metadata, methods=["GET"]),
+        Route("/v1/metadata/id", metadata_id, methods=["GET"]),
         Route("/query", query, methods=["POST"]),
         Route("/query-stream", query_stream, methods=["POST"]),
         Route("/close-query", close_query, methods=["POST"]),

@@ -429,6 +429,22 @@ class KsqlService:
         with self._engine_lock:
             return self._statuses.get(command_id)
 
+    def statuses(self) -> dict[str, str]:
+        """Every command this server applied, by id, with its last status (``GET /status``)."""
+        with self._engine_lock:
+            return {command_id: status.status for command_id, status in self._statuses.items()}
+
+    def metadata(self) -> dict[str, Any]:
+        """ksqlDB's ``ServerMetadata`` (``GET /v1/metadata``): the version and the cluster ids."""
+        from engine import __version__
+
+        return {"version": __version__, "clusterId": self.cluster_ids()}
+
+    def cluster_ids(self) -> dict[str, Any]:
+        """ksqlDB's ``ServerClusterId`` (``GET /v1/metadata/id``)."""
+        return {"id": "", "scope": {"path": [], "clusters": {
+            "kafka-cluster": self.cluster_id, "ksql-cluster": self.service_id}}}
+
     def wait_for_sequence(self, sequence: int, timeout: float | None = None) -> None:
         """Read your writes: wait until this server has applied the command at ``sequence``."""
         try:

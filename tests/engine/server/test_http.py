@@ -47,6 +47,10 @@ def test_info_and_healthcheck_describe_the_service(client, metastore_service) ->
     assert info["serverStatus"] == "RUNNING" and info["kafkaClusterId"]
     health = client.get("/healthcheck")
     assert health.status_code == 200 and health.json()["isHealthy"] is True
+    metadata = client.get("/v1/metadata").json()
+    clusters = {"kafka-cluster": info["kafkaClusterId"], "ksql-cluster": metastore_service.service_id}
+    assert metadata["version"] == info["version"] and metadata["clusterId"]["scope"]["clusters"] == clusters
+    assert client.get("/v1/metadata/id").json() == {"id": "", "scope": {"path": [], "clusters": clusters}}
 
 
 def test_ksql_answers_entities_and_status_and_reads_its_own_writes(client) -> None:
@@ -64,6 +68,7 @@ def test_ksql_answers_entities_and_status_and_reads_its_own_writes(client) -> No
     status = client.get(f"/status/stream/`{name}`/create")
     assert status.status_code == 200 and status.json()["status"] == "SUCCESS"
     assert client.get("/status/stream/`NOPE`/create").status_code == 404
+    assert client.get("/status").json()[f"stream/`{name}`/create"] == "SUCCESS"
 
     again = client.post("/ksql", json={"ksql": statement})
     assert again.status_code == 400
