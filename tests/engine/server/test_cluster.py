@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from engine.kafka.consume import read_topic
+from engine.metastore.database import SOURCES, MetastoreDatabase
 
 pytestmark = pytest.mark.cluster
 
@@ -123,18 +124,32 @@ def _values(bootstrap: str, topic: str, expected: int, timeout: float = 240) -> 
     return Counter(int(json.loads(r.value)["N"]) for r in read_topic(bootstrap, topic, timeout=5))
 
 
-def _create_streams(server: _Server, service_id: str, acknowledged: list[str]) -> None:
-    """CREATE STREAM D0, D1, ... through ``server`` until it dies; the names it acknowledged."""
+def _create_streams(server: _Server, service_id: str, acknowledged: list[str], prefix: str = "D",
+                    seconds: float | None = None) -> None:
+    """CREATE STREAM D0, D1, ... through ``server``: until it dies, or for ``seconds`` whatever
+    the answers (a refused statement is simply not acknowledged); the names it acknowledged."""
+    ends = None if seconds is None else time.monotonic() + seconds
     for i in range(200):
-        text = (f"CREATE STREAM D{i} (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='d{i}_{service_id}', "
+        if ends is not None and time.monotonic() > ends:
+            return
+        name = f"{prefix}{i}"
+        text = (f"CREATE STREAM {name} (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='{name.lower()}_{service_id}', "
                 "VALUE_FORMAT='JSON', PARTITIONS=1);")
         try:
             answer = httpx.post(f"{server.url}/ksql", json={"ksql": text}, timeout=60)
         except httpx.HTTPError:
+            if ends is None:
+                return
+            continue
+        if answer.status_code == 200:
+            acknowledged.append(name)
+        elif ends is None:
             return
-        if answer.status_code != 200:
-            return
-        acknowledged.append(f"D{i}")
+
+
+def survivor_owner(servers: list[_Server], query_id: str) -> str | None:
+    """The host running ``query_id``, as the first server lists it."""
+    return servers[0].queries()[query_id][1]
 
 
 def _insert(server: _Server, numbers: range, per_request: int = 10) -> None:
@@ -223,12 +238,37 @@ def test_three_servers_share_queries_and_a_killed_owner_loses_and_repeats_nothin
         _until(lambda: owning.queries()[query_id][0] == "RUNNING", 60, "the restarted server sees the query")
         phase("restart, identical metastores")
 
+        # kill -9 of the metastore's owner (the single writer of UserDataSources) during a
+        # burst of statements sent through another server, which forwards them to it.
+        probe = MetastoreDatabase(bootstrap, service_id)
+        writer_url = probe.owner_of(SOURCES)
+        probe.close()
+        writer = next(s for s in servers if s.url == writer_url)
+        through = next(s for s in servers if s is not writer)
+        forwarded: list[str] = []
+        statements = threading.Thread(target=_create_streams, args=(through, service_id, forwarded, "E", 12.0))
+        statements.start()
+        time.sleep(1.5)
+        writer.kill()
+        statements.join()
+        writer.start()
+        writer.wait_healthy()
+        views = [s.metastore() for s in servers]
+        assert views[0] == views[1] == views[2], views
+        created = {n for n in views[0][0] if n.startswith("E")}
+        assert set(forwarded) <= created and forwarded, (forwarded, created)  # nothing acknowledged lost
+        _until(lambda: all(s.queries()[query_id][0] == "RUNNING" for s in servers), 60, "the query runs")
+        _insert(through, range(220, 225))
+        assert _values(bootstrap, f"out_{service_id}", 225) == Counter(range(225))  # the query resumed, exact
+        print(f"statements through a survivor while the metastore owner died: {len(forwarded)} acknowledged")
+        phase("kill -9 of the metastore owner, identical views, query exact")
+
         # A zombie: the owner is paused past its session timeout while rows arrive, its query
         # moves, then it wakes up: its writes are fenced, it stops the query it lost.
-        zombie = next(s for s in others if s.host == new_owner)
-        survivor = next(s for s in servers if s is not zombie and s is not owning)
+        zombie = next(s for s in servers if s.host == survivor_owner(servers, query_id))
+        survivor = next(s for s in servers if s is not zombie)
         zombie.pause(True)
-        _insert(survivor, range(220, 230))
+        _insert(survivor, range(225, 230))
         try:
             paused = _until(lambda: survivor.queries()[query_id][1] not in (zombie.host, None)
                             and survivor.queries()[query_id][0] == "RUNNING", 180, "the paused owner's query moved")
