@@ -36,9 +36,11 @@ Downstream links are derived in memory from the stored query plans.
 
 **Sequence numbers** (read your own writes). A write answers with one integer packing the
 positions the views must reach to include it:
-``(sources_position << 20 | queries_position) << 24 | types_position`` (a position is the
-offset after the last record to include). ``wait_for(sequence)`` waits until this server's
-views reach all three. Offsets only grow, even after compaction.
+``(sources_position << 18 | queries_position) << 16 | types_position`` (a position is the
+offset after the last record to include), below 2^63 so that Java clients read it as a
+long (JavaScript numbers lose precision past 2^53: past sources offset 2^19).
+``wait_for(sequence)`` waits until this server's views reach all three. Offsets only grow,
+even after compaction; a changelog past its range is refused with a message to migrate.
 """
 
 from __future__ import annotations
@@ -74,8 +76,12 @@ from engine.metastore.database.rows import (
 LOG = logging.getLogger("engine.metastore.database")
 PARTITION = 0
 ATTEMPTS = 20
-TYPES_BITS = 24
-QUERIES_BITS = 20
+# 29 + 18 + 16 bits: a sequence number fits a signed 64-bit integer (a Java client's long).
+# Offsets count every write and its commit marker: the sources changelog holds about 268
+# million writes, the queries one about 131,000, the types one about 32,000.
+SOURCES_BITS = 29
+QUERIES_BITS = 18
+TYPES_BITS = 16
 # The owned changelogs (a member of the owners' group is assigned them) and the writer of
 # each table: UserQueries is written by the owner of UserDataSources, in its transactions,
 # because a query row and the source rows it reads or writes are checked together.
@@ -91,7 +97,11 @@ def changelog_topic(service_id: str, table: str) -> str:
 
 def pack_sequence(sources_position: int, types_position: int, queries_position: int = 0) -> int:
     """One sequence number for the three views (see the module docstring)."""
-    for table, position, bits in ((TYPES, types_position, TYPES_BITS), (QUERIES, queries_position, QUERIES_BITS)):
+    for table, position, bits in (
+        (SOURCES, sources_position, SOURCES_BITS),
+        (TYPES, types_position, TYPES_BITS),
+        (QUERIES, queries_position, QUERIES_BITS),
+    ):
         if not 0 <= position < 1 << bits:
             raise MetastoreError(
                 f"The {table} changelog reached offset {position}; sequence numbers hold offsets below "

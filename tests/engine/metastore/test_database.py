@@ -322,8 +322,16 @@ def test_kill_9_of_the_owner_during_a_write_burst_leaves_nothing_partial(kafka_b
     reader.close()
 
 
-def test_a_types_offset_too_large_for_a_sequence_number_is_refused() -> None:
-    with pytest.raises(MetastoreError, match="sequence numbers hold offsets below 16777216"):
-        pack_sequence(1, 1 << 24)
-    with pytest.raises(MetastoreError, match="UserQueries changelog reached offset 1048576"):
-        pack_sequence(1, 0, 1 << 20)
+def test_an_offset_too_large_for_a_sequence_number_is_refused() -> None:
+    with pytest.raises(MetastoreError, match="sequence numbers hold offsets below 65536"):
+        pack_sequence(1, 1 << 16)
+    with pytest.raises(MetastoreError, match="UserQueries changelog reached offset 262144"):
+        pack_sequence(1, 0, 1 << 18)
+    with pytest.raises(MetastoreError, match="UserDataSources changelog reached offset 536870912"):
+        pack_sequence(1 << 29, 0, 0)
+
+
+def test_the_largest_sequence_number_is_a_java_long() -> None:
+    largest = pack_sequence((1 << 29) - 1, (1 << 16) - 1, (1 << 18) - 1)
+    assert largest == (1 << 63) - 1  # every bit used, none past a signed 64-bit integer
+    assert unpack_sequence(largest) == ((1 << 29) - 1, (1 << 16) - 1, (1 << 18) - 1)
