@@ -108,6 +108,10 @@ class TopicAdmin:
         except KafkaException as exc:
             if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 if exist_ok:
+                    # Another client may have created it a moment ago: wait until this
+                    # client's metadata shows it, so that reading its partitions next works.
+                    self._await(name, lambda topic: topic is not None and not _unknown(topic.error)
+                                and len(topic.partitions) > 0, "created")
                     return
                 raise KafkaClientError(f"Topic '{name}' already exists.") from None
             raise KafkaClientError(f"Cannot create topic '{name}': {error_text(exc)}.") from None

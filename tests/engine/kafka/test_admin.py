@@ -66,3 +66,20 @@ def test_an_unreachable_broker_fails_in_bounded_time_naming_the_address() -> Non
     with pytest.raises(KafkaClientError, match=r"Cannot reach the Kafka broker at 127\.0\.0\.1:1 within 2 s"):
         check_connection("127.0.0.1:1", timeout=2)
     assert time.monotonic() - started < 10
+
+
+def test_clients_racing_to_create_a_topic_all_see_it_at_once(bootstrap: str, topic: str) -> None:
+    """A client whose create finds the topic just made by another waits until its own
+    metadata shows it: reading its partitions next never says it does not exist."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    admins = [TopicAdmin(bootstrap) for _ in range(4)]
+    names = [f"{topic}_{n}" for n in range(15)]
+
+    def create_and_count(admin: TopicAdmin, name: str) -> int:
+        admin.create_topic(name, 2, exist_ok=True)
+        return admin.partition_count(name)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        counts = list(pool.map(lambda job: create_and_count(*job), [(a, n) for n in names for a in admins]))
+    assert counts == [2] * len(names) * len(admins)
