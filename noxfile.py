@@ -13,9 +13,19 @@ CORPUS = "../shared/ksqldb-qtt"
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases."""
+    """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
+
+    The three-process cluster test runs in its own session (``nox -s cluster``).
+    """
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "not cluster", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def cluster(session: nox.Session) -> None:
+    """Three kspark server processes of one service on one broker: kill -9 of owners, failover."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "cluster", "-s", *session.posargs)
 
 
 @nox.session(python=PYTHON)

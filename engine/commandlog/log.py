@@ -50,7 +50,10 @@ from engine.kafka.client import client_config, error_text, init_transactions
 
 LOG = logging.getLogger("engine.commandlog")
 PARTITION = 0
-ATTEMPTS = 5
+# Servers racing for the command topic fence each other's attempts: a statement is tried
+# again after a random pause that doubles each time (at most 2 s), 10 times in all.
+ATTEMPTS = 10
+MAX_PAUSE = 2.0
 
 
 def command_topic(service_id: str) -> str:
@@ -217,7 +220,7 @@ class CommandLog:
                 except _Retry as retry:
                     last = retry.reason
                     LOG.info("command topic attempt %d of %d failed: %s", attempt, self.attempts, last)
-                    time.sleep(random.uniform(0.05, 0.2) * attempt)  # racing servers spread out
+                    time.sleep(random.uniform(0, min(MAX_PAUSE, 0.05 * 2 ** attempt)))  # racers spread out
         raise CommandLogError(
             f"Could not write the statement to the command topic '{self.topic}' after "
             f"{self.attempts} attempts (other servers kept writing, or Kafka failed): {last}"
