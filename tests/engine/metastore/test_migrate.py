@@ -18,6 +18,7 @@ from engine.metastore.database import QUERIES, SOURCES
 from engine.metastore.database.migrate import run
 from engine.server.service import KsqlService
 from engine.server.tables_service import TablesService
+from tests.engine.ksqldb_import.test_command_topic import _write_ksqldb_topic
 
 
 def _args(bootstrap: str, service_id: str) -> argparse.Namespace:
@@ -136,23 +137,6 @@ def _ksqldb_plan_builders() -> Any:
     return module
 
 
-def _write_ksqldb_records(bootstrap: str, service_id: str, records: list[tuple[str, bytes]]) -> None:
-    """Records as ksqlDB writes its command topic: one transaction per command."""
-    from confluent_kafka import Producer
-
-    from engine.commandlog import command_topic
-    from engine.kafka.client import client_config
-
-    topic = command_topic(service_id)
-    TopicAdmin(bootstrap).create_topic(topic, 1, exist_ok=True)
-    producer = Producer(client_config(bootstrap, **{"transactional.id": f"ksqldb-{service_id}"}))
-    producer.init_transactions(30)
-    for key, value in records:
-        producer.begin_transaction()
-        producer.produce(topic, key=key.encode("utf-8"), value=value, partition=0)
-        producer.commit_transaction(30)
-
-
 def _ksqldb_value(statement: str, plan: dict[str, Any] | None) -> bytes:
     return json.dumps({"statement": statement, "streamsProperties": {"auto.offset.reset": "earliest"},
                        "originalProperties": {"ksql.service.id": "prod_"}, "plan": plan, "version": 3}).encode()
@@ -169,7 +153,7 @@ def test_a_ksqldb_command_topic_migrates_to_the_tables(kafka_broker, tmp_path, c
         ddl = kp.create(sink, output, sink) if create else None
         return kp.entry(ddl, physical, query_id=query_id, sink_name=sink)
 
-    _write_ksqldb_records(bootstrap, service_id, [
+    _write_ksqldb_topic(bootstrap, service_id, [
         ('"stream/`INPUT`/create"', _ksqldb_value("CREATE STREAM INPUT ...;", kp.entry(kp.create("INPUT", schema, "in_topic")))),
         ('"stream/`UPPER`/create"', _ksqldb_value("CREATE STREAM UPPER AS SELECT ...;", query("UPPER", "CSAS_UPPER_1", "UCASE(NAME) AS N"))),
         ('"stream/`LOWER`/create"', _ksqldb_value("CREATE STREAM LOWER AS SELECT ...;", query("LOWER", "CSAS_LOWER_2", "LCASE(NAME) AS N"))),
@@ -193,6 +177,6 @@ def test_a_ksqldb_command_topic_migrates_to_the_tables(kafka_broker, tmp_path, c
         new.close()
 
     broken = f"kbad_{uuid.uuid4().hex[:8]}"
-    _write_ksqldb_records(bootstrap, broken, [('"stream/`X`/create"', b"{not json")])
+    _write_ksqldb_topic(bootstrap, broken, [('"stream/`X`/create"', b"{not json")])
     assert run(argparse.Namespace(**{**vars(args), "service_id": broken})) == 1
     assert "The command at offset 0 is not a ksqlDB command (JSON expected)" in capsys.readouterr().err
