@@ -41,6 +41,7 @@ from engine.plan.steps import StreamSink, TableSink
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
+from engine.serde.base import RecordSerde
 
 STATEMENTS_FILE = "statements.json"
 QUERY_FILE = "query.json"
@@ -58,6 +59,7 @@ class KafkaTopics:
         self.create = create  # False: a read-only view that leaves the cluster's topics alone
         self.registry_url = registry_url  # AVRO/JSON_SR records (INSERT VALUES) in the registry's wire format
         self._producer: RecordProducer | None = None
+        self._wire_serdes: dict[tuple[Any, ...], RecordSerde] = {}
 
     @property
     def topics(self) -> dict[str, TopicInfo]:
@@ -75,11 +77,19 @@ class KafkaTopics:
             f"Records for topic '{record.topic}' need a format to be written to Kafka."
         )
 
-    def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+    def _wire(self, serde: RecordSerde, topic: str) -> RecordSerde:
+        """``serde`` in the registry's wire format, made once per topic and serde: a wire serde
+        registers its schema and builds its serializer on first use, not for every record."""
         from engine.serde.registry import wire_serde
 
-        key_serde = wire_serde(codec.key, record.topic, self.registry_url)
-        value_serde = wire_serde(codec.value, record.topic, self.registry_url)
+        key = (topic, serde.format, serde.columns, serde.wrapped, serde.is_key)
+        if key not in self._wire_serdes:
+            self._wire_serdes[key] = wire_serde(serde, topic, self.registry_url)
+        return self._wire_serdes[key]
+
+    def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        key_serde = self._wire(codec.key, record.topic)
+        value_serde = self._wire(codec.value, record.topic)
         if self._producer is None:
             self._producer = RecordProducer(self.bootstrap_servers)
         self._producer.send(

@@ -58,7 +58,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from engine.errors import KafkaClientError, MetastoreError
 from engine.kafka.admin import TopicAdmin
-from engine.kafka.client import client_config, error_text
+from engine.kafka.client import client_config, error_text, init_transactions
 from engine.metastore.database.rows import (
     QUERIES,
     SOURCES,
@@ -414,7 +414,7 @@ class MetastoreDatabase:
             },
         ))
         try:
-            producer.init_transactions(self.timeout)  # fences the previous owner's producer
+            init_transactions(producer, topic, self.timeout)  # fences the previous owner's producer
         except KafkaException as exc:
             LOG.error("taking ownership of %s failed: %s", topic, error_text(exc))
             return

@@ -148,8 +148,8 @@ def _create_streams(server: _Server, service_id: str, acknowledged: list[str], p
             return
 
 
-def survivor_owner(servers: list[_Server], query_id: str) -> str | None:
-    """The host running ``query_id``, as the first server lists it."""
+def _owner_of(servers: list[_Server], query_id: str) -> str | None:
+    """The host running ``query_id``, as the first server lists it (None while it moves)."""
     return servers[0].queries()[query_id][1]
 
 
@@ -266,7 +266,7 @@ def test_three_servers_share_queries_and_a_killed_owner_loses_and_repeats_nothin
 
         # A zombie: the owner is paused past its session timeout while rows arrive, its query
         # moves, then it wakes up: its writes are fenced, it stops the query it lost.
-        zombie = next(s for s in servers if s.host == survivor_owner(servers, query_id))
+        zombie = next(s for s in servers if s.host == _owner_of(servers, query_id))
         survivor = next(s for s in servers if s is not zombie)
         zombie.pause(True)
         _insert(survivor, range(225, 230))
