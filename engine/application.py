@@ -340,9 +340,9 @@ def build_streaming_query(
     starting_offsets: str = "latest",
 ) -> StreamingQuery:
     """Build ``query`` from its plan on the Kafka runtime (nothing runs, no broker is asked)."""
-    from engine.build.context import BuildContext
-    from engine.build.formats import serdes_for
-    from engine.build.walker import build
+    from engine.builders.context import BuildContext
+    from engine.builders.formats import serdes_for
+    from engine.builders.walker import build
     from engine.runtime.kafka import KafkaRuntime, registry_codec
 
     registry_url = engine.config.get(SCHEMA_REGISTRY_URL) or None

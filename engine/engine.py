@@ -296,7 +296,7 @@ class KsqlEngine:
         self._publish_row(source, row, timestamp)
 
     def _publish_row(self, source: DataSource, row: Mapping[str, Any], timestamp: int) -> None:
-        from engine.build.formats import serdes_for
+        from engine.builders.formats import serdes_for
 
         key_serde, value_serde = serdes_for(source.formats, source.schema.columns)
         key_names = [c.name for c in source.schema.key]
@@ -319,8 +319,8 @@ class KsqlEngine:
 
     def run(self) -> dict[str, list[TopicRecord]]:
         """Run every persistent query over all records produced; the records each sink got."""
-        from engine.build.context import BuildContext
-        from engine.build.walker import build
+        from engine.builders.context import BuildContext
+        from engine.builders.walker import build
 
         runtime = self.runtime()
         outputs: dict[str, list[TopicRecord]] = {}

@@ -1,7 +1,7 @@
 """``kspark explain``: per step of each persistent query, how its expressions run.
 
 For every query the statements create, the steps are listed inputs first with their wire
-names; the native step versions (``engine.build.native``) list each expression with
+names; the native step versions (``engine.builders.native``) list each expression with
 ``native`` or ``fallback: <reason>`` (evaluated in Python, the reason naming the first part
 of the expression that has no exact Spark form). Other step versions run their expressions
 in Python and say so. Building the query is lazy: no Spark job runs.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.build.context import BuildContext, Built
-from engine.build.native import ExpressionReport, collecting_reports
-from engine.build.walker import BuildObserver, build, observing_builds
+from engine.builders.context import BuildContext, Built
+from engine.builders.native import ExpressionReport, collecting_reports
+from engine.builders.walker import BuildObserver, build, observing_builds
 from engine.engine import KsqlEngine, physical_plan_text
 from engine.plan.steps import Step
 

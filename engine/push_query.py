@@ -142,8 +142,8 @@ class PushQuery:
             self._closed.set()
             return self
         from engine.application import SCHEMA_REGISTRY_URL
-        from engine.build.context import BuildContext
-        from engine.build.walker import build
+        from engine.builders.context import BuildContext
+        from engine.builders.walker import build
         from engine.kafka.admin import TopicAdmin
         from engine.runtime.kafka import KafkaRuntime
         from engine.runtime.session import get_spark

@@ -34,8 +34,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from engine.build.context import BuildContext
-from engine.build.walker import build
+from engine.builders.context import BuildContext
+from engine.builders.walker import build
 from engine.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan import steps_native as N

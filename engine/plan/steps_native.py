@@ -1,7 +1,7 @@
 """Stateless step versions whose builders run their expressions as Spark Columns.
 
 Same fields and meaning as their V1 versions in ``steps.py``; the V2 builders
-(``engine.build.native``) compile each expression to a Spark Column where it has an exact
+(``engine.builders.native``) compile each expression to a Spark Column where it has an exact
 Spark form and evaluate only the others in Python. The planner picks these for new
 queries; saved plans keep their V1 steps and builders.
 

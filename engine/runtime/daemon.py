@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyspark import daemon
 
-import engine.build.walker as _walker
+import engine.builders.walker as _walker
 import engine.runtime.kafka  # noqa: F401 - the streaming operators' modules
 import engine.runtime.kafka_sink  # noqa: F401
 

@@ -1,7 +1,7 @@
 """ksqlDB's processing log on Kafka: record-level errors as JSON records on a topic.
 
 Builders report a record they skip through the ``kspark.processing`` logger
-(``engine.build.context.log_processing_error``). That logger always writes to the Python
+(``engine.builders.context.log_processing_error``). That logger always writes to the Python
 log; when the application is configured as ksqlDB's server is,
 
     ksql.logging.processing.topic.auto.create=true

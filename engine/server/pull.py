@@ -350,7 +350,7 @@ class _Decoder:
     registry_url: str | None = None  # AVRO/JSON_SR records in the schema registry's wire format
 
     def __post_init__(self) -> None:
-        from engine.build.formats import serdes_for
+        from engine.builders.formats import serdes_for
         from engine.serde.registry import wire_serde
 
         key_serde, value_serde = serdes_for(self.source.formats, self.source.schema.columns)

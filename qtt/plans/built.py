@@ -17,7 +17,7 @@ from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.types import quote_identifier
 
 if TYPE_CHECKING:
-    from engine.build.context import BuildContext, Built
+    from engine.builders.context import BuildContext, Built
     from engine.plan.steps import Step, WindowInfo
 
 StepSchema = dict[str, Any]
@@ -82,7 +82,7 @@ class BuiltSchemas:
     @contextmanager
     def collect(self) -> Iterator[BuiltSchemas]:
         """Observe every build on this thread inside the block."""
-        from engine.build.walker import observing_builds
+        from engine.builders.walker import observing_builds
 
         with observing_builds(self.observe):
             yield self

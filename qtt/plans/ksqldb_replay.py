@@ -200,7 +200,7 @@ def case_of(spec: Mapping[str, Any], path: Path) -> QttCase:
 
 
 def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) -> dict[str, Any]:
-    from engine.build.walker import observing_builds
+    from engine.builders.walker import observing_builds
     from engine.engine import KsqlEngine
     from engine.ksqldb_import import import_plan
     from qtt.verify import check_post, verify_outputs

@@ -46,7 +46,7 @@ class Mutant:
     """One change to one node of one function; ``node`` indexes ``ast.walk`` of the module."""
 
     id: str
-    path: str  # relative to the repository, e.g. engine/build/stateless.py
+    path: str  # relative to the repository, e.g. engine/builders/stateless.py
     line: int
     end_line: int
     qualname: str  # the function whose code object is swapped (module- or class-level)
@@ -65,7 +65,7 @@ class Mutant:
 
 
 def module_name(path: str) -> str:
-    """``engine/build/stateless.py`` -> ``engine.build.stateless``."""
+    """``engine/builders/stateless.py`` -> ``engine.builders.stateless``."""
     parts = Path(path).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

@@ -50,7 +50,7 @@ from qtt.plans.mutation_worker import (
 )
 
 TARGETS = (
-    "engine/build",
+    "engine/builders",
     "engine/expressions",
     "engine/serde",
     "engine/plan/serde.py",
@@ -61,7 +61,7 @@ TARGETS = (
 )
 # Unit tests whose lines the baseline traces (tests needing a Kafka broker are left out).
 UNIT_TESTS = (
-    "tests/engine/build",
+    "tests/engine/builders",
     "tests/engine/expressions",
     "tests/engine/functions",
     "tests/engine/serde",
@@ -605,7 +605,7 @@ def _run(
     equivalents: dict[str, str], workdir: Path, control: Path, started: float,
     load_start: list[float],
 ) -> int:
-    from engine.build import walker
+    from engine.builders import walker
     from engine.runtime.session import get_spark
 
     get_spark(kafka=True, extra_conf={"spark.python.daemon.module": "qtt.plans.mutation_worker"})

@@ -151,7 +151,7 @@ def test_registry_refuses_duplicate_and_badly_formed_wire_names() -> None:
 
 
 def test_every_registered_step_version_has_a_builder() -> None:
-    from engine.build.walker import BUILDERS, _load_builders
+    from engine.builders.walker import BUILDERS, _load_builders
 
     _load_builders()
     missing = sorted(set(S.STEP_TYPES) - set(BUILDERS))

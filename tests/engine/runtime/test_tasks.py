@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.build.joins import (
+from engine.builders.joins import (
     GROUP_KEY,
     LEFT,
     RIGHT,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from engine.build.context import BuildContext, Built
-from engine.build.stateless import build_stream_select
-from engine.build.walker import BUILDERS
+from engine.builders.context import BuildContext, Built
+from engine.builders.stateless import build_stream_select
+from engine.builders.walker import BUILDERS
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema
 from engine.plan.steps import StreamSelect

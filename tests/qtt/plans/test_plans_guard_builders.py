@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
-import engine.build.aggregate as aggregate
-import engine.build.joins as joins
-import engine.build.sinks as sinks
-import engine.build.stateless as stateless
-from engine.build.walker import BUILDERS
+import engine.builders.aggregate as aggregate
+import engine.builders.joins as joins
+import engine.builders.sinks as sinks
+import engine.builders.stateless as stateless
+from engine.builders.walker import BUILDERS
 from engine.runtime import rows as R
 from engine.serde.json_format import JsonSerde
 from qtt.plans.diff import OUTPUT

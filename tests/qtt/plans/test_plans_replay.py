@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.build.context import Built
-from engine.build.stateless import build_stream_select
-from engine.build.walker import BUILDERS, builds
+from engine.builders.context import Built
+from engine.builders.stateless import build_stream_select
+from engine.builders.walker import BUILDERS, builds
 from engine.plan import steps as S
 from engine.plan.steps import STEP_TYPES, register_step, step_dataclass
 from qtt.loader import load_file

@@ -113,7 +113,7 @@ def test_sql_types_and_schemas_refer_to_their_definitions(schema: dict[str, Any]
 
 
 def test_the_plan_constants_match_the_lower_layer() -> None:
-    from engine.build.formats import features_of
+    from engine.builders.formats import features_of
     from engine.serde import formats
 
     assert set(S.FORMAT_NAMES) == set(formats.FORMAT_NAMES)

@@ -21,9 +21,9 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.stateless import projection_schema
-from engine.build.walker import builds
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.stateless import projection_schema
+from engine.builders.walker import builds
 from engine.errors import EvaluationError
 from engine.expressions import compile_expression, infer_type
 from engine.expressions.native import NativeExpression, compile_native

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.build.aggregate import (
+from engine.builders.aggregate import (
     SessionAggregateHandler,
     StreamAggregateHandler,
     TableAggregateHandler,
@@ -16,7 +16,7 @@ from engine.build.aggregate import (
     TimeWindowedAggregateHandler,
     compile_aggregate_calls,
 )
-from engine.build.windows import overlapping_sessions, time_windows_for
+from engine.builders.windows import overlapping_sessions, time_windows_for
 from engine.errors import PlanError
 from engine.plan import expr as E
 from engine.plan import types as T

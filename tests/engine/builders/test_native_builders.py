@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.build.context import BuildContext
-from engine.build.walker import build
+from engine.builders.context import BuildContext
+from engine.builders.walker import build
 from engine.parser.parser import parse_expression
 from engine.plan import steps as S
 from engine.plan import steps_native as N

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from engine.build.joins import _hashable, serialized_order
+from engine.builders.joins import _hashable, serialized_order
 
 
 def test_keys_of_other_types_sort_by_their_text() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.walker import builds
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.walker import builds
 from engine.errors import EvaluationError, PlanError
 from engine.expressions import compile_expression, infer_type
 from engine.functions import REGISTRY

@@ -6,9 +6,9 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.formats import serdes_for
-from engine.build.walker import builds
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.formats import serdes_for
+from engine.builders.walker import builds
 from engine.errors import KsqlError
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace

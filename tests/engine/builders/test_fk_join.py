@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.build.joins import (
+from engine.builders.joins import (
     DELETE,
     FK_OP,
     FK_VALUE,
@@ -328,8 +328,8 @@ def test_foreign_key_join_projection_must_include_the_left_key(store: Any) -> No
 
 
 def test_spark_foreign_key_join_runs_both_passes(spark: Any) -> None:
-    from engine.build.context import BuildContext
-    from engine.build.walker import build
+    from engine.builders.context import BuildContext
+    from engine.builders.walker import build
     from engine.plan import expr as E
     from engine.plan import steps as S
     from engine.plan.schema import LogicalSchema

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.build.aggregate import TableGroupByHandler, _describe
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.walker import builds
+from engine.builders.aggregate import TableGroupByHandler, _describe
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.walker import builds
 from engine.errors import EvaluationError, PlanError
 from engine.expressions import compile_expression, infer_type
 from engine.expressions.cast import java_string

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.build.aggregate import (
+from engine.builders.aggregate import (
     StreamAggregateHandler,
     TableAggregateHandler,
     TableGroupByHandler,

@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.walker import builds
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.walker import builds
 from engine.errors import EvaluationError
 from engine.expressions import compile_expression, infer_type
 from engine.plan import types as T

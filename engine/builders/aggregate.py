@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.walker import builds
-from engine.build.windows import overlapping_sessions, time_windows_for
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.walker import builds
+from engine.builders.windows import overlapping_sessions, time_windows_for
 from engine.errors import EvaluationError, KsqlError, PlanError
 from engine.expressions import coerce_value, compile_expression, infer_type
 from engine.functions.udaf import Aggregator, aggregate_spec

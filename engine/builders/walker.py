@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from engine.build.context import BuildContext, Built
+from engine.builders.context import BuildContext, Built
 from engine.errors import InternalError, PlanError
 from engine.plan.steps import STEP_TYPES, Step
 
@@ -79,7 +79,7 @@ def _load_builders() -> None:
     import importlib
     import pkgutil
 
-    import engine.build as package
+    import engine.builders as package
 
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")

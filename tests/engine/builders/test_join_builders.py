@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engine.build.joins import (
+from engine.builders.joins import (
     GROUP_KEY,
     LEFT,
     RIGHT,
@@ -189,8 +189,8 @@ def test_stream_stream_pending_entry_that_never_closes_is_not_emitted(join_type:
 
 
 def _spark_join_records(spark: Any, join_type: str, grace: int | None) -> list[tuple[Any, ...]]:
-    from engine.build.context import BuildContext
-    from engine.build.walker import build
+    from engine.builders.context import BuildContext
+    from engine.builders.walker import build
     from engine.plan import expr as E
     from engine.plan import steps as S
     from engine.plan.schema import LogicalSchema

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pickle
 from typing import Any
 
-from engine.build.context import BuildContext, Built, log_processing_error
-from engine.build.formats import serdes_for
-from engine.build.sources import timestamp_extractor
-from engine.build.walker import builds
+from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.formats import serdes_for
+from engine.builders.sources import timestamp_extractor
+from engine.builders.walker import builds
 from engine.errors import KsqlError
 from engine.plan.schema import Namespace
 from engine.plan.steps import StreamSink, TableSink

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from engine.build.aggregate import TableGroupByHandler
-from engine.build.context import PROCESSING_LOG
+from engine.builders.aggregate import TableGroupByHandler
+from engine.builders.context import PROCESSING_LOG
 from engine.errors import EvaluationError
 
 
