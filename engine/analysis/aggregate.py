@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.analysis.query import (
+from engine.analysis.scope import (
     AnalyzedQuery,
     FromClause,
     Scope,

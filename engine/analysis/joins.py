@@ -10,9 +10,8 @@ primary key. Joins nest to the left; an n-way join keeps the names of its left j
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from engine.analysis.query import FromClause, Scope, analyze_from, rewrite, source_columns
+from engine.analysis.scope import FromClause, Scope, rewrite, source_columns, source_from_clause
 from engine.errors import AnalysisError, UnsupportedFeatureError
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
@@ -21,6 +20,7 @@ from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
 from engine.plan.steps_join import join_output_schema, prefixed
+from engine.planner import logical as L
 from engine.planner import logical_join as LJ
 
 _JOIN_TEXT = {
@@ -66,7 +66,11 @@ def _depth(relation: ast.Join) -> int:
 
 
 def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromClause:
-    left = analyze_from(relation.left, metastore)
+    left = (
+        analyze_join(relation.left, metastore)
+        if isinstance(relation.left, ast.Join)
+        else source_from_clause(relation.left, metastore)
+    )
     left_is_join = isinstance(relation.left, ast.Join)
     right_src = metastore.get(relation.right.name)
     if right_src is None:
@@ -322,9 +326,7 @@ def _origins(clause: FromClause) -> dict[str, _Column]:
     return out
 
 
-def _source_node(source: DataSource) -> Any:
-    from engine.planner import logical as L
-
+def _source_node(source: DataSource) -> L.SourceNode:
     return L.SourceNode(
         schema=source.schema, is_table=source.is_table, window=source.window_info, source=source
     )
