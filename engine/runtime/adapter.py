@@ -22,6 +22,7 @@ from engine.plan.schema import LogicalSchema
 from engine.records import Header, TopicInfo, TopicRecord, Window
 from engine.runtime import keyed as K
 from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
+from engine.runtime.local_frames import local_dataframe
 from engine.runtime.rows import RAW_SCHEMA
 from engine.runtime.suppress import suppress_until_window_closes
 from engine.serde import RecordSerde
@@ -190,7 +191,7 @@ class BoundedRuntime:
 
     def read_topic(self, topic: str, codec: TopicCodec | None = None) -> DataFrame:
         rows = [raw_row(r) for r in self.store.read(topic)]
-        return self.spark.createDataFrame(rows, RAW_SCHEMA)
+        return local_dataframe(self.spark, rows, RAW_SCHEMA)  # no Python job to read them
 
     def keyed(
         self,
