@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="Run about N cases, drawn from every file in proportion (a stratified sample).",
     )
     _add_runtime_options(conf)
+    conf.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help=(
+            "Cases run at a time on the one SparkSession, bounded runtime only (default: "
+            "$KSPARK_QTT_WORKERS or 3; always 1 on kafka)."
+        ),
+    )
     conf.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     conf.add_argument(
         "--top",
@@ -307,6 +316,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
                 progress=not args.no_progress and sys.stderr.isatty(),
                 runtime=args.runtime,
                 engine_factory_for=factory_for,
+                workers=args.workers,
             )
     except KsqlError as exc:
         print(f"qtt: {exc}", file=sys.stderr)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
+import os
 import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -149,13 +153,17 @@ def run_conformance(
     on_result: Callable[[CaseResult], None] | None = None,
     runtime: str = "bounded",
     engine_factory_for: Callable[[QttCase], EngineFactory] | None = None,
+    workers: int | None = None,
 ) -> ConformanceRun:
     """Run every case of ``files``; load problems count as errors. Never raises for cases.
 
     ``engine_factory_for`` gives each case its engine factory (the Kafka runtime's);
-    ``runtime`` names the runtime in the report.
+    ``runtime`` names the runtime in the report. ``workers`` cases run at a time on the
+    shared SparkSession (see ``case_workers``); each has its own engine and topics, and results
+    keep file and case order.
     """
     files = list(files)
+    count = case_workers(workers, runtime=runtime, own_factories=engine_factory_for is not None)
     run = ConformanceRun(runtime=runtime)
     total = sum(len(f.cases) + len(f.problems) for f in files)
     start = time.perf_counter()
@@ -170,7 +178,13 @@ def run_conformance(
         disable=not progress,
         transient=True,
     )
-    with bar:
+    def run_one(job: tuple[QttFile, QttCase]) -> CaseResult:
+        f, case = job
+        factory = engine_factory_for(case) if engine_factory_for is not None else None
+        return run_case(case, strict=strict, file=f.display_name, engine_factory=factory)
+
+    jobs = [(f, case) for f in files for case in f.cases]
+    with bar, _in_order(run_one, jobs, count) as results:
         task = bar.add_task("QTT cases", total=total)
         for f in files:
             counts = run.files.setdefault(f.display_name, Counts())
@@ -182,12 +196,42 @@ def run_conformance(
                 bar.advance(task)
             for case in f.cases:
                 bar.update(task, description=_short(case.id))
-                factory = engine_factory_for(case) if engine_factory_for is not None else None
-                result = run_case(case, strict=strict, file=f.display_name, engine_factory=factory)
-                _record(run, counts, result, on_result)
+                _record(run, counts, next(results), on_result)
                 bar.advance(task)
     run.wall_seconds = time.perf_counter() - start
     return run
+
+
+WORKERS_ENV = "KSPARK_QTT_WORKERS"
+
+
+def case_workers(workers: int | None, *, runtime: str = "bounded", own_factories: bool = False) -> int:
+    """How many cases run at a time on the bounded runtime: ``workers``, else
+    $KSPARK_QTT_WORKERS, else 3. One on any other runtime and when cases bring their own
+    engine factories (the Kafka runtime's), whose engines share a broker and a registry."""
+    if runtime != "bounded" or own_factories:
+        return 1
+    if workers is not None:
+        return max(1, workers)
+    return max(1, int(os.environ.get(WORKERS_ENV, "3")))
+
+
+@contextmanager
+def _in_order(
+    fn: Callable[[Any], CaseResult], jobs: Sequence[Any], workers: int
+) -> Iterator[Iterator[CaseResult]]:
+    """``fn`` over ``jobs``, ``workers`` at a time, results in job order.
+
+    Spark runs the jobs that several threads submit at once, so one case's planning and
+    verifying (driver Python) overlap another's Spark job. Each job runs in a copy of the
+    caller's context variables, as it would in the caller's thread.
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        yield (fn(job) for job in jobs)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qtt-case") as pool:
+        context = contextvars.copy_context()
+        yield pool.map(lambda job: context.copy().run(fn, job), jobs)
 
 
 def stratified_sample(files: Iterable[QttFile], size: int) -> list[QttFile]:
