@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.functions.lib_aggregate import SumAggregator
-from engine.functions.registry import ANY, Generic, aggregate
+from engine.functions.registry import ANY, REGISTRY, Generic, aggregate
 from engine.functions.udaf import BaseAggregator, wrap_long
 from engine.plan import types as T
 
@@ -159,3 +159,6 @@ def generic_var_arg() -> _CollectFirstIfComplete:
 def obj_col_arg() -> _CollectFirstIfComplete:
     """Test UDAF: collects the first column of rows without NULLs; the rest take any type."""
     return _CollectFirstIfComplete()
+
+
+REGISTRY.declare_upper_case("TEST_UDAF", "MULTI_ARG", "MID_VAR_ARG", "GENERIC_VAR_ARG", "OBJ_COL_ARG")

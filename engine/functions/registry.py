@@ -149,6 +149,18 @@ class FunctionRegistry:
     """All functions by upper-case name."""
 
     _by_name: dict[str, list[Signature]] = field(default_factory=dict)
+    # Functions whose ksqlDB declaration names them in upper case (its test plugins); the
+    # built-in functions are declared in lower case, and its messages name them so.
+    _declared_upper: set[str] = field(default_factory=set)
+
+    def declare_upper_case(self, *names: str) -> None:
+        """Name these functions in upper case in messages, as ksqlDB's declarations do."""
+        self._declared_upper.update(n.upper() for n in names)
+
+    def declared_name(self, name: str) -> str:
+        """The function's name as ksqlDB declares it (``greatest``, ``MULTI_ARG``)."""
+        upper = name.upper()
+        return upper if upper in self._declared_upper else name.lower()
 
     def register(self, signature: Signature) -> None:
         name = signature.name.upper()
@@ -191,7 +203,7 @@ class FunctionRegistry:
         that need casts; within a phase the cheapest fit wins (non-variadic, then fewer
         generics). Ties, and several variadic overloads that all need casts, are ambiguous.
         """
-        matches = self._matches(name, arg_types)
+        matches = self._matches(name, arg_types) or self._matches(name, arg_types, text_to_time=True)
         if not matches:
             raise self._no_match(name, arg_types)
         exact = [m for m in matches if m[3] == 0]
@@ -218,9 +230,15 @@ class FunctionRegistry:
         return ResolvedFunction(sig, coerced, ret)
 
     def _matches(
-        self, name: str, arg_types: Sequence[SqlType | None]
+        self, name: str, arg_types: Sequence[SqlType | None], *, text_to_time: bool = False
     ) -> list[tuple[Signature, dict[str, SqlType], list[SqlType], int, tuple[int, int, int]]]:
-        """Fitting overloads, best first: (signature, bindings, params, cast cost, rank)."""
+        """Fitting overloads, best first: (signature, bindings, params, cast cost, rank).
+
+        ``text_to_time``: a STRING argument also fits a DATE, TIME or TIMESTAMP parameter
+        (ksqlDB casts text to the temporal types implicitly, ``GREATEST(D, '2022-06-14')``).
+        ``resolve`` tries it only when nothing fits without it, so a call that resolved
+        before keeps its overload.
+        """
         scored: list[
             tuple[tuple[int, int, int], int, Signature, dict[str, SqlType], list[SqlType], int]
         ] = []
@@ -229,7 +247,7 @@ class FunctionRegistry:
             if params is None:
                 continue
             bindings: dict[str, SqlType] = {}
-            cost = _match_all(params, arg_types, bindings)
+            cost = _match_all(params, arg_types, bindings, text_to_time=text_to_time)
             if cost is None:
                 continue
             generic_count = sum(1 for p in params if _has_generic(p))
@@ -246,14 +264,14 @@ class FunctionRegistry:
 
     def _no_match(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
         return TypeCheckError(
-            f"Function '{name.upper()}' does not accept parameters "
+            f"Function '{self.declared_name(name)}' does not accept parameters "
             f"({self._describe_args(arg_types)}).\n"
             f"Valid alternatives are:\n{self._alternatives(name)}"
         )
 
     def _ambiguous(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
         return TypeCheckError(
-            f"Function '{name.upper()}' cannot be resolved due to ambiguous method parameters "
+            f"Function '{self.declared_name(name)}' cannot be resolved due to ambiguous method parameters "
             f"({self._describe_args(arg_types)}).\n"
             f"Valid alternatives are:\n{self._alternatives(name)}"
         )
@@ -368,8 +386,15 @@ def _widening_cost(arg: SqlType, param: SqlType) -> int:
     return 1
 
 
+_TEMPORAL = (T.BaseType.DATE, T.BaseType.TIME, T.BaseType.TIMESTAMP)
+
+
 def _match_all(
-    params: list[SqlType], args: Sequence[SqlType | None], bindings: dict[str, SqlType]
+    params: list[SqlType],
+    args: Sequence[SqlType | None],
+    bindings: dict[str, SqlType],
+    *,
+    text_to_time: bool = False,
 ) -> int | None:
     cost = 0
     deferred: list[tuple[SqlType, SqlType]] = []
@@ -377,6 +402,12 @@ def _match_all(
         if a is None:
             if isinstance(p, LambdaType):
                 return None
+            continue
+        if (
+            text_to_time and a.base is T.BaseType.STRING and not _has_generic(p)
+            and not isinstance(p, AnyType) and p.base in _TEMPORAL
+        ):
+            cost += 1
             continue
         if isinstance(p, LambdaType):
             deferred.append((p, a))

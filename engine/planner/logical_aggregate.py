@@ -9,14 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.analysis.aggregate import AggregateAnalysis
-from engine.errors import TypeCheckError
+from engine.errors import AnalysisError, TypeCheckError
 from engine.expressions import infer_type
 from engine.functions.udaf import aggregate_spec
 from engine.plan import expr as E
+from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
 from engine.plan.steps import Formats, WindowInfo
 from engine.plan.steps_aggregate import WindowSpec, aggregate_schema, grouped_schema
 from engine.planner import logical as L
+from engine.serde.formats import FormatInfo, format_reason
+
+_INTERMEDIATE_FORMAT = (
+    "One of the functions used in the statement has an intermediate type that the value "
+    "format can not handle. Please remove the function or change the format."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +98,7 @@ def plan_aggregation(
     for name, call in aggregation.aggregates:
         spec = aggregate_spec(call.name, [infer_type(a, grouped_columns) for a in call.args])
         agg_columns.append(Column(name, spec.return_type))
+        _check_intermediate(name, spec.intermediate_type, formats)
     window = aggregation.window
     out: L.LogicalNode = AggregateNode(
         schema=aggregate_schema(key_columns, agg_columns),
@@ -103,6 +111,15 @@ def plan_aggregation(
         having=aggregation.having,
     )
     return out
+
+
+def _check_intermediate(name: str, intermediate: T.SqlType, formats: Formats) -> None:
+    """ksqlDB stores each accumulator in the source's value format: refuse one it cannot hold
+    (AVG's STRUCT or TOPK's ARRAY in DELIMITED or KAFKA)."""
+    fmt = FormatInfo(formats.value_format, dict(formats.value_properties))
+    reason = format_reason(fmt, [Column(name, intermediate)])
+    if reason is not None:
+        raise AnalysisError(f"{_INTERMEDIATE_FORMAT}\n{reason}")
 
 
 def finish_aggregation(projected: L.LogicalNode, aggregation: AggregateAnalysis) -> L.LogicalNode:

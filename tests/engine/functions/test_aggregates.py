@@ -84,7 +84,7 @@ def test_spec_of_a_scalar_function_raises():
 
 
 def test_missing_init_argument_is_rejected_like_ksqldb():
-    with pytest.raises(TypeCheckError, match=r"'TOPK' does not accept parameters \(INTEGER\)"):
+    with pytest.raises(TypeCheckError, match=r"'topk' does not accept parameters \(INTEGER\)"):
         aggregate_spec("TOPK", [T.INTEGER])
 
 

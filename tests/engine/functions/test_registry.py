@@ -67,7 +67,7 @@ def test_null_arguments_matching_several_overloads_are_ambiguous() -> None:
 def test_no_match_lists_the_alternatives() -> None:
     with pytest.raises(TypeCheckError) as info:
         make_registry().resolve("LEN", [T.INTEGER])
-    assert "Function 'LEN' does not accept parameters (INTEGER)." in str(info.value)
+    assert "Function 'len' does not accept parameters (INTEGER)." in str(info.value)
     assert "LEN(STRING)" in str(info.value)
 
 
