@@ -72,6 +72,9 @@ class KsqlEngine:
         self._query_counter = 0
         self._outputs: dict[str, list[TopicRecord]] | None = None
         self.query_reports: dict[str, QueryReport] = {}
+        # The schema registry CREATE without columns reads its columns from when the config
+        # names none (ksql.schema.registry.url): the QTT harness's in-process registry.
+        self.schema_registry_url: str | None = None
 
     # ------------------------------------------------------------------ topics and records
 
@@ -99,6 +102,7 @@ class KsqlEngine:
         copy.plans = list(self.plans)
         copy.variables = dict(self.variables)
         copy._query_counter = self._query_counter
+        copy.schema_registry_url = self.schema_registry_url
         return copy
 
     def terminate(self, query_id: str) -> None:
@@ -108,7 +112,7 @@ class KsqlEngine:
         self._terminate(query_id)
 
     def planner(self) -> Planner:
-        return Planner(self.metastore, self.topics, self.config)
+        return Planner(self.metastore, self.topics, self.config, registry_url=self.schema_registry_url)
 
     def execute_sql(self, text: str) -> list[StatementResult]:
         """Parse and execute every statement of ``text`` in order."""

@@ -403,6 +403,25 @@ class KafkaCaseEngine:
 
     # -- the runner's engine facade ------------------------------------------------------
 
+    def register_case_schemas(self, case: QttCase) -> None:
+        """Register the case's declared topic schemas on the run's registry, under the
+        case's prefixed subjects. A real registry assigns its own ids, so a case that
+        names schema ids cannot run here."""
+        import dataclasses
+
+        from qtt.schemas import register_topic_schemas
+
+        if not any(t.key_schema is not None or t.value_schema is not None for t in case.topics):
+            return
+        if self.harness.registry_url is None:
+            raise UnsupportedFeatureError("topic schemas declared by the case, without a schema registry")
+        if any(t.key_schema_id is not None or t.value_schema_id is not None for t in case.topics) or any(
+            "SCHEMA_ID" in s.upper() for s in case.statements
+        ):
+            raise UnsupportedFeatureError("schema ids of a QTT case on a real schema registry")
+        renamed = tuple(dataclasses.replace(t, name=self.names.topic(t.name)) for t in case.topics)
+        register_topic_schemas(renamed, self.harness.registry_url)
+
     @_demapped
     def create_topic(self, topic: TopicInfo) -> None:
         name = self.names.topic(topic.name)

@@ -18,6 +18,7 @@ from engine import errors
 from engine.records import TopicInfo, TopicRecord
 from qtt.loader import LoadProblem
 from qtt.model import ExpectedException, QttCase
+from qtt.schemas import use_case_registry
 from qtt.verify import Verification, check_post, verify_outputs
 
 EngineFactory = Callable[[Mapping[str, Any]], Any]
@@ -233,6 +234,8 @@ def statement_topics(statements: Sequence[str]) -> list[tuple[str, int]]:
 
 
 def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[str, Any]:
+    stage.text = "registering the topics' schemas"
+    use_case_registry(engine, case)
     stage.text = "creating topics"
     declared = {t.name for t in case.topics}
     for topic in case.topics:

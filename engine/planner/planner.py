@@ -40,9 +40,14 @@ from engine.planner import logical as L
 from engine.planner.physical import native_steps_enabled, to_steps
 from engine.records import TopicInfo
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
+from engine.serde.schema_inference import (
+    INFERRING_FORMATS,
+    SCHEMA_REGISTRY_URL,
+    fetch_schema,
+    infer_columns,
+)
 
 RESERVED_COLUMN_NAMES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
-SCHEMA_INFERRING_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
 WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"})
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
@@ -58,6 +63,8 @@ class Planner:
     metastore: MetaStore
     topics: Callable[[], Mapping[str, TopicInfo]]
     config: Mapping[str, Any]
+    # The registry CREATE without columns reads; None: the config's ksql.schema.registry.url.
+    registry_url: str | None = None
 
     # ------------------------------------------------------------------ DDL
 
@@ -81,11 +88,14 @@ class Planner:
             raise AnalysisError('Missing required property "KAFKA_TOPIC" which has no default value.')
         if topic not in self.topics() and props.integer("PARTITIONS") is None:
             raise AnalysisError(f"Kafka topic does not exist: {topic}")
-        formats = self._source_formats(props, schema)
-        if not schema.value and formats.value_format in SCHEMA_INFERRING_FORMATS:
-            raise UnsupportedFeatureError("schema inference from a schema registry")
+        schema, schema_ids = self._inferred_schema(props, schema, topic)
         if not schema.columns:
-            raise AnalysisError("The statement does not define any columns.")
+            raise AnalysisError("No columns supplied.")
+        if is_table and not schema.key:
+            raise AnalysisError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+        formats = self._source_formats(props, schema)
+        if schema_ids:
+            formats = _with_schema_ids(formats, schema_ids)
         ts = self._timestamp_column(props, schema)
         window = self._window_info(props)
         cls = CreateTableCommand if is_table else CreateStreamCommand
@@ -131,11 +141,79 @@ class Planner:
                 columns.append(Column(el.name, el.type, Namespace.HEADERS, el.header_key))
             else:
                 columns.append(Column(el.name, el.type))
-        if is_table and columns and not any(c.namespace is Namespace.KEY for c in columns):
-            raise AnalysisError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
         keys = [c for c in columns if c.namespace is Namespace.KEY]
         others = [c for c in columns if c.namespace is not Namespace.KEY]
         return LogicalSchema(tuple(keys + others))
+
+    def _inferred_schema(
+        self, props: WithProperties, schema: LogicalSchema, topic: str
+    ) -> tuple[LogicalSchema, dict[str, int]]:
+        """``schema`` with the key and value columns a schema registry gives, where the
+        statement leaves them out and the format infers them (ksqlDB's schema injector);
+        also the schema ids the statement named, per ``key``/``value``."""
+        key_fmt, value_fmt = self._declared_format_names(props)
+        has_key = bool(schema.key)
+        has_value = any(c.namespace is Namespace.VALUE for c in schema.columns)
+        ids: dict[str, int] = {}
+        for side, fmt, has_columns in (("KEY", key_fmt, has_key), ("VALUE", value_fmt, has_value)):
+            schema_id = props.integer(f"{side}_SCHEMA_ID")
+            if schema_id is None:
+                continue
+            if fmt not in INFERRING_FORMATS:
+                raise AnalysisError(
+                    f"{side}_FORMAT should support schema inference when {side}_SCHEMA_ID is provided. "
+                    f"Current format is {fmt}."
+                )
+            if has_columns:
+                raise AnalysisError(
+                    f"Table elements and {side}_SCHEMA_ID cannot both exist for create statement."
+                )
+            ids[side.lower()] = schema_id
+        infer_key = not has_key and key_fmt in INFERRING_FORMATS
+        infer_value = not has_value and value_fmt in INFERRING_FORMATS
+        if not infer_key and not infer_value:
+            return schema, ids
+        registry = self.registry_url or self.config.get(SCHEMA_REGISTRY_URL)
+        keys = list(schema.key)
+        values = [c for c in schema.columns if c.namespace is Namespace.VALUE]
+        headers = [c for c in schema.columns if c.namespace is Namespace.HEADERS]
+        if infer_key:
+            keys = self._registry_columns(
+                registry, topic, key_fmt, True, ids.get("key"), False, props.string("KEY_SCHEMA_FULL_NAME"),
+            )
+        if infer_value:
+            unwrapped = props.boolean("WRAP_SINGLE_VALUE") is False
+            values = self._registry_columns(
+                registry, topic, value_fmt, False, ids.get("value"), unwrapped,
+                props.string("VALUE_SCHEMA_FULL_NAME"),
+            )
+        seen: set[str] = set()
+        for column in keys + values + headers:
+            if column.name in seen:
+                raise AnalysisError(f"Duplicate column names: `{column.name}`.")
+            seen.add(column.name)
+        return LogicalSchema(tuple(keys + values + headers)), ids
+
+    @staticmethod
+    def _registry_columns(
+        registry: Any, topic: str, fmt: str | None, is_key: bool, schema_id: int | None, unwrapped: bool,
+        full_name: str | None,
+    ) -> list[Column]:
+        fetched = fetch_schema(str(registry) if registry else None, topic, is_key=is_key, schema_id=schema_id)
+        pairs = infer_columns(
+            fetched, fmt=str(fmt), topic=topic, is_key=is_key, unwrapped=unwrapped,
+            keep_names=schema_id is not None, full_name=full_name,
+        )
+        namespace = Namespace.KEY if is_key else Namespace.VALUE
+        return [Column(name, sql_type, namespace) for name, sql_type in pairs]
+
+    def _declared_format_names(self, props: WithProperties) -> tuple[str | None, str | None]:
+        """The key and value format names the statement (or the config's defaults) give,
+        before any column is known: ksqlDB's key default is KAFKA."""
+        fmt = props.string("FORMAT")
+        key_fmt = props.string("KEY_FORMAT") or fmt or self.config.get(DEFAULT_KEY_FORMAT) or "KAFKA"
+        value_fmt = props.string("VALUE_FORMAT") or fmt or self.config.get(DEFAULT_VALUE_FORMAT)
+        return str(key_fmt).upper(), (str(value_fmt).upper() if value_fmt is not None else None)
 
     def _source_formats(self, props: WithProperties, schema: LogicalSchema) -> Formats:
         fmt = props.string("FORMAT")
@@ -396,7 +474,8 @@ class Planner:
         if value_fmt is None:
             value_fmt = source.formats.value_format
             if props.string("VALUE_DELIMITER") is None:
-                inherited = source.formats.value_properties
+                # A source's schema id names its own registered schema, never a sink's.
+                inherited = tuple(p for p in source.formats.value_properties if p[0] != "schema_id")
         if key_fmt is None:
             key_fmt = source.formats.key_format
             if key_fmt == "NONE" and schema.key:
@@ -563,6 +642,21 @@ def _join_message(node: L.LogicalNode) -> str:
     while isinstance(current, L.FilterNode | L.FlatMapNode):
         current = current.input
     return str(getattr(current, "missing_key_message", "") or "")
+
+
+def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:
+    """``formats`` with the KEY/VALUE_SCHEMA_ID the statement named: the topic's records are
+    written with that registered schema."""
+    key_props, value_props = dict(formats.key_properties), dict(formats.value_properties)
+    if "key" in ids:
+        key_props["schema_id"] = str(ids["key"])
+    if "value" in ids:
+        value_props["schema_id"] = str(ids["value"])
+    return dataclasses.replace(
+        formats,
+        key_properties=tuple(sorted(key_props.items())),
+        value_properties=tuple(sorted(value_props.items())),
+    )
 
 
 def _replace_source_message(existing: DataSource) -> str:

@@ -231,6 +231,12 @@ def registry_client(url: str) -> Any:
         return client
 
 
+def forget_registry_client(url: str) -> None:
+    """Drop the process's client for ``url``: a ``mock://`` registry starts empty again."""
+    with _CLIENTS_LOCK:
+        _CLIENTS.pop(url, None)
+
+
 def split_header(data: bytes, what: str) -> tuple[int, bytes]:
     """The schema id and the payload of Confluent-framed bytes."""
     if len(data) < 5 or data[0] != _MAGIC:

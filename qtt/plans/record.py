@@ -24,6 +24,7 @@ from qtt.plans.layout import (
     version_dir_name,
 )
 from qtt.plans.normalise import normalise_physical_plan
+from qtt.schemas import use_case_registry
 from qtt.verify import Verification, check_post, verify_outputs
 
 # ``spec.json`` ``schemas.steps``: per query, every step's built schema (versions from 0.2.0 on).
@@ -91,6 +92,7 @@ def plan_case(case: QttCase) -> tuple[Any, list[dict[str, Any]], list[TopicRecor
     from engine.plan import serde
 
     engine = KsqlEngine(dict(case.properties))
+    use_case_registry(engine, case)
     create_topics(engine, case)
     plans: list[dict[str, Any]] = []
     written: list[TopicRecord] = []

@@ -371,6 +371,7 @@ class _CaseRun:
     produced: set[tuple[str, int, int]] = field(default_factory=set)
     inputs_done: bool = False
     stage: str = "starting"
+    schema_ids: dict[int, int] = field(default_factory=dict)  # the case's schema id -> the registry's
 
     def __post_init__(self) -> None:
         from engine.engine import KsqlEngine
@@ -379,6 +380,30 @@ class _CaseRun:
         self.shadow = KsqlEngine(dict(self.case.properties))
 
     # -- set-up --------------------------------------------------------------------------
+
+    def register_schemas(self) -> None:
+        """Register the topics' declared schemas on the server's registry before any
+        statement (as ksqlDB's runner does); the registry gives its own ids, so the schema
+        ids the statements name become the ones it gave."""
+        from qtt.schemas import declared_schemas, ksqldb_runner_ids, register_topic_schemas
+
+        if not any(True for _ in declared_schemas(self.case.topics)):
+            return
+        url = self.harness.registry_url
+        if url is None:
+            feature = "topic schemas declared by the case, without a schema registry"
+            raise CaseFailure(Status.UNSUPPORTED, f"Unsupported feature: {feature}.", feature=feature)
+        given = register_topic_schemas(self.case.topics, url)
+        for subject, case_id in ksqldb_runner_ids(self.case.topics).items():
+            if given[subject] != case_id:
+                self.schema_ids[case_id] = given[subject]
+        self.shadow.schema_registry_url = url
+
+    def statement(self, index: int) -> str:
+        """The case's statement as sent: its schema ids are the registry's."""
+        from qtt.schemas import with_registry_ids
+
+        return with_registry_ids(self.case.statements[index], self.schema_ids)
 
     def create_topics(self) -> None:
         from engine.engine import topics_declared_by
@@ -398,10 +423,10 @@ class _CaseRun:
         outputs = {r.topic for r in case.outputs} - set(wanted)
         for name in outputs:
             self.shadow.create_topic(TopicInfo(name=name))
-        for statement in case.statements:
+        for index, statement in enumerate(case.statements):
             if statement_kind(statement) == "admin":
                 with contextlib.suppress(Exception):  # the server judges statements
-                    self.shadow.execute_sql(statement)
+                    self.shadow.execute_sql(self.statement(index))
         sinks = {self._topic_of(q.sink) for q in self.shadow.query_order()}
         for name in outputs - sinks:
             wanted[name] = 1
@@ -470,7 +495,8 @@ class _CaseRun:
 
     def run_statements(self) -> None:
         case = self.case
-        for i, statement in enumerate(case.statements):
+        for i in range(len(case.statements)):
+            statement = self.statement(i)
             kind = statement_kind(statement)
             expected = case.responses[i] if i < len(case.responses) else None
             self.stage = f"statement {i + 1} ({one_line(statement, 60)})"
@@ -695,6 +721,8 @@ def run_rest_case(case: RestCase, harness: RestHarness, *, file: str | None = No
         harness.ensure_server()
         topics_before = set(harness.admin.list_topics())
         run = _CaseRun(case, harness)
+        run.stage = "registering the topics' schemas"
+        run.register_schemas()
         run.stage = "creating the topics"
         run.create_topics()
         run.run_statements()

@@ -1,0 +1,147 @@
+"""The schemas a QTT case declares for its topics, registered before the case runs.
+
+ksqlDB's QTT runner registers every topic's ``keySchema`` and ``valueSchema`` in its schema
+registry (subjects ``<topic>-key`` and ``<topic>-value``, in the order the case lists them,
+key first) before the first statement, so that a CREATE without columns can read them;
+``keySchemaId``/``valueSchemaId`` give the id the schema gets. On the bounded runtime the
+registry is confluent-kafka's in-process mock (``mock://qtt-<case id>-<hash>``, emptied before
+each run, so ids start at 1 as in ksqlDB's runner); the engine reads it through
+``KsqlEngine.schema_registry_url``, which is not part of the engine's config and so never
+part of a saved plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from qtt.model import QttCase, QttFormatError, TopicSpec
+
+SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"
+# The registry's schema type for each format a topic names.
+_SCHEMA_TYPES = {
+    "AVRO": "AVRO",
+    "JSON": "JSON",
+    "JSON_SR": "JSON",
+    "PROTOBUF": "PROTOBUF",
+    "PROTOBUF_NOSR": "PROTOBUF",
+}
+
+
+def case_registry_url(case: QttCase) -> str:
+    """The in-process registry of one case on the bounded runtime."""
+    digest = hashlib.sha1(case.id.encode("utf-8")).hexdigest()[:12]
+    return f"mock://qtt-{re.sub(r'[^A-Za-z0-9_.-]+', '_', case.id)[:60]}-{digest}"
+
+
+def use_case_registry(engine: Any, case: QttCase) -> None:
+    """Give a bounded engine its case's fresh in-process registry with the case's declared
+    schemas registered (unless the case's properties name a registry of their own). An
+    engine facade with ``register_case_schemas`` (the Kafka runtime's) registers them itself."""
+    register = getattr(engine, "register_case_schemas", None)
+    if register is not None:
+        register(case)
+        return
+    if not hasattr(engine, "schema_registry_url"):
+        return
+    if case.properties.get(SCHEMA_REGISTRY_URL):
+        url = str(case.properties[SCHEMA_REGISTRY_URL])
+    else:
+        url = case_registry_url(case)
+        from engine.serde.registry import forget_registry_client
+
+        forget_registry_client(url)
+    engine.schema_registry_url = url
+    register_topic_schemas(case.topics, url)
+
+
+def declared_schemas(topics: tuple[TopicSpec, ...]) -> Iterator[tuple[str, str, str, int | None, Any]]:
+    """Per declared schema, in registration order: subject, schema type, schema text, the
+    id the case gives it (or None) and its references (or None)."""
+    for topic in topics:
+        for is_key in (True, False):
+            schema = topic.key_schema if is_key else topic.value_schema
+            if schema is None:
+                continue
+            fmt = (topic.key_format if is_key else topic.value_format) or _guess_format(schema)
+            schema_type = _SCHEMA_TYPES.get(fmt.upper())
+            if schema_type is None:
+                raise QttFormatError(
+                    f"Topic '{topic.name}' declares a {'key' if is_key else 'value'} schema, but its "
+                    f"format {fmt} has no schema registry schema (expected one of "
+                    f"{', '.join(sorted(_SCHEMA_TYPES))})."
+                )
+            text = schema if isinstance(schema, str) else json.dumps(schema)
+            schema_id = topic.key_schema_id if is_key else topic.value_schema_id
+            references = None if is_key else topic.value_schema_references
+            yield f"{topic.name}-{'key' if is_key else 'value'}", schema_type, text, schema_id, references
+
+
+def register_topic_schemas(topics: tuple[TopicSpec, ...], url: str) -> dict[str, int]:
+    """Register the topics' declared schemas at ``url``; per subject, the id it got.
+
+    On the in-process mock a declared id is the id the schema gets; a real registry
+    assigns its own ids (``qtt rest`` maps the case's ids to them).
+    """
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+
+    from engine.serde.registry import registry_client
+
+    client = registry_client(url)
+    ids: dict[str, int] = {}
+    for subject, schema_type, text, schema_id, references in declared_schemas(topics):
+        refs = []
+        for ref in references or ():
+            if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
+                raise QttFormatError(f"A schema reference of subject {subject} has no name.")
+            ref_text = ref.get("schema")
+            ref_text = ref_text if isinstance(ref_text, str) else json.dumps(ref_text)
+            ref_type = _SCHEMA_TYPES.get(str(ref.get("format", schema_type)).upper(), schema_type)
+            client.register_schema(ref["name"], Schema(ref_text, ref_type))
+            refs.append(SchemaReference(ref["name"], ref["name"], 1))
+        if schema_id is not None and url.startswith("mock://"):
+            _next_mock_id(client, schema_id)
+        ids[subject] = int(client.register_schema(subject, Schema(text, schema_type, refs)))
+    return ids
+
+
+def ksqldb_runner_ids(topics: tuple[TopicSpec, ...]) -> dict[str, int]:
+    """Per declared subject, the id ksqlDB's runner's registry gives it: the declared id, or
+    the next one of a counter from 1 (so a case's statements may name ids it never declared)."""
+    ids: dict[str, int] = {}
+    last = 0
+    for subject, _type, _text, schema_id, _refs in declared_schemas(topics):
+        last = schema_id if schema_id is not None else last + 1
+        ids[subject] = last
+    return ids
+
+
+_SCHEMA_ID_PROPERTY = re.compile(r"\b((?:KEY|VALUE)_SCHEMA_ID\s*=\s*)(\d+)", re.IGNORECASE)
+
+
+def with_registry_ids(statement: str, ids: Mapping[int, int]) -> str:
+    """``statement`` with each KEY/VALUE_SCHEMA_ID the case names replaced by the id the
+    real registry gave that schema (``ids``: the case's id -> the registry's)."""
+    if not ids:
+        return statement
+    return _SCHEMA_ID_PROPERTY.sub(lambda m: m.group(1) + str(ids.get(int(m.group(2)), m.group(2))), statement)
+
+
+def _next_mock_id(client: Any, schema_id: int) -> None:
+    """Make the mock registry give ``schema_id`` to the next schema it registers."""
+    store = getattr(client, "_store", None)
+    if store is None or not hasattr(store, "max_id"):
+        return
+    store.max_id = schema_id - 1
+
+
+def _guess_format(schema: Any) -> str:
+    if isinstance(schema, str) and "syntax" in schema and "message" in schema:
+        return "PROTOBUF"
+    if isinstance(schema, dict) and ("oneOf" in schema or "properties" in schema
+                                     or schema.get("type") in ("object", "integer", "number")):
+        return "JSON_SR"
+    return "AVRO"

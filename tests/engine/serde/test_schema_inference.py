@@ -1,0 +1,178 @@
+"""Schema inference: registered AVRO and JSON schemas -> ksqlDB columns, and its errors."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from confluent_kafka.schema_registry import Schema
+
+from engine.errors import AnalysisError
+from engine.plan import types as T
+from engine.serde.registry import forget_registry_client, registry_client
+from engine.serde.schema_inference import (
+    RegisteredSchema,
+    avro_to_sql,
+    fetch_schema,
+    infer_columns,
+    json_schema_to_sql,
+)
+
+
+def _struct(**fields: T.SqlType) -> T.Struct:
+    return T.Struct(tuple(T.Field(n, t) for n, t in fields.items()))
+
+
+# ---------------------------------------------------------------------- AVRO
+
+
+def test_avro_primitives_map_as_ksqldb_maps_them() -> None:
+    record = {"type": "record", "name": "r", "fields": [
+        {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "s", "type": "string"},
+        {"name": "y", "type": "bytes"},
+    ]}
+    assert avro_to_sql(record) == _struct(B=T.BOOLEAN, I=T.INTEGER, L=T.BIGINT, F=T.DOUBLE, D=T.DOUBLE,
+                                          S=T.STRING, Y=T.BYTES)
+
+
+def test_avro_logical_types_enum_and_fixed() -> None:
+    record = {"type": "record", "name": "r", "fields": [
+        {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}},
+        {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "tod", "type": {"type": "int", "logicalType": "time-millis"}},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "micros", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "e", "type": {"type": "enum", "name": "Colour", "symbols": ["RED"]}},
+        {"name": "fx", "type": {"type": "fixed", "name": "Four", "size": 4}},
+    ]}
+    assert avro_to_sql(record) == _struct(
+        DEC=T.Decimal(6, 2), DAY=T.DATE, TOD=T.TIME, TS=T.TIMESTAMP, MICROS=T.BIGINT, E=T.STRING, FX=T.BYTES,
+    )
+
+
+def test_avro_optional_nested_types_and_named_references() -> None:
+    record = {"type": "record", "name": "Outer", "namespace": "com.example", "fields": [
+        {"name": "address", "type": ["null", {"type": "record", "name": "Address",
+                                             "fields": [{"name": "city", "type": "string"}]}]},
+        {"name": "previous", "type": {"type": "array", "items": "Address"}},
+        {"name": "by_name", "type": {"type": "map", "values": ["null", "com.example.Address"]}},
+    ]}
+    address = _struct(CITY=T.STRING)
+    assert avro_to_sql(record) == _struct(
+        ADDRESS=address, PREVIOUS=T.Array(address), BY_NAME=T.Map(T.STRING, address)
+    )
+
+
+def test_avro_names_are_kept_when_asked() -> None:
+    record = {"type": "record", "name": "r", "fields": [
+        {"name": "c1", "type": {"type": "record", "name": "n", "fields": [{"name": "inner", "type": "int"}]}},
+    ]}
+    assert avro_to_sql(record, keep_names=True) == _struct(c1=_struct(inner=T.INTEGER))
+
+
+def test_avro_union_of_several_types_is_a_struct_of_its_members() -> None:
+    assert avro_to_sql(["null", "int", "string"]) == _struct(INT=T.INTEGER, STRING=T.STRING)
+
+
+# ---------------------------------------------------------------------- JSON_SR
+
+
+def test_json_schema_connect_types() -> None:
+    schema = {"type": "object", "properties": {
+        "i": {"type": "integer", "connect.type": "int32"},
+        "l": {"type": "integer", "connect.type": "int64"},
+        "plain": {"type": "integer"},
+        "d": {"type": "number"},
+        "dec": {"type": "number", "title": "org.apache.kafka.connect.data.Decimal",
+                "connect.parameters": {"scale": "2", "connect.decimal.precision": "4"}},
+        "s": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+        "y": {"type": "string", "connect.type": "bytes"},
+        "ts": {"type": "integer", "title": "org.apache.kafka.connect.data.Timestamp"},
+        "arr": {"type": "array", "items": {"type": "boolean"}},
+        "m": {"type": "object", "additionalProperties": {"type": "number"}, "connect.type": "map"},
+    }}
+    assert json_schema_to_sql(schema) == _struct(
+        I=T.INTEGER, L=T.BIGINT, PLAIN=T.BIGINT, D=T.DOUBLE, DEC=T.Decimal(4, 2), S=T.STRING, Y=T.BYTES,
+        TS=T.TIMESTAMP, ARR=T.Array(T.BOOLEAN), M=T.Map(T.STRING, T.DOUBLE),
+    )
+
+
+def test_json_schema_orders_fields_by_connect_index_and_follows_local_refs() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "second": {"type": "string", "connect.index": 1},
+            "first": {"$ref": "#/definitions/point", "connect.index": 0},
+        },
+        "definitions": {"point": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+    }
+    assert json_schema_to_sql(schema) == _struct(FIRST=_struct(X=T.BIGINT), SECOND=T.STRING)
+
+
+# ---------------------------------------------------------------------- columns and errors
+
+
+def _avro(schema: object) -> RegisteredSchema:
+    return RegisteredSchema("AVRO", json.dumps(schema))
+
+
+def test_a_key_is_one_rowkey_column_and_an_unwrapped_value_one_rowval_column() -> None:
+    record = {"type": "record", "name": "k", "fields": [{"name": "a", "type": "int"}]}
+    key = infer_columns(_avro(record), fmt="AVRO", topic="t", is_key=True, unwrapped=False, keep_names=False)
+    assert key == (("ROWKEY", _struct(A=T.INTEGER)),)
+    value = infer_columns(_avro("long"), fmt="AVRO", topic="t", is_key=False, unwrapped=True, keep_names=False)
+    assert value == (("ROWVAL", T.BIGINT),)
+
+
+def test_a_wrapped_value_must_be_a_record() -> None:
+    with pytest.raises(AnalysisError) as info:
+        infer_columns(_avro("long"), fmt="AVRO", topic="t", is_key=False, unwrapped=False, keep_names=False)
+    message = str(info.value)
+    assert message.startswith("Unable to verify if the value schema for topic: t is compatible with ksqlDB.")
+    assert "WRAP_SINGLE_VALUE=false" in message
+
+
+def test_a_schema_without_sql_type_names_the_topic_and_reason() -> None:
+    record = {"type": "record", "name": "r", "fields": [{"name": "n", "type": "null"}]}
+    with pytest.raises(AnalysisError, match="Reason: Avro type 'null' has no SQL type"):
+        infer_columns(_avro(record), fmt="AVRO", topic="t", is_key=False, unwrapped=False, keep_names=False)
+
+
+def test_a_schema_of_another_type_than_the_format_is_refused() -> None:
+    with pytest.raises(AnalysisError, match="registered is of type AVRO, but the format is JSON_SR"):
+        infer_columns(_avro("int"), fmt="JSON_SR", topic="t", is_key=True, unwrapped=False, keep_names=False)
+
+
+def test_fetch_reads_the_latest_version_or_the_given_id() -> None:
+    url = f"mock://test-inference-{uuid.uuid4()}"
+    client = registry_client(url)
+    try:
+        first = client.register_schema("orders-value", Schema('"int"', "AVRO"))
+        client.register_schema("orders-value", Schema('"long"', "AVRO"))
+        latest = fetch_schema(url, "orders", is_key=False, schema_id=None)
+        assert (latest.text, latest.schema_type) == ('"long"', "AVRO")
+        assert fetch_schema(url, "orders", is_key=False, schema_id=first).text == '"int"'
+    finally:
+        forget_registry_client(url)
+
+
+def test_fetch_of_a_missing_subject_or_id_uses_ksqldbs_message() -> None:
+    url = f"mock://test-inference-{uuid.uuid4()}"
+    try:
+        with pytest.raises(AnalysisError) as info:
+            fetch_schema(url, "orders", is_key=True, schema_id=None)
+        assert str(info.value).startswith(
+            "Schema for message keys on topic 'orders' does not exist in the Schema Registry.\n"
+            "Subject: orders-key"
+        )
+        with pytest.raises(AnalysisError, match="Schema Id: 42"):
+            fetch_schema(url, "orders", is_key=False, schema_id=42)
+    finally:
+        forget_registry_client(url)
+
+
+def test_fetch_without_a_registry_says_how_to_configure_one() -> None:
+    with pytest.raises(AnalysisError, match="please set ksql.schema.registry.url"):
+        fetch_schema(None, "orders", is_key=False, schema_id=None)
