@@ -27,7 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     if not versions:
         print(f"no planned cases under {root}", file=sys.stderr)
         return 2
-    replay(versions[0])  # starts the shared SparkSession
+    from engine.runtime.session import get_spark
+
+    get_spark(kafka=True)  # replays build streaming plans too: the session needs the connector
+    replay(versions[0])  # warms Spark up
     start = time.perf_counter()
     failed = sum(not r.ok for r in replay_all(versions, workers))
     seconds = time.perf_counter() - start
