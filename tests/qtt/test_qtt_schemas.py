@@ -1,0 +1,48 @@
+"""A QTT case's declared topic schemas: registration order, ids, and statement id rewriting."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from engine.serde.registry import forget_registry_client, registry_client
+from qtt.model import QttFormatError, TopicSpec
+from qtt.schemas import ksqldb_runner_ids, register_topic_schemas, with_registry_ids
+
+TOPICS = (
+    TopicSpec(name="a", key_format="AVRO", key_schema="int",
+              value_format="AVRO", value_schema={"type": "record", "name": "R", "fields": []}),
+    TopicSpec(name="b", value_format="JSON_SR", value_schema={"type": "object", "properties": {}},
+              value_schema_id=10),
+    TopicSpec(name="c", value_format="PROTOBUF", value_schema='syntax = "proto3"; message M { int32 x = 1; }'),
+)
+
+
+def test_ids_follow_ksqldbs_runner_key_before_value_and_declared_ids_move_the_counter() -> None:
+    assert ksqldb_runner_ids(TOPICS) == {"a-key": 1, "a-value": 2, "b-value": 10, "c-value": 11}
+
+
+def test_the_in_process_registry_gives_the_same_ids() -> None:
+    url = f"mock://test-qtt-schemas-{uuid.uuid4()}"
+    try:
+        assert register_topic_schemas(TOPICS, url) == ksqldb_runner_ids(TOPICS)
+        client = registry_client(url)
+        assert client.get_latest_version("c-value").schema.schema_type == "PROTOBUF"
+        assert client.get_latest_version("b-value").schema.schema_type == "JSON"
+    finally:
+        forget_registry_client(url)
+
+
+def test_statement_schema_ids_are_rewritten_to_the_registrys() -> None:
+    statement = "CREATE STREAM S WITH (kafka_topic='a', format='AVRO', KEY_SCHEMA_ID=1, value_schema_id = 2);"
+    assert with_registry_ids(statement, {1: 41, 2: 42}) == (
+        "CREATE STREAM S WITH (kafka_topic='a', format='AVRO', KEY_SCHEMA_ID=41, value_schema_id = 42);"
+    )
+    assert with_registry_ids(statement, {}) == statement
+
+
+def test_a_schema_on_a_format_without_schemas_is_a_case_format_error() -> None:
+    bad = (TopicSpec(name="d", value_format="DELIMITED", value_schema="int"),)
+    with pytest.raises(QttFormatError, match="Topic 'd' declares a value schema, but its format DELIMITED"):
+        register_topic_schemas(bad, f"mock://test-qtt-schemas-{uuid.uuid4()}")
