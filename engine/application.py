@@ -38,6 +38,7 @@ from engine.parser import parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
 from engine.plan.steps import StreamSink, TableSink
+from engine.plan.steps_native import StreamSinkV2, TableSinkV2
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
@@ -352,7 +353,7 @@ def build_streaming_query(
     )
     built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config))
     sink_step = query.root
-    if not isinstance(sink_step, StreamSink | TableSink):
+    if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2):
         raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
     sink = engine.metastore.get(query.sink)
     key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)
@@ -364,7 +365,10 @@ def build_streaming_query(
         window.size_ms if window is not None else None,
     )
     topic = sink.topic if sink is not None else query.sink
-    records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx)
+    if built.encoded:
+        records = runtime.encoded_sink_records(built.df)
+    else:
+        records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx)
     return StreamingQuery(records, topic, runtime)
 
 

@@ -340,7 +340,7 @@ class KsqlEngine:
                 physical_plan=physical_plan_text(built.df),
                 internal_schemas=dict(built.internal_schemas),
             )
-            written = runtime.write_sink(sink_topic, built.df, window_type)
+            written = runtime.write_sink(sink_topic, built.df, window_type, built.codec)
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:

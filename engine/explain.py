@@ -3,7 +3,8 @@
 For every query the statements create, the steps are listed inputs first with their wire
 names; the native step versions (``engine.builders.native``) list each expression with
 ``native`` or ``fallback: <reason>`` (evaluated in Python, the reason naming the first part
-of the expression that has no exact Spark form). Other step versions run their expressions
+of the expression that has no exact Spark form); the native sources and sinks
+(``engine.builders.native_io``) list each key and value column the same way. Other step versions run their expressions
 in Python and say so. Building the query is lazy: no Spark job runs.
 """
 
@@ -16,6 +17,7 @@ from engine.builders.native import ExpressionReport, collecting_reports
 from engine.builders.walker import BuildObserver, build, observing_builds
 from engine.engine import KsqlEngine, physical_plan_text
 from engine.plan.steps import Step
+from engine.plan.steps_native import IO_STEP_TYPES
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def format_explanations(queries: list[QueryExplanation], *, physical: bool = Fal
         for s in q.steps:
             if s.native:
                 native = sum(1 for e in s.expressions if e.how == "native")
-                lines.append(f"  {s.ctx} ({s.step_type}): {native} of {len(s.expressions)} expressions native")
+                what = "columns" if s.step_type in IO_STEP_TYPES else "expressions"
+                lines.append(f"  {s.ctx} ({s.step_type}): {native} of {len(s.expressions)} {what} native")
                 for e in s.expressions:
                     lines.append(f"    {e.name}: {e.sql} -> {e.how}")
             else:

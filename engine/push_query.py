@@ -39,6 +39,7 @@ from engine.engine import KsqlEngine
 from engine.errors import AnalysisError, ExecutionError
 from engine.parser import ast, parse
 from engine.plan import steps as S
+from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.plan import TransientQueryPlan
 from engine.plan.schema import LogicalSchema
@@ -50,7 +51,9 @@ from engine.values import format_date, format_time, format_timestamp
 
 AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
-SOURCE_STEPS = (S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource)
+SOURCE_STEPS = (
+    S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource, N.StreamSourceV2, N.TableSourceV2
+)
 _START_LOCK = threading.Lock()  # push queries of this process start one at a time
 
 

@@ -35,14 +35,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.builders.context import BuildContext
+from engine.builders.formats import serdes_for
 from engine.builders.walker import build
 from engine.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan import steps_native as N
-from engine.plan.steps import Step
+from engine.plan.steps import Step, walk_steps
 from engine.planner.physical import NATIVE_STEPS
 from engine.records import TopicInfo, TopicRecord
-from engine.runtime.adapter import BoundedRuntime
+from engine.runtime.adapter import BoundedRuntime, TopicCodec
 from engine.runtime.session import get_spark
 
 DEFAULT_RECORDS = 100_000
@@ -58,6 +59,10 @@ _V1 = {
     N.StreamSelectV2: S.StreamSelect,
     N.TableFilterV2: S.TableFilter,
     N.TableSelectV2: S.TableSelect,
+    N.StreamSourceV2: S.StreamSource,
+    N.TableSourceV2: S.TableSource,
+    N.StreamSinkV2: S.StreamSink,
+    N.TableSinkV2: S.TableSink,
 }
 
 
@@ -84,9 +89,13 @@ def run_engine(spark: SparkSession, values: list[dict[str, Any]], *, python_step
     root = with_python_steps(query.root) if python_steps else query.root
     runtime = BoundedRuntime(spark)
     runtime.produce(TopicRecord("orders", i, v, i) for i, v in enumerate(values))
+    if not python_steps:
+        # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
+        source = next(s for s in walk_steps(root) if isinstance(s, N.StreamSourceV2))
+        runtime.encoded_rows("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
     start = time.perf_counter()
     built = build(root, BuildContext(runtime=runtime, query_id=query.query_id))
-    written = runtime.write_sink("BIG", built.df)
+    written = runtime.write_sink("BIG", built.df, None, built.codec)
     seconds = time.perf_counter() - start
     return seconds, [r.value for r in written]
 

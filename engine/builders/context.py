@@ -13,7 +13,7 @@ from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS, LogicalSchema
 from engine.plan.steps import WindowInfo
 from engine.plan.types import SqlType
 from engine.runtime import processing_log
-from engine.runtime.adapter import Runtime
+from engine.runtime.adapter import Runtime, TopicCodec
 
 PROCESSING_LOG = logging.getLogger("kspark.processing")
 
@@ -36,6 +36,14 @@ class Built:
     is_table: bool = False
     window: WindowInfo | None = None
     internal_schemas: tuple[tuple[str, str], ...] = ()
+    # A V2 sink's rows hold Kafka bytes in ``__key`` / ``__value``, written with this codec
+    # (None: a V1 sink's rows hold the pickled QTT form).
+    codec: TopicCodec | None = None
+
+    @property
+    def encoded(self) -> bool:
+        """Whether the rows hold Kafka bytes (see ``codec``)."""
+        return self.codec is not None
 
     def with_df(self, df: DataFrame, schema: LogicalSchema | None = None) -> Built:
         return replace(self, df=df, schema=schema or self.schema)

@@ -63,9 +63,14 @@ def collecting_reports() -> Iterator[list[ExpressionReport]]:
 
 
 def _report(step_ctx: str, step_type: str, name: str, compiled: NativeExpression) -> None:
+    report_io(ExpressionReport(step_ctx, step_type, name, compiled.sql, compiled.report()))
+
+
+def report_io(report: ExpressionReport) -> None:
+    """Record how one expression or column of a step runs (when reports are being collected)."""
     reports = _REPORTS.get()
     if reports is not None:
-        reports.append(ExpressionReport(step_ctx, step_type, name, compiled.sql, compiled.report()))
+        reports.append(report)
 
 
 def _not_deleted() -> SparkColumn:

@@ -1,9 +1,12 @@
-"""Stateless step versions whose builders run their expressions as Spark Columns.
+"""Step versions whose builders run on Spark's own expressions.
 
-Same fields and meaning as their V1 versions in ``steps.py``; the V2 builders
-(``engine.builders.native``) compile each expression to a Spark Column where it has an exact
-Spark form and evaluate only the others in Python. The planner picks these for new
-queries; saved plans keep their V1 steps and builders.
+Same fields and meaning as their V1 versions in ``steps.py``. The filter and select V2
+builders (``engine.builders.native``) compile each expression to a Spark Column where it has
+an exact Spark form and evaluate only the others in Python. The source and sink V2 builders
+(``engine.builders.native_io``) read and write Kafka bytes with Spark's functions
+(``from_json``, ``to_json``, binary casts) where the format and column types allow, and hand
+only the records those cannot read exactly to the V1 Python serdes. The planner picks these
+for new queries; saved plans keep their V1 steps and builders.
 
 This module imports no pyspark.
 """
@@ -13,9 +16,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from engine.plan.expr import Expr
+from engine.plan.schema import LogicalSchema
 from engine.plan.steps import (
+    Formats,
     SelectExpression,
     Step,
+    TimestampColumn,
     _check_unique_aliases,
     register_step,
     step_dataclass,
@@ -70,3 +76,55 @@ class TableSelectV2(Step):
     def __post_init__(self) -> None:
         Step.__post_init__(self)
         _check_unique_aliases(self.TYPE, self.key_column_names, self.select_expressions)
+
+
+@register_step
+@step_dataclass
+class StreamSourceV2(Step):
+    """Reads a stream from a topic with Spark's decoders (Python for what they cannot read)."""
+
+    TYPE: ClassVar[str] = "streamSourceV2"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSourceV2(Step):
+    """Reads a table's changelog with Spark's decoders: upserts by key, null values delete."""
+
+    TYPE: ClassVar[str] = "tableSourceV2"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class StreamSinkV2(Step):
+    """Serialises stream records into a topic with Spark's encoders."""
+
+    TYPE: ClassVar[str] = "streamSinkV2"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSinkV2(Step):
+    """Serialises a table's changelog into a topic with Spark's encoders (deletes as tombstones)."""
+
+    TYPE: ClassVar[str] = "tableSinkV2"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+# The source and sink versions: their explain reports are per column, not per expression.
+IO_STEP_TYPES = frozenset(c.TYPE for c in (StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2))

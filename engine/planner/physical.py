@@ -75,6 +75,8 @@ def _source(node: L.SourceNode) -> S.Step:
         if src.is_table:
             return S.WindowedTableSource(window_info=src.window_info, **common)
         return S.WindowedStreamSource(window_info=src.window_info, **common)
+    if _NATIVE.get():
+        return N.TableSourceV2(**common) if src.is_table else N.StreamSourceV2(**common)
     if src.is_table:
         return S.TableSource(**common)
     return S.StreamSource(**common)
@@ -126,7 +128,11 @@ def _project(node: L.ProjectNode) -> S.Step:
 
 @rule(L.SinkNode)
 def _sink(node: L.SinkNode) -> S.Step:
-    cls = S.TableSink if node.input.is_table else S.StreamSink
+    cls: type[S.Step]
+    if _NATIVE.get():
+        cls = N.TableSinkV2 if node.input.is_table else N.StreamSinkV2
+    else:
+        cls = S.TableSink if node.input.is_table else S.StreamSink
     return cls(
         ctx="KsqlTopic/Sink",
         source=to_steps(node.input),

@@ -11,19 +11,23 @@ one runs them.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from engine.errors import KsqlError
 from engine.plan.schema import LogicalSchema
 from engine.records import Header, TopicInfo, TopicRecord, Window
 from engine.runtime import keyed as K
+from engine.runtime import processing_log
 from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
 from engine.runtime.local_frames import local_dataframe
-from engine.runtime.rows import RAW_SCHEMA
+from engine.runtime.rows import RAW_SCHEMA, arrow_schema_of
 from engine.runtime.suppress import suppress_until_window_closes
 from engine.serde import RecordSerde
 
@@ -51,6 +55,11 @@ class Runtime(Protocol):
 
     def read_topic(self, topic: str, codec: TopicCodec) -> DataFrame:
         """The topic's records as a DataFrame of ``RAW_SCHEMA``."""
+        ...
+
+    def read_topic_bytes(self, topic: str, codec: TopicCodec) -> DataFrame:
+        """The topic's records as ``RAW_SCHEMA`` with ``__key`` / ``__value`` as Kafka bytes
+        (non-windowed topics; ``codec`` says how the bounded runtime encodes its records)."""
         ...
 
     def keyed(
@@ -87,6 +96,13 @@ class StoredRecord:
     seq: tuple[int, ...]
     record: TopicRecord
     offset: int
+    # Kafka bytes (key, value) by the codec that made them (see ``codec_id``).
+    encoded: dict[bytes, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+
+
+def codec_id(codec: TopicCodec) -> bytes:
+    """A codec's identity: its serdes' constructor arguments (serdes pickle as those)."""
+    return pickle.dumps((codec.key, codec.value))
 
 
 class TopicService(Protocol):
@@ -164,6 +180,51 @@ def raw_row(stored: StoredRecord) -> tuple[Any, ...]:
     )
 
 
+def encoded_row(stored: StoredRecord, codec: TopicCodec, ident: bytes) -> tuple[Any, ...] | None:
+    """One row of ``RAW_SCHEMA`` holding the record's Kafka bytes; None if it cannot be encoded."""
+    pair = stored.encoded.get(ident)
+    if pair is None:
+        r = stored.record
+        try:
+            pair = (codec.key.to_bytes(r.key), codec.value.to_bytes(r.value))
+        except KsqlError as exc:
+            log_input_error(r.topic, stored.offset, exc)
+            return None
+        stored.encoded[ident] = pair
+    r = stored.record
+    return (
+        list(stored.seq),
+        pair[0],
+        pair[1],
+        r.timestamp if r.timestamp is not None else 0,
+        r.partition or 0,
+        stored.offset,
+        [(h.key, h.value) for h in r.headers],
+        None,
+        None,
+    )
+
+
+def log_input_error(topic: str, offset: int, exc: KsqlError) -> None:
+    """An input record the bounded runtime cannot write as Kafka bytes is skipped and logged."""
+    processing_log.follow_env()
+    logging.getLogger(processing_log.LOGGER_NAME).warning(
+        "topic %s offset %s: Failed to serialise the input record: %s", topic, offset, exc
+    )
+
+
+def _qtt_form(serde: RecordSerde, data: bytes | None) -> Any:
+    """Kafka bytes -> the QTT form a V1 sink gives the same row (a DOUBLE as a float, ...)."""
+    return serde.serialize(serde.deserialize(serde.from_bytes(data)))
+
+
+def _qtt_row(row: Any, key: Any, value: Any) -> dict[str, Any]:
+    """A collected encoded sink row with its key and value in pickled QTT form."""
+    out = row.asDict()
+    out["__key"], out["__value"] = pickle.dumps(key), pickle.dumps(value)
+    return out
+
+
 def record_from_raw(topic: str, row: Any, window_type: str | None) -> tuple[tuple[int, ...], TopicRecord]:
     """A topic record (and its seq) from a collected sink row of ``RAW_SCHEMA``."""
     window = None
@@ -193,6 +254,21 @@ class BoundedRuntime:
         rows = [raw_row(r) for r in self.store.read(topic)]
         return local_dataframe(self.spark, rows, RAW_SCHEMA)  # no Python job to read them
 
+    def read_topic_bytes(self, topic: str, codec: TopicCodec) -> DataFrame:
+        # Through Arrow: one columnar transfer instead of a pickled row per record.
+        rows = self.encoded_rows(topic, codec)
+        arrow_schema = arrow_schema_of(RAW_SCHEMA)
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
+        table = pa.Table.from_arrays(
+            [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema, strict=True)], schema=arrow_schema
+        )
+        return self.spark.createDataFrame(table, RAW_SCHEMA)
+
+    def encoded_rows(self, topic: str, codec: TopicCodec) -> list[tuple[Any, ...]]:
+        """The topic's records as ``RAW_SCHEMA`` rows of Kafka bytes (encoded once per codec)."""
+        ident = codec_id(codec)
+        return [row for r in self.store.read(topic) if (row := encoded_row(r, codec, ident)) is not None]
+
     def keyed(
         self,
         inputs: list[K.KeyedInput],
@@ -220,14 +296,32 @@ class BoundedRuntime:
         return suppress_until_window_closes(df, schema, grace_ms)
 
     def write_sink(
-        self, topic: str, df: DataFrame, window_type: str | None = None
+        self, topic: str, df: DataFrame, window_type: str | None = None, codec: TopicCodec | None = None
     ) -> list[TopicRecord]:
-        """Run the sink's job and append its records to the topic, in input order."""
-        collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
-        collected.sort(key=lambda pair: pair[0])
-        for seq, record in collected:
+        """Run the sink's job and append its records to the topic, in input order.
+
+        With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
+        (``codec`` decodes them) and with their bytes.
+        """
+        rows = df.collect()
+        if codec is None:
+            collected = [record_from_raw(topic, row, window_type) for row in rows]
+            collected.sort(key=lambda pair: pair[0])
+            for seq, record in collected:
+                self.store.append(record, seq)
+            return [record for _, record in collected]
+        ident = codec_id(codec)
+        decoded = []
+        for row in rows:
+            key, value = row["__key"], row["__value"]
+            qtt = _qtt_row(row, _qtt_form(codec.key, key), _qtt_form(codec.value, value))
+            seq, record = record_from_raw(topic, qtt, window_type)
+            decoded.append((seq, record, (key, value)))
+        decoded.sort(key=lambda entry: entry[0])
+        for seq, record, pair in decoded:
             self.store.append(record, seq)
-        return [record for _, record in collected]
+            self.store.records[topic][-1].encoded[ident] = pair
+        return [record for _, record, _ in decoded]
 
     def produce(self, records: Iterable[TopicRecord]) -> None:
         for record in records:

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -101,6 +102,17 @@ class KafkaRuntime:
 
     def read_topic(self, topic: str, codec: TopicCodec) -> DataFrame:
         codec = registry_codec(codec, topic, self.registry_url)
+        columns, index = self._kafka_columns(topic)
+        return columns.mapInArrow(_source_decoder(codec, index, self.query_id, topic), R.RAW_SCHEMA)
+
+    def read_topic_bytes(self, topic: str, codec: TopicCodec) -> DataFrame:
+        """The topic's records with their Kafka bytes; only the input-order key is computed in
+        Python (vectorised over Arrow columns: no record is converted to Python values)."""
+        columns, index = self._kafka_columns(topic)
+        columns = columns.withColumn("headers", F.col("headers").cast(R.HEADER_SPARK_TYPE))
+        return columns.mapInArrow(_sequencer(index, topic), R.RAW_SCHEMA)
+
+    def _kafka_columns(self, topic: str) -> tuple[DataFrame, int]:
         index = self._sources
         self._sources += 1
         kafka = (
@@ -123,7 +135,7 @@ class KafkaRuntime:
             "headers",
             F.unix_millis(F.current_timestamp()).alias("batch"),
         )
-        return columns.mapInArrow(_source_decoder(codec, index, self.query_id, topic), R.RAW_SCHEMA)
+        return columns, index
 
     # ------------------------------------------------------------------ keyed operators
 
@@ -214,6 +226,16 @@ class KafkaRuntime:
         """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``)."""
         return df.mapInArrow(_sink_encoder(codec, self.query_id, name), SINK_SCHEMA)
 
+    @staticmethod
+    def encoded_sink_records(df: DataFrame) -> DataFrame:
+        """A V2 sink's rows (Kafka bytes already) as Kafka records (``SINK_SCHEMA``)."""
+        return df.select(
+            F.col("__key").alias("key"),
+            F.col("__value").alias("value"),
+            F.col("__ts").alias("timestamp"),
+            F.col(R.HEADERS).cast(SINK_SCHEMA["headers"].dataType).alias("headers"),
+        )
+
 
 def registry_codec(codec: TopicCodec, topic: str, registry_url: str | None) -> TopicCodec:
     """``codec`` with the schema registry's wire serdes for ``topic`` when a registry is set."""
@@ -290,6 +312,48 @@ def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) ->
 
     decode.__name__ = f"Source_{R._function_name(topic)}"
     return decode
+
+
+def _sequencer(index: int, topic: str) -> Any:
+    """Kafka records -> ``RAW_SCHEMA`` rows keeping their bytes, with the same input-order key
+    as ``_source_decoder`` (batch, running max timestamp per partition, source, partition,
+    offset), computed on Arrow columns."""
+    arrow_schema = R.arrow_schema_of(R.RAW_SCHEMA)
+    seq_type = arrow_schema.field(R.SEQ).type
+
+    def sequence(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        head_time: dict[int, int] = {}
+        for batch in batches:
+            n = batch.num_rows
+            partition = batch.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
+            ts = batch.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
+            merged = np.empty(n, dtype=np.int64)
+            for p in np.unique(partition):
+                mask = partition == p
+                running = np.maximum.accumulate(ts[mask])
+                start = head_time.get(int(p))
+                if start is not None:
+                    running = np.maximum(running, start)
+                merged[mask] = running
+                head_time[int(p)] = int(running[-1])
+            offset = batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
+            keys = np.column_stack(
+                [batch.column("batch").to_numpy(zero_copy_only=False).astype(np.int64), merged,
+                 np.full(n, index, dtype=np.int64), partition, offset]
+            ).reshape(-1)
+            seq = pa.ListArray.from_arrays(
+                pa.array(np.arange(0, 5 * n + 1, 5, dtype=np.int32)), pa.array(keys), type=seq_type
+            )
+            headers = batch.column("headers")
+            nulls = pa.nulls(n, pa.int64())
+            yield pa.RecordBatch.from_arrays(
+                [seq, batch.column("key"), batch.column("value"), batch.column("ts"),
+                 batch.column("partition"), batch.column("offset"), headers, nulls, nulls],
+                schema=arrow_schema,
+            )
+
+    sequence.__name__ = f"Sequence_{R._function_name(topic)}"
+    return sequence
 
 
 def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:

@@ -47,6 +47,12 @@ NOT_YET_COVERABLE: dict[str, str] = {
     "tableFilterV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
     "streamSelectV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
     "tableSelectV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
+    # Native source and sink versions (engine/builders/native_io.py): same rule; pinned by
+    # tests/engine/builders/test_native_io.py and tests/engine/runtime/test_kafka_runtime.py.
+    "streamSourceV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
+    "tableSourceV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
+    "streamSinkV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
+    "tableSinkV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
 }
 
 # Operator name (see ``operators_in``) -> why no planned case can use it yet. Same rules.

@@ -14,14 +14,31 @@ def test_explain_lists_native_and_fallback_expressions_per_step(capsys, spark) -
     assert main(["explain", "--property", "kspark.native.steps=true", SQL]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Query CSAS_OUT_0",
-        "  KsqlTopic/Source (streamSourceV1): runs in Python",
+        "  KsqlTopic/Source (streamSourceV2): 3 of 3 columns native",
+        "    ID: KEY BIGINT -> native",
+        "    NAME: VALUE STRING -> native",
+        "    V: VALUE INTEGER -> native",
         "  WhereFilter (streamFilterV2): 1 of 1 expressions native",
         "    WHERE: (V > 10) -> native",
         "  Project (streamSelectV2): 1 of 2 expressions native",
         "    N: UCASE(NAME) -> native",
         "    HALF: (V / 2) -> fallback: integer / (Java truncation; a zero divisor is logged)",
-        "  KsqlTopic/Sink (streamSinkV1): runs in Python",
+        "  KsqlTopic/Sink (streamSinkV2): 3 of 3 columns native",
+        "    ID: KEY BIGINT -> native",
+        "    N: VALUE STRING -> native",
+        "    HALF: VALUE INTEGER -> native",
     ]
+
+
+def test_explain_names_why_a_source_or_sink_falls_back(capsys, spark) -> None:
+    sql = (
+        "CREATE STREAM S (ID BIGINT KEY, AMOUNT DECIMAL(4, 2)) WITH (kafka_topic='s', value_format='JSON'); "
+        "CREATE STREAM OUT WITH (value_format='DELIMITED') AS SELECT ID, AMOUNT FROM S;"
+    )
+    assert main(["explain", "--property", "kspark.native.steps=true", sql]) == 0
+    out = capsys.readouterr().out
+    assert "    AMOUNT: VALUE DECIMAL(4, 2) -> fallback: value type DECIMAL(4, 2) has no native JSON form yet" in out
+    assert "    AMOUNT: VALUE DECIMAL(4, 2) -> fallback: value format DELIMITED has no native form yet" in out
 
 
 def test_explain_reads_a_file_and_shows_the_physical_plan(tmp_path, capsys, spark) -> None:

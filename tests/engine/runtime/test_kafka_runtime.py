@@ -22,6 +22,7 @@ from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.plan import serde
+from engine.plan.steps import walk_steps
 from engine.records import TopicInfo, TopicRecord
 from engine.serde.windowed import decode_time_window_key
 
@@ -65,12 +66,16 @@ def _outputs(bootstrap: str, topic: str) -> list[tuple[str | None, Any, int]]:
     ]
 
 
-def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broker: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("native", [False, True], ids=["v1-io", "native-io"])
+def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(
+    kafka_broker: Any, tmp_path: Path, native: bool
+) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 3)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
+        SET 'kspark.native.steps'='{str(native).lower()}';
         CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT)
             WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
         CREATE STREAM BIG WITH (KAFKA_TOPIC='{big}') AS
@@ -83,7 +88,9 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
         return [(f"o{i}", {"ITEM": f"item{i % 7}", "QTY": i % 5}, 1_000 + i) for i in range(first, first + 1_000)]
 
     _produce(bootstrap, source, orders(0))
-    _run(bootstrap, tmp_path / "state", sql)
+    app = _run(bootstrap, tmp_path / "state", sql)
+    used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
+    assert {"streamSourceV2", "streamSinkV2"} <= used if native else not used & {"streamSourceV2", "tableSinkV2"}
     _produce(bootstrap, source, orders(1_000))
     _run(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
 

@@ -42,7 +42,7 @@ def _planned_today(properties: dict[str, str]) -> list[str]:
 
 def test_the_same_sql_planned_today_with_native_steps_on_gets_the_native_versions():
     types = _planned_today({"kspark.native.steps": "true"})
-    assert types == ["streamSourceV1", "streamFilterV2", "streamSelectV2", "streamSinkV1"]
+    assert types == ["streamSourceV2", "streamFilterV2", "streamSelectV2", "streamSinkV2"]
 
 
 def test_without_the_property_the_planner_still_plans_the_python_versions():
