@@ -17,13 +17,18 @@ from engine.analysis.scope import (
     FromClause,
     Scope,
     SelectColumn,
+    check_reserved_selected,
+    check_self_alias,
     generated_names,
     is_aggregate_call,
+    is_table_function_call,
     name_columns,
+    reserved_in_select,
     rewrite,
 )
 from engine.errors import AnalysisError, TypeCheckError
 from engine.expressions import infer_type
+from engine.functions import REGISTRY
 from engine.functions.udaf import aggregate_spec, table_aggregation_error
 from engine.parser import ast
 from engine.plan import expr as E
@@ -187,11 +192,11 @@ def check_projection_keys(
     sink_name: str | None,
 ) -> None:
     """ksqlDB's rules for key columns in the projection of an aggregate."""
-    missing = False
-    for name, _ in group_by:
+    missing: list[E.Expr] = []
+    for (name, _), original in zip(group_by, originals, strict=True):
         matches = [a for a, e in select if e == E.ColumnRef(name)]
         if not matches:
-            missing = True
+            missing.append(original)
         elif len(matches) > 1:
             raise AnalysisError(
                 "The projection contains a key column more than once: "
@@ -199,7 +204,7 @@ def check_projection_keys(
                 + "."
             )
     if missing:
-        texts = [E.format_sql(g) for g in originals]
+        texts = [E.format_sql(g) for g in missing]
         listed = texts[0] if len(texts) == 1 else ", ".join(texts[:-1]) + " and " + texts[-1]
         noun = "expression" if len(texts) == 1 else "expressions"
         raise AnalysisError(
@@ -224,9 +229,23 @@ def non_aggregate_error(clause: str, offending: list[E.Expr]) -> AnalysisError:
     return AnalysisError(f"Non-aggregate SELECT expression(s) not part of GROUP BY: {texts}{_EITHER}")
 
 
+def _check_functions_exist(exprs: list[E.Expr]) -> None:
+    """An unknown function is named before the aggregate rules, which cannot classify it."""
+    for expr in exprs:
+        for node in E.walk(expr):
+            if isinstance(node, E.FunctionCall) and REGISTRY.kind_of(node.name) is None:
+                REGISTRY.signatures(node.name)  # raises ksqlDB's "Can't find any functions"
+
+
 def check_boolean(expr: E.Expr, columns: dict[str, T.SqlType], clause: str) -> None:
     """A WHERE or HAVING condition must be boolean."""
-    t = infer_type(expr, columns)
+    if clause == "WHERE":
+        try:
+            t = infer_type(expr, columns)
+        except TypeCheckError as exc:
+            raise TypeCheckError(f"Error in WHERE expression: {exc}") from exc
+    else:
+        t = infer_type(expr, columns)
     if t is not None and t != T.BOOLEAN:
         raise TypeCheckError(
             f"Type error in {clause} expression: Should evaluate to boolean but is "
@@ -269,6 +288,14 @@ def analyze_aggregate_query(
             raise AnalysisError("Aggregate functions can not be used in the WHERE clause.")
         check_boolean(where, scope.columns, "WHERE")
 
+    if not transient and window is None:
+        # Before GROUP BY resolves: ``SELECT WINDOWSTART ... GROUP BY WINDOWSTART`` is this error.
+        for item in query.select:
+            if (
+                isinstance(item, ast.SelectColumn) and item.alias is None
+                and isinstance(item.expr, E.ColumnRef) and item.expr.name in WINDOW_BOUNDS
+            ):
+                raise reserved_in_select(item.expr.name)
     group_exprs = [select_scope.resolve(g, clause="GROUP BY") for g in query.group_by or ()]
     check_group_by(group_exprs, from_clause.alias)
 
@@ -277,10 +304,17 @@ def analyze_aggregate_query(
         if isinstance(item, ast.AllColumns):
             items.extend((c.name, E.ColumnRef(c.name)) for c in node.schema.columns)
         else:
+            if not transient and window is None:
+                check_self_alias(item)
             items.append((item.alias, select_scope.resolve(item.expr, clause="SELECT")))
     select = name_columns(items, {c.name for c in node.schema.columns})
+    if not transient:
+        check_reserved_selected(items, select, window_bound_columns(window))
     having = select_scope.resolve(query.having, clause="HAVING") if query.having is not None else None
 
+    _check_functions_exist([*group_exprs, *(s.expression for s in select), *([having] if having else [])])
+    if any(is_table_function_call(n) for s in select for n in E.walk(s.expression)):
+        raise AnalysisError("Table functions cannot be used with aggregations.")
     calls = collect_aggregates([s.expression for s in select] + ([having] if having else []))
     if not group_exprs and calls and transient and window is None:
         # A push query aggregates a stream without GROUP BY as ksqlDB does: every row in one
@@ -288,7 +322,17 @@ def analyze_aggregate_query(
         group_exprs = [E.Literal(1, T.INTEGER)]
     if not group_exprs:
         if calls:
-            listed = ", ".join(E.format_sql(c) for c in calls)
+            ungrouped = [
+                x.expression for x in select
+                if _contains_aggregate(x.expression) is None
+                and any(isinstance(n, E.ColumnRef) for n in E.walk(x.expression))
+            ]
+            if ungrouped:
+                raise non_aggregate_error("SELECT", ungrouped)
+            # ksqlDB counts COUNT(*)'s rows by ROWTIME and names the call so.
+            listed = ", ".join(
+                f"{c.name}(ROWTIME)" if c.star else E.format_sql(c) for c in calls
+            )
             raise AnalysisError(
                 f"CREATE TABLE AS SELECT statement does not support aggregate function "
                 f"[{listed}] without a GROUP BY clause."
@@ -298,7 +342,8 @@ def analyze_aggregate_query(
         raise AnalysisError("GROUP BY requires aggregate functions in either the SELECT or HAVING clause.")
 
     columns = node.columns()
-    for expr in [*group_exprs, *(a for c in calls for a in c.args), *([where] if where else [])]:
+    having_outside_calls = [having] if having is not None else []
+    for expr in [*group_exprs, *having_outside_calls, *(a for c in calls for a in c.args), *([where] if where else [])]:
         for ref in E.walk(expr):
             if isinstance(ref, E.ColumnRef) and ref.name in bounds:
                 raise AnalysisError(
@@ -338,6 +383,11 @@ def analyze_aggregate_query(
         foreign = foreign_columns(having_expr, allowed)
         if foreign:
             raise non_aggregate_error("HAVING", [E.ColumnRef(foreign[0])])
+        try:
+            # Typed as written, so a type error names SUM(V), not its result column.
+            infer_type(having, {**columns, **{b: WINDOW_BOUNDS[b] for b in bounds}})
+        except TypeCheckError as exc:
+            raise TypeCheckError(f"Error in HAVING expression: {exc}") from exc
         check_boolean(having_expr, out_columns, "HAVING")
 
     if not transient:

@@ -17,6 +17,8 @@ from engine.analysis.scope import (
     FromClause,
     Scope,
     SelectColumn,
+    check_reserved_selected,
+    check_self_alias,
     column_name_for,
     expressions_equal,
     find_select,
@@ -81,7 +83,10 @@ def analyze_query(
         where = scope.resolve(query.where, clause="WHERE")
         _check_no_aggregate(where, "WHERE")
         _check_null_arithmetic(where, columns)
-        where_type = infer_type(where, columns)
+        try:
+            where_type = infer_type(where, columns)
+        except TypeCheckError as exc:
+            raise TypeCheckError(f"Error in WHERE expression: {exc}") from exc
         if where_type is not None and where_type != T.BOOLEAN:
             raise TypeCheckError(
                 f"Type error in WHERE expression: Should evaluate to boolean but is "
@@ -98,7 +103,7 @@ def analyze_query(
             elif item.source in scope.qualified:
                 wanted = set(scope.qualified[item.source].values())
             else:
-                raise AnalysisError(f"Source '{item.source}' in '{item.source}.*' is not in the query.")
+                raise AnalysisError(f"'{item.source}' is not a valid stream/table name or alias.")
             shown = [c for c in node_schema.columns if c.name in wanted and c.name not in from_clause.hidden]
             expanded: list[tuple[str | None, E.Expr]] = [(c.name, E.ColumnRef(c.name)) for c in shown]
             if transient and from_clause.node.window is not None and item.source is None:
@@ -106,6 +111,8 @@ def analyze_query(
                 expanded[keys:keys] = [(None, E.ColumnRef(bound)) for bound in WINDOW_BOUNDS]
             items.extend(expanded)
         else:
+            if not transient:
+                check_self_alias(item)
             expr = scope.resolve(item.expr, clause="SELECT")
             _check_no_aggregate(expr, "SELECT")
             alias_ = item.alias
@@ -114,6 +121,8 @@ def analyze_query(
             items.append((alias_, expr))
 
     select = name_columns(items, {c.name for c in node_schema.columns})
+    if not transient:
+        check_reserved_selected(items, select, set())
 
     table_functions = [
         e
@@ -122,7 +131,7 @@ def analyze_query(
         if isinstance(e, E.FunctionCall) and is_table_function_call(e)
     ]
     if table_functions and from_clause.node.is_table:
-        raise AnalysisError("Table functions cannot be used with a table source.")
+        raise AnalysisError("Table source is not supported with table functions.")
 
     partition_by = None
     if query.partition_by:
@@ -183,7 +192,12 @@ def _check_null_arithmetic(expr: E.Expr, columns: Mapping[str, SqlType]) -> None
 
 def _check_typed(column: SelectColumn, columns: Mapping[str, SqlType]) -> None:
     _check_null_arithmetic(column.expression, columns)
-    t = infer_type(column.expression, columns)
+    try:
+        t = infer_type(column.expression, columns)
+    except TypeCheckError as exc:
+        if str(exc).startswith("Cast of "):
+            raise TypeCheckError(f"Invalid Select: {exc}") from exc
+        raise
     if t is None:
         raise AnalysisError(
             f"Can't infer a type of null. Please explicitly cast it to a required type, "

@@ -216,6 +216,30 @@ def name_columns(
     return select
 
 
+def reserved_in_select(name: str) -> AnalysisError:
+    """ksqlDB's error for a persistent query selecting a pseudo column or window bound under
+    its own name (``SELECT ROWTIME``, ``SELECT A.ROWTIME AS ROWTIME``)."""
+    return AnalysisError(f"Reserved column name in select: `{name}`. Please remove or alias the column.")
+
+
+def check_reserved_selected(
+    items: Sequence[tuple[str | None, E.Expr]], select: Sequence[SelectColumn], allowed: set[str]
+) -> None:
+    """Refuse unaliased select items named after a pseudo column or window bound."""
+    for (alias, _), column in zip(items, select, strict=True):
+        if alias is None and column.alias in RESERVED_ALIASES and column.alias not in allowed:
+            raise reserved_in_select(column.alias)
+
+
+def check_self_alias(item: ast.SelectColumn) -> None:
+    """``S.ROWTIME AS ROWTIME`` selects the pseudo column under its own name."""
+    if (
+        item.alias in RESERVED_ALIASES and isinstance(item.expr, E.ColumnRef)
+        and item.expr.name == item.alias
+    ):
+        raise reserved_in_select(item.alias)
+
+
 def is_aggregate_call(expr: E.Expr) -> bool:
     return isinstance(expr, E.FunctionCall) and REGISTRY.kind_of(expr.name) is FunctionKind.AGGREGATE
 

@@ -43,3 +43,101 @@ def test_aggregates_with_primitive_accumulators_run_on_delimited() -> None:
 def test_avg_runs_on_json() -> None:
     (result,) = _engine("JSON").execute_sql("CREATE TABLE O AS SELECT ID, AVG(V) AS A FROM S GROUP BY ID;")
     assert str(result.plan.command.schema) == "`ID` STRING KEY, `A` DOUBLE"
+
+
+def _error(sql: str, value_format: str = "JSON") -> str:
+    with pytest.raises(KsqlError) as raised:
+        _engine(value_format).execute_sql(sql)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("CREATE STREAM O AS SELECT ID, V FROM S WHERE V >= 'x';",
+         "Error in WHERE expression: Cannot compare V (INTEGER) to 'x' (STRING) with GREATER_THAN_OR_EQUAL."),
+        ("CREATE TABLE O AS SELECT ID, COUNT(*) AS C FROM S WHERE V > 'x' GROUP BY ID;",
+         "Error in WHERE expression: Cannot compare V (INTEGER) to 'x' (STRING) with GREATER_THAN."),
+        ("CREATE TABLE O AS SELECT ID, SUM(V) AS T FROM S GROUP BY ID HAVING SUM(V) > '100';",
+         "Error in HAVING expression: Cannot compare SUM(V) (INTEGER) to '100' (STRING) with GREATER_THAN."),
+        ("CREATE STREAM O AS SELECT ID, CAST(NAME AS ARRAY<INTEGER>) AS A FROM S;",
+         "Invalid Select: Cast of STRING to ARRAY<INTEGER> is not supported"),
+    ],
+)
+def test_type_errors_name_their_clause(sql: str, message: str) -> None:
+    assert message in _error(sql)
+
+
+def test_an_unknown_function_is_named_before_the_group_by_rules() -> None:
+    assert "Can't find any functions with the name 'NO_SUCH_FN'" in _error(
+        "CREATE TABLE O AS SELECT NAME, NO_SUCH_FN(V) AS X FROM S GROUP BY NAME;"
+    )
+
+
+def test_an_aggregate_without_group_by_names_the_ungrouped_columns_first() -> None:
+    assert "Non-aggregate SELECT expression(s) not part of GROUP BY: NAME" in _error(
+        "CREATE TABLE O AS SELECT NAME, COUNT(*) AS C FROM S;"
+    )
+    assert (
+        "does not support aggregate function [COUNT(ROWTIME)] without a GROUP BY clause."
+        in _error("CREATE TABLE O AS SELECT COUNT(*) AS C FROM S;")
+    )
+
+
+def test_only_the_missing_grouping_expressions_are_listed() -> None:
+    assert "must include the grouping expression ID in its projection (eg, SELECT ID...)." in _error(
+        "CREATE TABLE O AS SELECT NAME, COUNT(*) AS C FROM S GROUP BY ID, NAME;"
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "name"),
+    [
+        ("CREATE STREAM O AS SELECT ID, ROWTIME FROM S;", "ROWTIME"),
+        ("CREATE STREAM O AS SELECT ID, S.ROWPARTITION AS ROWPARTITION FROM S;", "ROWPARTITION"),
+        ("CREATE TABLE O AS SELECT ID, WINDOWSTART, COUNT(*) AS C FROM S GROUP BY WINDOWSTART;", "WINDOWSTART"),
+    ],
+)
+def test_a_persistent_query_may_not_select_a_reserved_column_under_its_name(sql: str, name: str) -> None:
+    assert f"Reserved column name in select: `{name}`. Please remove or alias the column." in _error(sql)
+
+
+def test_aliasing_another_column_to_a_reserved_name_keeps_the_alias_error() -> None:
+    assert "`ROWTIME` is a reserved column name. You cannot use it as an alias for a column." in _error(
+        "CREATE STREAM O AS SELECT ID, V AS ROWTIME FROM S;"
+    )
+
+
+def test_a_windowed_aggregate_selects_its_window_bounds() -> None:
+    (result,) = _engine("JSON").execute_sql(
+        "CREATE TABLE O AS SELECT ID, WINDOWSTART AS WS, WINDOWEND, COUNT(*) AS C FROM S "
+        "WINDOW TUMBLING (SIZE 1 SECOND) GROUP BY ID;"
+    )
+    assert "`WINDOWEND` BIGINT" in str(result.plan.command.schema)
+
+
+def test_window_bounds_in_having_are_named_in_order() -> None:
+    assert "Window bounds column WINDOWSTART can only be used in the SELECT clause" in _error(
+        "CREATE TABLE O AS SELECT ID, COUNT(*) AS C FROM S WINDOW TUMBLING (SIZE 1 SECOND) "
+        "GROUP BY ID HAVING WINDOWSTART > 1 AND MIN(WINDOWEND) < 5;"
+    )
+
+
+def test_table_functions_refuse_a_table_source() -> None:
+    engine = _engine("JSON")
+    engine.create_topic(TopicInfo("u"))
+    engine.execute_sql("CREATE TABLE U (ID STRING PRIMARY KEY, A ARRAY<INTEGER>) WITH (kafka_topic='u', value_format='JSON');")
+    with pytest.raises(KsqlError, match="Table source is not supported with table functions"):
+        engine.execute_sql("CREATE STREAM O AS SELECT ID, EXPLODE(A) AS X FROM U;")
+
+
+def test_an_unknown_qualifier_of_star_is_not_a_source_name() -> None:
+    assert "'NOPE' is not a valid stream/table name or alias." in _error("CREATE STREAM O AS SELECT NOPE.* FROM S;")
+
+
+def test_table_functions_refuse_aggregation() -> None:
+    engine = _engine("JSON")
+    engine.create_topic(TopicInfo("w"))
+    engine.execute_sql("CREATE STREAM W (ID STRING KEY, A ARRAY<INTEGER>) WITH (kafka_topic='w', value_format='JSON');")
+    with pytest.raises(KsqlError, match="Table functions cannot be used with aggregations."):
+        engine.execute_sql("CREATE TABLE O AS SELECT ID, EXPLODE(A) AS X, COUNT(*) AS C FROM W GROUP BY ID;")
