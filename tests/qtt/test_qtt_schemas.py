@@ -34,6 +34,17 @@ def test_the_in_process_registry_gives_the_same_ids() -> None:
         forget_registry_client(url)
 
 
+def test_topics_without_declared_schemas_make_no_registry_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A client costs about 0.15 s: most cases declare no schema and must not pay for one.
+    import engine.serde.registry as registry
+
+    def refuse(url: str) -> None:
+        raise AssertionError(f"a registry client was made for {url}")
+
+    monkeypatch.setattr(registry, "registry_client", refuse)
+    assert register_topic_schemas((TopicSpec(name="a", value_format="JSON"),), "mock://none") == {}
+
+
 def test_statement_schema_ids_are_rewritten_to_the_registrys() -> None:
     statement = "CREATE STREAM S WITH (kafka_topic='a', format='AVRO', KEY_SCHEMA_ID=1, value_schema_id = 2);"
     assert with_registry_ids(statement, {1: 41, 2: 42}) == (
