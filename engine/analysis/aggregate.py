@@ -275,7 +275,9 @@ def analyze_aggregate_query(
                 f"Source(s) {source.name} are using the 'KAFKA' value format. "
                 "This format does not yet support GROUP BY."
             )
-    bounds = window_bound_columns(window) - set(scope.columns)
+    # ksqlDB cannot select the window bounds of an aggregate over a join.
+    joined = len(from_clause.sources) > 1
+    bounds = set() if joined else window_bound_columns(window) - set(scope.columns)
     select_scope = Scope(
         {**scope.columns, **{b: WINDOW_BOUNDS[b] for b in bounds}},
         {q: {**names, **{b: b for b in bounds}} for q, names in scope.qualified.items()},

@@ -40,6 +40,7 @@ from engine.planner import logical as L
 from engine.planner.physical import native_steps_enabled, to_steps
 from engine.records import TopicInfo
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
+from engine.serde.formats import parse_delimiter
 from engine.serde.schema_inference import (
     INFERRING_FORMATS,
     SCHEMA_REGISTRY_URL,
@@ -73,8 +74,12 @@ class Planner:
         props = WithProperties.of(stmt.properties, statement=text)
         is_table = stmt.kind == "TABLE"
         existing = self.metastore.get(stmt.name)
-        if existing is not None and stmt.or_replace and (existing.is_source or stmt.is_source):
-            raise AnalysisError(_replace_source_message(existing))
+        if stmt.or_replace and (stmt.is_source or (existing is not None and existing.is_source)):
+            # ksqlDB refuses CREATE OR REPLACE SOURCE even when nothing is there to replace.
+            raise AnalysisError(
+                _replace_source_message(existing) if existing is not None
+                else _replace_source_text(stmt.kind.lower(), stmt.name)
+            )
         if existing is not None and not stmt.or_replace:
             if stmt.if_not_exists:
                 return None
@@ -88,6 +93,7 @@ class Planner:
             raise AnalysisError('Missing required property "KAFKA_TOPIC" which has no default value.')
         if topic not in self.topics() and props.integer("PARTITIONS") is None:
             raise AnalysisError(f"Kafka topic does not exist: {topic}")
+        _check_value_delimiter(props, self.config.get(DEFAULT_VALUE_FORMAT))
         schema, schema_ids = self._inferred_schema(props, schema, topic)
         if not schema.columns:
             raise AnalysisError("No columns supplied.")
@@ -660,11 +666,26 @@ def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:
 
 
 def _replace_source_message(existing: DataSource) -> str:
-    kind = existing.kind.lower()
-    return (
-        f"Cannot add {kind} '{existing.name}': CREATE OR REPLACE is not supported on "
-        f"source {kind}s."
-    )
+    return _replace_source_text(existing.kind.lower(), existing.name)
+
+
+def _replace_source_text(kind: str, name: str) -> str:
+    return f"Cannot add {kind} '{name}': CREATE OR REPLACE is not supported on source {kind}s."
+
+
+def _check_value_delimiter(props: WithProperties, default_value_format: object) -> None:
+    """VALUE_DELIMITER is checked with the WITH clause, before the columns (as ksqlDB does)."""
+    delimiter = props.string("VALUE_DELIMITER")
+    if delimiter is None:
+        return
+    value_fmt = props.string("FORMAT") or props.string("VALUE_FORMAT") or default_value_format
+    if value_fmt is None:
+        return
+    if str(value_fmt).upper() != "DELIMITED":
+        raise AnalysisError(
+            f"{str(value_fmt).upper()} does not support the following configs: [delimiter]"
+        )
+    parse_delimiter(delimiter)
 
 
 def _check_header_type(element: ast.TableElement) -> None:

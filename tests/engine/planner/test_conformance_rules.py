@@ -141,3 +141,50 @@ def test_table_functions_refuse_aggregation() -> None:
     engine.execute_sql("CREATE STREAM W (ID STRING KEY, A ARRAY<INTEGER>) WITH (kafka_topic='w', value_format='JSON');")
     with pytest.raises(KsqlError, match="Table functions cannot be used with aggregations."):
         engine.execute_sql("CREATE TABLE O AS SELECT ID, EXPLODE(A) AS X, COUNT(*) AS C FROM W GROUP BY ID;")
+
+
+def test_create_or_replace_source_is_refused_even_without_an_existing_source() -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("t"))
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql(
+            "CREATE OR REPLACE SOURCE STREAM IN1 (K STRING KEY, V STRING) "
+            "WITH (kafka_topic='t', value_format='JSON');"
+        )
+    assert "Cannot add stream 'IN1': CREATE OR REPLACE is not supported on source streams." in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ("value_format='DELIMITED', value_delimiter='<~>'", "Invalid delimiter value: '<~>'."),
+        ("value_format='DELIMITED', value_delimiter=''", "Delimiter cannot be empty"),
+        ("value_format='JSON', value_delimiter='|'", "JSON does not support the following configs: [delimiter]"),
+    ],
+)
+def test_value_delimiter_is_checked_before_the_columns(props: str, message: str) -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("t"))
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql(f"CREATE STREAM S WITH (kafka_topic='t', {props});")
+    assert message in str(raised.value)
+
+
+def test_a_valid_value_delimiter_still_plans() -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("t"))
+    (result,) = engine.execute_sql(
+        "CREATE STREAM S (K STRING KEY, V STRING) WITH (kafka_topic='t', value_format='DELIMITED', value_delimiter='TAB');"
+    )
+    assert result.plan.command.formats.value_properties == (("delimiter", "TAB"),)
+
+
+def test_a_windowed_aggregate_over_a_join_cannot_select_window_bounds() -> None:
+    engine = _engine("JSON")
+    engine.create_topic(TopicInfo("b"))
+    engine.execute_sql("CREATE TABLE B (ID STRING PRIMARY KEY, X STRING) WITH (kafka_topic='b', value_format='JSON');")
+    with pytest.raises(KsqlError, match="SELECT column 'WINDOWSTART' cannot be resolved."):
+        engine.execute_sql(
+            "CREATE TABLE C AS SELECT S.ID, COUNT(*) AS N, WINDOWSTART AS WS FROM S JOIN B ON S.ID = B.ID "
+            "WINDOW TUMBLING (SIZE 10 MILLISECONDS) GROUP BY S.ID;"
+        )
