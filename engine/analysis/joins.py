@@ -391,13 +391,18 @@ def _resolve_criteria(
     columns: dict[str, _Column],
     primary_alias: dict[str, str],
 ) -> E.Expr:
+    for ref in E.walk(criteria):
+        # ksqlDB checks every qualifier when it prepares the statement, before resolving columns.
+        if isinstance(ref, E.ColumnRef) and ref.source is not None and ref.source not in qualified:
+            raise AnalysisError(
+                f"Failed to prepare statement: '{ref.source}' is not a valid stream/table name or alias."
+            )
+
     def column(e: E.Expr) -> E.Expr | None:
         if not isinstance(e, E.ColumnRef):
             return None
         if e.source is not None:
-            names = qualified.get(e.source)
-            if names is None:
-                raise AnalysisError(f"'{e.source}' is not a valid stream/table name or alias.")
+            names = qualified[e.source]
             if e.name not in names:
                 raise AnalysisError(f"JOIN ON column '{e.source}.{e.name}' cannot be resolved.")
             return E.ColumnRef(names[e.name])

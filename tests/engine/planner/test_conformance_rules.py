@@ -188,3 +188,12 @@ def test_a_windowed_aggregate_over_a_join_cannot_select_window_bounds() -> None:
             "CREATE TABLE C AS SELECT S.ID, COUNT(*) AS N, WINDOWSTART AS WS FROM S JOIN B ON S.ID = B.ID "
             "WINDOW TUMBLING (SIZE 10 MILLISECONDS) GROUP BY S.ID;"
         )
+
+
+@pytest.mark.parametrize("criteria", ["NOPE.ID = ID", "S.ID = NOPE.ID"])
+def test_an_unknown_qualifier_in_join_criteria_is_named_before_ambiguity(criteria: str) -> None:
+    engine = _engine("JSON")
+    engine.create_topic(TopicInfo("b"))
+    engine.execute_sql("CREATE TABLE B (ID STRING PRIMARY KEY, X STRING) WITH (kafka_topic='b', value_format='JSON');")
+    with pytest.raises(KsqlError, match="Failed to prepare statement: 'NOPE' is not a valid stream/table name or alias."):
+        engine.execute_sql(f"CREATE STREAM C AS SELECT S.ID, X FROM S JOIN B ON {criteria};")
