@@ -139,16 +139,13 @@ def _read_text(raw: SparkColumn, t: T.SqlType) -> _Read:
         return _Read(F.when(ok, low == F.lit("true")), present & ~ok)
     if base in _RANGES:
         low_bound, high_bound = _RANGES[base]
-        number = F.when(raw.rlike(_INTEGER_TEXT), raw.try_cast("decimal(38,0)"))
+        # try_cast gives NULL beyond BIGINT's range; the pattern refuses what Spark's cast
+        # accepts but ksqlDB does not (surrounding white space).
+        number = F.when(raw.rlike(_INTEGER_TEXT), raw.try_cast("bigint"))
         fits = F.coalesce(number.between(low_bound, high_bound), F.lit(False))
         return _Read(F.when(fits, number).cast(spark_type(t)), present & ~fits)
     ok = raw.rlike(_DOUBLE_TEXT)
     return _Read(F.when(ok, raw.try_cast("double")), present & ~ok)
-
-
-def _exact(n: int) -> SparkColumn:
-    """An integer literal of any size (py4j passes Python ints as Java longs)."""
-    return F.lit(str(n)).cast("decimal(20,0)")
 
 
 def _read_kafka(data: SparkColumn, t: T.SqlType) -> _Read:
@@ -159,9 +156,11 @@ def _read_kafka(data: SparkColumn, t: T.SqlType) -> _Read:
         return _Read(F.when(ok, data.cast("string")), present & ~ok)
     width = _KAFKA_WIDTH[t.base]
     ok = F.octet_length(data) == width
-    unsigned = F.conv(F.hex(data), 16, 10).cast("decimal(20,0)")
-    half = 2 ** (8 * width - 1)
-    signed = F.when(unsigned >= _exact(half), unsigned - _exact(2 * half)).otherwise(unsigned)
+    if width == 8:
+        signed = F.conv(F.hex(data), 16, -10).try_cast("bigint")  # a negative base reads two's complement
+    else:
+        unsigned = F.conv(F.hex(data), 16, 10).try_cast("bigint")
+        signed = F.when(unsigned >= F.lit(2**31), unsigned - F.lit(2**32)).otherwise(unsigned)
     return _Read(F.when(ok, signed).cast(spark_type(t)), present & ~F.coalesce(ok, F.lit(False)))
 
 

@@ -27,7 +27,7 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
 from engine.runtime.local_frames import local_dataframe
-from engine.runtime.rows import RAW_SCHEMA, arrow_schema_of
+from engine.runtime.rows import HEADERS, RAW_SCHEMA, SEQ, arrow_schema_of
 from engine.runtime.suppress import suppress_until_window_closes
 from engine.serde import RecordSerde
 
@@ -98,6 +98,10 @@ class StoredRecord:
     offset: int
     # Kafka bytes (key, value) by the codec that made them (see ``codec_id``).
     encoded: dict[bytes, tuple[bytes | None, bytes | None]] = field(default_factory=dict)
+
+
+# Above this many records a topic read as bytes is spread over the cores (see read_topic_bytes).
+SPREAD_ROWS = 10_000
 
 
 def codec_id(codec: TopicCodec) -> bytes:
@@ -213,18 +217,6 @@ def log_input_error(topic: str, offset: int, exc: KsqlError) -> None:
     )
 
 
-def _qtt_form(serde: RecordSerde, data: bytes | None) -> Any:
-    """Kafka bytes -> the QTT form a V1 sink gives the same row (a DOUBLE as a float, ...)."""
-    return serde.serialize(serde.deserialize(serde.from_bytes(data)))
-
-
-def _qtt_row(row: Any, key: Any, value: Any) -> dict[str, Any]:
-    """A collected encoded sink row with its key and value in pickled QTT form."""
-    out = row.asDict()
-    out["__key"], out["__value"] = pickle.dumps(key), pickle.dumps(value)
-    return out
-
-
 def record_from_raw(topic: str, row: Any, window_type: str | None) -> tuple[tuple[int, ...], TopicRecord]:
     """A topic record (and its seq) from a collected sink row of ``RAW_SCHEMA``."""
     window = None
@@ -262,7 +254,12 @@ class BoundedRuntime:
         table = pa.Table.from_arrays(
             [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema, strict=True)], schema=arrow_schema
         )
-        return self.spark.createDataFrame(table, RAW_SCHEMA)
+        df = self.spark.createDataFrame(table, RAW_SCHEMA)
+        if len(rows) > SPREAD_ROWS:
+            # Spark folds work over a small in-memory table into the plan and runs it in the
+            # driver, one record at a time; spread a large one over the cores instead.
+            df = df.repartition(self.spark.sparkContext.defaultParallelism)
+        return df
 
     def encoded_rows(self, topic: str, codec: TopicCodec) -> list[tuple[Any, ...]]:
         """The topic's records as ``RAW_SCHEMA`` rows of Kafka bytes (encoded once per codec)."""
@@ -303,25 +300,30 @@ class BoundedRuntime:
         With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
         (``codec`` decodes them) and with their bytes.
         """
-        rows = df.collect()
         if codec is None:
-            collected = [record_from_raw(topic, row, window_type) for row in rows]
+            collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
             collected.sort(key=lambda pair: pair[0])
             for seq, record in collected:
                 self.store.append(record, seq)
             return [record for _, record in collected]
         ident = codec_id(codec)
-        decoded = []
-        for row in rows:
-            key, value = row["__key"], row["__value"]
-            qtt = _qtt_row(row, _qtt_form(codec.key, key), _qtt_form(codec.value, value))
-            seq, record = record_from_raw(topic, qtt, window_type)
-            decoded.append((seq, record, (key, value)))
-        decoded.sort(key=lambda entry: entry[0])
-        for seq, record, pair in decoded:
-            self.store.append(record, seq)
-            self.store.records[topic][-1].encoded[ident] = pair
-        return [record for _, record, _ in decoded]
+        columns = df.toArrow().to_pydict()
+        order = sorted(range(len(columns[SEQ])), key=lambda i: columns[SEQ][i])
+        written = []
+        for i in order:
+            key, value = columns["__key"][i], columns["__value"][i]
+            record = TopicRecord(
+                topic=topic,
+                key=codec.key.qtt_from_bytes(key),
+                value=codec.value.qtt_from_bytes(value),
+                timestamp=columns["__ts"][i],
+                partition=columns["__partition"][i],
+                headers=tuple(Header(h["KEY"], h["VALUE"]) for h in (columns[HEADERS][i] or ())),
+            )
+            self.store.append(record, tuple(columns[SEQ][i]))
+            self.store.records[topic][-1].encoded[ident] = (key, value)
+            written.append(record)
+        return written
 
     def produce(self, records: Iterable[TopicRecord]) -> None:
         for record in records:

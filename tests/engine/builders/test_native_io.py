@@ -11,16 +11,24 @@ from __future__ import annotations
 
 import decimal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
+from engine.builders import native_io
 from engine.builders.context import BuildContext
 from engine.builders.native import collecting_reports
 from engine.builders.walker import build
 from engine.engine import KsqlEngine
+from engine.errors import KsqlError
+from engine.plan import types as T
+from engine.plan.schema import Column
 from engine.plan.steps import walk_steps
 from engine.planner.physical import NATIVE_STEPS
 from engine.records import Header, TopicInfo, TopicRecord
+from engine.serde.formats import FormatInfo
+from engine.serde.kafka_format import KafkaSerde
 
 STREAM = """
 CREATE STREAM S (ID BIGINT KEY, NAME STRING, V INT, L BIGINT, D DOUBLE, B BOOLEAN)
@@ -109,16 +117,44 @@ def test_random_json_records_read_alike(spark, values):
     _same(STREAM, records)
 
 
-def test_kafka_keys_of_every_width_and_bad_bytes(spark):
-    statements = """
-    CREATE STREAM S (K INT KEY, V STRING) WITH (kafka_topic='s', value_format='KAFKA');
+@pytest.mark.parametrize(
+    ("sql_type", "keys"),
+    [
+        ("INT", [0, 1, -1, 2147483647, -2147483648, None]),
+        ("BIGINT", [0, -1, 9223372036854775807, -9223372036854775808, 2**40, None]),
+        ("STRING", ["", "é", "a b", None]),
+    ],
+)
+def test_kafka_keys_read_and_write_alike(spark, sql_type, keys):
+    statements = f"""
+    CREATE STREAM S (K {sql_type} KEY, V STRING) WITH (kafka_topic='s', value_format='KAFKA');
     CREATE STREAM OUT AS SELECT * FROM S;
     """
-    records = [
-        TopicRecord("s", k, f"v{k}", 10 + i) for i, k in enumerate([0, 1, -1, 2147483647, -2147483648, None])
-    ]
+    records = [TopicRecord("s", k, f"v{i}", 10 + i) for i, k in enumerate(keys)]
     got, _ = _same(statements, records)
-    assert [r[0] for r in got] == [0, 1, -1, 2147483647, -2147483648, None]
+    assert [r[0] for r in got] == keys
+
+
+def test_kafka_bytes_of_the_wrong_width_or_bad_utf8_go_to_python(spark):
+    rows = [(b"\x00\x00\x00\x07",), (b"\x00\x07",), (b"\xff" * 8,), (b"\xc3\x28",), (None,)]
+    df = spark.createDataFrame(rows, "b binary")
+    reads = {
+        "INT": native_io._read_kafka(F.col("b"), T.INTEGER),
+        "BIGINT": native_io._read_kafka(F.col("b"), T.BIGINT),
+        "STRING": native_io._read_kafka(F.col("b"), T.STRING),
+    }
+    got = df.select(*[c for r in reads.values() for c in (r.value, r.python)]).collect()
+    for (data,), row in zip(rows, got, strict=True):
+        for i, (name, sql_type) in enumerate((("INT", T.INTEGER), ("BIGINT", T.BIGINT), ("STRING", T.STRING))):
+            serde = KafkaSerde(FormatInfo("KAFKA"), [Column("K", sql_type)], wrapped=False, is_key=True)
+            try:
+                want, fails = serde.from_bytes(data), False
+            except KsqlError:
+                want, fails = None, True
+            value, python = row[2 * i], row[2 * i + 1]
+            assert python == fails, (name, data)
+            if not fails:
+                assert value == want, (name, data)
 
 
 def test_json_keys_unwrapped_values_and_a_bigint_timestamp(spark):
