@@ -12,7 +12,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,14 @@ from qtt.model import QttCase
 from qtt.plans.layout import DEFAULT_ROOT
 from qtt.plans.schema import SCHEMA_FILE
 from qtt.plans.verify import DEFAULT_CASES
-from qtt.runner import CaseResult, EngineFactory, Status, problem_result, run_case
+from qtt.runner import (
+    CaseResult,
+    EngineFactory,
+    Status,
+    default_engine_factory,
+    problem_result,
+    run_case,
+)
 
 _LABELS = {
     Status.PASSED: "PASS",
@@ -135,21 +142,56 @@ def _add_runtime_options(parser: argparse.ArgumentParser) -> None:
             "(default: start one in a temp dir for the run)."
         ),
     )
+    parser.add_argument(
+        "--property",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help=(
+            "A property every case's engine gets, over the case's own (repeatable), e.g. "
+            "kspark.native.steps=false to run with the Python step versions."
+        ),
+    )
+
+
+def _properties(args: argparse.Namespace) -> dict[str, str] | None:
+    """The --property pairs, or None (printing why) when one has no '='."""
+    out: dict[str, str] = {}
+    for pair in getattr(args, "property", []):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            print(f"qtt: --property '{pair}' is not KEY=VALUE.", file=sys.stderr)
+            return None
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _with_properties(
+    factory_for: Callable[[QttCase], EngineFactory], extra: Mapping[str, str]
+) -> Callable[[QttCase], EngineFactory]:
+    def for_case(case: QttCase) -> EngineFactory:
+        factory = factory_for(case)
+        return lambda properties: factory({**properties, **extra})
+
+    return for_case
 
 
 @contextlib.contextmanager
 def _engines(args: argparse.Namespace) -> Iterator[Callable[[QttCase], EngineFactory] | None]:
-    """Per-case engine factories for the chosen runtime (None: the bounded engine)."""
+    """Per-case engine factories for the chosen runtime (None: the bounded engine as it is)."""
+    extra = _properties(args) or {}
     if args.runtime != "kafka":
-        yield None
+        yield _with_properties(lambda _case: default_engine_factory, extra) if extra else None
         return
     from qtt.kafka_runtime import KafkaHarness
 
     with KafkaHarness.open(args.bootstrap_servers, registry_url=args.schema_registry_url) as harness:
-        yield harness.engine_factory
+        yield _with_properties(harness.engine_factory, extra) if extra else harness.engine_factory
 
 
 def _check_runtime(args: argparse.Namespace) -> bool:
+    if _properties(args) is None:
+        return False
     if args.bootstrap_servers and args.runtime != "kafka":
         print("qtt: --bootstrap-servers needs --runtime kafka.", file=sys.stderr)
         return False

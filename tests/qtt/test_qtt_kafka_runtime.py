@@ -239,6 +239,18 @@ def test_bootstrap_servers_need_the_kafka_runtime(capsys: pytest.CaptureFixture[
     assert "--bootstrap-servers needs --runtime kafka" in capsys.readouterr().err
 
 
+def test_a_property_must_be_key_equals_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["conformance", str(CASES), "--property", "kspark.native.steps"]) == 2
+    assert "--property 'kspark.native.steps' is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_properties_go_over_the_cases_own() -> None:
+    seen: list[dict[str, Any]] = []
+    factory_for = cli._with_properties(lambda _case: seen.append, {"kspark.native.steps": "false", "b": "2"})
+    factory_for(None)({"kspark.native.steps": "true", "a": "1"})  # type: ignore[arg-type]
+    assert seen == [{"kspark.native.steps": "false", "a": "1", "b": "2"}]
+
+
 def test_an_unreachable_broker_stops_the_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["conformance", str(CASES), "--runtime", "kafka", "--bootstrap-servers", "127.0.0.1:1"]
     assert cli.main(argv) == 2
