@@ -239,7 +239,10 @@ class KsqlEngine:
         """The source INSERT VALUES may write to: known, not read-only."""
         source = self.metastore.get(target)
         if source is None:
-            raise AnalysisError(f"Cannot insert values into an unknown stream/table: {target}")
+            raise AnalysisError(
+                f"Cannot insert values into an unknown stream/table: `{target}`"
+                + _case_hint(target, [s.name for s in self.metastore.all()])
+            )
         if source.is_source:
             raise AnalysisError(
                 f"Cannot insert values into read-only {source.kind.lower()}: {source.name}"
@@ -435,3 +438,16 @@ def _source_info(source: DataSource) -> SourceInfo:
 
 
 __all__ = ["KsqlEngine", "KsqlError"]
+
+
+def _case_hint(name: str, known: list[str]) -> str:
+    """ksqlDB's hint when a source of that name exists in another case (quoting)."""
+    for other in known:
+        if other != name and other.upper() == name.upper():
+            if other != other.upper():
+                return (
+                    f'\nDid you mean "{other}"? Hint: wrap the source name in double quotes to '
+                    "make it case-sensitive."
+                )
+            return f"\nDid you mean {other}? Hint: try removing double quotes from the source name."
+    return ""

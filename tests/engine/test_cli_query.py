@@ -75,7 +75,7 @@ def sources(kafka_broker: Any, tmp_path: Path) -> tuple[str, str, Path]:
     [
         ("SELECT * FROM NOPE EMIT CHANGES;", "kspark: AnalysisError: "),
         ("SELECT * FROM PEOPLE;", "kspark: UnsupportedFeatureError: Pull queries (a SELECT without EMIT CHANGES)"),
-        ("INSERT INTO NOPE (ID) VALUES (1);", "kspark: AnalysisError: Cannot insert values into an unknown stream/table: NOPE"),
+        ("INSERT INTO NOPE (ID) VALUES (1);", "kspark: AnalysisError: Cannot insert values into an unknown stream/table: `NOPE`"),
         ("INSERT INTO FROZEN (ID, NAME) VALUES (1, 'a');", "kspark: AnalysisError: Cannot insert values into read-only stream: FROZEN"),
         ("CREATE STREAM X AS SELECT * FROM PEOPLE;", "kspark: AnalysisError: kspark query runs SELECT ... EMIT CHANGES"),
         ("PRINT 'no_such_topic_at_all';", "kspark: KafkaClientError: Topic 'no_such_topic_at_all' does not exist."),

@@ -197,3 +197,24 @@ def test_an_unknown_qualifier_in_join_criteria_is_named_before_ambiguity(criteri
     engine.execute_sql("CREATE TABLE B (ID STRING PRIMARY KEY, X STRING) WITH (kafka_topic='b', value_format='JSON');")
     with pytest.raises(KsqlError, match="Failed to prepare statement: 'NOPE' is not a valid stream/table name or alias."):
         engine.execute_sql(f"CREATE STREAM C AS SELECT S.ID, X FROM S JOIN B ON {criteria};")
+
+
+def test_insert_values_into_a_name_that_differs_in_case_gets_a_quoting_hint() -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("t"))
+    engine.execute_sql("""CREATE STREAM "low" (ID INT KEY, V STRING) WITH (kafka_topic='t', value_format='JSON');""")
+    engine.execute_sql("CREATE STREAM UP (ID INT KEY, V STRING) WITH (kafka_topic='t', value_format='JSON');")
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql("INSERT INTO low (ID, V) VALUES (1, 'a');")
+    assert str(raised.value) == (
+        "Cannot insert values into an unknown stream/table: `LOW`\n"
+        'Did you mean "low"? Hint: wrap the source name in double quotes to make it case-sensitive.'
+    )
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql("""INSERT INTO "up" (ID, V) VALUES (1, 'a');""")
+    assert str(raised.value) == (
+        "Cannot insert values into an unknown stream/table: `up`\n"
+        "Did you mean UP? Hint: try removing double quotes from the source name."
+    )
+    with pytest.raises(KsqlError, match="^Cannot insert values into an unknown stream/table: `NOPE`$"):
+        engine.execute_sql("INSERT INTO NOPE (ID, V) VALUES (1, 'a');")
