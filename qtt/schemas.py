@@ -97,6 +97,7 @@ def register_topic_schemas(topics: tuple[TopicSpec, ...], url: str) -> dict[str,
     ids: dict[str, int] = {}
     for subject, schema_type, text, schema_id, references in declared:
         refs = []
+        counter = getattr(getattr(client, "_store", None), "max_id", None)
         for ref in references or ():
             if not isinstance(ref, dict) or not isinstance(ref.get("name"), str):
                 raise QttFormatError(f"A schema reference of subject {subject} has no name.")
@@ -105,6 +106,10 @@ def register_topic_schemas(topics: tuple[TopicSpec, ...], url: str) -> dict[str,
             ref_type = _SCHEMA_TYPES.get(str(ref.get("format", schema_type)).upper(), schema_type)
             client.register_schema(ref["name"], Schema(ref_text, ref_type))
             refs.append(SchemaReference(ref["name"], ref["name"], 1))
+        if refs and counter is not None:
+            # ksqlDB's runner counts only the topics' own schemas: a reference takes no id
+            # of the sequence (it stays readable by subject and version).
+            client._store.max_id = counter
         if schema_id is not None and url.startswith("mock://"):
             _next_mock_id(client, schema_id)
         ids[subject] = int(client.register_schema(subject, Schema(text, schema_type, refs)))

@@ -57,3 +57,20 @@ def test_a_schema_on_a_format_without_schemas_is_a_case_format_error() -> None:
     bad = (TopicSpec(name="d", value_format="DELIMITED", value_schema="int"),)
     with pytest.raises(QttFormatError, match="Topic 'd' declares a value schema, but its format DELIMITED"):
         register_topic_schemas(bad, f"mock://test-qtt-schemas-{uuid.uuid4()}")
+
+
+def test_a_referenced_schema_takes_no_id_of_the_runners_sequence() -> None:
+    topics = (TopicSpec(
+        name="e", value_format="PROTOBUF",
+        value_schema='syntax = "proto3"; import "event.proto"; message Logistics { Event event = 1; }',
+        value_schema_references=[{"name": "event.proto", "format": "PROTOBUF",
+                                  "schema": 'syntax = "proto3"; message Event { int64 t = 1; }'}],
+    ),)
+    url = f"mock://test-qtt-schemas-{uuid.uuid4()}"
+    try:
+        assert register_topic_schemas(topics, url) == {"e-value": 1} == ksqldb_runner_ids(topics)
+        client = registry_client(url)
+        assert "Logistics" in client.get_schema(1).schema_str
+        assert "Event" in client.get_version("event.proto", 1).schema.schema_str
+    finally:
+        forget_registry_client(url)
