@@ -599,7 +599,7 @@ class Planner:
                     "Key missing from projection (ie, SELECT). See https://cnfl.io/2LV7ouS.\n"
                     f"The query used to build `{sink_name}` must include the key column"
                     f"{'s' if len(key_columns) > 1 else ''} "
-                    f"{', '.join(k.name for k in key_columns)} in its projection (eg, SELECT "
+                    f"{_and_list([k.name for k in key_columns])} in its projection (eg, SELECT "
                     f"{', '.join(k.name for k in key_columns)}...)."
                 )
             if len(matches) > 1:
@@ -663,6 +663,11 @@ def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:
         key_properties=tuple(sorted(key_props.items())),
         value_properties=tuple(sorted(value_props.items())),
     )
+
+
+def _and_list(names: list[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``: how ksqlDB lists names in a sentence."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _replace_source_message(existing: DataSource) -> str:

@@ -218,3 +218,14 @@ def test_insert_values_into_a_name_that_differs_in_case_gets_a_quoting_hint() ->
     )
     with pytest.raises(KsqlError, match="^Cannot insert values into an unknown stream/table: `NOPE`$"):
         engine.execute_sql("INSERT INTO NOPE (ID, V) VALUES (1, 'a');")
+
+
+def test_missing_key_columns_are_listed_as_a_sentence() -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("t"))
+    engine.execute_sql(
+        "CREATE STREAM M (K1 INT KEY, K2 INT KEY, V STRING) WITH (kafka_topic='t', format='JSON');"
+    )
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql("CREATE STREAM O AS SELECT K1, V FROM M;")
+    assert "must include the key columns K1 and K2 in its projection (eg, SELECT K1, K2...)." in str(raised.value)
