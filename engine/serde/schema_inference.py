@@ -126,7 +126,10 @@ def infer_columns(
     wanted = _REGISTRY_TYPES.get(fmt)
     if wanted is None:
         raise AnalysisError(f"{fmt} does not support schema inference.")
-    if schema.schema_type != wanted:
+    # A registry that omits schemaType (Apicurio's Confluent API for some schemas) reads as
+    # AVRO in confluent-kafka's client: only another explicit type is a mismatch; a schema
+    # that is not of the format then fails its translation below.
+    if schema.schema_type not in (wanted, "AVRO"):
         raise AnalysisError(_incompatible_message(
             topic, is_key, schema.text,
             f"The schema registered is of type {schema.schema_type}, but the format is {fmt}.",

@@ -141,8 +141,18 @@ def test_a_schema_without_sql_type_names_the_topic_and_reason() -> None:
 
 
 def test_a_schema_of_another_type_than_the_format_is_refused() -> None:
-    with pytest.raises(AnalysisError, match="registered is of type AVRO, but the format is JSON_SR"):
-        infer_columns(_avro("int"), fmt="JSON_SR", topic="t", is_key=True, unwrapped=False, keep_names=False)
+    json_schema = RegisteredSchema("JSON", '{"type": "integer"}')
+    with pytest.raises(AnalysisError, match="registered is of type JSON, but the format is AVRO"):
+        infer_columns(json_schema, fmt="AVRO", topic="t", is_key=True, unwrapped=False, keep_names=False)
+
+
+def test_a_schema_read_as_avro_for_want_of_a_type_is_parsed_as_the_format() -> None:
+    proto = RegisteredSchema("AVRO", 'syntax = "proto3"; message K { string k1 = 1; }')
+    assert infer_columns(proto, fmt="PROTOBUF", topic="t", is_key=True, unwrapped=False, keep_names=True) == (
+        ("k1", T.STRING),
+    )
+    with pytest.raises(AnalysisError, match="Reason: Invalid protobuf schema"):
+        infer_columns(_avro("int"), fmt="PROTOBUF", topic="t", is_key=True, unwrapped=False, keep_names=False)
 
 
 def test_fetch_reads_the_latest_version_or_the_given_id() -> None:
