@@ -409,7 +409,7 @@ class KafkaCaseEngine:
         names schema ids cannot run here."""
         import dataclasses
 
-        from qtt.schemas import register_topic_schemas
+        from qtt.schemas import RegistrationError, register_topic_schemas
 
         if not any(t.key_schema is not None or t.value_schema is not None for t in case.topics):
             return
@@ -420,7 +420,10 @@ class KafkaCaseEngine:
         ):
             raise UnsupportedFeatureError("schema ids of a QTT case on a real schema registry")
         renamed = tuple(dataclasses.replace(t, name=self.names.topic(t.name)) for t in case.topics)
-        register_topic_schemas(renamed, self.harness.registry_url)
+        try:
+            register_topic_schemas(renamed, self.harness.registry_url)
+        except RegistrationError as exc:
+            raise UnsupportedFeatureError(f"a declared topic schema the schema registry refuses ({exc})") from None
 
     @_demapped
     def create_topic(self, topic: TopicInfo) -> None:

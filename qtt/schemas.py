@@ -21,6 +21,7 @@ from typing import Any
 from qtt.model import QttCase, QttFormatError, TopicSpec
 
 SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"
+JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-07/schema#"
 # The registry's schema type for each format a topic names.
 _SCHEMA_TYPES = {
     "AVRO": "AVRO",
@@ -29,6 +30,10 @@ _SCHEMA_TYPES = {
     "PROTOBUF": "PROTOBUF",
     "PROTOBUF_NOSR": "PROTOBUF",
 }
+
+
+class RegistrationError(Exception):
+    """A registry did not take a schema a case declares (the message names the subject)."""
 
 
 def case_registry_url(case: QttCase) -> str:
@@ -112,7 +117,15 @@ def register_topic_schemas(topics: tuple[TopicSpec, ...], url: str) -> dict[str,
             client._store.max_id = counter
         if schema_id is not None and url.startswith("mock://"):
             _next_mock_id(client, schema_id)
-        ids[subject] = int(client.register_schema(subject, Schema(text, schema_type, refs)))
+        if not url.startswith("mock://"):
+            text = _explicit(schema_type, text)
+        try:
+            ids[subject] = int(client.register_schema(subject, Schema(text, schema_type, refs)))
+        except Exception as exc:  # the client's SchemaRegistryError, or a connection error
+            raise RegistrationError(
+                f"The schema registry refused the {schema_type} schema of {subject}: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+            ) from None
     return ids
 
 
@@ -144,6 +157,19 @@ def _next_mock_id(client: Any, schema_id: int) -> None:
     if store is None or not hasattr(store, "max_id"):
         return
     store.max_id = schema_id - 1
+
+
+def _explicit(schema_type: str, text: str) -> str:
+    """The schema in a form a registry that guesses the type from the content (Apicurio)
+    recognises: a JSON schema naming its draft. (Apicurio refuses a bare Avro primitive
+    whatever its spelling: ``RegistrationError``.)"""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    if schema_type == "JSON" and isinstance(parsed, dict) and "$schema" not in parsed:
+        return json.dumps({"$schema": JSON_SCHEMA_DRAFT, **parsed})
+    return text
 
 
 def _guess_format(schema: Any) -> str:

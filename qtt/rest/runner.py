@@ -385,7 +385,12 @@ class _CaseRun:
         """Register the topics' declared schemas on the server's registry before any
         statement (as ksqlDB's runner does); the registry gives its own ids, so the schema
         ids the statements name become the ones it gave."""
-        from qtt.schemas import declared_schemas, ksqldb_runner_ids, register_topic_schemas
+        from qtt.schemas import (
+            RegistrationError,
+            declared_schemas,
+            ksqldb_runner_ids,
+            register_topic_schemas,
+        )
 
         if not any(True for _ in declared_schemas(self.case.topics)):
             return
@@ -393,7 +398,11 @@ class _CaseRun:
         if url is None:
             feature = "topic schemas declared by the case, without a schema registry"
             raise CaseFailure(Status.UNSUPPORTED, f"Unsupported feature: {feature}.", feature=feature)
-        given = register_topic_schemas(self.case.topics, url)
+        try:
+            given = register_topic_schemas(self.case.topics, url)
+        except RegistrationError as exc:
+            feature = "a declared topic schema the schema registry refuses"
+            raise CaseFailure(Status.UNSUPPORTED, f"Unsupported feature: {feature} ({exc}).", feature=feature) from None
         for subject, case_id in ksqldb_runner_ids(self.case.topics).items():
             if given[subject] != case_id:
                 self.schema_ids[case_id] = given[subject]
