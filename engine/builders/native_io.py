@@ -439,8 +439,10 @@ def _build_native_sink(step: SinkStep, source: Built, ctx: BuildContext) -> Buil
     key_bytes = F.when(any_key, key_bytes)
     if codec.value.columns:
         value_bytes, value_python = _write_part(codec.value, row)
-    else:
-        value_bytes, value_python = F.lit(None).cast("binary"), F.lit(False)
+    else:  # no value columns: what V1 writes for an empty row (JSON: {}; NONE: nothing)
+        empty = codec.value.to_bytes(codec.value.serialize({}))
+        value_bytes = F.lit(None if empty is None else bytearray(empty)).cast("binary")
+        value_python = F.lit(False)
     value_bytes = F.when(~deleted, value_bytes)
     needs_python = (any_key & key_python) | (~deleted & value_python)
     python_type = ST.StructType([ST.StructField("key", ST.BinaryType()), ST.StructField("value", ST.BinaryType())])

@@ -19,16 +19,16 @@ from engine.planner import logical as L
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
 
-# Query property choosing the native stateless step versions (steps_native) for filters and
-# projections. Off by default until the planned cases are re-recorded with them: with it
-# off, plans are exactly those of engine 0.2.0.
+# Query property choosing the native step versions (steps_native) for filters, projections,
+# non-windowed sources and sinks. On by default since engine 0.3.0; with it set to false,
+# the planner plans the Python (V1) versions as engine 0.2.0 did.
 NATIVE_STEPS = "kspark.native.steps"
 _NATIVE: ContextVar[bool] = ContextVar("native_steps", default=False)
 
 
 def native_steps_enabled(config: Any) -> bool:
-    """Whether ``config`` turns the native step versions on (``kspark.native.steps=true``)."""
-    return str(config.get(NATIVE_STEPS, "false")).strip().lower() == "true"
+    """Whether ``config`` leaves the native step versions on (all but ``kspark.native.steps=false``)."""
+    return str(config.get(NATIVE_STEPS, "true")).strip().lower() != "false"
 
 
 def rule(node_type: type[L.LogicalNode]) -> Callable[[PhysicalRule], PhysicalRule]:

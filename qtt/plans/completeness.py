@@ -39,20 +39,6 @@ NOT_YET_COVERABLE: dict[str, str] = {
         "imported only (ksqlDB 5.5/6.0 tableGroupByV1 with several expressions); the planner "
         "never produces it; pinned by tests/engine/ksqldb_import"
     ),
-    # Native stateless step versions (engine/plan/steps_native.py): the planner chooses them
-    # only with kspark.native.steps=true until the planned cases are re-recorded with them
-    # (issue 12); pinned by tests/engine/expressions/test_native.py and
-    # tests/qtt/plans/test_native_step_versions.py.
-    "streamFilterV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "tableFilterV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "streamSelectV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "tableSelectV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    # Native source and sink versions (engine/builders/native_io.py): same rule; pinned by
-    # tests/engine/builders/test_native_io.py and tests/engine/runtime/test_kafka_runtime.py.
-    "streamSourceV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "tableSourceV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "streamSinkV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
-    "tableSinkV2": "planned only with kspark.native.steps=true (issue 12, planned cases not re-recorded yet)",
 }
 
 # Operator name (see ``operators_in``) -> why no planned case can use it yet. Same rules.

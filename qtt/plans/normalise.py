@@ -13,9 +13,13 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bplan_id=\d+"), "plan_id=<PLAN_ID>"),
     (re.compile(r"\b(batchId|batch_id|ver|epochId)( ?= ?)\d+"), r"\1\2<BATCH>"),
     (re.compile(r"@[0-9a-f]{6,16}\b"), "@<HASH>"),
+    # Java identity hashes may print with fewer digits (``KafkaSourceProvider@e0040``).
+    (re.compile(r"\b([A-Z][\w$]*)@[0-9a-f]{1,5}\b"), r"\1@<HASH>"),
     (re.compile(r"\b(RDD|rdd|ExistingRDD)\s*\[\d+\]"), r"\1[<RDD>]"),
 )
 _EXPR_ID = re.compile(r"#(\d+)(L?)\b")
+# PySpark names lambda variables from one process-wide counter (``lambda x_14``).
+_LAMBDA_VAR = re.compile(r"\b([xyz])_(\d+)\b")
 
 
 def normalise_physical_plan(text: str) -> str:
@@ -24,6 +28,8 @@ def normalise_physical_plan(text: str) -> str:
     - expression ids (``ID#32``, ``ROWTIME#36L``, ``Project(...)#42``) are renumbered in
       order of first appearance (``#e0``, ``#e1L``...), so plans from different runs and
       sessions compare equal while the wiring between operators stays visible;
+    - lambda variables PySpark numbers per process (``x_14``) are renumbered in order of
+      first appearance (``x_l0``, ``y_l1``...);
     - ``plan_id=N`` -> ``plan_id=<PLAN_ID>``; object hashes ``@1a2b3c4d`` -> ``@<HASH>``;
     - run ids and other UUIDs -> ``<UUID>``; file system paths and URIs -> ``<PATH>``;
     - batch/version ids of streaming state (``batchId=3``, ``ver = 3``) -> ``<BATCH>``;
@@ -40,5 +46,12 @@ def normalise_physical_plan(text: str) -> str:
         return f"#e{n}{match.group(2)}"
 
     text = _EXPR_ID.sub(renumber, text)
+    lambdas: dict[str, int] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        n = lambdas.setdefault(match.group(0), len(lambdas))
+        return f"{match.group(1)}_l{n}"
+
+    text = _LAMBDA_VAR.sub(rename, text)
     lines = [line.rstrip() for line in text.strip("\n").splitlines()]
     return "\n".join(lines) + "\n"

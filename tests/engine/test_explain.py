@@ -51,7 +51,7 @@ def test_explain_reads_a_file_and_shows_the_physical_plan(tmp_path, capsys, spar
 
 
 def test_explain_without_native_steps_says_every_step_runs_in_python(capsys, spark) -> None:
-    assert main(["explain", SQL]) == 0
+    assert main(["explain", "--property", "kspark.native.steps=false", SQL]) == 0
     out = capsys.readouterr().out
     assert "  WhereFilter (streamFilterV1): runs in Python" in out
     assert "native" not in out

@@ -187,6 +187,15 @@ def test_table_source_and_sink_keep_tombstones_and_drop_null_keys(spark):
     assert [(k, v) for k, v, *_ in got][:2] == [("a", {"W": 2.5}), ("a", None)]
 
 
+def test_a_sink_without_value_columns_writes_what_v1_writes(spark):
+    statements = """
+    CREATE STREAM S (ID INT KEY, A BOOLEAN) WITH (kafka_topic='s', value_format='JSON');
+    CREATE STREAM OUT AS SELECT ID FROM S;
+    """
+    got, _ = _same(statements, [TopicRecord("s", 1, {"A": True}, 10), TopicRecord("s", 2, None, 11)])
+    assert [(k, v) for k, v, *_ in got] == [(1, {}), (2, None)]
+
+
 def test_header_columns_are_read_natively(spark):
     statements = """
     CREATE STREAM S (V INT, ALL_H ARRAY<STRUCT<KEY STRING, VALUE BYTES>> HEADERS, H BYTES HEADER('h'))

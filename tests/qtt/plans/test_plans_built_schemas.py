@@ -31,6 +31,8 @@ CASES = {
     "tests": [
         {
             "name": "doubled big orders and a count per item",
+            # The Python step versions: the tests below change their builders.
+            "properties": {"kspark.native.steps": "false"},
             "statements": [
                 "CREATE STREAM ORDERS (ID INT KEY, ITEM STRING, AMOUNT INT) "
                 "WITH (kafka_topic='orders', value_format='JSON');",

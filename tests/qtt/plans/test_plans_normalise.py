@@ -57,3 +57,20 @@ def test_output_ends_with_one_newline_and_no_trailing_spaces() -> None:
 def test_normalising_is_idempotent() -> None:
     once = normalise_physical_plan(PLAN_A)
     assert normalise_physical_plan(once) == once
+
+
+def test_lambda_variables_numbered_per_process_normalise_alike() -> None:
+    first = "Project [exists(keys#1, lambdafunction((x_14 = NAME), lambda x_14, false)), filter(h#2, lambda x_15)]"
+    later = "Project [exists(keys#7, lambdafunction((x_102 = NAME), lambda x_102, false)), filter(h#8, lambda x_103)]"
+    assert normalise_physical_plan(first) == normalise_physical_plan(later)
+    assert "lambda x_l0" in normalise_physical_plan(first) and "lambda x_l1" in normalise_physical_plan(first)
+    # Two distinct variables stay distinct.
+    swapped = "Project [exists(keys#1, lambdafunction((x_15 = NAME), lambda x_15, false)), filter(h#2, lambda x_15)]"
+    assert normalise_physical_plan(first) != normalise_physical_plan(swapped)
+
+
+def test_short_java_hashes_are_replaced_but_not_an_at_sign_alone() -> None:
+    assert normalise_physical_plan("KafkaSourceProvider@e0040 and Foo@1a2b3c4d") == (
+        "KafkaSourceProvider@<HASH> and Foo@<HASH>\n"
+    )
+    assert normalise_physical_plan("contains(NAME, 'user@ab')") == "contains(NAME, 'user@ab')\n"
