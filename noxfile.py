@@ -118,6 +118,6 @@ def stream_bench(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def perf(session: nox.Session) -> None:
-    """100,000 JSON records in memory: the engine's stateless CSAS against hand-written PySpark."""
+    """100,000 JSON records in memory: the engine's stateless CSAS and running GROUP BY against hand-written PySpark."""
     session.install("-e", ".")
     session.run("python", "-m", "qtt.perf", *session.posargs)
