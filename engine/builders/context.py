@@ -57,7 +57,12 @@ class Built:
         return columns
 
 
-def log_processing_error(query_id: str, ctx: str, message: str) -> None:
-    """Report a record-level problem (ksqlDB's processing log); the query keeps going."""
+def log_processing_error(query_id: str, ctx: str, message: str, **details: Any) -> None:
+    """Report a record-level problem (ksqlDB's processing log); the query keeps going.
+
+    ``details`` fill the log entry's fields (``processing_log.entry``): ``type``, ``target``,
+    ``topic``, ``record`` (the raw bytes).
+    """
     processing_log.follow_env()
-    PROCESSING_LOG.warning("%s %s: %s", query_id, ctx, message)
+    extra = {"kspark_details": details} if details else None
+    PROCESSING_LOG.warning("%s %s: %s", query_id, ctx, message, extra=extra)

@@ -49,6 +49,7 @@ from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.steps_native import StreamSinkV2, StreamSourceV2, TableSinkV2, TableSourceV2
+from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
 from engine.runtime.convert import spark_type
@@ -219,7 +220,7 @@ def _python_source_reader(
     key_names = [c.name for c in schema.key]
     value_names = [c.name for c in schema.value]
     extract_ts = timestamp_extractor(step.timestamp_column, schema)
-    query_id, where = ctx.query_id, step.ctx
+    query_id, where, topic = ctx.query_id, step.ctx, step.topic
 
     def read(record: Any) -> Any:
         if record is None:
@@ -229,7 +230,8 @@ def _python_source_reader(
         try:
             key_row = codec.key.deserialize(codec.key.from_bytes(record["key"])) if key_names else None
         except KsqlError as exc:
-            log_processing_error(query_id, where, f"Failed to deserialise key of {place}: {exc}")
+            log_processing_error(query_id, where, f"Failed to deserialise key of {place}: {exc}",
+                                 type=processing_log.DESERIALIZATION, target="key", topic=topic, record=record["key"])
             return None
         key_row = key_row or {}
         for n in key_names:
@@ -242,7 +244,9 @@ def _python_source_reader(
             try:
                 value_row = codec.value.deserialize(codec.value.from_bytes(record["value"])) or {}
             except KsqlError as exc:
-                log_processing_error(query_id, where, f"Failed to deserialise value of {place}: {exc}")
+                log_processing_error(query_id, where, f"Failed to deserialise value of {place}: {exc}",
+                                     type=processing_log.DESERIALIZATION, target="value", topic=topic,
+                                     record=record["value"])
                 return None
         for n in value_names:
             row[n] = value_row.get(n)
@@ -407,7 +411,7 @@ def _write_part(serde: RecordSerde, row: dict[str, SparkColumn]) -> tuple[SparkC
 def _python_sink_writer(step: SinkStep, codec: TopicCodec, ctx: BuildContext, schema: LogicalSchema) -> Any:
     key_names = [c.name for c in schema.key]
     value_names = [c.name for c in schema.value]
-    query_id, where = ctx.query_id, step.ctx
+    query_id, where, topic = ctx.query_id, step.ctx, step.topic
 
     def write(record: Any) -> Any:
         if record is None:
@@ -422,7 +426,8 @@ def _python_sink_writer(step: SinkStep, codec: TopicCodec, ctx: BuildContext, sc
             if not record[R.DELETED]:
                 value = codec.value.to_bytes(codec.value.serialize({n: row[n] for n in value_names}))
         except KsqlError as exc:
-            log_processing_error(query_id, where, f"Failed to serialise the record: {exc}")
+            log_processing_error(query_id, where, f"Failed to serialise the record: {exc}",
+                                 type=processing_log.SERIALIZATION, topic=topic)
             return None
         return {"key": key, "value": value}
 
