@@ -242,13 +242,7 @@ class _Compiler:
 
     @staticmethod
     def _wrap(exact: Column, t: SqlType) -> Column:
-        """An exact integral result wrapped into Java's 32- or 64-bit two's complement."""
-        if t.base is BaseType.INTEGER:
-            low = (exact + F.lit(_INT_LIMIT)).bitwiseAND(F.lit((1 << 32) - 1))
-            return (low - F.lit(_INT_LIMIT)).cast("int")
-        limit = F.lit(decimal.Decimal(_LONG_LIMIT)).cast("decimal(38,0)")
-        span = F.lit(decimal.Decimal(1 << 64)).cast("decimal(38,0)")
-        return (F.pmod(exact + limit, span) - limit).cast("bigint")
+        return wrap_integral(exact, t)
 
     # ------------------------------------------------------------------ predicates
 
@@ -375,6 +369,17 @@ class _Compiler:
             raise _Fallback(f"function {name} runs in Python")
         args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
         return _FUNCTIONS[name](args, resolved.return_type)
+
+
+def wrap_integral(exact: Column, t: SqlType) -> Column:
+    """An exact integral result (BIGINT for INTEGER, DECIMAL(38,0) for BIGINT) wrapped into
+    Java's 32- or 64-bit two's complement."""
+    if t.base is BaseType.INTEGER:
+        low = (exact + F.lit(_INT_LIMIT)).bitwiseAND(F.lit((1 << 32) - 1))
+        return (low - F.lit(_INT_LIMIT)).cast("int")
+    limit = F.lit(decimal.Decimal(_LONG_LIMIT)).cast("decimal(38,0)")
+    span = F.lit(decimal.Decimal(1 << 64)).cast("decimal(38,0)")
+    return (F.pmod(exact + limit, span) - limit).cast("bigint")
 
 
 def _binary(op: str, left: Column, right: Column) -> Column:

@@ -5,8 +5,11 @@ builders (``engine.builders.native``) compile each expression to a Spark Column 
 an exact Spark form and evaluate only the others in Python. The source and sink V2 builders
 (``engine.builders.native_io``) read and write Kafka bytes with Spark's functions
 (``from_json``, ``to_json``, binary casts) where the format and column types allow, and hand
-only the records those cannot read exactly to the V1 Python serdes. The planner picks these
-for new queries; saved plans keep their V1 steps and builders.
+only the records those cannot read exactly to the V1 Python serdes. The group-by and
+aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping keys as Spark
+Columns and, on bounded runs, running aggregates as window functions ordered by input
+position. The planner picks these for new queries (``kspark.native.steps``); saved plans keep
+their V1 steps and builders.
 
 This module imports no pyspark.
 """
@@ -26,6 +29,7 @@ from engine.plan.steps import (
     register_step,
     step_dataclass,
 )
+from engine.plan.steps_aggregate import _check_aggregations, _check_keys
 
 
 @register_step
@@ -124,6 +128,38 @@ class TableSinkV2(Step):
     topic: str
     formats: Formats
     timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class StreamGroupByV2(Step):
+    """Re-keys a stream by grouping expressions computed as Spark Columns; null keys are dropped."""
+
+    TYPE: ClassVar[str] = "streamGroupByV2"
+    source: Step
+    group_by_expressions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_keys(self.TYPE, self.group_by_expressions)
+
+
+@register_step
+@step_dataclass
+class StreamAggregateV2(Step):
+    """Aggregates a grouped stream, one update per record; bounded runs use window functions."""
+
+    TYPE: ClassVar[str] = "streamAggregateV2"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
 
 
 # The source and sink versions: their explain reports are per column, not per expression.

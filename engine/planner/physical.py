@@ -33,6 +33,11 @@ def native_steps_enabled(config: Any) -> bool:
     return str(config.get(NATIVE_STEPS, "false")).strip().lower() == "true"
 
 
+def native_chosen() -> bool:
+    """Whether the ``to_steps`` call in progress plans the native step versions."""
+    return _NATIVE.get()
+
+
 def rule(node_type: type[L.LogicalNode]) -> Callable[[PhysicalRule], PhysicalRule]:
     """Register the decorated function as the physical rule for one logical node type."""
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
+from engine.plan import steps_native as N
 from engine.planner.logical_aggregate import AggregateNode, GroupByNode, SuppressNode
-from engine.planner.physical import rule, to_steps
+from engine.planner.physical import native_chosen, rule, to_steps
 
 
 @rule(GroupByNode)
@@ -25,7 +26,8 @@ def _group_by(node: GroupByNode) -> S.Step:
         return A.StreamGroupByKey(
             ctx="Aggregate/GroupBy", source=source, internal_formats=node.internal_formats
         )
-    return A.StreamGroupBy(
+    group_by = N.StreamGroupByV2 if native_chosen() else A.StreamGroupBy
+    return group_by(
         ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
         internal_formats=node.internal_formats,
     )
@@ -47,6 +49,8 @@ def _aggregate(node: AggregateNode) -> S.Step:
         return A.TableAggregate(**common)  # type: ignore[arg-type]
     if node.window_spec is not None:
         return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
+    if native_chosen():
+        return N.StreamAggregateV2(**common)  # type: ignore[arg-type]
     return A.StreamAggregate(**common)  # type: ignore[arg-type]
 
 
