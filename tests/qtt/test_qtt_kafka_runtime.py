@@ -313,10 +313,12 @@ def test_compare_lists_what_the_second_runtime_loses_grouped_by_reason(
 # One case per kind of query: stateless with pseudo columns, a table aggregation with
 # retractions, EMIT FINAL, windowed keys read back in, an outer join closing by stream time,
 # a chain of queries, two inputs merged in file order, undecodable records, a sink timestamp
-# column, and an expected error.
+# column, an expected error, and a GROUP BY planned with the native step versions (whose
+# aggregate runs the per-key state handler on a streaming DataFrame).
 REPRESENTATIVE = (
     "projection - pseudo columns rowtime rowpartition rowoffset",
     "aggregates - aggregating a table retracts the old row before adding the new one",
+    "aggregates - native group by and running aggregate turn HAVING misses into deletes",
     "windows - emit final emits each window once when stream time passes its end plus grace",
     "windowed - windowed table source projects each windowed row",
     "joins - stream stream full join with grace emits unmatched records when their window closes",
