@@ -6,9 +6,15 @@ Frozen like every builder: a saved plan replays with the same behaviour.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
-from engine.builders.aggregate import TableGroupByHandler, _describe
+from engine.builders.aggregate import (
+    TableAggregateHandler,
+    TableGroupByHandler,
+    _aggregate,
+    _describe,
+)
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.walker import builds
 from engine.errors import EvaluationError, PlanError
@@ -21,10 +27,11 @@ from engine.plan.steps_aggregate import PAIRED, grouped_schema
 from engine.plan.steps_ksqldb import (
     JOINED_KEY_SEPARATOR,
     StreamGroupByJoinedKey,
+    TableAggregateTwoUpdates,
     TableGroupByJoinedKey,
 )
 from engine.runtime import rows as R
-from engine.runtime.keyed import KeyedInput
+from engine.runtime.keyed import KeyedInput, KeyedRecord
 
 Row = dict[str, Any]
 
@@ -111,3 +118,25 @@ def build_table_group_by_joined_key(
     )
     internal = (("Aggregate-GroupBy-repartition", _describe(schema, step.internal_formats)),)
     return Built(df, schema, True, None, source.internal_schemas + internal)
+
+
+class TableAggregateTwoUpdatesHandler(TableAggregateHandler):
+    """A retraction paired with an addition to the same group emits its own result first.
+
+    Kafka Streams before KIP-904 sent a table row's change to the aggregate as two records
+    (the old row, then the new one); each updated the group and emitted its result.
+    """
+
+    def process(self, state: dict[str, Any], record: KeyedRecord) -> list[Row]:
+        row = record.row
+        if row[R.DELETED] and row.get(PAIRED):
+            record = replace(record, row={**row, PAIRED: False})
+        return super().process(state, record)
+
+
+@builds(TableAggregateTwoUpdates)
+def build_table_aggregate_two_updates(
+    step: TableAggregateTwoUpdates, *, source: Built, ctx: BuildContext
+) -> Built:
+    # The aggregate's shape is tableAggregateV1's; only the handler differs.
+    return _aggregate(cast(Any, step), source, ctx, TableAggregateTwoUpdatesHandler)

@@ -60,8 +60,18 @@ class ImportedPlan:
     configs: Mapping[str, str]
 
 
-def import_plan(data: Any) -> ImportedPlan:
-    """Translate a parsed ksqlDB ``plan.json`` (``{"plan": [...], "configs": {...}}``)."""
+KIP_904_RELEASE = (7, 5)
+"""The first ksqlDB release on a Kafka Streams with KIP-904 (a table row's change within its
+group reaches the aggregate as one record): earlier releases emitted two updates for it."""
+
+
+def import_plan(data: Any, *, release: str | None = None) -> ImportedPlan:
+    """Translate a parsed ksqlDB ``plan.json`` (``{"plan": [...], "configs": {...}}``).
+
+    ``release`` is the ksqlDB release that ran the plan (``spec.json``'s ``version``) where
+    it is known: its runtime's behaviour, not the plan's steps, decides some step versions
+    (table aggregates before ``KIP_904_RELEASE``). Without it kspark's behaviour is kept.
+    """
     if not isinstance(data, Mapping) or not isinstance(data.get("plan"), list):
         raise PlanError("A ksqlDB plan must be an object with a 'plan' list of ksqlPlanV1 entries.")
     configs = {str(k): str(v) for k, v in (data.get("configs") or {}).items() if v is not None}
@@ -69,7 +79,7 @@ def import_plan(data: Any) -> ImportedPlan:
     types: dict[str, SqlType] = {}
     statements: list[StatementPlan] = []
     for index, entry in enumerate(data["plan"]):
-        plan = import_entry(entry, index, types)
+        plan = import_entry(entry, index, types, release=release)
         if plan is not None:
             statements.append(plan)
     return ImportedPlan(tuple(statements), configs)
@@ -87,7 +97,9 @@ def check_configs(configs: Mapping[str, str]) -> None:
             )
 
 
-def import_entry(entry: Any, index: int, types: dict[str, SqlType]) -> StatementPlan | None:
+def import_entry(
+    entry: Any, index: int, types: dict[str, SqlType], *, release: str | None = None
+) -> StatementPlan | None:
     """One ``ksqlPlanV1`` entry; a type registration only updates ``types`` (None returned)."""
     if not isinstance(entry, Mapping) or entry.get("@type") != "ksqlPlanV1":
         found = entry.get("@type") if isinstance(entry, Mapping) else entry
@@ -109,7 +121,7 @@ def import_entry(entry: Any, index: int, types: dict[str, SqlType]) -> Statement
             command = import_command(ddl)
     query = None
     if entry.get("queryPlan") is not None:
-        query = import_query(entry["queryPlan"], types)
+        query = import_query(entry["queryPlan"], types, release=release)
     if command is None and query is None:
         return None
     return StatementPlan(statement_text=text, command=command, query=query)
@@ -141,12 +153,17 @@ def import_command(ddl: Any) -> Command:
     )
 
 
-def import_query(node: Any, types: Mapping[str, SqlType]) -> QueryPlan:
+def import_query(node: Any, types: Mapping[str, SqlType], *, release: str | None = None) -> QueryPlan:
     """A ``queryPlan``: sources, sink, query id and the translated step tree."""
     if not isinstance(node, Mapping):
         raise PlanError(f"A queryPlan must be an object, got {node!r}.")
     query_id = str(V.require(node, "queryId", "queryPlan"))
-    importer = StepImporter(query_id, dict(types), reserved=frozenset(projection_aliases(node.get("physicalPlan"))))
+    importer = StepImporter(
+        query_id,
+        dict(types),
+        reserved=frozenset(projection_aliases(node.get("physicalPlan"))),
+        table_aggregate_two_updates=release is not None and _before(release, KIP_904_RELEASE),
+    )
     root = importer.visit(V.require(node, "physicalPlan", f"queryPlan {query_id}"))
     return QueryPlan(
         query_id=query_id,
@@ -154,3 +171,13 @@ def import_query(node: Any, types: Mapping[str, SqlType]) -> QueryPlan:
         sink=str(V.require(node, "sink", f"queryPlan {query_id}")),
         root=root.step,
     )
+
+
+def _before(release: str, first: tuple[int, ...]) -> bool:
+    """Whether ``release`` (``7.4.0``) is older than ``first``; an unreadable one is not."""
+    parts = []
+    for part in release.split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return bool(parts) and tuple(parts) < first

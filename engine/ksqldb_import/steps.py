@@ -80,6 +80,9 @@ class StepImporter:
     # Every alias the query's projections give (``... AS X``): ksqlDB 5.5/6.0 generated a
     # grouping key name (``KSQL_COL_n``) no projection of the query used.
     reserved: frozenset[str] = frozenset()
+    # Plans run by ksqlDB before KIP-904: a table aggregate emits a change within its group
+    # as two updates (``tableAggregateTwoUpdatesV1``).
+    table_aggregate_two_updates: bool = False
 
     def visit(self, node: Any) -> Imported:
         if not isinstance(node, Mapping) or "@type" not in node:
@@ -363,7 +366,7 @@ def _sink(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
 
 # --------------------------------------------------------------------------- aggregation
 
-_AGGREGATES = (A.StreamAggregate, A.StreamWindowedAggregate, A.TableAggregate)
+_AGGREGATES = (A.StreamAggregate, A.StreamWindowedAggregate, A.TableAggregate, K.TableAggregateTwoUpdates)
 
 
 def _internal_formats(node: Mapping[str, Any], importer: StepImporter) -> S.Formats:
@@ -456,6 +459,8 @@ def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         spec = V.window_spec(window_node)
         step = A.StreamWindowedAggregate(window=spec, **common)
         window = spec
+    elif wire == "tableAggregateV1" and importer.table_aggregate_two_updates:
+        step = K.TableAggregateTwoUpdates(**common)
     elif wire == "tableAggregateV1":
         step = A.TableAggregate(**common)
     else:

@@ -10,6 +10,11 @@ are frozen like every other step version.
   multi-column keys): one STRING key, the text of each grouping value (Java's
   ``toString``, as ``CAST(.. AS STRING)``) joined with ``|+|``; a row one of whose grouping
   values is null is dropped.
+- ``tableAggregateTwoUpdatesV1``: ksqlDB's ``tableAggregateV1`` as the releases before
+  Kafka Streams' KIP-904 (ksqlDB 7.4 and earlier) ran it: a table row that changes but stays
+  in its group is retracted and added as two records, and each emits the group's result (the
+  one after the retraction, then the one after the addition), where ``tableAggregateV1``
+  emits only the second.
 
 This module imports no pyspark.
 """
@@ -21,7 +26,8 @@ from typing import Annotated, ClassVar
 from engine.errors import PlanError
 from engine.plan.constraints import NON_EMPTY
 from engine.plan.expr import Expr
-from engine.plan.steps import Formats, Step, register_step, step_dataclass
+from engine.plan.steps import Formats, SelectExpression, Step, register_step, step_dataclass
+from engine.plan.steps_aggregate import _check_aggregations as check_aggregations
 
 JOINED_KEY_SEPARATOR = "|+|"
 """What ksqlDB put between the grouping values of a one-column multi-expression key."""
@@ -65,3 +71,20 @@ class TableGroupByJoinedKey(Step):
     def __post_init__(self) -> None:
         Step.__post_init__(self)
         _check_joined(self, self.group_by_expressions)
+
+
+@register_step
+@step_dataclass
+class TableAggregateTwoUpdates(Step):
+    """Aggregates a grouped table; a change within a group emits after retraction and after addition."""
+
+    TYPE: ClassVar[str] = "tableAggregateTwoUpdatesV1"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)

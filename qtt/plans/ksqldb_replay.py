@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +94,31 @@ def discover(root: Path, pattern: str | None = None) -> list[SavedPlan]:
 
 
 def sample(plans: Sequence[SavedPlan], size: int) -> list[SavedPlan]:
-    """About ``size`` versions spread evenly over the sorted list (the same size, the same ones)."""
+    """About ``size`` versions stratified by ksqlDB release, deterministic (same corpus, same size, same ones).
+
+    Each release (the folder's prefix, ``<release>_<epoch ms>``) gets a share of ``size``
+    proportional to its number of versions, at least one (largest remainders first, ties in
+    release order); within a release the versions are taken evenly spread over its list sorted
+    by ``<case>/<version>``, so every release and, as far as the share goes, every QTT file
+    (cases sort by file stem) is represented. The result keeps the corpus order.
+    """
     if size <= 0 or size >= len(plans):
         return list(plans)
-    step = len(plans) / size
-    return [plans[int(i * step)] for i in range(size)]
+    groups: dict[str, list[SavedPlan]] = {}
+    for saved in plans:
+        groups.setdefault(release_of(saved.version), []).append(saved)
+    releases = sorted(groups, key=_release_order)
+    exact = {r: size * len(groups[r]) / len(plans) for r in releases}
+    shares = {r: max(1, int(exact[r])) for r in releases}
+    leftovers = sorted(releases, key=lambda r: (-(exact[r] - int(exact[r])), _release_order(r)))
+    for release in leftovers[: max(0, size - sum(shares.values()))]:
+        shares[release] += 1
+    chosen: set[Path] = set()
+    for release in releases:
+        members, share = groups[release], min(shares[release], len(groups[release]))
+        step = len(members) / share
+        chosen.update(members[int(i * step)].path for i in range(share))
+    return [saved for saved in plans if saved.path in chosen]
 
 
 def release_of(version_folder: str, spec: Mapping[str, Any] | None = None) -> str:
@@ -205,7 +225,7 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
     from engine.ksqldb_import import import_plan
     from qtt.verify import check_post, verify_outputs
 
-    imported = import_plan(plan)
+    imported = import_plan(plan, release=release_of(saved.version, spec))
     case = case_of(spec, saved.path)
     engine = KsqlEngine(dict(imported.configs))
     built: dict[str, str] = {}
@@ -216,10 +236,14 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
             built.setdefault(f"{ctx.query_id}.internal.{name}", described)
 
     try:
+        inputs = {r.topic for r in case.inputs}
+        sinks = {t: n for t, n in _sink_topics(imported.statements).items() if t not in inputs}
         for topic in case.topics:
-            engine.create_topic(topic.to_topic_info())
-        for name in case.topic_names():
-            engine.create_topic(TopicInfo(name=name))
+            info = topic.to_topic_info()
+            engine.create_topic(replace(info, partitions=sinks[info.name]) if info.name in sinks else info)
+        for name in [*case.topic_names(), *sinks]:
+            if name not in engine.topics():
+                engine.create_topic(TopicInfo(name=name, partitions=sinks.get(name, 1)))
         for statement in imported.statements:
             engine.restore(statement)
         engine.produce(list(case.inputs))
@@ -249,6 +273,45 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
     return dict(status=PASSED, **common)
 
 
+SINK_PARTITIONS = 4
+"""Partitions of a query's sink topic in ksqlDB's test runner when the statement names none:
+every post-condition of the corpus on such a topic says 4, whatever its sources had."""
+
+
+def _sink_topics(statements: Sequence[Any]) -> dict[str, int]:
+    """Topic -> partitions of each query's sink topic, as ksqlDB's test runner created it.
+
+    Topic creation is no part of a saved plan: a ``PARTITIONS`` in the statement counts,
+    else ``SINK_PARTITIONS``.
+    """
+    from engine.plan.plan import CreateStreamCommand, CreateTableCommand
+
+    found: dict[str, int] = {}
+    for statement in statements:
+        command = statement.command
+        if statement.query is None or not isinstance(command, CreateStreamCommand | CreateTableCommand):
+            continue
+        found.setdefault(command.topic, _declared_partitions(statement.statement_text) or SINK_PARTITIONS)
+    return found
+
+
+def _declared_partitions(text: str) -> int | None:
+    """The ``PARTITIONS`` of a statement's WITH clause, if it parses and names a number."""
+    if "PARTITIONS" not in text.upper():
+        return None
+    from engine.parser import parse
+
+    try:
+        parsed = parse(text)
+    except KsqlError:
+        return None
+    for p in parsed:
+        value = str((getattr(p.statement, "properties", None) or {}).get("PARTITIONS", ""))
+        if value.isdigit():
+            return int(value)
+    return None
+
+
 def _external_post(post: PostConditions) -> PostConditions:
     """Post-conditions without ksqlDB's internal topics (kspark keeps its state in Spark)."""
     topics = tuple(t for t in post.topics if not t.name.startswith(INTERNAL_TOPIC_PREFIX))
@@ -258,8 +321,9 @@ def _external_post(post: PostConditions) -> PostConditions:
 class _TopicFormats:
     """The engine as post-conditions see it, a topic's formats being those of its sources.
 
-    ksqlDB's saved post-conditions name the formats of every topic; kspark's in-memory
-    topics know only what the case declared, the sources registered on them know the rest.
+    ksqlDB's saved post-conditions name the formats of every topic as its sources read it;
+    a case's declared topic format is that of the schema it registers (JSON for a JSON_SR
+    source, AVRO on a topic a JSON source reads), so it counts only for a topic no source is on.
     """
 
     def __init__(self, engine: Any) -> None:
@@ -269,8 +333,6 @@ class _TopicFormats:
         return self.engine.source(name)
 
     def topics(self) -> dict[str, TopicInfo]:
-        from dataclasses import replace
-
         formats = {s.topic: s for s in self.engine.sources()}
         out = {}
         for name, info in self.engine.topics().items():
@@ -278,8 +340,8 @@ class _TopicFormats:
             if source is not None:
                 info = replace(
                     info,
-                    key_format=info.key_format or source.key_format.format,
-                    value_format=info.value_format or source.value_format.format,
+                    key_format=source.key_format.format or info.key_format,
+                    value_format=source.value_format.format or info.value_format,
                 )
             out[name] = info
         return out
@@ -498,7 +560,7 @@ def add_command(plans_sub: Any) -> None:
     cmd.add_argument("dir", metavar="DIR", help="Folder of <case>/<version>/{plan,spec}.json.")
     cmd.add_argument("--report", metavar="FILE", help="Write a JSON report to FILE.")
     cmd.add_argument("-k", "--filter", metavar="PATTERN", help="Only versions whose <case>/<version> contains PATTERN.")
-    cmd.add_argument("--sample", type=int, metavar="N", help="Replay about N versions spread over the corpus.")
+    cmd.add_argument("--sample", type=int, metavar="N", help="Replay about N versions, stratified by ksqlDB release (see README).")
     cmd.add_argument(
         "--workers", type=int, default=2, metavar="N", help="Versions replayed at once on the one SparkSession (2)."
     )

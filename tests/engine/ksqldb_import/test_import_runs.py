@@ -6,13 +6,16 @@ from typing import Any
 
 from engine.engine import KsqlEngine
 from engine.ksqldb_import import import_plan
+from engine.plan.serde import dumps
 from engine.records import TopicInfo, TopicRecord
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
 
 
-def _run(plan: dict[str, Any], inputs: list[TopicRecord]) -> dict[str, list[tuple[Any, Any]]]:
-    imported = import_plan(plan)
+def _run(
+    plan: dict[str, Any], inputs: list[TopicRecord], release: str | None = None
+) -> dict[str, list[tuple[Any, Any]]]:
+    imported = import_plan(plan, release=release)
     engine = KsqlEngine(dict(imported.configs))
     for topic in {r.topic for r in inputs}:
         engine.create_topic(TopicInfo(topic))
@@ -110,3 +113,45 @@ def test_a_v1_table_grouping_by_several_expressions_moves_rows_between_joined_ke
         TopicRecord("input", 1, {"NAME": "b", "QTY": 1}, 20),
     ])
     assert outputs == {"OUTPUT": [("a|+|1", {"N": 1}), ("a|+|1", {"N": 0}), ("b|+|1", {"N": 1})]}
+
+
+def _table_sum_plan(kp: Any) -> dict[str, Any]:
+    group = kp.step("tableGroupByV2", "Aggregate/GroupBy", source=kp.table_source(SOURCE), internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME"])
+    agg = kp.step("tableAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["SUM(QTY)"])
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS TOTAL"], None, ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`NAME` STRING KEY, `TOTAL` INTEGER", "OUTPUT", table=True)
+    return kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input", table=True)],
+                         query_id="CTAS_OUTPUT_0")
+
+
+TABLE_UPDATES = [
+    TopicRecord("input", 1, {"NAME": "a", "QTY": 2}, 10),
+    TopicRecord("input", 2, {"NAME": "a", "QTY": 3}, 20),
+    TopicRecord("input", 1, {"NAME": "a", "QTY": 7}, 30),  # a change within group a
+    TopicRecord("input", 2, {"NAME": "b", "QTY": 3}, 40),  # a move from a to b
+]
+
+
+def test_a_table_aggregate_saved_before_kip_904_emits_a_change_within_its_group_twice(spark: Any, kp: Any) -> None:
+    plan = _table_sum_plan(kp)
+    assert "tableAggregateTwoUpdatesV1" in dumps(import_plan(plan, release="7.4.0").statements[-1])
+    assert "tableAggregateTwoUpdatesV1" not in dumps(import_plan(plan, release="8.0.0").statements[-1])
+    old = _run(plan, TABLE_UPDATES, release="7.4.0")
+    assert old == {"OUTPUT": [
+        ("a", {"TOTAL": 2}), ("a", {"TOTAL": 5}),
+        ("a", {"TOTAL": 3}), ("a", {"TOTAL": 10}),  # retraction of 2, then addition of 7
+        ("a", {"TOTAL": 7}), ("b", {"TOTAL": 3}),
+    ]}
+
+
+def test_a_table_aggregate_saved_by_a_release_with_kip_904_or_of_unknown_release_emits_once(
+    spark: Any, kp: Any
+) -> None:
+    plan = _table_sum_plan(kp)
+    once = {"OUTPUT": [
+        ("a", {"TOTAL": 2}), ("a", {"TOTAL": 5}), ("a", {"TOTAL": 10}), ("a", {"TOTAL": 7}), ("b", {"TOTAL": 3}),
+    ]}
+    assert _run(plan, TABLE_UPDATES, release="8.0.0") == once
+    assert _run(plan, TABLE_UPDATES) == once

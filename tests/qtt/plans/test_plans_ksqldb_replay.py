@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from engine.records import TopicInfo
 from qtt.cli import main
 from qtt.plans.ksqldb_replay import (
     FAILED,
     PASSED,
     UNSUPPORTED,
+    _sink_topics,
+    _TopicFormats,
     case_of,
     compare_schemas,
     discover,
@@ -54,9 +57,11 @@ def _spec(release: str, expected_qty: int) -> dict[str, Any]:
             "name": "t",
             "inputs": [{"topic": "input", "key": 1, "value": {"QTY": 1}, "timestamp": 5}],
             "outputs": [{"topic": "OUTPUT", "key": 1, "value": {"QTY": expected_qty}, "timestamp": 5}],
-            "topics": [{"name": "input", "numPartitions": 2}, {"name": "OUTPUT", "numPartitions": 2}],
+            # ksqlDB's test runner made a query's sink topic 4 partitions, whatever the case declared
+            "topics": [{"name": "input", "numPartitions": 2}, {"name": "OUTPUT", "numPartitions": 1}],
             "post": {"sources": [{"name": "OUTPUT", "type": "STREAM", "schema": SCHEMA}],
-                     "topics": {"topics": [{"name": "OUTPUT", "keyFormat": {"format": "KAFKA"}, "partitions": 2},
+                     "topics": {"topics": [{"name": "input", "partitions": 2},
+                                           {"name": "OUTPUT", "keyFormat": {"format": "KAFKA"}, "partitions": 4},
                                            {"name": "_confluent-ksql-internal-changelog"}]}},
         },
     }
@@ -122,7 +127,23 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: Any) -> None:
 def test_a_sample_is_spread_over_the_corpus_and_stable(tmp_path: Path) -> None:
     plans = discover(_corpus(tmp_path))
     assert len(plans) == 4  # the folder without spec.json is not a version
-    assert sample(plans, 2) == sample(plans, 2) == [plans[0], plans[2]]
+    assert sample(plans, 2) == sample(plans, 2) == [plans[0], plans[1]]
+
+
+def test_a_sample_gives_every_release_a_proportional_share_of_at_least_one(tmp_path: Path) -> None:
+    spec = _spec("x", 2)
+    for i in range(12):
+        _write(tmp_path, f"file{i % 4}_-_case{i}", f"6.0.0_{i}", _plan(), spec)
+    for i in range(6):
+        _write(tmp_path, f"file{i % 3}_-_case{i}", f"8.0.0_{i}", _plan(), spec)
+    _write(tmp_path, "file0_-_rare", "5.5.1_1", _plan(), spec)
+    plans = discover(tmp_path)
+    chosen = sample(plans, 7)
+    releases = [p.version.split("_")[0] for p in chosen]
+    assert len(chosen) == 7 and releases.count("5.5.1") == 1
+    assert releases.count("6.0.0") == 4 and releases.count("8.0.0") == 2
+    assert chosen == sorted(chosen, key=plans.index)  # corpus order kept
+    assert {p.case.split("_-_")[0] for p in chosen if p.version.startswith("6.0.0")} == {"file0", "file1", "file2", "file3"}
 
 
 def test_schemas_compare_step_outputs_and_aggregate_stores() -> None:
@@ -141,3 +162,27 @@ def test_records_of_ksqldb_internal_topics_are_not_compared_and_header_indexes_f
     case = case_of(spec, tmp_path)
     assert [r.topic for r in case.outputs] == ["T"]
     assert case.outputs_with_headers == frozenset({0})
+
+
+def test_a_query_sink_topic_gets_the_statement_partitions_else_four_as_ksqldb_test_runner_made_it() -> None:
+    from engine.ksqldb_import import import_plan
+
+    plan = _plan()
+    assert _sink_topics(import_plan(plan).statements) == {"OUTPUT": 4}
+    plan["plan"][1]["statementText"] = "CREATE STREAM OUTPUT WITH (KAFKA_TOPIC='OUTPUT', PARTITIONS=3) AS SELECT * FROM INPUT;"
+    assert _sink_topics(import_plan(plan).statements) == {"OUTPUT": 3}
+
+
+def test_post_conditions_see_a_topic_in_the_formats_of_its_source_not_of_its_declared_schema() -> None:
+    from types import SimpleNamespace
+
+    def fmt(name: str) -> Any:
+        return SimpleNamespace(format=name)
+
+    engine = SimpleNamespace(
+        topics=lambda: {"in": TopicInfo("in", value_format="JSON"), "other": TopicInfo("other", value_format="AVRO")},
+        sources=lambda: [SimpleNamespace(topic="in", key_format=fmt("KAFKA"), value_format=fmt("JSON_SR"))],
+    )
+    topics = _TopicFormats(engine).topics()
+    assert (topics["in"].key_format, topics["in"].value_format) == ("KAFKA", "JSON_SR")
+    assert topics["other"].value_format == "AVRO"  # no source on it: the declared format
