@@ -1,16 +1,18 @@
 """Builders of the native grouping and aggregation steps (V2).
 
+``streamGroupByKeyV2`` (grouping by the stream's own key) is a Spark filter.
 ``streamGroupByV2`` computes the grouping keys as Spark Columns in one ``select`` and drops
 the records whose key is NULL, each with V1's processing-log entry (written by a Python
 UDF that every record with a full key passes as NULL). ``streamAggregateV2`` computes a
 running aggregate, one update per record, as window functions partitioned by the grouping
-key and ordered by input position: COUNT, SUM of INT/BIGINT/DOUBLE and MIN/MAX of INT/BIGINT
+key and ordered by input position: COUNT, SUM and AVG of INT/BIGINT/DOUBLE, MIN/MAX of INT/BIGINT
 over arguments with an exact Spark form, with HAVING turned into deletes as V1 does (a miss
 deletes the group's row only when its previous result passed). Window functions cannot run
 over a Structured Streaming DataFrame, so on the Kafka runtime the aggregate runs V1's
 per-key handler over the same rows; Spark's state store keeps its state.
 
-A step with anything else (a key or argument with no Spark form, a DOUBLE or composite key,
+A step with anything else (a key or argument with no Spark form, a key of another type than
+BOOLEAN, INT, BIGINT or STRING,
 another aggregate function, a HAVING with no Spark form) builds exactly as its V1 version,
 and ``kspark explain`` says why. Row semantics are V1's (``aggregate.py``), the reference
 ``tests/engine/builders/test_native_aggregate.py`` holds them to.
@@ -35,7 +37,7 @@ from engine.builders.aggregate import (
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.native import ExpressionReport, report_io
 from engine.builders.walker import builds
-from engine.errors import KsqlError
+from engine.errors import KsqlError, PlanError
 from engine.expressions import infer_type
 from engine.expressions.native import NATIVE, NativeExpression, compile_native, wrap_integral
 from engine.functions.udaf import aggregate_spec
@@ -47,7 +49,7 @@ from engine.plan.steps_aggregate import (
     aggregate_schema,
     grouped_schema,
 )
-from engine.plan.steps_native import StreamAggregateV2, StreamGroupByV2
+from engine.plan.steps_native import StreamAggregateV2, StreamGroupByKeyV2, StreamGroupByV2
 from engine.plan.types import BaseType, SqlType
 from engine.runtime import rows as R
 from engine.runtime.convert import spark_type
@@ -138,6 +140,16 @@ def build_stream_group_by_v2(step: StreamGroupByV2, *, source: Built, ctx: Build
     return Built(df.select(*out), schema, False, source.window, source.internal_schemas + internal)
 
 
+@builds(StreamGroupByKeyV2)
+def build_stream_group_by_key_v2(step: StreamGroupByKeyV2, *, source: Built, ctx: BuildContext) -> Built:
+    key_names = [c.name for c in source.schema.key]
+    if not key_names:
+        raise PlanError(f"Step {step.ctx}: cannot group a stream without key columns by its key.")
+    # As V1: records with a null value or a null key column are dropped without a log entry.
+    keep = _not_deleted() & _all([F.col(R.spark_name(k)).isNotNull() for k in key_names])
+    return source.with_df(source.df.filter(keep))
+
+
 def _all(conditions: Sequence[SparkColumn]) -> SparkColumn:
     out = conditions[0]
     for c in conditions[1:]:
@@ -158,7 +170,7 @@ def _aggregate_column(
     def fallback(reason: str) -> tuple[NativeExpression, Any]:
         return NativeExpression(sql, None, reason), None
 
-    if name not in ("COUNT", "SUM", "MIN", "MAX"):
+    if name not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         return fallback(f"aggregate function {name} has no Spark form yet")
     arg_types = [infer_type(a, columns) for a in call.args]
     try:
@@ -180,23 +192,34 @@ def _aggregate_column(
         return NativeExpression(sql, value, NATIVE), lambda w: F.count(value).over(w)
     if t is None:
         return fallback("an untyped argument")
-    if name == "SUM":
+    if name in ("SUM", "AVG"):
         if t.base not in _SUM_TYPES:
-            return fallback(f"SUM of {t} has no Spark form yet")
-        if t.base is BaseType.DOUBLE:
-            return NativeExpression(sql, value, NATIVE), lambda w: F.coalesce(F.sum(value).over(w), F.lit(0.0))
-        # An exact sum (BIGINT for INT values, DECIMAL(38,0) for BIGINT ones), wrapped like Java.
-        exact = "bigint" if t.base is BaseType.INTEGER else "decimal(38,0)"
+            return fallback(f"{name} of {t} has no Spark form yet")
+        if name == "SUM":
+            return NativeExpression(sql, value, NATIVE), lambda w: _running_sum(value, t, w)
 
-        def running_sum(w: Any, value: SparkColumn = value, t: SqlType = t, exact: str = exact) -> SparkColumn:
-            total = F.coalesce(F.sum(value.cast(exact)).over(w), F.lit(0).cast(exact))
-            return wrap_integral(total, t)
+        def running_avg(w: Any, value: SparkColumn = value, t: SqlType = t) -> SparkColumn:
+            # V1: float(wrapped sum) / count, 0.0 while no value has been counted
+            count = F.count(value).over(w)
+            total = _running_sum(value, t, w).cast("double")
+            return F.when(count == 0, F.lit(0.0)).otherwise(
+                total / F.when(count == 0, F.lit(1)).otherwise(count).cast("double")
+            )
 
-        return NativeExpression(sql, value, NATIVE), running_sum
+        return NativeExpression(sql, value, NATIVE), running_avg
     if t.base not in _EXTREME_TYPES:
         return fallback(f"{name} of {t} has no Spark form yet")
     extreme = F.max if name == "MAX" else F.min
     return NativeExpression(sql, value, NATIVE), lambda w: extreme(value).over(w)
+
+
+def _running_sum(value: SparkColumn, t: SqlType, w: Any) -> SparkColumn:
+    """SUM so far: DOUBLEs added in input order from 0.0; integers summed exactly (BIGINT for
+    INT values, DECIMAL(38,0) for BIGINT ones), then wrapped like Java's int/long."""
+    if t.base is BaseType.DOUBLE:
+        return F.coalesce(F.sum(value).over(w), F.lit(0.0))
+    exact = "bigint" if t.base is BaseType.INTEGER else "decimal(38,0)"
+    return wrap_integral(F.coalesce(F.sum(value.cast(exact)).over(w), F.lit(0).cast(exact)), t)
 
 
 @builds(StreamAggregateV2)

@@ -147,6 +147,16 @@ class StreamGroupByV2(Step):
 
 @register_step
 @step_dataclass
+class StreamGroupByKeyV2(Step):
+    """Groups a stream by its existing key (no repartition): a Spark filter drops null keys."""
+
+    TYPE: ClassVar[str] = "streamGroupByKeyV2"
+    source: Step
+    internal_formats: Formats
+
+
+@register_step
+@step_dataclass
 class StreamAggregateV2(Step):
     """Aggregates a grouped stream, one update per record; bounded runs use window functions."""
 

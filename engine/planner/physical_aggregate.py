@@ -23,9 +23,8 @@ def _group_by(node: GroupByNode) -> S.Step:
             internal_formats=node.internal_formats,
         )
     if node.by_key:
-        return A.StreamGroupByKey(
-            ctx="Aggregate/GroupBy", source=source, internal_formats=node.internal_formats
-        )
+        by_key = N.StreamGroupByKeyV2 if native_chosen() else A.StreamGroupByKey
+        return by_key(ctx="Aggregate/GroupBy", source=source, internal_formats=node.internal_formats)
     group_by = N.StreamGroupByV2 if native_chosen() else A.StreamGroupBy
     return group_by(
         ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,

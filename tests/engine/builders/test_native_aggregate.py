@@ -24,7 +24,10 @@ SOURCE = """
 CREATE STREAM S (ID BIGINT KEY, ITEM STRING, QTY INT, L BIGINT, D DOUBLE, F BOOLEAN)
   WITH (kafka_topic='s', value_format='JSON');
 """
-AGGREGATES = "COUNT(*) AS C, COUNT(QTY) AS CQ, SUM(QTY) AS SQ, SUM(L) AS SL, SUM(D) AS SD, MIN(QTY) AS MN, MAX(L) AS MX"
+AGGREGATES = (
+    "COUNT(*) AS C, COUNT(QTY) AS CQ, SUM(QTY) AS SQ, SUM(L) AS SL, SUM(D) AS SD, MIN(QTY) AS MN, MAX(L) AS MX, "
+    "AVG(QTY) AS AQ, AVG(L) AS AL, AVG(D) AS AD"
+)
 
 VALUES = [
     {"ITEM": "a", "QTY": 2147483647, "L": 9223372036854775807, "D": 0.1, "F": True},
@@ -85,7 +88,8 @@ def test_a_running_count_and_sums_give_the_v1_records(spark):
     assert a[1]["SQ"] == -2147483648  # MAX_INT + 1 wraps like Java's int
     assert a[1]["SL"] == -9223372036854775808
     b = [value for key, value, _ in got if key == "b"]
-    assert (b[0]["CQ"], b[0]["SQ"], b[0]["MN"]) == (0, 0, None)  # SUM starts at zero, MIN at NULL
+    assert (b[0]["CQ"], b[0]["SQ"], b[0]["MN"], b[0]["AQ"]) == (0, 0, None, 0.0)  # zero, NULL, 0.0 when empty
+    assert a[1]["AQ"] == -1073741824.0  # AVG divides the wrapped sum, as ksqlDB
 
 
 @pytest.mark.parametrize(
@@ -123,22 +127,23 @@ def test_grouping_keys_give_the_v1_records(spark, group_by, native):
 
 
 def test_an_aggregate_without_a_spark_form_builds_the_step_as_v1_and_says_why(spark):
-    query = "CREATE TABLE OUT AS SELECT ITEM, COUNT(*) AS C, AVG(QTY) AS A FROM S GROUP BY ITEM;"
+    query = "CREATE TABLE OUT AS SELECT ITEM, COUNT(*) AS C, COUNT_DISTINCT(QTY) AS A FROM S GROUP BY ITEM;"
     engine = _engine(True, SOURCE + query)
     (q,) = engine.queries.values()
     with collecting_reports() as reports:
         build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
     how = {r.name: r.how for r in reports if r.step_type == "streamAggregateV2"}
-    assert how["KSQL_AGG_VARIABLE_1"] == "fallback: aggregate function AVG has no Spark form yet"
+    assert how["KSQL_AGG_VARIABLE_1"] == "fallback: aggregate function COUNT_DISTINCT has no Spark form yet"
     assert how["KSQL_AGG_VARIABLE_0"] == (
-        "fallback: the step runs in Python (KSQL_AGG_VARIABLE_1: aggregate function AVG has no Spark form yet)"
+        "fallback: the step runs in Python (KSQL_AGG_VARIABLE_1: aggregate function COUNT_DISTINCT has no Spark "
+        "form yet)"
     )
     _same(query, _records(VALUES))
 
 
 def test_grouping_by_the_key_aggregates_natively(spark):
-    query = "CREATE TABLE OUT AS SELECT ID, COUNT(*) AS C, SUM(L) AS SL FROM S GROUP BY ID;"
-    assert "streamAggregateV2" in _step_types(query)
+    query = "CREATE TABLE OUT AS SELECT ID, COUNT(*) AS C, SUM(L) AS SL, AVG(D) AS AD FROM S GROUP BY ID;"
+    assert {"streamGroupByKeyV2", "streamAggregateV2"} <= _step_types(query)
     got = _same(query, _records(VALUES))
     assert {key for key, _, _ in got} == {0, 1, 2}
 
