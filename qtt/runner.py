@@ -19,7 +19,7 @@ from engine.records import TopicInfo, TopicRecord
 from qtt.loader import LoadProblem
 from qtt.model import ExpectedException, QttCase
 from qtt.schemas import use_case_registry
-from qtt.verify import Verification, check_post, verify_outputs
+from qtt.verify import Verification, avro_decimals_as_numbers, check_post, verify_outputs
 
 EngineFactory = Callable[[Mapping[str, Any]], Any]
 
@@ -253,6 +253,9 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
     engine.produce(list(case.inputs))
     stage.text = "running the queries"
     produced: Mapping[str, Sequence[TopicRecord]] = engine.run() or {}
+    sources = getattr(engine, "sources", None)
+    if sources is not None:
+        produced = avro_decimals_as_numbers(produced, sources())
     if case.expected_exception is not None:
         exp = case.expected_exception
         message = f" with a message containing '{exp.message}'" if exp.message else ""

@@ -40,7 +40,12 @@ from engine.planner import logical as L
 from engine.planner.physical import native_steps_enabled, to_steps
 from engine.records import TopicInfo
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
-from engine.serde.formats import parse_delimiter
+from engine.serde.formats import (
+    NULLABLE_REPRESENTATION,
+    PROTOBUF_FORMATS,
+    SCHEMA_FULL_NAME,
+    parse_delimiter,
+)
 from engine.serde.schema_inference import (
     INFERRING_FORMATS,
     SCHEMA_REGISTRY_URL,
@@ -99,7 +104,7 @@ class Planner:
             raise AnalysisError("No columns supplied.")
         if is_table and not schema.key:
             raise AnalysisError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
-        formats = self._source_formats(props, schema)
+        formats = self._source_formats(props, schema, stmt.name)
         if schema_ids:
             formats = _with_schema_ids(formats, schema_ids)
         ts = self._timestamp_column(props, schema)
@@ -221,7 +226,7 @@ class Planner:
         value_fmt = props.string("VALUE_FORMAT") or fmt or self.config.get(DEFAULT_VALUE_FORMAT)
         return str(key_fmt).upper(), (str(value_fmt).upper() if value_fmt is not None else None)
 
-    def _source_formats(self, props: WithProperties, schema: LogicalSchema) -> Formats:
+    def _source_formats(self, props: WithProperties, schema: LogicalSchema, name: str) -> Formats:
         fmt = props.string("FORMAT")
         key_fmt = props.string("KEY_FORMAT")
         value_fmt = props.string("VALUE_FORMAT")
@@ -242,11 +247,13 @@ class Planner:
                 )
         if key_fmt is None:
             key_fmt = "NONE" if not schema.key else str(self.config.get(DEFAULT_KEY_FORMAT, "KAFKA"))
-        return self._formats(props, schema, key_fmt.upper(), str(value_fmt).upper())
+        return self._formats(props, schema, key_fmt.upper(), str(value_fmt).upper(), name=name)
 
     def _formats(
         self, props: WithProperties, schema: LogicalSchema, key_fmt: str, value_fmt: str,
         inherited_value_props: tuple[tuple[str, str], ...] = (),
+        *,
+        name: str | None = None,
     ) -> Formats:
         value_props = dict(inherited_value_props)
         delimiter = props.string("VALUE_DELIMITER")
@@ -260,6 +267,20 @@ class Planner:
         key_delimiter = props.string("KEY_DELIMITER")
         if key_delimiter is not None:
             key_props["delimiter"] = key_delimiter
+        for side, side_fmt, side_props in (("KEY", key_fmt, key_props), ("VALUE", value_fmt, value_props)):
+            nullable = props.string(f"{side}_PROTOBUF_NULLABLE_REPRESENTATION")
+            if nullable is not None:
+                if side_fmt not in PROTOBUF_FORMATS:
+                    raise AnalysisError(
+                        f"{side}_PROTOBUF_NULLABLE_REPRESENTATION is only valid with "
+                        f"{side}_FORMAT='PROTOBUF' or 'PROTOBUF_NOSR', not '{side_fmt}'."
+                    )
+                side_props[NULLABLE_REPRESENTATION] = nullable.upper()
+            full_name = props.string(f"{side}_SCHEMA_FULL_NAME")
+            if full_name is not None and side_fmt in SCHEMA_FULL_NAME_FORMATS:
+                side_props[SCHEMA_FULL_NAME] = full_name
+        if key_fmt == "AVRO" and schema.key and name is not None and SCHEMA_FULL_NAME not in key_props:
+            key_props[SCHEMA_FULL_NAME] = avro_key_schema_name(name)
         value_columns = [c for c in schema.columns if c.namespace is Namespace.VALUE]
         wrap = props.boolean("WRAP_SINGLE_VALUE")
         if wrap is None and WRAP_SINGLE_VALUES in self.config:
@@ -379,7 +400,7 @@ class Planner:
         topic = props.string("KAFKA_TOPIC") or (
             str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
         )
-        formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema)
+        formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema, stmt.name)
         ts = self._timestamp_column(props, projected.schema)
         sink = L.SinkNode(
             schema=projected.schema, is_table=projected.is_table, window=projected.window,
@@ -472,7 +493,9 @@ class Planner:
             limit=query.limit,
         )
 
-    def _sink_formats(self, props: WithProperties, source: DataSource, schema: LogicalSchema) -> Formats:
+    def _sink_formats(
+        self, props: WithProperties, source: DataSource, schema: LogicalSchema, name: str
+    ) -> Formats:
         fmt = props.string("FORMAT")
         key_fmt = props.string("KEY_FORMAT") or fmt
         value_fmt = props.string("VALUE_FORMAT") or fmt
@@ -480,15 +503,17 @@ class Planner:
         if value_fmt is None:
             value_fmt = source.formats.value_format
             if props.string("VALUE_DELIMITER") is None:
-                # A source's schema id names its own registered schema, never a sink's.
-                inherited = tuple(p for p in source.formats.value_properties if p[0] != "schema_id")
+                # A source's schema id and full name name its own registered schema, never a sink's.
+                inherited = tuple(
+                    p for p in source.formats.value_properties if p[0] not in ("schema_id", SCHEMA_FULL_NAME)
+                )
         if key_fmt is None:
             key_fmt = source.formats.key_format
             if key_fmt == "NONE" and schema.key:
                 key_fmt = str(self.config.get(DEFAULT_KEY_FORMAT, "KAFKA"))
         if not schema.key:
             key_fmt = "NONE"
-        return self._formats(props, schema, key_fmt.upper(), value_fmt.upper(), inherited)
+        return self._formats(props, schema, key_fmt.upper(), value_fmt.upper(), inherited, name=name)
 
     def _logical_query(self, analysis: AnalyzedQuery, sink_name: str, transient: bool = False) -> L.LogicalNode:
         node: L.LogicalNode = analysis.node
@@ -648,6 +673,18 @@ def _join_message(node: L.LogicalNode) -> str:
     while isinstance(current, L.FilterNode | L.FlatMapNode):
         current = current.input
     return str(getattr(current, "missing_key_message", "") or "")
+
+
+# Formats whose registered schemas carry a full name (KEY/VALUE_SCHEMA_FULL_NAME).
+SCHEMA_FULL_NAME_FORMATS = frozenset({"AVRO", "PROTOBUF"})
+AVRO_SCHEMA_NAMESPACE = "io.confluent.ksql.avro_schemas"
+
+
+def avro_key_schema_name(source_name: str) -> str:
+    """ksqlDB's full name of a source's AVRO key schema: the source name in upper camel
+    case, then ``Key`` (``OUTPUT`` -> ``io.confluent.ksql.avro_schemas.OutputKey``)."""
+    camel = "".join(part[:1].upper() + part[1:].lower() for part in source_name.split("_") if part)
+    return f"{AVRO_SCHEMA_NAMESPACE}.{camel}Key"
 
 
 def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:

@@ -25,7 +25,7 @@ from qtt.plans.layout import (
 )
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.schemas import use_case_registry
-from qtt.verify import Verification, check_post, verify_outputs
+from qtt.verify import Verification, avro_decimals_as_numbers, check_post, verify_outputs
 
 # ``spec.json`` ``schemas.steps``: per query, every step's built schema (versions from 0.2.0 on).
 STEPS_KEY = "steps"
@@ -124,6 +124,7 @@ def record_case(case: QttCase) -> PlannedCase:
         engine.produce(list(case.inputs))
         with BuiltSchemas().collect() as built:
             produced = engine.run() or {}
+        produced = avro_decimals_as_numbers(produced, engine.sources())
         verification = verify_outputs(
             case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
         )

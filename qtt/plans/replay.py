@@ -32,7 +32,7 @@ from qtt.plans.diff import (
 from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
-from qtt.verify import check_post, verify_outputs
+from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +144,7 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         engine.produce(list(case.inputs))
         with BuiltSchemas().collect() as built:
             produced = engine.run() or {}
+        produced = avro_decimals_as_numbers(produced, engine.sources())
         changes: list[Change] = []
         rendered = ""
         verification = verify_outputs(

@@ -11,7 +11,13 @@ from engine.api import FormatDescription, SourceInfo
 from engine.plan.schema import LogicalSchema
 from engine.records import Header, TopicInfo, TopicRecord, Window
 from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
-from qtt.verify import check_post, find_difference, values_equal, verify_outputs
+from qtt.verify import (
+    avro_decimals_as_numbers,
+    check_post,
+    find_difference,
+    values_equal,
+    verify_outputs,
+)
 
 
 def rec(topic: str = "OUT", key: Any = "k", value: Any = None, **kw: Any) -> TopicRecord:
@@ -251,3 +257,101 @@ def test_field_names_match_without_regard_to_case_as_ksqldb_does():
     assert values_equal({"json_v": "1"}, {"JSON_V": "1"})
     assert values_equal({"a": 1, "A": 2}, {"a": 1, "A": 2})
     assert not values_equal({"a": 1, "A": 2}, {"a": 2, "A": 1})
+
+
+# ---------------------------------------------------------------------------- decimals as ksqlDB reads them
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "equal"),
+    [
+        ("15.11", Decimal("15.11"), True),
+        ("005.4", Decimal("5.4"), True),
+        ("5.40", Decimal("5.4"), False),  # BigDecimal.equals: the scale counts
+        ("15.12", Decimal("15.11"), False),
+        ("abc", Decimal("1"), False),
+        ("NaN", Decimal("NaN"), False),
+    ],
+)
+def test_an_expected_text_matches_a_decimal_of_the_same_value_and_scale(
+    expected: str, actual: Decimal, equal: bool
+) -> None:
+    assert values_equal({"D": expected}, {"D": actual}) is equal
+
+
+def test_avro_decimal_texts_are_read_back_as_decimals_in_keys_values_and_nested_types() -> None:
+    schema = LogicalSchema.parse(
+        "`K` DECIMAL(4, 2) KEY, `D` DECIMAL(4, 1), `S` STRUCT<`X` DECIMAL(3, 2), `N` STRING>, "
+        "`A` ARRAY<DECIMAL(2, 1)>, `M` MAP<STRING, DECIMAL(2, 1)>, `T` STRING"
+    )
+    avro = source(
+        schema=schema,
+        key_format=FormatDescription("AVRO", features=("UNWRAP_SINGLES",)),
+        value_format=FormatDescription("AVRO"),
+    )
+    value = {"D": "5.4", "S": {"X": "1.25", "N": "2.5"}, "A": ["1.0", None], "M": {"a": "0.5"}, "T": "1.5"}
+    produced = {"OUT": [rec(key="10.01", value=value), rec(key=None, value=None)], "OTHER": [rec("OTHER")]}
+    read = avro_decimals_as_numbers(produced, [avro])
+    first = read["OUT"][0]
+    assert first.key == Decimal("10.01")
+    assert first.value == {
+        "D": Decimal("5.4"), "S": {"X": Decimal("1.25"), "N": "2.5"}, "A": [Decimal("1.0"), None],
+        "M": {"a": Decimal("0.5")}, "T": "1.5",
+    }
+    assert read["OUT"][1] == rec(key=None, value=None)
+    assert read["OTHER"] == produced["OTHER"]
+    # A JSON source's decimals are numbers already; its strings stay strings.
+    as_json = source(schema=schema, value_format=FormatDescription("JSON"))
+    assert avro_decimals_as_numbers(produced, [as_json])["OUT"][0].value == value
+
+
+# ---------------------------------------------------------------------------- ksqlDB's format property names
+
+
+class FakeEngine(FakeMetastore):
+    def sources(self) -> list[SourceInfo]:
+        return list(self._sources.values())
+
+
+def test_format_properties_match_by_ksqldb_names_and_protobuf_unwraps_primitives() -> None:
+    pb = source(
+        name="PB",
+        topic="pb",
+        key_format=FormatDescription("PROTOBUF"),
+        value_format=FormatDescription(
+            "PROTOBUF", {"schema_full_name": "com.example.V", "nullable_representation": "OPTIONAL"}
+        ),
+    )
+    view = FakeEngine([pb], {"pb": TopicInfo("pb")})
+    ok = FormatSpec(
+        format="PROTOBUF",
+        properties={"fullSchemaName": "com.example.V", "nullableRepresentation": "optional",
+                    "unwrapPrimitives": "true"},
+    )
+    assert check_post(PostConditions(sources=(PostSource(name="PB", value_format=ok),)), view) == []
+    wrong = FormatSpec(format="PROTOBUF", properties={"fullSchemaName": "com.example.W",
+                                                      "unwrapPrimitives": "false"})
+    reasons = check_post(PostConditions(sources=(PostSource(name="PB", value_format=wrong),)), view)
+    assert reasons == [
+        "Source 'PB' value format property 'fullSchemaName' is 'com.example.V' but expected 'com.example.W'.",
+        "Source 'PB' value format property 'unwrapPrimitives' is 'true' but expected 'false'.",
+    ]
+
+
+def test_a_topic_is_described_by_the_source_on_it() -> None:
+    avro_key = FormatDescription("AVRO", {"schema_full_name": "io.confluent.ksql.avro_schemas.OutKey"},
+                                 ("UNWRAP_SINGLES",))
+    out = source(topic="out", key_format=avro_key, value_format=FormatDescription("JSON"))
+    view = FakeEngine([out], {"out": TopicInfo("out")})  # the topic itself knows no formats
+    ok = PostTopic(
+        name="out",
+        key_format=FormatSpec(format="AVRO", features=("UNWRAP_SINGLES",),
+                              properties={"fullSchemaName": "io.confluent.ksql.avro_schemas.OutKey"}),
+        value_format=FormatSpec(format="JSON"),
+    )
+    assert check_post(PostConditions(topics=(ok,)), view) == []
+    bad = PostTopic(name="out", key_format=FormatSpec(format="KAFKA", features=()))
+    assert check_post(PostConditions(topics=(bad,)), view) == [
+        "Topic 'out' key format is AVRO but expected KAFKA.",
+        "Topic 'out' key features are ['UNWRAP_SINGLES'] but expected [].",
+    ]
