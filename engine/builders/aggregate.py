@@ -33,6 +33,7 @@ from engine.plan.steps_aggregate import (
     TableAggregate,
     TableGroupBy,
     TableSuppress,
+    TableSuppressV2,
     WindowSpec,
     aggregate_schema,
     grouped_schema,
@@ -556,5 +557,16 @@ def build_table_suppress(step: TableSuppress, *, source: Built, ctx: BuildContex
     if source.window is None:
         raise PlanError(f"Step {step.ctx}: EMIT FINAL needs a windowed input.")
     df = ctx.runtime.suppress(source.df, source.schema, step.grace_ms, name=step.ctx)
+    internal = (("Suppress-buffer", _describe(source.schema, Formats(key_format="KAFKA", value_format="JSON"))),)
+    return Built(df, source.schema, True, source.window, source.internal_schemas + internal)
+
+
+@builds(TableSuppressV2)
+def build_table_suppress_v2(step: TableSuppressV2, *, source: Built, ctx: BuildContext) -> Built:
+    if source.window is None:
+        raise PlanError(f"Step {step.ctx}: EMIT FINAL needs a windowed input.")
+    df = ctx.runtime.suppress(
+        source.df, source.schema, step.grace_ms, name=step.ctx, retention_ms=step.retention_ms
+    )
     internal = (("Suppress-buffer", _describe(source.schema, Formats(key_format="KAFKA", value_format="JSON"))),)
     return Built(df, source.schema, True, source.window, source.internal_schemas + internal)

@@ -3,7 +3,7 @@
 A query ``SELECT .. FROM s GROUP BY ..`` plans as ``streamGroupByV1`` (or
 ``streamGroupByKeyV1`` when it groups by the existing key, or ``tableGroupByV1`` on a
 table) feeding ``streamAggregateV1`` / ``streamWindowedAggregateV1`` /
-``tableAggregateV1``; ``EMIT FINAL`` adds ``tableSuppressV1``. Aggregate results are
+``tableAggregateV1``; ``EMIT FINAL`` adds ``tableSuppressV2`` (``tableSuppressV1`` in older plans). Aggregate results are
 named ``KSQL_AGG_VARIABLE_n``; the key columns keep the grouping names.
 
 This module imports no pyspark.
@@ -194,6 +194,29 @@ class TableSuppress(Step):
         Step.__post_init__(self)
         if self.grace_ms < 0:
             raise PlanError(f"Step {self.TYPE}: grace period cannot be negative, got {self.grace_ms}.")
+
+
+@register_step
+@step_dataclass
+class TableSuppressV2(Step):
+    """EMIT FINAL as Kafka Streams' emit-on-window-close runs it: expired windows are not emitted."""
+
+    # ksqlDB plans EMIT FINAL of a time window with KIP-825's emit strategy: a window is
+    # emitted when stream time passes its end plus grace, read from the window store, which
+    # no longer holds windows that started more than the store's retention before stream
+    # time. ``retention_ms`` is that retention (the window's RETENTION, else its size plus
+    # grace); None: windows never expire (session windows, whose store keeps them).
+    TYPE: ClassVar[str] = "tableSuppressV2"
+    source: Step
+    grace_ms: Annotated[int, NOT_NEGATIVE]
+    retention_ms: Annotated[int, NOT_NEGATIVE] | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        if self.grace_ms < 0:
+            raise PlanError(f"Step {self.TYPE}: grace period cannot be negative, got {self.grace_ms}.")
+        if self.retention_ms is not None and self.retention_ms < 0:
+            raise PlanError(f"Step {self.TYPE}: retention cannot be negative, got {self.retention_ms}.")
 
 
 # --------------------------------------------------------------------- schemas

@@ -55,4 +55,7 @@ def _aggregate(node: AggregateNode) -> S.Step:
 
 @rule(SuppressNode)
 def _suppress(node: SuppressNode) -> S.Step:
-    return A.TableSuppress(ctx="Suppress", source=to_steps(node.input), grace_ms=node.grace_ms)
+    return A.TableSuppressV2(
+        ctx="Suppress", source=to_steps(node.input), grace_ms=node.grace_ms,
+        retention_ms=node.retention_ms,
+    )

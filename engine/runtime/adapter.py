@@ -84,8 +84,20 @@ class Runtime(Protocol):
         """``keyed``, where the handler also emits outer-store entries that close by stream time."""
         ...
 
-    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
-        """EMIT FINAL: each window's last result, once stream time passes its end plus grace."""
+    def suppress(
+        self,
+        df: DataFrame,
+        schema: LogicalSchema,
+        grace_ms: int,
+        *,
+        name: str,
+        retention_ms: int | None = None,
+    ) -> DataFrame:
+        """EMIT FINAL: each window's last result, once stream time passes its end plus grace.
+
+        With ``retention_ms``, a window that started more than that before the stream time
+        that closes it has expired from the window store and is not emitted (tableSuppressV2).
+        """
         ...
 
 
@@ -289,8 +301,16 @@ class BoundedRuntime:
         timeline = K.timeline(inputs, name=f"{name}_timeline")
         return resolve_closes_df(results, timeline, output_schema)
 
-    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
-        return suppress_until_window_closes(df, schema, grace_ms)
+    def suppress(
+        self,
+        df: DataFrame,
+        schema: LogicalSchema,
+        grace_ms: int,
+        *,
+        name: str,
+        retention_ms: int | None = None,
+    ) -> DataFrame:
+        return suppress_until_window_closes(df, schema, grace_ms, retention_ms=retention_ms)
 
     def write_sink(
         self, topic: str, df: DataFrame, window_type: str | None = None, codec: TopicCodec | None = None

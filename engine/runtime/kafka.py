@@ -193,7 +193,15 @@ class KafkaRuntime:
     ) -> DataFrame:
         return self._keyed(inputs, handler, output_schema, name, closes=True)
 
-    def suppress(self, df: DataFrame, schema: LogicalSchema, grace_ms: int, *, name: str) -> DataFrame:
+    def suppress(
+        self,
+        df: DataFrame,
+        schema: LogicalSchema,
+        grace_ms: int,
+        *,
+        name: str,
+        retention_ms: int | None = None,
+    ) -> DataFrame:
         key = F.to_json(F.struct(*[F.col(R.spark_name(c.name)) for c in schema.key])) if schema.key else F.lit("")
 
         def wrap(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -210,8 +218,9 @@ class KafkaRuntime:
             input_fields=(*R.META_NAMES, SUPPRESS_KEY),
         )
         tasks = self._task_of(envelopes, SUPPRESS_KEY)
-        processor = SuppressProcessor(grace_ms, tuple(tasks.columns))
-        self._describe(name, processor, f"grace {grace_ms} ms")
+        processor = SuppressProcessor(grace_ms, tuple(tasks.columns), retention_ms)
+        retention = "" if retention_ms is None else f", retention {retention_ms} ms"
+        self._describe(name, processor, f"grace {grace_ms} ms{retention}")
         processed = tasks.groupBy(TASK).transformWithStateInPandas(
             statefulProcessor=processor,
             outputStructType=OUT_SCHEMA,
@@ -489,9 +498,10 @@ class SuppressProcessor(StatefulProcessor):
 
     STATE = "buffer ValueState<b binary>"
 
-    def __init__(self, grace_ms: int, columns: tuple[str, ...]) -> None:
+    def __init__(self, grace_ms: int, columns: tuple[str, ...], retention_ms: int | None = None) -> None:
         self.grace_ms = grace_ms
         self.columns = columns
+        self.retention_ms = retention_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.buffer = handle.getValueState("buffer", BLOB)
@@ -502,7 +512,9 @@ class SuppressProcessor(StatefulProcessor):
             for frame in _named(rows, self.columns)
             for k, row in zip(frame[SUPPRESS_KEY], frame[PICKLED_ROW], strict=True)
         ]
-        buffer: SuppressBuffer = _load(self.buffer, SuppressBuffer(self.grace_ms))
+        buffer: SuppressBuffer = _load(
+            self.buffer, SuppressBuffer(self.grace_ms, retention_ms=self.retention_ms)
+        )
         out = buffer.process(updates)
         self.buffer.update((pickle.dumps(buffer),))
         if out:

@@ -5,7 +5,9 @@ once the suppress processor's stream time (the largest timestamp of the records 
 it, per partition) is at least the window end plus the grace period. The record that
 advances stream time that far triggers the emission, so the final result takes that
 record's seq (plus an index when one record closes several windows, in window-end order).
-Tombstones are not emitted.
+Tombstones are not emitted. With a retention (``tableSuppressV2``, Kafka Streams' emit on
+window close), a window is emitted only if it is still in the window store when it closes:
+its start is at least the closing stream time minus the retention.
 
 This is a second DataFrame pass over the aggregate's updates: a per-partition timeline of
 stream time gives, for each stream-time level, the first seq reaching it; each window's
@@ -23,8 +25,11 @@ from engine.runtime import rows as R
 _ST, _TRIGGER, _KEY, _RANK, _CLOSE, _IDX = "__st", "__trigger", "__k", "__rank", "__close", "__idx"
 
 
-def suppress_until_window_closes(df: DataFrame, schema: LogicalSchema, grace_ms: int) -> DataFrame:
-    """The final result of every window whose close the input's stream time reaches."""
+def suppress_until_window_closes(
+    df: DataFrame, schema: LogicalSchema, grace_ms: int, *, retention_ms: int | None = None
+) -> DataFrame:
+    """The final result of every window whose close the input's stream time reaches
+    (and, with ``retention_ms``, that has not expired by then)."""
     columns = df.columns
     part, seq = R.ROWPARTITION, R.SEQ
     timeline_order = (
@@ -50,9 +55,12 @@ def suppress_until_window_closes(df: DataFrame, schema: LogicalSchema, grace_ms:
         f.join(lv, F.col(f"f.{part}").eqNullSafe(F.col(f"lv.{part}")) & (F.col(f"lv.{_ST}") >= F.col(f"f.{_CLOSE}")))
         .groupBy(F.col(f"f.{_KEY}").alias(_KEY), F.col(f"f.{R.WINDOWSTART}").alias(R.WINDOWSTART),
                  F.col(f"f.{R.WINDOWEND}").alias(R.WINDOWEND))
-        .agg(F.min(F.col(f"lv.{_TRIGGER}")).alias(_TRIGGER))
+        .agg(F.min(F.col(f"lv.{_TRIGGER}")).alias(_TRIGGER), F.min(F.col(f"lv.{_ST}")).alias(_ST))
     )
-    closed = finals.join(triggers, [_KEY, R.WINDOWSTART, R.WINDOWEND])
+    if retention_ms is not None:
+        # stream time never decreases along seq, so the first trigger has the least level
+        triggers = triggers.where(F.col(R.WINDOWSTART) >= F.col(_ST) - F.lit(retention_ms))
+    closed = finals.join(triggers.drop(_ST), [_KEY, R.WINDOWSTART, R.WINDOWEND])
     same_trigger = Window.partitionBy(_TRIGGER).orderBy(R.WINDOWEND, _KEY, R.WINDOWSTART)
     emitted = closed.withColumn(_IDX, (F.row_number().over(same_trigger) - 1).cast("long")).withColumn(
         seq, F.concat(F.col(_TRIGGER), F.array(F.col(_IDX)))

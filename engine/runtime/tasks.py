@@ -122,12 +122,15 @@ class SuppressBuffer:
     Kafka Streams' suppress processor: stream time is the largest timestamp of the updates
     reaching it; after buffering an update, every window whose end plus grace is at most the
     stream time is emitted (window end, key, window start order) with the seq of the update
-    that closed it plus an index. Deletes are buffered but never emitted.
+    that closed it plus an index. Deletes are buffered but never emitted. With
+    ``retention_ms`` (tableSuppressV2), a closed window that started more than the retention
+    before stream time has expired from the window store and is dropped instead of emitted.
     """
 
     grace_ms: int
     stream_time: int | None = None
     windows: dict[tuple[str, int, int], Row] = field(default_factory=dict)
+    retention_ms: int | None = None
 
     def process(self, updates: Sequence[tuple[str, Row]]) -> list[Row]:
         """``updates``: (key as JSON text, row) pairs; returns the final rows they close."""
@@ -143,10 +146,16 @@ class SuppressBuffer:
             index = 0
             for window in closed:
                 final = self.windows.pop(window)
-                if final[R.DELETED]:
+                if final[R.DELETED] or self._expired(window[1]):
                     continue
                 emitted = dict(final)
                 emitted[R.SEQ] = [*row[R.SEQ], index]
                 index += 1
                 out.append(emitted)
         return out
+
+    def _expired(self, window_start: int) -> bool:
+        # buffers pickled before the field existed have no retention
+        retention = getattr(self, "retention_ms", None)
+        assert self.stream_time is not None
+        return retention is not None and window_start < self.stream_time - retention

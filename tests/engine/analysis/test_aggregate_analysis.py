@@ -14,7 +14,7 @@ from engine.plan.steps_aggregate import (
     StreamWindowedAggregate,
     TableAggregate,
     TableGroupBy,
-    TableSuppress,
+    TableSuppressV2,
 )
 
 STREAM = "CREATE STREAM ORDERS (ID INT KEY, ITEM STRING, QTY INT, ADDR STRUCT<CITY STRING>) WITH (kafka_topic='o', value_format='JSON', partitions=1);"
@@ -74,10 +74,25 @@ def test_windowed_aggregation_with_emit_final_is_suppressed_and_windowed() -> No
     )
     steps = walk_steps(p.query.root)  # type: ignore[attr-defined]
     [agg] = [s for s in steps if isinstance(s, StreamWindowedAggregate)]
-    [sup] = [s for s in steps if isinstance(s, TableSuppress)]
+    [sup] = [s for s in steps if isinstance(s, TableSuppressV2)]
     assert (agg.window.size_ms, agg.window.advance_ms, agg.window.grace_ms) == (10_000, 5_000, 1_000)
     assert sup.grace_ms == 1_000
+    assert sup.retention_ms == 11_000  # the window store keeps a window for its size plus grace
     assert p.command.window_info.type == "HOPPING"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("window", "retention"),
+    [
+        ("TUMBLING (SIZE 10 SECONDS, RETENTION 1 MINUTE, GRACE PERIOD 2 SECONDS)", 60_000),
+        ("TUMBLING (SIZE 10 SECONDS)", 24 * 60 * 60 * 1000),  # size plus the default grace
+        ("SESSION (10 SECONDS, GRACE PERIOD 2 SECONDS)", None),
+    ],
+)
+def test_emit_final_plans_the_window_stores_retention(window: str, retention: int | None) -> None:
+    p = plan(f"CREATE TABLE T AS SELECT ITEM, COUNT(*) FROM ORDERS WINDOW {window} GROUP BY ITEM EMIT FINAL;")
+    [sup] = [s for s in walk_steps(p.query.root) if isinstance(s, TableSuppressV2)]  # type: ignore[attr-defined]
+    assert sup.retention_ms == retention
 
 
 def test_having_is_planned_inside_the_aggregate() -> None:

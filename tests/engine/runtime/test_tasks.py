@@ -147,3 +147,21 @@ def test_suppress_never_emits_a_window_whose_latest_result_is_a_delete() -> None
     buffer.process([_update(0, "a", 0, 10, 3), _update(1, "a", 0, 10, 4, deleted=True)])
     assert buffer.process([_update(2, "b", 10, 20, 12)]) == []
     assert buffer.windows == {("b", 10, 20): _update(2, "b", 10, 20, 12)[1]}
+
+
+def test_suppress_with_retention_skips_windows_that_expired_before_they_closed() -> None:
+    # size 10, grace 2, retention 12: [0, 10) closes at 12 and stream time hits 12 exactly;
+    # [10, 20) closes at 22, but stream time jumps to 40 and the store no longer holds it.
+    buffer = SuppressBuffer(grace_ms=2, retention_ms=12)
+    assert buffer.process([_update(0, "a", 0, 10, 1), _update(1, "b", 0, 10, 5)]) == []
+    closed = buffer.process([_update(2, "a", 10, 20, 12)])
+    assert [(r["K"], r[R.WINDOWSTART]) for r in closed] == [("a", 0), ("b", 0)]
+    assert buffer.process([_update(3, "a", 40, 50, 40)]) == []
+    assert buffer.windows == {("a", 40, 50): _update(3, "a", 40, 50, 40)[1]}
+
+
+def test_suppress_buffers_pickled_before_retention_existed_never_expire() -> None:
+    buffer = SuppressBuffer(grace_ms=0)
+    del buffer.__dict__["retention_ms"]
+    buffer.process([_update(0, "a", 0, 10, 3)])
+    assert [r["K"] for r in buffer.process([_update(1, "b", 90, 100, 95)])] == ["a"]
