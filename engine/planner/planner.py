@@ -638,6 +638,8 @@ class Planner:
             used.add(matches[0])
             key_names.append(select[matches[0]].alias)
         values = [(s.alias, s.expression) for i, s in enumerate(select) if i not in used]
+        if key_columns and not values:
+            raise AnalysisError("The projection contains no value columns.")
         out_columns = [
             Column(n, k.type, Namespace.KEY) for n, k in zip(key_names, key_columns, strict=True)
         ] + [Column(a, _type_of(e, columns, a)) for a, e in values]

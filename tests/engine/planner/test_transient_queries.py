@@ -81,6 +81,22 @@ def test_a_persistent_query_still_needs_its_key_in_the_projection(engine: KsqlEn
         engine.execute_sql("CREATE TABLE C AS SELECT COUNT(*) AS N FROM PAGEVIEWS GROUP BY USERID;")
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "CREATE STREAM ONLY_KEY AS SELECT PAGEID FROM PAGEVIEWS;",
+        "CREATE TABLE ONLY_ID AS SELECT ID FROM USERS;",
+    ],
+)
+def test_a_persistent_query_selecting_only_its_keys_is_refused(engine: KsqlEngine, statement: str) -> None:
+    with pytest.raises(AnalysisError, match=r"^The projection contains no value columns\.$"):
+        engine.execute_sql(statement)
+
+
+def test_a_push_query_may_select_only_the_key(engine: KsqlEngine) -> None:
+    assert str(_plan(engine, "SELECT PAGEID FROM PAGEVIEWS EMIT CHANGES;").schema) == "`PAGEID` STRING"
+
+
 def test_a_pull_query_is_not_supported_yet(engine: KsqlEngine) -> None:
     with pytest.raises(UnsupportedFeatureError, match="Pull queries .* not supported yet.*EMIT CHANGES"):
         _plan(engine, "SELECT * FROM USERS WHERE ID = 'a';")
