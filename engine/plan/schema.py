@@ -106,7 +106,8 @@ class LogicalSchema:
 
     @staticmethod
     def parse(text: str) -> LogicalSchema:
-        """Parse the text form; unquoted names are upper-cased as ksqlDB does."""
+        """Parse the text form; unquoted names are upper-cased as ksqlDB does. A key column
+        is ``KEY`` or, as ksqlDB writes a table's, ``PRIMARY KEY``."""
         return _parse_schema(text)
 
 
@@ -114,8 +115,9 @@ _SCHEMA_GRAMMAR = (
     r"""
     schema: [column ("," column)*]
     column: name type [ns]
-    ns: KEY | HEADERS | header
+    ns: PRIMARY_KEY | KEY | HEADERS | header
     header: "HEADER"i "(" STRING_LIT ")"
+    PRIMARY_KEY: /PRIMARY\s+KEY\b/i
     KEY: /KEY\b/i
     HEADERS: /HEADERS\b/i
     STRING_LIT: /'([^']|'')*'/
@@ -140,7 +142,7 @@ class _ToSchema(TypeTransformer):
         item = items[0]
         if isinstance(item, tuple):
             return item
-        if str(item).upper() == "KEY":
+        if str(item).upper().split()[0] in ("KEY", "PRIMARY"):  # a table's key, as ksqlDB writes it
             return (Namespace.KEY, None)
         return (Namespace.HEADERS, None)
 
