@@ -29,6 +29,7 @@ from qtt.model import (
     VersionBounds,
     version_tuple,
 )
+from qtt.schemas import inputs_through_declared_schemas
 
 CONFIG_PLACEHOLDER = "{CONFIG}"
 FORMAT_PLACEHOLDER = "{FORMAT}"
@@ -273,6 +274,8 @@ def expand_case(raw: Any, file: Path, index: int) -> list[QttCase]:
         )
     with_headers = frozenset(i for i, r in enumerate(outputs_raw) if "headers" in r)
     topics = tuple(_topic(t, i) for i, t in enumerate(_list(raw, "topics")))
+    # ksqlDB's runner writes the inputs with their topic's declared schema (32-bit floats).
+    inputs = tuple(inputs_through_declared_schemas(inputs, topics))
     expected = _expected_exception(raw.get("expectedException"))
     post = _post(raw.get("post"))
     versions = _versions(raw.get("versions"))

@@ -12,12 +12,16 @@ part of a saved plan.
 
 from __future__ import annotations
 
+import dataclasses
+import decimal
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+import struct
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from engine.records import TopicRecord
 from qtt.model import QttCase, QttFormatError, TopicSpec
 
 SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"
@@ -179,3 +183,103 @@ def _guess_format(schema: Any) -> str:
                                      or schema.get("type") in ("object", "integer", "number")):
         return "JSON_SR"
     return "AVRO"
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def inputs_through_declared_schemas(
+    records: Sequence[TopicRecord], topics: tuple[TopicSpec, ...]
+) -> list[TopicRecord]:
+    """The input records as a topic's declared value schema writes them: a field the schema
+    declares as a 32-bit float (protobuf and Avro ``float``, JSON_SR ``connect.type`` float32)
+    keeps only single precision, so 1.1234 reads back as 1.1233999729156494, as in ksqlDB's
+    runner, which serializes its inputs with the registered schema."""
+    floats: dict[str, frozenset[str]] = {}
+    for topic in topics:
+        if topic.value_schema is not None:
+            names = single_precision_fields(topic.value_schema)
+            if names:
+                floats[topic.name] = names
+    if not floats:
+        return list(records)
+    out: list[TopicRecord] = []
+    for record in records:
+        wanted = floats.get(record.topic)
+        if wanted and isinstance(record.value, dict):
+            value = {k: _single(v) if str(k).upper() in wanted else v for k, v in record.value.items()}
+            record = dataclasses.replace(record, value=value)
+        out.append(record)
+    return out
+
+
+def single_precision_fields(schema: Any) -> frozenset[str]:
+    """The upper-cased names of the top-level fields a declared schema types as 32-bit floats
+    (or arrays of them); empty when the schema cannot be read that way."""
+    if isinstance(schema, str) and "message" in schema and "syntax" in schema:
+        return _protobuf_floats(schema)
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except ValueError:
+            return frozenset()
+    if not isinstance(schema, dict):
+        return frozenset()
+    if isinstance(schema.get("fields"), list):
+        return frozenset(
+            str(f.get("name", "")).upper()
+            for f in schema["fields"]
+            if isinstance(f, dict) and _avro_is_float(f.get("type"))
+        )
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        return frozenset(str(k).upper() for k, v in properties.items() if _json_is_float(v))
+    return frozenset()
+
+
+def _single(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_single(x) for x in v]
+    if isinstance(v, bool) or not isinstance(v, int | float | decimal.Decimal):
+        return v
+    try:
+        return struct.unpack("<f", struct.pack("<f", float(v)))[0]
+    except OverflowError:
+        return v  # out of float range: the schema's serializer refuses it, the engine reports it
+
+
+def _avro_is_float(t: Any) -> bool:
+    if t == "float":
+        return True
+    if isinstance(t, list):
+        return any(_avro_is_float(m) for m in t if m != "null")
+    if isinstance(t, dict):
+        return t.get("type") == "float" or (t.get("type") == "array" and _avro_is_float(t.get("items")))
+    return False
+
+
+def _json_is_float(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    if node.get("connect.type") == "float32":
+        return True
+    members = node.get("oneOf") or node.get("anyOf")
+    if isinstance(members, list):
+        return any(_json_is_float(m) for m in members)
+    return node.get("type") == "array" and _json_is_float(node.get("items"))
+
+
+def _protobuf_floats(text: str) -> frozenset[str]:
+    try:
+        from proto_schema_parser import ast as P
+        from proto_schema_parser.parser import Parser
+
+        parsed = Parser().parse(text)
+    except Exception:  # an unparsable schema: registering it reports the problem
+        return frozenset()
+    message = next((el for el in parsed.file_elements if isinstance(el, P.Message)), None)
+    if message is None:
+        return frozenset()
+    return frozenset(
+        el.name.upper() for el in message.elements if isinstance(el, P.Field) and el.type == "float"
+    )

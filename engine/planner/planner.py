@@ -104,6 +104,8 @@ class Planner:
             raise AnalysisError("No columns supplied.")
         if is_table and not schema.key:
             raise AnalysisError("Tables require a PRIMARY KEY. Please define the PRIMARY KEY.")
+        if not schema.key and props.string("WINDOW_TYPE") is not None:
+            raise AnalysisError("Windowed sources require a key column.")
         formats = self._source_formats(props, schema, stmt.name)
         if schema_ids:
             formats = _with_schema_ids(formats, schema_ids)
@@ -217,6 +219,43 @@ class Planner:
         )
         namespace = Namespace.KEY if is_key else Namespace.VALUE
         return [Column(name, sql_type, namespace) for name, sql_type in pairs]
+
+    def _sink_schema_ids(
+        self, props: WithProperties, formats: Formats, schema: LogicalSchema, topic: str
+    ) -> dict[str, int]:
+        """The KEY/VALUE_SCHEMA_ID a CREATE ... AS SELECT names for its sink, each checked
+        against the sink's columns as ksqlDB does: the registered schema's columns must start
+        with the sink's, same names and types in the same order (more columns may follow)."""
+        ids: dict[str, int] = {}
+        for side, fmt, is_key in (("KEY", formats.key_format, True), ("VALUE", formats.value_format, False)):
+            schema_id = props.integer(f"{side}_SCHEMA_ID")
+            if schema_id is None:
+                continue
+            if fmt not in INFERRING_FORMATS:
+                raise AnalysisError(
+                    f"{side}_FORMAT should support schema inference when {side}_SCHEMA_ID is provided. "
+                    f"Current format is {fmt}."
+                )
+            columns = (
+                list(schema.key) if is_key else [c for c in schema.columns if c.namespace is Namespace.VALUE]
+            )
+            unwrapped = not is_key and "UNWRAP_SINGLES" in formats.value_features
+            registry = self.registry_url or self.config.get(SCHEMA_REGISTRY_URL)
+            registered = self._registry_columns(
+                registry, topic, fmt, is_key, schema_id, unwrapped, props.string(f"{side}_SCHEMA_FULL_NAME")
+            )
+            changed = [
+                c for i, c in enumerate(columns)
+                if i >= len(registered) or (registered[i].name, registered[i].type) != (c.name, c.type)
+            ]
+            if changed:
+                raise AnalysisError(
+                    f"The following {side.lower()} columns are changed, missing or reordered: "
+                    f"[{', '.join(_column_text(c) for c in changed)}]. Schema from schema registry is "
+                    f"[{', '.join(_column_text(c) for c in registered)}]"
+                )
+            ids[side.lower()] = schema_id
+        return ids
 
     def _declared_format_names(self, props: WithProperties) -> tuple[str | None, str | None]:
         """The key and value format names the statement (or the config's defaults) give,
@@ -401,6 +440,9 @@ class Planner:
             str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
         )
         formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema, stmt.name)
+        sink_ids = self._sink_schema_ids(props, formats, projected.schema, topic)
+        if sink_ids:
+            formats = _with_schema_ids(formats, sink_ids)
         ts = self._timestamp_column(props, projected.schema)
         sink = L.SinkNode(
             schema=projected.schema, is_table=projected.is_table, window=projected.window,
@@ -432,6 +474,8 @@ class Planner:
             raise AnalysisError(
                 f"Cannot insert into read-only {target.kind.lower()}: {target.name}"
             )
+        if target.schema.headers:
+            raise AnalysisError(f"Cannot insert into {target.name} because it has header columns")
         analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
         if target.is_table or analysis.is_table:
             raise AnalysisError(
@@ -675,6 +719,11 @@ def _join_message(node: L.LogicalNode) -> str:
     while isinstance(current, L.FilterNode | L.FlatMapNode):
         current = current.input
     return str(getattr(current, "missing_key_message", "") or "")
+
+
+def _column_text(column: Column) -> str:
+    """A column as ksqlDB lists it in schema messages: name and type, no namespace."""
+    return f"{T.quote_identifier(column.name)} {column.type}"
 
 
 # Formats whose registered schemas carry a full name (KEY/VALUE_SCHEMA_FULL_NAME).

@@ -74,3 +74,37 @@ def test_a_referenced_schema_takes_no_id_of_the_runners_sequence() -> None:
         assert "Event" in client.get_version("event.proto", 1).schema.schema_str
     finally:
         forget_registry_client(url)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        'syntax = "proto3"; message M { float c1 = 1; double c2 = 2; repeated float c3 = 3; }',
+        {"type": "record", "name": "R", "fields": [
+            {"name": "c1", "type": ["null", "float"]}, {"name": "c2", "type": "double"},
+            {"name": "c3", "type": {"type": "array", "items": "float"}}]},
+        {"type": "object", "properties": {
+            "c1": {"oneOf": [{"type": "null"}, {"type": "number", "connect.type": "float32"}]},
+            "c2": {"type": "number", "connect.type": "float64"},
+            "c3": {"type": "array", "items": {"type": "number", "connect.type": "float32"}}}},
+    ],
+)
+def test_inputs_keep_single_precision_where_the_declared_schema_has_32_bit_floats(schema: object) -> None:
+    raw = {
+        "name": "floats",
+        "statements": ["CREATE STREAM S WITH (kafka_topic='input', value_format='PROTOBUF');"],
+        "topics": [{"name": "input", "valueSchema": schema}],
+        "inputs": [{"topic": "input", "value": {"c1": 1.1234, "C2": 1.1234, "c3": [0.1, None], "c4": 0.1}},
+                   {"topic": "other", "value": {"c1": 1.1234}}],
+    }
+    from pathlib import Path
+
+    from qtt.loader import expand_case
+
+    (case,) = expand_case(raw, Path("floats.json"), 0)
+    first, other = case.inputs
+    assert first.value == {"c1": 1.1233999729156494, "C2": 1.1234, "c3": [0.10000000149011612, None], "c4": 0.1}
+    assert other.value == {"c1": 1.1234}  # a topic without a declared schema is as written
