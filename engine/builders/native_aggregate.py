@@ -5,22 +5,24 @@
 the records whose key is NULL, each with V1's processing-log entry (written by a Python
 UDF that every record with a full key passes as NULL). ``streamAggregateV2`` computes a
 running aggregate, one update per record, as window functions partitioned by the grouping
-key and ordered by input position: COUNT, SUM and AVG of INT/BIGINT/DOUBLE, MIN/MAX of INT/BIGINT
-over arguments with an exact Spark form, with HAVING turned into deletes as V1 does (a miss
-deletes the group's row only when its previous result passed). Window functions cannot run
-over a Structured Streaming DataFrame, so on the Kafka runtime the aggregate runs V1's
-per-key handler over the same rows; Spark's state store keeps its state.
+key and ordered by input position: COUNT, SUM and AVG of INT/BIGINT/DOUBLE, MIN/MAX of
+INT/BIGINT over arguments with an exact Spark form, with HAVING turned into deletes as V1
+does (a miss deletes the group's row only when its previous result passed).
+``tableGroupByV2`` pairs each table change with the row it replaces (``lag`` over the table
+key) and emits V1's retraction and addition rows; ``tableAggregateV2`` sums them with signs.
+Window functions cannot run over a Structured Streaming DataFrame, so on the Kafka runtime
+the stateful steps run V1's per-key handlers over the same rows in Spark's state store.
 
 A step with anything else (a key or argument with no Spark form, a key of another type than
-BOOLEAN, INT, BIGINT or STRING,
-another aggregate function, a HAVING with no Spark form) builds exactly as its V1 version,
-and ``kspark explain`` says why. Row semantics are V1's (``aggregate.py``), the reference
-``tests/engine/builders/test_native_aggregate.py`` holds them to.
+BOOLEAN, INT, BIGINT or STRING, another aggregate function, a HAVING with no Spark form)
+builds exactly as its V1 version, and ``kspark explain`` says why. Row semantics are V1's
+(``aggregate.py``); ``tests/engine/builders/test_native_aggregate.py`` holds them to it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column as SparkColumn
@@ -33,6 +35,8 @@ from engine.builders.aggregate import (
     _key_exprs,
     build_stream_aggregate,
     build_stream_group_by,
+    build_table_aggregate,
+    build_table_group_by,
 )
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.native import ExpressionReport, report_io
@@ -44,12 +48,21 @@ from engine.functions.udaf import aggregate_spec
 from engine.plan import expr as E
 from engine.plan.schema import PSEUDO_COLUMNS, Column, LogicalSchema
 from engine.plan.steps_aggregate import (
+    PAIRED,
     StreamAggregate,
     StreamGroupBy,
+    TableAggregate,
+    TableGroupBy,
     aggregate_schema,
     grouped_schema,
 )
-from engine.plan.steps_native import StreamAggregateV2, StreamGroupByKeyV2, StreamGroupByV2
+from engine.plan.steps_native import (
+    StreamAggregateV2,
+    StreamGroupByKeyV2,
+    StreamGroupByV2,
+    TableAggregateV2,
+    TableGroupByV2,
+)
 from engine.plan.types import BaseType, SqlType
 from engine.runtime import rows as R
 from engine.runtime.convert import spark_type
@@ -150,6 +163,84 @@ def build_stream_group_by_key_v2(step: StreamGroupByKeyV2, *, source: Built, ctx
     return source.with_df(source.df.filter(keep))
 
 
+@builds(TableGroupByV2)
+def build_table_group_by_v2(step: TableGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
+    columns = source.expression_columns()
+    users = frozenset(c.name for c in source.schema.columns)
+    compiled = [
+        (k.alias, compile_native(k.expression, columns, user_columns=users)) for k in step.group_by_expressions
+    ]
+    key_cols, _ = _key_exprs(step.group_by_expressions, source)
+    reason = next((f"{name}: {n.reason}" for name, n in compiled if not n.is_native), None)
+    if reason is None:
+        reason = next(
+            (f"a {c.type} grouping key" for c in key_cols if c.type.base not in _KEY_TYPES), None
+        )
+    if reason is None:
+        reason = next(
+            (f"a {c.type} table key" for c in source.schema.key if c.type.base not in _KEY_TYPES), None
+        )
+    if reason is None and source.df.isStreaming:
+        reason = "a streaming query keeps each key's last row in Spark's state store"
+    if reason is not None:
+        _fallback_all(step.ctx, step.TYPE, compiled, reason)
+        v1 = TableGroupBy(
+            ctx=step.ctx, source=step.source, group_by_expressions=step.group_by_expressions,
+            internal_formats=step.internal_formats,
+        )
+        return build_table_group_by(v1, source=source, ctx=ctx)
+    _report_all(step.ctx, step.TYPE, compiled)
+
+    schema = grouped_schema(source.schema, key_cols, table=True)
+    values = [c.name for c in schema.value if c.name != PAIRED]
+    # Each change of a table row, next to the row it replaces (the previous change of its key,
+    # unless that was a delete): V1's handler remembers that row per table key.
+    by_row = Window.partitionBy(*[F.col(R.spark_name(c.name)) for c in source.schema.key]).orderBy(F.col(R.SEQ))
+    deleted = F.coalesce(F.col(R.DELETED), F.lit(False))
+    new_keys = [(f"__key{i}", n.column) for i, (_, n) in enumerate(compiled) if n.column is not None]
+    keyed = source.df.select("*", *[c.alias(k) for k, c in new_keys])
+    old_exists = F.coalesce(F.lag(F.col(R.SEQ)).over(by_row).isNotNull() & ~F.lag(deleted).over(by_row), F.lit(False))
+    paired_rows = keyed.select(
+        "*",
+        old_exists.alias("__old"),
+        *[F.lag(F.col(k)).over(by_row).alias(f"__old{k}") for k, _ in new_keys],
+        *[F.lag(F.col(R.spark_name(n))).over(by_row).alias(f"__oldv{j}") for j, n in enumerate(values)],
+    )
+    new_ok = ~deleted & _all([F.col(k).isNotNull() for k, _ in new_keys])
+    old_ok = F.col("__old") & _all([F.col(f"__old{k}").isNotNull() for k, _ in new_keys])
+    paired = new_ok & old_ok & _all([F.col(k) == F.col(f"__old{k}") for k, _ in new_keys])
+
+    def change(keys: list[str], vals: list[str], sub: int, retract: bool, pair: SparkColumn) -> SparkColumn:
+        return F.struct(
+            *[F.col(k).alias(f"k{i}") for i, k in enumerate(keys)],
+            *[F.col(v).alias(f"v{j}") for j, v in enumerate(vals)],
+            F.lit(sub).cast("bigint").alias("sub"), F.lit(retract).alias("retract"), pair.alias("paired"),
+        )
+
+    retraction = change(
+        [f"__old{k}" for k, _ in new_keys], [f"__oldv{j}" for j in range(len(values))], 0, True, paired
+    )
+    addition = change([k for k, _ in new_keys], [R.spark_name(n) for n in values], 1, False, F.lit(False))
+    changes = paired_rows.select(
+        "*", F.explode(F.array(F.when(old_ok, retraction), F.when(new_ok, addition))).alias("__g")
+    ).filter(F.col("__g").isNotNull())
+    out = [
+        F.col(f"__g.k{i}").cast(spark_type(c.type)).alias(R.spark_name(c.name)) for i, c in enumerate(schema.key)
+    ]
+    out += [F.col(f"__g.v{j}").alias(R.spark_name(n)) for j, n in enumerate(values)]
+    out.append(F.col("__g.paired").alias(R.spark_name(PAIRED)))
+    for m in R.META_NAMES:
+        if m == R.SEQ:
+            sub = F.coalesce(F.col("__g.sub"), F.lit(0).cast("bigint"))  # never NULL: a non-null element type
+            out.append(F.concat(F.col(R.SEQ), F.array(sub)).alias(R.SEQ))
+        elif m == R.DELETED:
+            out.append(F.col("__g.retract").alias(R.DELETED))
+        else:
+            out.append(F.col(m))
+    internal = (("Aggregate-GroupBy-repartition", _describe(schema, step.internal_formats)),)
+    return Built(changes.select(*out), schema, True, None, source.internal_schemas + internal)
+
+
 def _all(conditions: Sequence[SparkColumn]) -> SparkColumn:
     out = conditions[0]
     for c in conditions[1:]:
@@ -160,18 +251,27 @@ def _all(conditions: Sequence[SparkColumn]) -> SparkColumn:
 # --------------------------------------------------------------------------- aggregate
 
 
+_SIGN = "__sign"  # a table aggregate's input: -1 for a retraction, 1 for an addition
+
+
 def _aggregate_column(
-    call: E.FunctionCall, columns: dict[str, SqlType], users: frozenset[str]
+    call: E.FunctionCall, columns: dict[str, SqlType], users: frozenset[str], *, signed: bool = False
 ) -> tuple[NativeExpression, Any]:
-    """The call's report and a function from a window spec to its running value (None if not native)."""
+    """The call's report and a function from a window spec to its running value (None if not native).
+
+    ``signed``: the rows carry ``__sign`` and a retraction (-1) undoes what an addition added.
+    """
     sql = E.format_sql(call)
     name = call.name.upper()
+    sign = F.col(_SIGN) if signed else None
 
     def fallback(reason: str) -> tuple[NativeExpression, Any]:
         return NativeExpression(sql, None, reason), None
 
     if name not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         return fallback(f"aggregate function {name} has no Spark form yet")
+    if signed and name in ("MIN", "MAX"):
+        return fallback(f"{name} cannot undo a retraction")
     arg_types = [infer_type(a, columns) for a in call.args]
     try:
         spec = aggregate_spec(call.name, arg_types)
@@ -180,6 +280,8 @@ def _aggregate_column(
     if spec.column_args != len(call.args) or len(call.args) > 1:
         return fallback(f"{name} with these arguments has no Spark form yet")
     if not call.args:  # COUNT(*)
+        if sign is not None:
+            return NativeExpression(sql, F.lit(1), NATIVE), lambda w: F.sum(sign).over(w)
         return NativeExpression(sql, F.lit(1), NATIVE), lambda w: F.count(F.lit(1)).over(w)
     arg = compile_native(call.args[0], columns, user_columns=users)
     if arg.column is None:
@@ -189,19 +291,19 @@ def _aggregate_column(
         return fallback(f"converting the argument {t} to {param}")
     value = arg.column
     if name == "COUNT":
-        return NativeExpression(sql, value, NATIVE), lambda w: F.count(value).over(w)
+        return NativeExpression(sql, value, NATIVE), lambda w: _running_count(value, sign, w)
     if t is None:
         return fallback("an untyped argument")
     if name in ("SUM", "AVG"):
         if t.base not in _SUM_TYPES:
             return fallback(f"{name} of {t} has no Spark form yet")
         if name == "SUM":
-            return NativeExpression(sql, value, NATIVE), lambda w: _running_sum(value, t, w)
+            return NativeExpression(sql, value, NATIVE), lambda w: _running_sum(value, t, w, sign)
 
         def running_avg(w: Any, value: SparkColumn = value, t: SqlType = t) -> SparkColumn:
             # V1: float(wrapped sum) / count, 0.0 while no value has been counted
-            count = F.count(value).over(w)
-            total = _running_sum(value, t, w).cast("double")
+            count = _running_count(value, sign, w)
+            total = _running_sum(value, t, w, sign).cast("double")
             return F.when(count == 0, F.lit(0.0)).otherwise(
                 total / F.when(count == 0, F.lit(1)).otherwise(count).cast("double")
             )
@@ -213,59 +315,116 @@ def _aggregate_column(
     return NativeExpression(sql, value, NATIVE), lambda w: extreme(value).over(w)
 
 
-def _running_sum(value: SparkColumn, t: SqlType, w: Any) -> SparkColumn:
-    """SUM so far: DOUBLEs added in input order from 0.0; integers summed exactly (BIGINT for
-    INT values, DECIMAL(38,0) for BIGINT ones), then wrapped like Java's int/long."""
+def _running_count(value: SparkColumn, sign: SparkColumn | None, w: Any) -> SparkColumn:
+    """COUNT(x) so far: the non-NULL values added, less those retracted."""
+    if sign is None:
+        return F.count(value).over(w)
+    return F.sum(F.when(value.isNotNull(), sign).otherwise(F.lit(0))).over(w)
+
+
+def _running_sum(value: SparkColumn, t: SqlType, w: Any, sign: SparkColumn | None = None) -> SparkColumn:
+    """SUM so far: DOUBLEs added (retractions subtracted) in input order from 0.0; integers
+    summed exactly (BIGINT for INT values, DECIMAL(38,0) for BIGINT ones), then wrapped like
+    Java's int/long."""
     if t.base is BaseType.DOUBLE:
-        return F.coalesce(F.sum(value).over(w), F.lit(0.0))
+        return F.coalesce(F.sum(_signed(value, sign)).over(w), F.lit(0.0))
     exact = "bigint" if t.base is BaseType.INTEGER else "decimal(38,0)"
-    return wrap_integral(F.coalesce(F.sum(value.cast(exact)).over(w), F.lit(0).cast(exact)), t)
+    total = F.sum(_signed(value.cast(exact), sign)).over(w)
+    return wrap_integral(F.coalesce(total, F.lit(0).cast(exact)), t)
 
 
-@builds(StreamAggregateV2)
-def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: BuildContext) -> Built:
+def _signed(value: SparkColumn, sign: SparkColumn | None) -> SparkColumn:
+    return value if sign is None else F.when(sign < 0, -value).otherwise(value)
+
+
+@dataclass
+class _AggregatePlan:
+    """How an aggregate step runs natively; ``reason`` says why it cannot (then V1 builds it)."""
+
+    calls: list[tuple[str, NativeExpression]]
+    runners: list[Any]
+    schema: LogicalSchema | None = None
+    having: NativeExpression | None = None
+    reason: str | None = None
+
+
+def _plan_aggregate(step: StreamAggregateV2 | TableAggregateV2, source: Built, *, signed: bool) -> _AggregatePlan:
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
-    calls: list[tuple[str, NativeExpression]] = []
-    runners = []
+    plan = _AggregatePlan([], [])
     for a in step.aggregation_functions:
         assert isinstance(a.expression, E.FunctionCall)  # the step checks it
-        report, run = _aggregate_column(a.expression, columns, users)
-        calls.append((a.alias, report))
-        runners.append(run)
+        report, run = _aggregate_column(a.expression, columns, users, signed=signed)
+        plan.calls.append((a.alias, report))
+        plan.runners.append(run)
     key_cols = [source.schema.find(k) for k in step.key_column_names]
-    reason = next((f"{name}: {n.reason}" for name, n in calls if not n.is_native), None)
-    if reason is None and any(c is None or c.type.base not in _KEY_TYPES for c in key_cols):
-        reason = "a grouping key of a type Spark groups differently"
-    having: NativeExpression | None = None
-    schema: LogicalSchema | None = None
-    if reason is None:
+    plan.reason = next((f"{name}: {n.reason}" for name, n in plan.calls if not n.is_native), None)
+    if plan.reason is None and any(c is None or c.type.base not in _KEY_TYPES for c in key_cols):
+        plan.reason = "a grouping key of a type Spark groups differently"
+    if plan.reason is None:
         result_types = [_result_type(a.expression, columns) for a in step.aggregation_functions]
-        schema = aggregate_schema(
+        plan.schema = aggregate_schema(
             [c for c in key_cols if c is not None],
             [Column(a.alias, t) for a, t in zip(step.aggregation_functions, result_types, strict=True)],
         )
         if step.having is not None:
             having_columns = dict(PSEUDO_COLUMNS)
-            having_columns.update(schema.types())
-            having = compile_native(step.having, having_columns, user_columns=frozenset(schema.types()))
-            calls.append(("HAVING", having))
-            if having.column is None:
-                reason = f"HAVING: {having.reason}"
-    if reason is None and source.df.isStreaming:
-        reason = "a streaming query keeps per-key state in Spark's state store"
-    if reason is not None or schema is None:
-        _fallback_all(step.ctx, step.TYPE, calls, reason or "")
+            having_columns.update(plan.schema.types())
+            plan.having = compile_native(step.having, having_columns, user_columns=frozenset(plan.schema.types()))
+            plan.calls.append(("HAVING", plan.having))
+            if plan.having.column is None:
+                plan.reason = f"HAVING: {plan.having.reason}"
+    if plan.reason is None and source.df.isStreaming:
+        plan.reason = "a streaming query keeps per-key state in Spark's state store"
+    if plan.reason is not None:
+        _fallback_all(step.ctx, step.TYPE, plan.calls, plan.reason)
+    else:
+        _report_all(step.ctx, step.TYPE, plan.calls)
+    return plan
+
+
+@builds(StreamAggregateV2)
+def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: BuildContext) -> Built:
+    plan = _plan_aggregate(step, source, signed=False)
+    if plan.reason is not None or plan.schema is None:
         v1 = StreamAggregate(
             ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
             aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
             having=step.having,
         )
         return build_stream_aggregate(v1, source=source, ctx=ctx)
-    _report_all(step.ctx, step.TYPE, calls)
-    df = _running(source.df, step, schema, runners, having)
-    internal = (("Aggregate-Aggregate-Materialize", _describe(schema, step.internal_formats)),)
-    return Built(df, schema, True, None, source.internal_schemas + internal)
+    keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
+    live = source.df.filter(_not_deleted() & _all([k.isNotNull() for k in keys]))
+    df = _running(live, step.key_column_names, plan)
+    internal = (("Aggregate-Aggregate-Materialize", _describe(plan.schema, step.internal_formats)),)
+    return Built(df, plan.schema, True, None, source.internal_schemas + internal)
+
+
+@builds(TableAggregateV2)
+def build_table_aggregate_v2(step: TableAggregateV2, *, source: Built, ctx: BuildContext) -> Built:
+    plan = _plan_aggregate(step, source, signed=True)
+    if plan.reason is not None or plan.schema is None:
+        v1 = TableAggregate(
+            ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
+            aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
+            having=step.having,
+        )
+        return build_table_aggregate(v1, source=source, ctx=ctx)
+    keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
+    running = Window.partitionBy(*keys).orderBy(F.col(R.SEQ)).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    deleted = F.coalesce(F.col(R.DELETED), F.lit(False))
+    signed = source.df.filter(_all([k.isNotNull() for k in keys])).select(
+        "*",
+        F.when(deleted, F.lit(-1)).otherwise(F.lit(1)).alias(_SIGN),
+        # V1 ignores a retraction that reaches a group before any addition (it has no state)
+        F.max(F.when(~deleted, F.lit(1))).over(running).alias("__seen"),
+    )
+    live = signed.filter(F.col("__seen").isNotNull())
+    # A retraction paired with an addition to the same group changes the state, emits nothing.
+    paired = deleted & F.coalesce(F.col(R.spark_name(PAIRED)), F.lit(False))
+    df = _running(live, step.key_column_names, plan, emits=~paired)
+    internal = (("Aggregate-Aggregate-Materialize", _describe(plan.schema, step.internal_formats)),)
+    return Built(df, plan.schema, True, None, source.internal_schemas + internal)
 
 
 def _result_type(call: E.Expr, columns: dict[str, SqlType]) -> SqlType:
@@ -275,17 +434,17 @@ def _result_type(call: E.Expr, columns: dict[str, SqlType]) -> SqlType:
 
 
 def _running(
-    df: DataFrame, step: StreamAggregateV2, schema: LogicalSchema, runners: Sequence[Any],
-    having: NativeExpression | None,
+    live: DataFrame, key_names: Sequence[str], plan: _AggregatePlan, *, emits: SparkColumn | None = None
 ) -> DataFrame:
-    """One output row per input record: the group's results so far, in V1's row shape."""
-    keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
+    """One output row per input row (where ``emits``): the group's results so far, in V1's row shape."""
+    schema, having = plan.schema, plan.having
+    assert schema is not None
+    keys = [F.col(R.spark_name(k)) for k in key_names]
     ordered = Window.partitionBy(*keys).orderBy(F.col(R.SEQ))
     running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    live = df.filter(_not_deleted() & _all([k.isNotNull() for k in keys]))
     results = [
         run(running).cast(spark_type(c.type)).alias(R.spark_name(c.name))
-        for run, c in zip(runners, schema.value, strict=True)
+        for run, c in zip(plan.runners, schema.value, strict=True)
     ]
     meta = {
         R.SEQ: F.col(R.SEQ),
@@ -297,11 +456,15 @@ def _running(
         R.WINDOWSTART: F.lit(None),
         R.WINDOWEND: F.lit(None),
     }
-    out = live.select(
+    selected = [
         *[k.alias(R.spark_name(c.name)) for k, c in zip(keys, schema.key, strict=True)],
         *results,
         *[meta[f.name].cast(f.dataType).alias(f.name) for f in R.META_FIELDS],
-    )
+    ]
+    if emits is None:
+        out = live.select(*selected)
+    else:
+        out = live.select(*selected, emits.alias("__emits")).filter(F.col("__emits")).drop("__emits")
     if having is None or having.column is None:
         return out
     # HAVING: a miss emits a delete (NULL results) only when the group's last result passed.
@@ -316,4 +479,3 @@ def _running(
         (~ok).alias(R.DELETED) if m == R.DELETED else F.col(m) for m in R.META_NAMES
     ]
     return gated.select(*columns)
-

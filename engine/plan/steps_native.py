@@ -157,6 +157,38 @@ class StreamGroupByKeyV2(Step):
 
 @register_step
 @step_dataclass
+class TableGroupByV2(Step):
+    """Re-keys a table with Spark Columns: a change retracts the old row and adds the new one."""
+
+    TYPE: ClassVar[str] = "tableGroupByV2"
+    source: Step
+    group_by_expressions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_keys(self.TYPE, self.group_by_expressions)
+
+
+@register_step
+@step_dataclass
+class TableAggregateV2(Step):
+    """Aggregates a grouped table, undoing retractions; bounded runs use window functions."""
+
+    TYPE: ClassVar[str] = "tableAggregateV2"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
 class StreamAggregateV2(Step):
     """Aggregates a grouped stream, one update per record; bounded runs use window functions."""
 

@@ -18,7 +18,8 @@ def _group_by(node: GroupByNode) -> S.Step:
     source = to_steps(node.input)
     keys = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.keys)
     if node.input.is_table:
-        return A.TableGroupBy(
+        table_group_by = N.TableGroupByV2 if native_chosen() else A.TableGroupBy
+        return table_group_by(
             ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
             internal_formats=node.internal_formats,
         )
@@ -45,6 +46,8 @@ def _aggregate(node: AggregateNode) -> S.Step:
         having=node.having,
     )
     if node.input.is_table:
+        if native_chosen():
+            return N.TableAggregateV2(**common)  # type: ignore[arg-type]
         return A.TableAggregate(**common)  # type: ignore[arg-type]
     if node.window_spec is not None:
         return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
