@@ -251,7 +251,8 @@ class KsqlEngine:
 
     def _insert_values(self, stmt: Any) -> None:
         source = self._insertable(stmt.target)
-        headers = [c.name for c in source.schema.headers if stmt.columns and c.name in stmt.columns]
+        # Without a column list every column is implied, header columns too (as in ksqlDB).
+        headers = [c.name for c in source.schema.headers if not stmt.columns or c.name in stmt.columns]
         if headers:
             raise AnalysisError(f"Cannot insert into HEADER columns: {', '.join(headers)}")
         columns = stmt.columns or tuple(

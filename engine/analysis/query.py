@@ -140,7 +140,8 @@ def analyze_query(
         partition_by = [scope.resolve(p, clause="PARTITION BY") for p in query.partition_by]
         for p in partition_by:
             _check_no_aggregate(p, "PARTITION BY")
-            infer_type(p, columns)
+            if not is_null_literal(p):  # PARTITION BY NULL: the result has no key columns
+                infer_type(p, columns)
 
     for s in select:
         _check_typed(s, columns)
@@ -203,3 +204,8 @@ def _check_typed(column: SelectColumn, columns: Mapping[str, SqlType]) -> None:
             f"Can't infer a type of null. Please explicitly cast it to a required type, "
             f"e.g. CAST(null AS VARCHAR). Column: {column.alias}."
         )
+
+
+def is_null_literal(expr: E.Expr) -> bool:
+    """``NULL`` as written, e.g. in ``PARTITION BY NULL``, which removes the key columns."""
+    return isinstance(expr, E.Literal) and expr.value is None

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.analysis.properties import WithProperties
-from engine.analysis.query import AnalyzedQuery, analyze_query, find_select, rewrite
+from engine.analysis.query import (
+    AnalyzedQuery,
+    analyze_query,
+    find_select,
+    is_null_literal,
+    rewrite,
+)
 from engine.errors import AnalysisError, InternalError, TypeCheckError, UnsupportedFeatureError
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
@@ -605,6 +611,8 @@ class Planner:
         taken = {c.name for c in node.schema.columns}
         counter = 0
         for p in analysis.partition_by:
+            if is_null_literal(p):  # PARTITION BY NULL: no key columns
+                continue
             if isinstance(p, E.ColumnRef):
                 name = p.name
             else:

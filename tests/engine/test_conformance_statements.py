@@ -1,0 +1,53 @@
+"""Statements ksqlDB refuses, or accepts, that kspark once got wrong (no Spark, no broker):
+header columns and inserts, windowed sources without a key, PARTITION BY NULL."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.engine import KsqlEngine
+from engine.errors import AnalysisError
+from engine.records import TopicInfo
+
+SOURCES = """
+CREATE STREAM SIGNED (ID STRING KEY, SIG BYTES HEADER('sig'), N INT) WITH (kafka_topic='signed', value_format='JSON');
+CREATE STREAM PLAIN (ID STRING KEY, SIG BYTES, N INT) WITH (kafka_topic='plain', value_format='JSON');
+"""
+
+
+@pytest.fixture
+def engine() -> KsqlEngine:
+    engine = KsqlEngine()
+    for topic in ("signed", "plain", "w"):
+        engine.create_topic(TopicInfo(topic))
+    engine.execute_sql(SOURCES)
+    return engine
+
+
+def test_insert_values_without_a_column_list_implies_the_header_columns(engine: KsqlEngine) -> None:
+    with pytest.raises(AnalysisError, match=r"^Cannot insert into HEADER columns: SIG$"):
+        engine.execute_sql("INSERT INTO SIGNED VALUES ('a', NULL, 1);")
+    engine.execute_sql("INSERT INTO SIGNED (ID, N) VALUES ('a', 1);")  # the other columns may be given
+
+
+def test_insert_into_select_refuses_a_target_with_header_columns(engine: KsqlEngine) -> None:
+    with pytest.raises(AnalysisError, match=r"^Cannot insert into SIGNED because it has header columns$"):
+        engine.execute_sql("INSERT INTO SIGNED SELECT * FROM PLAIN;")
+
+
+def test_a_windowed_source_needs_a_key_column(engine: KsqlEngine) -> None:
+    with pytest.raises(AnalysisError, match=r"^Windowed sources require a key column\.$"):
+        engine.execute_sql(
+            "CREATE STREAM W (N INT) WITH (kafka_topic='w', value_format='JSON', window_type='SESSION');"
+        )
+    engine.execute_sql(
+        "CREATE STREAM W (K INT KEY, N INT) WITH (kafka_topic='w', value_format='JSON', window_type='SESSION');"
+    )
+
+
+def test_partition_by_null_leaves_the_stream_without_key_columns(engine: KsqlEngine) -> None:
+    engine.execute_sql(
+        "CREATE STREAM KEYLESS WITH (key_format='NONE') AS SELECT * FROM PLAIN PARTITION BY NULL;"
+    )
+    schema = engine.metastore.get("KEYLESS").schema  # type: ignore[union-attr]
+    assert str(schema) == "`SIG` BYTES, `N` INTEGER, `ID` STRING"
