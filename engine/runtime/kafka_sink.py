@@ -13,8 +13,24 @@ again. ksqlDB offers ``exactly_once_v2``, and so does kspark, by default:
   group of its own (``_kspark-sink-<application id>-<partition index>``, on partition 0 of the
   output topic): the record of which batch that partition last committed, made visible
   atomically with the records.
-- A replayed batch (same batch id, same input offsets, same partitioning: the query's
-  processing is deterministic) finds the mark and skips the partitions already written.
+- A replayed batch (same batch id, same input offsets) finds the mark and skips the
+  partitions already written. That is right only if writer task ``i`` gets the same records
+  on every attempt of a batch (``writer_layout``). The query's processing gives each attempt
+  the same records, but not always in the same Spark partitions: Spark's Kafka source numbers
+  a batch's partitions in the order of a map of its end offsets, which a running query takes
+  from the broker's answer and a restarted one reads back from the offset log. For some
+  topic names the two orders differ: a replayed batch then read Kafka partition 0 in
+  Spark partition 1 and the other way round, skipped the records that had not been written
+  and wrote the others a second time (issue 12: 32 records lost after a ``kill -9``).
+  So when the writing stage reads a source directly (no shuffle between the batch's RDD and
+  a source in its lineage), the batch is first hash-partitioned on the record key into as
+  many partitions as it has: the records of writer task ``i`` are then a function of the
+  batch's records alone. A batch already shuffled (a stateful operator's output: partition
+  ``i`` is task ``i``) is written as it is.
+- Each mark carries the layout it was written under (``""`` for a shuffled batch, as marks
+  have always been; ``"key-hash"`` for a re-partitioned one). A mark of another layout does
+  not skip: a batch half-written by an older engine is written again in full (repeats are
+  possible at that one upgrade, losses are not).
 
 Read with ``isolation.level=read_committed``, the output then holds every record exactly
 once across crashes. The writing runs in the executors' JVMs (``kspark.TransactionalKafkaWriter``
@@ -25,10 +41,17 @@ which keeps every record's timestamp as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 WRITER_CLASS = "kspark.TransactionalKafkaWriter"
+
+
+# The layout of a batch whose partitions come from a shuffle (the tag every older mark has).
+SHUFFLED = ""
+# The layout of a batch hash-partitioned on the record key by ``writer_layout``.
+KEY_HASH = "key-hash"
 
 
 @dataclass(frozen=True)
@@ -49,9 +72,46 @@ class TransactionalSink:
     transaction_timeout_ms: int = 600_000
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        jvm = batch.sparkSession._jvm
+        layout, records = writer_layout(batch)
+        self.write(records, batch_id, layout)
+
+    def write(self, records: DataFrame, batch_id: int, layout: str) -> None:
+        """Write each partition of ``records`` in its writer task's transaction, marked with
+        ``layout``; a partition whose mark for ``batch_id`` has the same layout is skipped."""
+        jvm = records.sparkSession._jvm
         assert jvm is not None
         writer = jvm.kspark.TransactionalKafkaWriter(
-            self.bootstrap_servers, self.topic, self.query_id, batch_id, self.transaction_timeout_ms
+            self.bootstrap_servers, self.topic, self.query_id, batch_id, self.transaction_timeout_ms, layout
         )
-        batch._jdf.foreachPartition(writer)
+        records._jdf.foreachPartition(writer)
+
+
+def writer_layout(batch: DataFrame) -> tuple[str, DataFrame]:
+    """The batch laid out so that writer task ``i`` gets the same records on every attempt.
+
+    A batch whose every source lies below a shuffle is returned as it is (``SHUFFLED``): its
+    partition ``i`` is the shuffle's partition ``i``. A batch whose writing stage reads a
+    source directly is hash-partitioned on the record key into as many partitions as it has
+    (``KEY_HASH``); a key's records stay in one partition, in their order.
+    """
+    rdd = batch._jdf.rdd()  # a foreachBatch batch's plan is one scan of its RDD: ask the RDD
+    if not _sources_outside_shuffles(batch.sparkSession, rdd):
+        return SHUFFLED, batch
+    return KEY_HASH, batch.repartition(max(1, int(rdd.getNumPartitions())), "key")
+
+
+def _sources_outside_shuffles(spark: SparkSession, rdd: Any) -> bool:
+    """Whether an RDD without parents is reached from ``rdd`` without crossing a shuffle."""
+    jvm = spark._jvm
+    assert jvm is not None
+    shuffle = jvm.java.lang.Class.forName("org.apache.spark.ShuffleDependency")
+    pending = [rdd]
+    while pending:
+        dependencies = pending.pop().dependencies()
+        if dependencies.isEmpty():
+            return True
+        for i in range(dependencies.size()):
+            dependency = dependencies.apply(i)
+            if not shuffle.isInstance(dependency):
+                pending.append(dependency.rdd())
+    return False

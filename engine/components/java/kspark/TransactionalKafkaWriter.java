@@ -30,7 +30,10 @@ import org.apache.spark.sql.Row;
  * initTransactions fences any zombie of an earlier attempt. Inside the transaction the producer
  * commits offset {@code batch id + 1} on partition 0 of the output topic for the consumer group
  * {@code _kspark-sink-<query id>-<partition index>}: the mark of the last batch this partition
- * wrote, visible atomically with its records. A replayed batch finds the mark and writes nothing.
+ * wrote, visible atomically with its records, with the batch's layout as the mark's metadata
+ * ({@code engine.runtime.kafka_sink.writer_layout}: how records were assigned to partitions).
+ * A replayed batch finds the mark and writes nothing, provided the mark has the same layout: a
+ * partition index only names the same records within one layout.
  * Rows: key (binary), value (binary), timestamp (bigint, epoch ms), headers
  * (array of struct key string, value binary).
  */
@@ -44,14 +47,17 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
   private final String queryId;
   private final long batchId;
   private final int transactionTimeoutMs;
+  private final String layout;
 
   public TransactionalKafkaWriter(
-      String bootstrapServers, String topic, String queryId, long batchId, int transactionTimeoutMs) {
+      String bootstrapServers, String topic, String queryId, long batchId, int transactionTimeoutMs,
+      String layout) {
     this.bootstrapServers = bootstrapServers;
     this.topic = topic;
     this.queryId = queryId;
     this.batchId = batchId;
     this.transactionTimeoutMs = transactionTimeoutMs;
+    this.layout = layout;
   }
 
   @Override
@@ -68,7 +74,7 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
     KafkaProducer<byte[], byte[]> producer = PRODUCERS.computeIfAbsent(transactionalId, this::producer);
     try {
       OffsetAndMetadata written = consumer.committed(Collections.singleton(mark)).get(mark);
-      if (written != null && written.offset() >= batchId + 1) {
+      if (written != null && written.offset() >= batchId + 1 && layout.equals(written.metadata())) {
         return; // a replayed batch this partition already wrote
       }
       producer.beginTransaction();
@@ -80,7 +86,7 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
         producer.send(new ProducerRecord<>(topic, null, timestamp, key, value, headers(row)));
       }
       producer.sendOffsetsToTransaction(
-          Collections.singletonMap(mark, new OffsetAndMetadata(batchId + 1)),
+          Collections.singletonMap(mark, new OffsetAndMetadata(batchId + 1, layout)),
           new ConsumerGroupMetadata(group));
       producer.commitTransaction();
     } catch (Exception e) {
