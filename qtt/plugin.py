@@ -11,6 +11,13 @@ latest planned case; ``--qtt-update`` writes a new planned case instead of faili
 rewriting a saved one). After a full run, planned cases with no current case are orphans
 and fail the session unless ``--qtt-allow-orphans``. The terminal summary counts passed,
 failed, written and orphaned planned cases and prints the command that fixes the state.
+
+Sharing with ``qtt plans verify``: a test that asks for the fixture ``qtt_case_runs`` runs
+after every QTT case of the session, and gets what their runs proved (``CaseRuns``): the
+cases whose plan is up to date, and for each, its run compared with its latest saved
+version as a replay compares (``qtt.plans.case_runs``). Passed to ``verify(known_replays=,
+known_up_to_date=)``, these versions are not replayed a second time. Alone, the test gets
+an empty ``CaseRuns`` and verify replays everything.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from qtt import hookspecs
 _FACTORY_KEY = pytest.StashKey[Any]()
 _COUNTS_KEY = pytest.StashKey[dict[str, int]]()
 _PLANS_KEY = pytest.StashKey[dict[str, Any]]()
+_CASE_RUNS_KEY = pytest.StashKey[Any]()  # a CaseRuns when a test of the session asks for it
+CASE_RUNS_FIXTURE = "qtt_case_runs"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -144,7 +153,32 @@ class QttPlannedCaseStale(Exception):
     """A case's latest planned case is missing or differs from what the engine plans now."""
 
 
-def _check_planned_case(config: pytest.Config, case: Any, root: Path) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Tests asking for ``qtt_case_runs`` run after the QTT cases, which then keep their runs."""
+    users = [i for i in items if CASE_RUNS_FIXTURE in getattr(i, "fixturenames", ())]
+    if not users or config.getoption("qtt_update"):
+        return
+    if any(isinstance(i, QttCaseItem) for i in items):
+        from qtt.plans.case_runs import CaseRuns
+
+        config.stash[_CASE_RUNS_KEY] = CaseRuns()
+    items[:] = [i for i in items if i not in users] + users
+
+
+@pytest.fixture(name=CASE_RUNS_FIXTURE)
+def qtt_case_runs(request: pytest.FixtureRequest) -> Any:
+    """What the session's QTT case runs proved (``qtt.plans.case_runs.CaseRuns``); empty when
+    no QTT case ran in this session."""
+    from qtt.plans.case_runs import CaseRuns
+
+    return request.config.stash.get(_CASE_RUNS_KEY, None) or CaseRuns()
+
+
+def _check_planned_case(
+    config: pytest.Config, case: Any, root: Path, capture: Any = None
+) -> None:
     from qtt.plans.record import record_case, write_planned_case
     from qtt.plans.uptodate import check_up_to_date
 
@@ -152,6 +186,8 @@ def _check_planned_case(config: pytest.Config, case: Any, root: Path) -> None:
     result = check_up_to_date(case, root)
     if result.ok:
         counts["passed"] += 1
+        if capture is not None and _CASE_RUNS_KEY in config.stash:
+            config.stash[_CASE_RUNS_KEY].add(result, capture.result())
     elif config.getoption("qtt_update"):
         write_planned_case(root, record_case(case))
         counts["written"] += 1
@@ -176,14 +212,26 @@ class QttCaseItem(pytest.Item):
     def runtest(self) -> None:
         from qtt.runner import Status, run_case
 
-        result = run_case(self.case, strict=True, engine_factory=_engine_factory(self.config))
+        root = _planned_root(self.config)
+        factory = _engine_factory(self.config)
+        capture = None
+        if (
+            root is not None
+            and factory is None
+            and self.case.expected_exception is None
+            and _CASE_RUNS_KEY in self.config.stash
+        ):
+            from qtt.plans.case_runs import CaseRunCapture
+
+            capture = CaseRunCapture(self.case, root)
+            factory = capture.engine_factory
+        result = run_case(self.case, strict=True, engine_factory=factory)
         counts = self.config.stash[_COUNTS_KEY]
         counts[result.status.value] = counts.get(result.status.value, 0) + 1
         if result.status is not Status.PASSED:
             raise QttCaseFailed(result)
-        root = _planned_root(self.config)
         if root is not None and self.case.expected_exception is None:
-            _check_planned_case(self.config, self.case, root)
+            _check_planned_case(self.config, self.case, root, capture)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         """The readable diff for case failures; the usual traceback otherwise."""

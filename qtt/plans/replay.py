@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import KsqlError
+from engine.records import TopicRecord
+from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, saved_source_columns, step_schema
 from qtt.plans.diff import (
@@ -66,6 +68,9 @@ class ReplayResult:
     seconds: float = 0.0
     rendered_outputs: str = field(default="")
     covered_by: SavedVersion | None = None  # not run: this newer version's replay proves it
+    # Not replayed: the QTT run of its case ran this plan on these inputs in the same
+    # session and was compared with this version (``qtt.plans.case_runs``).
+    by_case_run: bool = False
 
     @property
     def ok(self) -> bool:
@@ -144,55 +149,70 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         engine.produce(list(case.inputs))
         with BuiltSchemas().collect() as built:
             produced = engine.run() or {}
-        produced = avro_decimals_as_numbers(produced, engine.sources())
-        changes: list[Change] = []
-        rendered = ""
-        verification = verify_outputs(
-            case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
-        )
-        post = check_post(case.post, engine) if not case.post.is_empty() else []
-        if not verification.ok:
-            rendered = verification.render()
-            writers = topic_writers(engine)
-            for comparison in verification.comparisons:
-                if comparison.reason is not None:
-                    index = comparison.first_difference
-                    query_id, sink_ctx = writers.get(comparison.topic, (None, None))
-                    where = f"topic {comparison.topic}"
-                    changes.append(
-                        Change(
-                            OUTPUT,
-                            query_id=query_id,
-                            ctx=where if sink_ctx is None else f"{sink_ctx} ({where})",
-                            field=None if index is None else f"record[{index}].{comparison.field}",
-                            detail=comparison.reason,
-                        )
-                    )
-        changes += [Change(OUTPUT, field="post", detail=reason) for reason in post]
-        saved_internal = spec.get("schemas", {}).get("internal", {})
-        reports = engine.query_reports
-        for qid in sorted(set(saved_internal) | set(reports)):
-            now = dict(reports[qid].internal_schemas) if qid in reports else {}
-            changes += mapping_changes(INTERNAL_SCHEMA, saved_internal.get(qid, {}), now, qid)
-        saved_sources = spec.get("schemas", {}).get("sources", {})
-        # The saved commands as the engine loads them now against the sources saved at
-        # recording: catches a change in how a saved command's schema or formats are read.
-        changes += mapping_changes(SOURCE_SCHEMA, saved_sources, source_schemas(engine))
-        changes += sink_schema_changes(engine, built, saved_sources)
-        saved_steps = spec.get("schemas", {}).get(STEPS_KEY)
-        if saved_steps is not None:  # versions recorded before per-step schemas have none
-            now_steps = built.to_json()
-            for qid in sorted(set(saved_steps) | set(now_steps)):
-                changes += built_schema_changes(
-                    qid, saved_steps.get(qid, []), now_steps.get(qid, [])
-                )
-        changes += _physical_changes(saved.version.path / PHYSICAL_DIR, reports)
-        streaming = saved.version.path / STREAMING_DIR
-        if streaming.is_dir():  # versions recorded before streaming plans were kept have none
-            changes += _plan_text_changes(streaming, streaming_plans(engine), STREAMING_PLAN)
-        return changes, rendered
+        return compare_run(saved, case, engine, built, produced)
     finally:
         engine.close()
+
+
+def compare_run(
+    saved: SavedCase,
+    case: QttCase,
+    engine: Any,
+    built: BuiltSchemas,
+    produced: Mapping[str, Sequence[TopicRecord]],
+) -> tuple[list[Change], str]:
+    """Everything a replay compares, for an engine that has run the saved plans on the saved
+    inputs (``case`` is the saved test case): outputs and post-conditions, internal, source,
+    sink and per-step schemas, physical and streaming plans. The changes and the record table.
+    """
+    spec = saved.spec
+    produced = avro_decimals_as_numbers(produced, engine.sources())
+    changes: list[Change] = []
+    rendered = ""
+    verification = verify_outputs(
+        case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
+    )
+    post = check_post(case.post, engine) if not case.post.is_empty() else []
+    if not verification.ok:
+        rendered = verification.render()
+        writers = topic_writers(engine)
+        for comparison in verification.comparisons:
+            if comparison.reason is not None:
+                index = comparison.first_difference
+                query_id, sink_ctx = writers.get(comparison.topic, (None, None))
+                where = f"topic {comparison.topic}"
+                changes.append(
+                    Change(
+                        OUTPUT,
+                        query_id=query_id,
+                        ctx=where if sink_ctx is None else f"{sink_ctx} ({where})",
+                        field=None if index is None else f"record[{index}].{comparison.field}",
+                        detail=comparison.reason,
+                    )
+                )
+    changes += [Change(OUTPUT, field="post", detail=reason) for reason in post]
+    saved_internal = spec.get("schemas", {}).get("internal", {})
+    reports = engine.query_reports
+    for qid in sorted(set(saved_internal) | set(reports)):
+        now = dict(reports[qid].internal_schemas) if qid in reports else {}
+        changes += mapping_changes(INTERNAL_SCHEMA, saved_internal.get(qid, {}), now, qid)
+    saved_sources = spec.get("schemas", {}).get("sources", {})
+    # The saved commands as the engine loads them now against the sources saved at
+    # recording: catches a change in how a saved command's schema or formats are read.
+    changes += mapping_changes(SOURCE_SCHEMA, saved_sources, source_schemas(engine))
+    changes += sink_schema_changes(engine, built, saved_sources)
+    saved_steps = spec.get("schemas", {}).get(STEPS_KEY)
+    if saved_steps is not None:  # versions recorded before per-step schemas have none
+        now_steps = built.to_json()
+        for qid in sorted(set(saved_steps) | set(now_steps)):
+            changes += built_schema_changes(
+                qid, saved_steps.get(qid, []), now_steps.get(qid, [])
+            )
+    changes += _physical_changes(saved.version.path / PHYSICAL_DIR, reports)
+    streaming = saved.version.path / STREAMING_DIR
+    if streaming.is_dir():  # versions recorded before streaming plans were kept have none
+        changes += _plan_text_changes(streaming, streaming_plans(engine), STREAMING_PLAN)
+    return changes, rendered
 
 
 def topic_writers(engine: Any) -> dict[str, tuple[str, str]]:

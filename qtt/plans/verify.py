@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,7 @@ class VerifyReport:
             "replays": [
                 {"version": r.label, "ok": r.ok, "seconds": round(r.seconds, 3),
                  "coveredBy": None if r.covered_by is None else r.covered_by.name,
+                 "checkedByCaseRun": r.by_case_run,
                  "changes": [c.render() for c in r.changes]}
                 for r in self.replays
             ],
@@ -110,12 +111,17 @@ class VerifyReport:
     def summary(self) -> str:
         """One line of counts, plus the command that fixes the state when something is stale."""
         covered = sum(1 for r in self.replays if r.covered_by is not None)
-        run = len(self.replays) - covered
+        by_run = sum(1 for r in self.replays if r.by_case_run)
+        run = len(self.replays) - covered - by_run
         rate = run / self.replay_seconds if self.replay_seconds else 0.0
         line = (
             f"planned cases: {run} versions replayed "
             f"({len(self.failed_replays)} failed, {rate:.1f}/s), "
             f"{covered} covered by a newer version of their case, "
+        )
+        if by_run:
+            line += f"{by_run} checked by their case's QTT run, "
+        line += (
             f"{len(self.up_to_date) - len(self.stale)} up to date, {len(self.stale)} stale or missing, "
             f"{len(self.orphans)} orphaned"
         )
@@ -177,6 +183,8 @@ def verify(
     steps_complete: bool = True,
     on_replay: Callable[[ReplayResult], None] | None = None,
     replay_all_versions: bool = False,
+    known_replays: Mapping[Path, ReplayResult] | None = None,
+    known_up_to_date: Mapping[str, UpToDateResult] | None = None,
 ) -> VerifyReport:
     """Run every check of ``qtt plans verify`` and collect the results.
 
@@ -184,6 +192,11 @@ def verify(
     ``schema_path=None`` skips the schema guard. A version that a newer version of the same
     case covers (``qtt.plans.coverage``) is reported as covered instead of replayed, unless
     ``replay_all_versions``.
+
+    ``known_replays`` (by resolved version path) and ``known_up_to_date`` (by case id) are
+    results this process already has for some versions and cases, from the QTT runs of
+    their cases (``qtt.plans.case_runs``): they are reported instead of replaying or
+    planning again. Only results for versions under ``root`` are taken.
     """
     report = VerifyReport(allow_orphans=allow_orphans)
     cases, report.problems = current_cases(case_paths)
@@ -207,7 +220,11 @@ def verify(
         all_versions.extend(versions)
     covered = {} if replay_all_versions else covering_versions(all_versions)
     results = {v: ReplayResult(v, covered_by=newer) for v, newer in covered.items()}
-    to_run = [v for v in all_versions if v not in covered]
+    known = {} if known_replays is None else dict(known_replays)
+    for version in all_versions:
+        if version not in covered and version.path.resolve() in known:
+            results[version] = known[version.path.resolve()]
+    to_run = [v for v in all_versions if v not in results]
     for version, result in zip(to_run, replay_all(to_run), strict=True):
         results[version] = result
         if on_replay is not None:
@@ -222,7 +239,9 @@ def verify(
         except (OSError, ValueError, AttributeError):
             pass
     report.replay_seconds = time.perf_counter() - start
-    report.up_to_date = [_up_to_date(c, root) for c in cases]
+    report.up_to_date = [
+        _known_up_to_date(c, root, known_up_to_date) or _up_to_date(c, root) for c in cases
+    ]
     report.orphans = find_orphans(root, cases)
     try:
         if steps_complete:
@@ -234,6 +253,16 @@ def verify(
     except Exception as exc:  # noqa: BLE001 - the report is written whatever a check does
         report.problems.append(f"A check of qtt plans verify failed: {error_text(exc)}")
     return report
+
+
+def _known_up_to_date(
+    case: QttCase, root: Path, known: Mapping[str, UpToDateResult] | None
+) -> UpToDateResult | None:
+    """A known current result for ``case`` whose latest version lies under ``root``, or None."""
+    result = None if known is None else known.get(case.id)
+    if result is None or not result.ok or result.latest is None:
+        return None
+    return result if result.latest.path.resolve().parent.parent == root.resolve() else None
 
 
 def _up_to_date(case: QttCase, root: Path) -> UpToDateResult:
