@@ -34,7 +34,14 @@ class ParseError(KsqlError):
         self.line = line
         self.column = column
         self.snippet = snippet
-        where = f"line {line}:{column}: " if line is not None else ""
+        # ksqlDB's shapes: the grammar's errors "line L:C: ...", a parsed statement refused
+        # while it is built (its ParsingException) "Line: L, Col: C: ...".
+        if line is None:
+            where = ""
+        elif syntax:
+            where = f"line {line}:{column}: "
+        else:
+            where = f"Line: {line}, Col: {column}: "
         text = f"{where}{message}"
         if snippet:
             pointer = " " * max((column or 1) - 1, 0) + "^"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.engine import KsqlEngine
-from engine.errors import AnalysisError
+from engine.errors import AnalysisError, ParseError
 from engine.records import TopicInfo
 
 SOURCES = """
@@ -51,3 +51,13 @@ def test_partition_by_null_leaves_the_stream_without_key_columns(engine: KsqlEng
     )
     schema = engine.metastore.get("KEYLESS").schema  # type: ignore[union-attr]
     assert str(schema) == "`SIG` BYTES, `N` INTEGER, `ID` STRING"
+
+
+def test_a_statement_refused_as_it_is_built_names_line_and_column_as_ksqldb_does(engine: KsqlEngine) -> None:
+    with pytest.raises(ParseError) as err:
+        engine.execute_sql("CREATE TABLE T (ID INT KEY, V INT) WITH (kafka_topic='w', value_format='JSON');")
+    assert str(err.value) == (
+        "Line: 1, Col: 17: Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
+    )
+    with pytest.raises(ParseError, match=r"^line 1:1: "):  # the grammar's own errors keep theirs
+        engine.execute_sql("SELEC 1;")
