@@ -15,10 +15,11 @@ CORPUS = "../shared/ksqldb-qtt"
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
 
-    The three-process cluster test runs in its own session (``nox -s cluster``).
+    The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
+    long kill -9 runs (``nox -s soak``).
     """
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not cluster", *session.posargs)
+    session.run("pytest", "-m", "not cluster and not soak", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -26,6 +27,13 @@ def cluster(session: nox.Session) -> None:
     """Three kspark server processes of one service on one broker: kill -9 of owners, failover."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "cluster", "-s", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def soak(session: nox.Session) -> None:
+    """Long kill -9 runs: the kill -9 test of a running query with native sources and sinks."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "soak", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -223,9 +223,12 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
     assert got_joined == want_joined
 
 
-# The V1 run is the default suite's; the native run is the same test with native sources and
-# sinks (about 40 s more), kept in (see issue 12: it is the one that once lost a batch).
-@pytest.mark.parametrize("native", [False, True], ids=["v1_steps", "native_steps"])
+# The V1 run is in the default suite. The native run (native sources and sinks, about 3 minutes
+# more) is marked soak and runs in ``nox -s soak``: both write through the same exactly-once
+# sink, whose replay rule was what lost records (issue 12; see tests/engine/runtime/test_kafka_sink.py).
+@pytest.mark.parametrize(
+    "native", [pytest.param(False, id="v1_steps"), pytest.param(True, id="native_steps", marks=pytest.mark.soak)]
+)
 def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
     kafka_broker: Any, tmp_path: Path, native: bool
 ) -> None:
