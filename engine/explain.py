@@ -39,8 +39,11 @@ class QueryExplanation:
     physical_plan: str
 
 
-def explain_queries(engine: KsqlEngine) -> list[QueryExplanation]:
-    """Explain every persistent query ``engine`` holds, in run order (builds, runs nothing)."""
+def explain_queries(engine: KsqlEngine, *, physical_plan: bool = True) -> list[QueryExplanation]:
+    """Explain every persistent query ``engine`` holds, in run order (builds, runs nothing).
+
+    ``physical_plan=False`` skips Spark's planning (the explanations' plans are empty).
+    """
     out = []
     runtime = engine.runtime()
     for query in engine.query_order():
@@ -52,7 +55,8 @@ def explain_queries(engine: KsqlEngine) -> list[QueryExplanation]:
         for step in order:
             mine = tuple(r for r in reports if r.step_ctx == step.ctx and r.step_type == step.TYPE)
             steps.append(StepExplanation(step.ctx, step.TYPE, mine, native=bool(mine)))
-        out.append(QueryExplanation(query.query_id, tuple(steps), physical_plan_text(built.df)))
+        plan = physical_plan_text(built.df) if physical_plan else ""
+        out.append(QueryExplanation(query.query_id, tuple(steps), plan))
     return out
 
 

@@ -98,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="Show the N most frequent unsupported features and failure reasons (0: none).",
     )
     conf.set_defaults(handler=_cmd_conformance)
+    native = sub.add_parser(
+        "native-report",
+        help="What of the cases' queries would still run in Python with the native step versions, and why.",
+        description=(
+            "Plan and build every case with kspark.native.steps=true (no Spark job runs) and count "
+            "steps by type (native, partly native, Python), native expressions and columns, and "
+            "the fallback reasons, most frequent first with an example."
+        ),
+    )
+    native.add_argument("paths", nargs="+", metavar="PATH", help="QTT files or folders.")
+    native.add_argument("-k", "--filter", metavar="S", help="Only cases whose id contains S.")
+    native.add_argument("--report", metavar="FILE", help="Write the counts as JSON to FILE.")
+    native.add_argument("--top", type=int, default=20, metavar="N", help="Show the N most frequent reasons.")
+    native.set_defaults(handler=_cmd_native_report)
     compare = sub.add_parser(
         "compare",
         help="Two conformance reports side by side (e.g. bounded vs kafka runtime).",
@@ -374,6 +388,26 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 120)
     print_summary(run, console, top=args.top)
     return status
+
+
+def _cmd_native_report(args: argparse.Namespace) -> int:
+    from qtt.native_report import build_report, format_report, write_report
+
+    files = _load(args)
+    if files is None:
+        return 2
+    report = build_report(files)
+    if not report.cases:
+        print("qtt: no QTT cases found.", file=sys.stderr)
+        return 1
+    print(format_report(report, top=args.top), end="")
+    if args.report:
+        try:
+            write_report(report, args.report)
+        except OSError as exc:
+            print(f"qtt: cannot write the report '{args.report}': {exc}", file=sys.stderr)
+            return 2
+    return 0
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

@@ -160,6 +160,8 @@ def build_stream_group_by_key_v2(step: StreamGroupByKeyV2, *, source: Built, ctx
         raise PlanError(f"Step {step.ctx}: cannot group a stream without key columns by its key.")
     # As V1: records with a null value or a null key column are dropped without a log entry.
     keep = _not_deleted() & _all([F.col(R.spark_name(k)).isNotNull() for k in key_names])
+    for k in key_names:
+        report_io(ExpressionReport(step.ctx, step.TYPE, k, f"{k} IS NOT NULL", NATIVE))
     return source.with_df(source.df.filter(keep))
 
 
