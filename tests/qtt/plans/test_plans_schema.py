@@ -452,3 +452,30 @@ def test_a_new_expression_kind_is_compatible(
         f"/$defs/Expr/allOf/{sorted(E._KINDS).index('coalesce')}",
     }
     assert not breaking(changes), "\n".join(c.render() for c in changes)
+
+
+def test_a_plan_validated_again_against_an_equal_schema_reuses_the_result(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import qtt.plans.schema as schema_module
+
+    calls: list[Any] = []
+    validate = schema_module._validate_plan_file
+
+    def counted(data: Any, against: dict[str, Any]) -> list[str]:
+        calls.append(data)
+        return validate(data, against)
+
+    monkeypatch.setattr(schema_module, "_validate_plan_file", counted)
+    monkeypatch.setattr(schema_module, "_RESULTS", {})  # nothing kept from earlier tests
+    bad = sample_plan()
+    bad["plans"][0]["query"]["root"]["formats"]["valueFormat"] = "XML"
+    first = validate_plan_file(bad, schema)
+    assert validate_plan_file(copy.deepcopy(bad), copy.deepcopy(schema)) == first and first
+    assert len(calls) == 1
+    bad["plans"][0]["query"]["root"]["formats"]["valueFormat"] = "JSON"  # content changed
+    assert validate_plan_file(bad, schema) == []
+    changed = copy.deepcopy(schema)
+    changed["$defs"]["extra"] = {"type": "string"}  # another schema: validated anew
+    assert validate_plan_file(bad, changed) == []
+    assert len(calls) == 3
