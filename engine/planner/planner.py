@@ -656,6 +656,8 @@ class Planner:
         columns = node.columns()
         if transient:
             return _transient_project(node, select)
+        if self.config.get(NEW_QUERY_PLANNER) in (True, "true", "TRUE", "True"):
+            node = _new_planner_key(node, select)
         key_columns = node.schema.key
         key_names: list[str] = []
         used: set[int] = set()
@@ -699,6 +701,37 @@ class Planner:
             schema=LogicalSchema(tuple(out_columns)), is_table=node.is_table, window=node.window,
             input=node, key_names=tuple(key_names), values=tuple(values),
         )
+
+
+NEW_QUERY_PLANNER = "ksql.new.query.planner.enabled"
+
+
+def _new_planner_key(node: L.LogicalNode, select: list[Any]) -> L.LogicalNode:
+    """ksqlDB's new query planner: a stream's key follows the projection. Key columns it does
+    not select are dropped (the stream loses its key when none is selected), and selected
+    key columns come in projection order; either is a re-keying of the stream."""
+    if node.is_table or not node.schema.key or node.window is not None or _join_message(node):
+        return node  # tables, windowed streams and joins keep the old planner's key rules
+    key_names = [k.name for k in node.schema.key]
+    selected = [
+        s.expression.name for s in select
+        if isinstance(s.expression, E.ColumnRef) and s.expression.name in key_names
+    ]
+    order = list(dict.fromkeys(selected))
+    if order == key_names:
+        return node
+    types = {k.name: k.type for k in node.schema.key}
+    keys = tuple((n, E.ColumnRef(n)) for n in order)
+    values = [
+        Column(c.name, c.type)
+        for c in (*node.schema.value, *node.schema.key)
+        if c.name not in order and c.namespace is not Namespace.HEADERS
+    ]
+    key_columns = [Column(n, types[n], Namespace.KEY) for n in order]
+    return L.RepartitionNode(
+        schema=LogicalSchema(tuple(key_columns + values)), is_table=False,
+        window=node.window, input=node, keys=keys,
+    )
 
 
 def _transient_project(node: L.LogicalNode, select: list[Any]) -> L.ProjectNode:

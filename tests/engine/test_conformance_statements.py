@@ -61,3 +61,27 @@ def test_a_statement_refused_as_it_is_built_names_line_and_column_as_ksqldb_does
     )
     with pytest.raises(ParseError, match=r"^line 1:1: "):  # the grammar's own errors keep theirs
         engine.execute_sql("SELEC 1;")
+
+
+NEW_PLANNER = {"ksql.new.query.planner.enabled": "true"}
+
+
+def test_the_new_query_planner_drops_a_key_the_projection_leaves_out() -> None:
+    engine = KsqlEngine(NEW_PLANNER)
+    engine.create_topic(TopicInfo("p"))
+    engine.execute_sql("CREATE STREAM P (ID INT KEY, NAME STRING) WITH (kafka_topic='p', value_format='JSON');")
+    engine.execute_sql("CREATE STREAM NAMES AS SELECT NAME FROM P;")
+    assert str(engine.metastore.get("NAMES").schema) == "`NAME` STRING"  # type: ignore[union-attr]
+    with pytest.raises(AnalysisError, match="Key missing from projection"):
+        KsqlEngine().execute_sql(
+            "CREATE STREAM P (ID INT KEY, NAME STRING) WITH (kafka_topic='p', value_format='JSON', partitions=1);"
+            "CREATE STREAM NAMES AS SELECT NAME FROM P;"
+        )
+
+
+def test_the_new_query_planner_orders_key_columns_as_the_projection_does() -> None:
+    engine = KsqlEngine(NEW_PLANNER)
+    engine.create_topic(TopicInfo("p"))
+    engine.execute_sql("CREATE STREAM P (A INT KEY, B INT KEY, V STRING) WITH (kafka_topic='p', format='JSON');")
+    engine.execute_sql("CREATE STREAM BA AS SELECT B, A, V FROM P;")
+    assert str(engine.metastore.get("BA").schema) == "`B` INTEGER KEY, `A` INTEGER KEY, `V` STRING"  # type: ignore[union-attr]
