@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     native.add_argument("-k", "--filter", metavar="S", help="Only cases whose id contains S.")
     native.add_argument("--report", metavar="FILE", help="Write the counts as JSON to FILE.")
     native.add_argument("--top", type=int, default=20, metavar="N", help="Show the N most frequent reasons.")
+    native.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     native.set_defaults(handler=_cmd_native_report)
     compare = sub.add_parser(
         "compare",
@@ -396,7 +397,7 @@ def _cmd_native_report(args: argparse.Namespace) -> int:
     files = _load(args)
     if files is None:
         return 2
-    report = build_report(files)
+    report = build_report(files, progress=not args.no_progress and sys.stderr.isatty())
     if not report.cases:
         print("qtt: no QTT cases found.", file=sys.stderr)
         return 1

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engine.engine import KsqlEngine
 from engine.explain import QueryExplanation, explain_queries
@@ -102,27 +106,41 @@ def _how(expressions: Iterable[Any], native_step: bool) -> str:
     return "partly native" if any(hows) else "python"
 
 
-def build_report(files: Sequence[QttFile], *, properties: Mapping[str, str] | None = None) -> NativeReport:
-    """Explain every case of ``files`` with the native step versions."""
+def build_report(
+    files: Sequence[QttFile], *, properties: Mapping[str, str] | None = None, progress: bool = False
+) -> NativeReport:
+    """Explain every case of ``files`` with the native step versions (``progress``: a bar on stderr)."""
     report = NativeReport()
-    for f in files:
-        for case in f.cases:
-            report.cases += 1
-            made: list[_ExplainingEngine] = []
-
-            def factory(props: Mapping[str, Any], made: list[_ExplainingEngine] = made) -> _ExplainingEngine:
-                engine = _ExplainingEngine({**props, **(properties or {}), NATIVE_STEPS: "true"})
-                made.append(engine)
-                return engine
-
-            run_case(case, file=f.display_name, engine_factory=factory)
-            explanations = made[0].explanations if made else None
-            if explanations is None:
-                report.not_explained += 1
-                continue
-            report.explained += 1
-            report.add(case.id, explanations)
+    bar = Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=Console(file=sys.stderr), disable=not progress, transient=True,
+    )
+    with bar:
+        task = bar.add_task("explaining", total=sum(len(f.cases) for f in files))
+        for f in files:
+            for case in f.cases:
+                bar.update(task, description=case.id[:60])
+                _explain_case(report, f, case, properties)
+                bar.advance(task)
     return report
+
+
+def _explain_case(report: NativeReport, f: QttFile, case: Any, properties: Mapping[str, str] | None) -> None:
+    report.cases += 1
+    made: list[_ExplainingEngine] = []
+
+    def factory(props: Mapping[str, Any]) -> _ExplainingEngine:
+        engine = _ExplainingEngine({**props, **(properties or {}), NATIVE_STEPS: "true"})
+        made.append(engine)
+        return engine
+
+    run_case(case, file=f.display_name, engine_factory=factory)
+    explanations = made[0].explanations if made else None
+    if explanations is None:
+        report.not_explained += 1
+        return
+    report.explained += 1
+    report.add(case.id, explanations)
 
 
 def format_report(report: NativeReport, *, top: int = 20) -> str:
