@@ -23,7 +23,6 @@ from engine.plan.plan import (
     QueryPlan,
     StatementPlan,
 )
-from engine.plan.schema import LogicalSchema
 from engine.plan.types import SqlType, parse_type
 
 # Configs whose saved value changes what a query computes, and the values kspark implements.
@@ -121,7 +120,10 @@ def import_entry(
             command = import_command(ddl)
     query = None
     if entry.get("queryPlan") is not None:
-        query = import_query(entry["queryPlan"], types, release=release)
+        sink_keys = None
+        if isinstance(command, CreateStreamCommand | CreateTableCommand):
+            sink_keys = tuple(c.name for c in command.schema.key)
+        query = import_query(entry["queryPlan"], types, release=release, sink_keys=sink_keys)
     if command is None and query is None:
         return None
     return StatementPlan(statement_text=text, command=command, query=query)
@@ -135,7 +137,7 @@ def import_command(ddl: Any) -> Command:
         cls = CreateStreamCommand if wire == "createStreamV1" else CreateTableCommand
         return cls(
             name=name,
-            schema=LogicalSchema.parse(str(V.require(ddl, "schema", f"{wire} {name}"))),
+            schema=V.schema(str(V.require(ddl, "schema", f"{wire} {name}"))),
             topic=str(V.require(ddl, "topicName", f"{wire} {name}")),
             formats=V.formats(V.require(ddl, "formats", f"{wire} {name}"), f"{wire} {name}"),
             timestamp_column=V.timestamp_column(ddl.get("timestampColumn")),
@@ -153,8 +155,18 @@ def import_command(ddl: Any) -> Command:
     )
 
 
-def import_query(node: Any, types: Mapping[str, SqlType], *, release: str | None = None) -> QueryPlan:
-    """A ``queryPlan``: sources, sink, query id and the translated step tree."""
+def import_query(
+    node: Any,
+    types: Mapping[str, SqlType],
+    *,
+    release: str | None = None,
+    sink_keys: tuple[str, ...] | None = None,
+) -> QueryPlan:
+    """A ``queryPlan``: sources, sink, query id and the translated step tree.
+
+    ``sink_keys`` are the key columns of the source the query creates (its DDL's schema):
+    the names of the last projection's keys where the plan predates ``keyColumnNames``.
+    """
     if not isinstance(node, Mapping):
         raise PlanError(f"A queryPlan must be an object, got {node!r}.")
     query_id = str(V.require(node, "queryId", "queryPlan"))
@@ -163,6 +175,7 @@ def import_query(node: Any, types: Mapping[str, SqlType], *, release: str | None
         dict(types),
         reserved=frozenset(projection_aliases(node.get("physicalPlan"))),
         table_aggregate_two_updates=release is not None and _before(release, KIP_904_RELEASE),
+        sink_keys=sink_keys,
     )
     root = importer.visit(V.require(node, "physicalPlan", f"queryPlan {query_id}"))
     return QueryPlan(

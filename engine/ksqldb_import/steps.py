@@ -83,6 +83,13 @@ class StepImporter:
     # Plans run by ksqlDB before KIP-904: a table aggregate emits a change within its group
     # as two updates (``tableAggregateTwoUpdatesV1``).
     table_aggregate_two_updates: bool = False
+    # The key columns of the source the query creates (its DDL), when known: before
+    # ``keyColumnNames`` (ksqlDB 6.0 and earlier) a DDL key ROWKEY names the last projection's
+    # key, and a grouping column selected under its own name was a value column.
+    sink_keys: tuple[str, ...] | None = None
+
+    # The projection a sink step reads (set by the sink's translator).
+    last_projection: Any = None
 
     def visit(self, node: Any) -> Imported:
         if not isinstance(node, Mapping) or "@type" not in node:
@@ -158,7 +165,7 @@ def _check_refs(node: E.Expr, shape: Shape, step: Mapping[str, Any], importer: S
 
 def _source_schema(node: Mapping[str, Any], importer: StepImporter) -> LogicalSchema:
     text = V.require(node, "sourceSchema", f"step {importer.ctx(node)}")
-    return LogicalSchema.parse(str(text))
+    return V.schema(str(text))
 
 
 def _schema_shape(schema: LogicalSchema, *, table: bool, window: S.WindowInfo | None = None) -> Shape:
@@ -236,6 +243,13 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
         importer.select(t, node, source.shape) for t in V.require(node, "selectExpressions", f"step {ctx}")
     )
     keys = tuple(str(k) for k in node.get("keyColumnNames") or source.shape.keys)
+    if (
+        not node.get("keyColumnNames")
+        and importer.sink_keys == ("ROWKEY",)
+        and len(keys) == 1
+        and _feeds_sink(importer, node)
+    ):
+        keys = importer.sink_keys
     # ``ID AS ID`` over the key column ID copies the key into a value column of the same
     # name (ksqlDB's Aggregate/Prepare does): kspark rows hold one column per name, and its
     # later steps read the key column under that name, so the copy adds nothing.
@@ -265,6 +279,11 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     step = cls(ctx=ctx, source=source.step, key_column_names=keys, select_expressions=selects)
     shape = Shape(keys, tuple(s.alias for s in selects), source.shape.table, source.shape.window)
     return Imported(step, shape)
+
+
+def _feeds_sink(importer: StepImporter, node: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is the projection whose output the query's sink writes."""
+    return node is importer.last_projection
 
 
 def _key_expressions(node: Mapping[str, Any], field_name: str) -> list[Any]:
@@ -352,6 +371,7 @@ def _flat_map(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
 @translates("streamSinkV1", "tableSinkV1")
 def _sink(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
+    importer.last_projection = node.get("source")
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     cls = S.TableSink if node["@type"] == "tableSinkV1" else S.StreamSink
     step = cls(

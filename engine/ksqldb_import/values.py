@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from engine.errors import PlanError, UnsupportedFeatureError
+from engine.plan.schema import LogicalSchema
 from engine.plan.steps import Formats, TimestampColumn, WindowInfo
 from engine.plan.steps_aggregate import WindowSpec
 
@@ -34,6 +36,14 @@ _UNIT_MS = {
     "HOUR": 3_600_000,
     "DAY": 86_400_000,
 }
+
+
+@lru_cache(maxsize=4096)
+def schema(text: str) -> LogicalSchema:
+    """``LogicalSchema.parse(text)``, remembered: a corpus repeats its schemas, each parse
+    costs a grammar run (about a tenth of a second on a loaded machine), and a parsed schema
+    is immutable. A text that does not parse raises each time."""
+    return LogicalSchema.parse(text)
 
 
 def require(node: Mapping[str, Any], key: str, where: str) -> Any:

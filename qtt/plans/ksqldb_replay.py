@@ -223,7 +223,7 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
     from engine.builders.walker import observing_builds
     from engine.engine import KsqlEngine
     from engine.ksqldb_import import import_plan
-    from qtt.verify import check_post, verify_outputs
+    from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
 
     imported = import_plan(plan, release=release_of(saved.version, spec))
     case = case_of(spec, saved.path)
@@ -248,7 +248,8 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
             engine.restore(statement)
         engine.produce(list(case.inputs))
         with observing_builds(observe):
-            produced = engine.run() or {}
+            # ksqlDB's runner read AVRO decimals with the Avro deserializer: numbers with a scale.
+            produced = avro_decimals_as_numbers(engine.run() or {}, engine.sources())
         verification = verify_outputs(
             case.outputs, produced, headers_at=case.outputs_with_headers, strict=False
         )

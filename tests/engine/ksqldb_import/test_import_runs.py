@@ -155,3 +155,23 @@ def test_a_table_aggregate_saved_by_a_release_with_kip_904_or_of_unknown_release
     ]}
     assert _run(plan, TABLE_UPDATES, release="8.0.0") == once
     assert _run(plan, TABLE_UPDATES) == once
+
+
+def test_a_grouping_column_selected_under_its_own_name_before_key_column_names_is_a_value_column(
+    spark: Any, kp: Any
+) -> None:
+    # ksqlDB 6.0 and earlier: the last projection names no keys; the key is the DDL's ROWKEY
+    # and `NAME AS NAME` copies the grouping value into the value.
+    group = kp.step("streamGroupByV1", "Aggregate/GroupBy", source=kp.stream_source(SOURCE), internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME"])
+    agg = kp.step("streamAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["COUNT(QTY)"])
+    project = kp.select(agg, ["NAME AS NAME", "KSQL_AGG_VARIABLE_0 AS N"], None, ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`ROWKEY` STRING KEY, `NAME` STRING, `N` BIGINT", "OUTPUT", table=True)
+    plan = kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input")],
+                         query_id="CTAS_OUTPUT_0")
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 1}, 10),
+        TopicRecord("input", 2, {"NAME": "a", "QTY": 1}, 20),
+    ])
+    assert outputs == {"OUTPUT": [("a", {"NAME": "a", "N": 1}), ("a", {"NAME": "a", "N": 2})]}

@@ -345,3 +345,13 @@ def test_a_pseudo_column_copied_under_its_own_name_is_dropped_and_stays_out_of_a
 def test_a_value_column_named_like_a_pseudo_column_is_unsupported(kp: Any) -> None:
     with pytest.raises(UnsupportedFeatureError, match="pseudo column"):
         _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS ROWTIME"], ["ID"])))
+
+
+def test_saved_schema_texts_are_parsed_once_and_a_bad_one_fails_every_time() -> None:
+    from engine.ksqldb_import import values as V
+
+    text = "`K` STRING KEY, `V` BIGINT"
+    assert V.schema(text) is V.schema(text) and V.schema(text) == LogicalSchema.parse(text)
+    for _ in range(2):
+        with pytest.raises(PlanError, match="Unknown type 'NOT_A_TYPE'"):
+            V.schema("`K` NOT_A_TYPE KEY")
