@@ -64,7 +64,114 @@ def use_case_registry(engine: Any, case: QttCase) -> None:
 
         forget_registry_client(url)
     engine.schema_registry_url = url
-    register_topic_schemas(case.topics, url)
+    register_topic_schemas(runner_topics(case), url)
+
+
+# Formats whose topics get a registered schema from a statement's columns.
+SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
+
+
+def runner_topics(case: QttCase) -> tuple[TopicSpec, ...]:
+    """The topics whose schemas ksqlDB's runner registers, in its order, so that ids match.
+
+    Besides the declared topics, the runner derives a topic from each CREATE STREAM/TABLE
+    with columns whose topic is not declared, with the schemas the columns make in a
+    schema-registry format, and registers every topic's schemas (key, then value) in the
+    iteration order of a Java ``HashMap`` keyed by topic name. A case whose statements derive
+    no schema keeps its declared order.
+    """
+    declared = {t.name for t in case.topics}
+    derived: list[TopicSpec] = []
+    for text in case.statements:
+        spec = _statement_topic(text, case.properties)
+        if spec is not None and spec.name not in declared and all(d.name != spec.name for d in derived):
+            derived.append(spec)
+    if not derived:
+        return case.topics
+    others = {r.topic for r in (*case.inputs, *case.outputs)} - declared - {d.name for d in derived}
+    return tuple(_java_hash_map_order([*case.topics, *derived], len(others)))
+
+
+def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | None:
+    """The topic a CREATE STREAM/TABLE with columns stands for, with its schemas (or None)."""
+    from engine.errors import KsqlError
+    from engine.parser import ast, parse
+    from engine.plan.schema import Column, Namespace
+    from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
+
+    try:
+        parsed = parse(text)
+    except KsqlError:
+        return None
+    stmt = parsed[0].statement if len(parsed) == 1 else None
+    if not isinstance(stmt, ast.CreateSource) or not stmt.elements:
+        return None
+    props = {str(k).upper(): v for k, v in stmt.properties.items()}
+    topic = props.get("KAFKA_TOPIC")
+    fmt = props.get("FORMAT")
+    key_fmt = str(props.get("KEY_FORMAT") or fmt or properties.get("ksql.persistence.default.format.key") or "KAFKA")
+    value_fmt = str(props.get("VALUE_FORMAT") or fmt or properties.get("ksql.persistence.default.format.value") or "")
+    if not isinstance(topic, str):
+        return None
+    keys = [Column(e.name, e.type, Namespace.KEY) for e in stmt.elements if e.constraint in ("KEY", "PRIMARY KEY")]
+    values = [Column(e.name, e.type, Namespace.VALUE) for e in stmt.elements if e.constraint is None]
+    schemas: dict[str, Any] = {}
+    try:
+        if keys and key_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
+            schemas["key"] = _generated_schema(key_serde(FormatInfo(key_fmt), keys))
+        if values and value_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
+            wrap = props.get("WRAP_SINGLE_VALUE")
+            features = SerdeFeatures(wrap_single_value=None if wrap is None else str(wrap).lower() == "true")
+            schemas["value"] = _generated_schema(value_serde(FormatInfo(value_fmt), values, features))
+    except KsqlError:
+        return None  # the statement is refused when it runs
+    if not schemas:
+        return None
+    return TopicSpec(
+        name=topic, key_format=key_fmt.upper(), value_format=value_fmt.upper() or None,
+        key_schema=schemas.get("key"), value_schema=schemas.get("value"),
+    )
+
+
+def _generated_schema(serde: Any) -> Any:
+    """The schema kspark generates for a serde's columns (PROTOBUF: a proto3 message of the
+    columns with scalar types; a non-scalar column is written as bytes, which only keeps the
+    runner's id sequence: a CREATE with columns never reads its own schema back)."""
+    from engine.serde.registry import avro_schema, json_schema
+
+    fmt = serde.format.name
+    if fmt == "AVRO":
+        return avro_schema(serde)
+    if fmt == "JSON_SR":
+        return json_schema(serde)
+    lines = [
+        f"  {_PROTO_SCALARS.get(c.type.base.value, 'bytes')} {c.name} = {i};"
+        for i, c in enumerate(serde.columns, start=1)
+    ]
+    return 'syntax = "proto3";\n\nmessage ConnectDefault1 {\n' + "\n".join(lines) + "\n}\n"
+
+
+_PROTO_SCALARS = {
+    "BOOLEAN": "bool", "INTEGER": "int32", "BIGINT": "int64", "DOUBLE": "double", "STRING": "string",
+    "BYTES": "bytes",
+}
+
+
+def _java_hash_map_order(topics: Sequence[TopicSpec], others: int) -> list[TopicSpec]:
+    """``topics`` in the iteration order of a Java HashMap from their names to them (inserted
+    in this order, with ``others`` more keys that only count towards its size)."""
+    size = 16
+    while len(topics) + others > size * 3 // 4:
+        size *= 2
+
+    def bucket(name: str) -> int:
+        h = 0
+        data = name.encode("utf-16-be")  # String.hashCode runs over UTF-16 code units
+        for i in range(0, len(data), 2):
+            h = (31 * h + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return sorted(topics, key=lambda t: bucket(t.name))  # stable: a bucket keeps insertion order
 
 
 def declared_schemas(topics: tuple[TopicSpec, ...]) -> Iterator[tuple[str, str, str, int | None, Any]]:

@@ -108,3 +108,35 @@ def test_inputs_keep_single_precision_where_the_declared_schema_has_32_bit_float
     first, other = case.inputs
     assert first.value == {"c1": 1.1233999729156494, "C2": 1.1234, "c3": [0.10000000149011612, None], "c4": 0.1}
     assert other.value == {"c1": 1.1234}  # a topic without a declared schema is as written
+
+
+def test_statement_columns_register_schemas_first_in_ksqldbs_runner_order() -> None:
+    from pathlib import Path
+
+    from qtt.loader import expand_case
+    from qtt.schemas import runner_topics
+
+    raw = {
+        "name": "ids",
+        "statements": [
+            "CREATE STREAM INPUT (`id` INT KEY, `c1` INT) WITH (kafka_topic='input', value_format='avro');",
+            "CREATE STREAM J (K STRING KEY, V INT) WITH (kafka_topic='j', key_format='JSON_SR', value_format='JSON');",
+            "CREATE STREAM OUTPUT WITH (value_schema_id=2) AS SELECT * FROM INPUT;",
+        ],
+        "topics": [{"name": "OUTPUT", "valueFormat": "AVRO",
+                    "valueSchema": {"type": "record", "name": "R", "fields": [{"name": "c1", "type": "int"}]}}],
+        "inputs": [],
+    }
+    (case,) = expand_case(raw, Path("ids.json"), 0)
+    topics = runner_topics(case)
+    # Java's HashMap iterates "input" (bucket 1), "OUTPUT" (5), "j" (10): ids follow it.
+    assert [t.name for t in topics] == ["input", "OUTPUT", "j"]
+    assert topics[0].value_schema["fields"][0]["name"] == "c1"
+    url = f"mock://ids-{uuid.uuid4().hex}"
+    try:
+        assert register_topic_schemas(topics, url) == {"input-value": 1, "OUTPUT-value": 2, "j-key": 3}
+    finally:
+        forget_registry_client(url)
+    # Without statement schemas the declared order stands.
+    (plain,) = expand_case({**raw, "statements": raw["statements"][2:]}, Path("ids.json"), 0)
+    assert runner_topics(plain) == plain.topics
