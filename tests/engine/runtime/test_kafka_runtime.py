@@ -301,21 +301,27 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
 
 
 def _sink_marks(bootstrap: str, sink: str, query_id: str = "CSAS_COPIED_0") -> dict[str, tuple[int, str] | None]:
-    """The exactly-once writer's marks (``engine.runtime.kafka_sink``): per writer group, the
+    """The exactly-once writer's marks (``engine.runtime.kafka_sink``): per writer task, the
     batch id + 1 it last committed and its layout (None: no mark). Marks of transactions still
-    open are not shown (nor waited for)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
+    open are not shown (nor waited for). Read with the Java client in Spark's JVM:
+    confluent-kafka 2.16 reads a mark's metadata past its end (a UnicodeDecodeError)."""
+    from engine.runtime.session import get_spark
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    prefix = f"_kspark-sink-_confluent-ksql-default_query_{query_id}-"
-    groups = [g.group_id for g in admin.list_consumer_groups().result(timeout=30).valid]
+    jvm = get_spark()._jvm
+    assert jvm is not None
+    properties = jvm.java.util.Properties()
+    properties.put("bootstrap.servers", bootstrap)
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+    mark_partition = jvm.org.apache.kafka.common.TopicPartition(sink, 0)
     marks: dict[str, tuple[int, str] | None] = {}
-    for group in sorted(g for g in groups if g.startswith(prefix)):
-        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(sink, 0)])]
-        result = admin.list_consumer_group_offsets(request)[group].result(timeout=30)
-        mark = result.topic_partitions[0]
-        marks[group.removeprefix(prefix)] = (mark.offset, mark.metadata or "") if mark.offset >= 0 else None
+    try:
+        for task in range(4):
+            group = f"_kspark-sink-_confluent-ksql-default_query_{query_id}-{task}"
+            offsets = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()
+            mark = offsets.get(mark_partition)
+            marks[str(task)] = None if mark is None else (int(mark.offset()), str(mark.metadata()))
+    finally:
+        admin.close()
     return marks
 
 
