@@ -183,7 +183,9 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
             LEFT JOIN VIEWS V WITHIN 3 MILLISECONDS GRACE PERIOD 2 MILLISECONDS ON C.USER = V.USER;
     """
     # A late click at 1012 (within grace) and one at 1001 (past grace, dropped), matched and
-    # unmatched clicks, and outer results that close only when stream time passes them.
+    # unmatched clicks, and outer results that close only when stream time passes them. The
+    # clicks at 1015 and 1025 close the first two windows exactly at end plus grace, while
+    # they are still in the window store (EMIT FINAL drops a window that expired first).
     inputs: list[tuple[str, str | None, Any, int]] = [
         (clicks, "a", {"PAGE": "p1"}, 1000),
         (clicks, "b", {"PAGE": "p2"}, 1003),
@@ -193,6 +195,8 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
         (clicks, "a", {"PAGE": "p5"}, 1012),
         (clicks, "a", {"PAGE": "p6"}, 1001),
         (views, "b", {"SECS": 14}, 1014),
+        (clicks, "c", {"PAGE": "p9"}, 1015),
+        (clicks, "c", {"PAGE": "p10"}, 1025),
         (clicks, "c", {"PAGE": "p7"}, 1030),
         (views, "c", {"SECS": 40}, 1040),
         (clicks, "a", {"PAGE": "p8"}, 1041),
