@@ -43,6 +43,7 @@ from engine.builders.formats import serdes_for
 from engine.builders.walker import build
 from engine.engine import KsqlEngine
 from engine.plan import steps as S
+from engine.plan import steps_aggregate as A
 from engine.plan import steps_native as N
 from engine.plan.steps import Step, walk_steps
 from engine.planner.physical import NATIVE_STEPS
@@ -77,6 +78,11 @@ _V1 = {
     N.TableSourceV2: S.TableSource,
     N.StreamSinkV2: S.StreamSink,
     N.TableSinkV2: S.TableSink,
+    N.StreamGroupByV2: A.StreamGroupBy,
+    N.StreamGroupByKeyV2: A.StreamGroupByKey,
+    N.TableGroupByV2: A.TableGroupBy,
+    N.StreamAggregateV2: A.StreamAggregate,
+    N.TableAggregateV2: A.TableAggregate,
 }
 
 
@@ -86,7 +92,7 @@ def orders(n: int) -> list[dict[str, Any]]:
 
 
 def with_python_steps(step: Step) -> Step:
-    """The same plan with every native (V2) stateless step replaced by its V1 version."""
+    """The same plan with every native (V2) step replaced by its V1 version."""
     inputs = {name: with_python_steps(child) for name, child in step.inputs().items()}
     fields = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)}
     fields.update(inputs)
