@@ -20,17 +20,16 @@ PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
 
 # Query property choosing the native step versions (steps_native) for filters, projections,
-# non-windowed sources and sinks. Engine 0.3.0 planned them by default (its released planned
-# cases hold them); engine 0.4.0 plans the Python (V1) versions again unless the property is
-# true, until a record lost by the exactly-once sink after a kill -9 under load with native
-# sources and sinks is explained (README, "Native execution").
+# non-windowed sources and sinks, grouping and aggregation. On by default (engine 0.3.0, and
+# again from 0.4.0 on, once the exactly-once sink's replay rule that lost records after a
+# kill -9 was fixed); with it set to false, the planner plans the Python (V1) versions.
 NATIVE_STEPS = "kspark.native.steps"
 _NATIVE: ContextVar[bool] = ContextVar("native_steps", default=False)
 
 
 def native_steps_enabled(config: Any) -> bool:
-    """Whether ``config`` turns the native step versions on (``kspark.native.steps=true``)."""
-    return str(config.get(NATIVE_STEPS, "false")).strip().lower() == "true"
+    """Whether ``config`` leaves the native step versions on (all but ``kspark.native.steps=false``)."""
+    return str(config.get(NATIVE_STEPS, "true")).strip().lower() != "false"
 
 
 def native_chosen() -> bool:

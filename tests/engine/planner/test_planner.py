@@ -8,6 +8,7 @@ from engine.engine import KsqlEngine
 from engine.errors import AnalysisError, ParseError, TypeCheckError
 from engine.plan import expr as E
 from engine.plan import steps as S
+from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
 from engine.records import TopicInfo
 
@@ -29,8 +30,8 @@ def _plan(sql: str):
 def test_projection_with_filter_plans_source_filter_select_sink() -> None:
     plan = _plan("CREATE STREAM LONG_VIEWS AS SELECT PAGEID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 10;")
     types = [s.TYPE for s in walk_steps(plan.query.root)]
-    assert types == ["streamSourceV1", "streamFilterV1", "streamSelectV1", "streamSinkV1"]
-    select = next(s for s in walk_steps(plan.query.root) if isinstance(s, S.StreamSelect))
+    assert types == ["streamSourceV2", "streamFilterV2", "streamSelectV2", "streamSinkV2"]
+    select = next(s for s in walk_steps(plan.query.root) if isinstance(s, N.StreamSelectV2))
     assert select.key_column_names == ("PAGEID",)
     assert [x.alias for x in select.select_expressions] == ["T"]
     assert plan.query.query_id == "CSAS_LONG_VIEWS_0"

@@ -7,7 +7,7 @@ import pytest
 from engine.engine import KsqlEngine
 from engine.errors import AnalysisError, UnsupportedFeatureError
 from engine.parser import ast, parse
-from engine.plan import steps as S
+from engine.plan import steps_native as N
 from engine.plan.plan import TransientQueryPlan
 from engine.plan.steps import walk_steps
 from engine.records import TopicInfo
@@ -37,7 +37,7 @@ def _plan(engine: KsqlEngine, text: str) -> TransientQueryPlan:
 def test_a_push_query_plans_up_to_its_projection_and_registers_nothing(engine: KsqlEngine) -> None:
     before = ([s.name for s in engine.metastore.all()], dict(engine.queries), list(engine.plans))
     plan = _plan(engine, "SELECT USERID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 1 EMIT CHANGES LIMIT 3;")
-    assert [s.TYPE for s in walk_steps(plan.root)] == ["streamSourceV1", "streamFilterV1", "streamSelectV1"]
+    assert [s.TYPE for s in walk_steps(plan.root)] == ["streamSourceV2", "streamFilterV2", "streamSelectV2"]
     assert str(plan.schema) == "`USERID` STRING, `T` BIGINT"  # the key need not be selected
     assert (plan.limit, plan.is_table, plan.sources) == (3, False, ("PAGEVIEWS",))
     assert plan.query_id.startswith("transient_PAGEVIEWS_")
@@ -49,7 +49,7 @@ def test_columns_keep_the_select_order_and_a_selected_key_shows_in_deletions(eng
     assert str(plan.schema) == "`NAME` STRING, `ID` STRING"
     assert plan.is_table and plan.limit is None
     select = plan.root
-    assert isinstance(select, S.TableSelect)
+    assert isinstance(select, N.TableSelectV2)
     assert plan.tombstone_keys == (None, select.key_column_names[0])
 
 

@@ -67,13 +67,12 @@ def _outputs(bootstrap: str, topic: str) -> list[tuple[str | None, Any, int]]:
 
 
 def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broker: Any, tmp_path: Path) -> None:
-    # Native sources and sinks (the V1 ones are run by the tests below).
+    # Planned today: native sources and sinks (the V1 ones are run by the upgrade test below).
     bootstrap = kafka_broker.bootstrap_servers
     source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 3)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
-        SET 'kspark.native.steps'='true';
         CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT)
             WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
         CREATE STREAM BIG WITH (KAFKA_TOPIC='{big}') AS
@@ -351,7 +350,7 @@ def _kill_report(
 
 def _plan_step_types(state_dir: Path) -> set[str]:
     text = (state_dir / "statements.json").read_text(encoding="utf-8")
-    return {t for t in ("streamGroupByV1", "streamGroupByKeyV1") if f'"{t}"' in text}
+    return {t for t in ("streamGroupByV1", "streamGroupByKeyV1", "streamGroupByKeyV2") if f'"{t}"' in text}
 
 
 def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade(
@@ -377,6 +376,8 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     current_rule = P.RULES[GroupByNode]
     with monkeypatch.context() as old_engine:
         old_engine.setitem(P.RULES, GroupByNode, lambda node: current_rule(dataclasses.replace(node, by_key=False)))
+        # ... and, like engine 0.2.0, planned the Python (V1) sources and sinks.
+        old_engine.setattr("engine.planner.planner.native_steps_enabled", lambda _config: False)
         _produce(bootstrap, source, views[:5])
         _run(bootstrap, state, sql)
     assert _plan_step_types(state) == {"streamGroupByV1"}
@@ -385,7 +386,8 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     fresh = KsqlEngine()
     fresh.create_topic(TopicInfo(source))
     planned_now = serde.dumps(fresh.execute_sql(sql)[-1].plan)
-    assert '"streamGroupByKeyV1"' in planned_now and '"streamGroupByV1"' not in planned_now
+    assert '"streamGroupByKeyV2"' in planned_now and '"streamGroupByV1"' not in planned_now
+    assert '"streamSourceV2"' in planned_now and '"streamSourceV1"' not in planned_now
     _produce(bootstrap, source, views[5:])
     _run(bootstrap, state, sql)
     # ...but the running query resumed from its saved plan, on the old versions.
