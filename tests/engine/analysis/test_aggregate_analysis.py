@@ -6,16 +6,9 @@ import pytest
 
 from engine.engine import KsqlEngine
 from engine.errors import KsqlError
+from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
-from engine.plan.steps_aggregate import (
-    StreamAggregate,
-    StreamGroupBy,
-    StreamGroupByKey,
-    StreamWindowedAggregate,
-    TableAggregate,
-    TableGroupBy,
-    TableSuppressV2,
-)
+from engine.plan.steps_aggregate import StreamWindowedAggregate, TableSuppressV2
 
 STREAM = "CREATE STREAM ORDERS (ID INT KEY, ITEM STRING, QTY INT, ADDR STRUCT<CITY STRING>) WITH (kafka_topic='o', value_format='JSON', partitions=1);"
 TABLE = "CREATE TABLE STOCK (SKU STRING PRIMARY KEY, SHELF STRING, QTY INT) WITH (kafka_topic='t', value_format='JSON', partitions=1);"
@@ -59,12 +52,12 @@ def test_several_grouping_expressions_give_key_columns_in_group_by_order() -> No
 
 def test_grouping_by_the_existing_key_does_not_repartition() -> None:
     types = step_types("CREATE TABLE T AS SELECT ID, COUNT(*) FROM ORDERS GROUP BY ID;")
-    assert StreamGroupByKey in types and StreamGroupBy not in types and StreamAggregate in types
+    assert N.StreamGroupByKeyV2 in types and N.StreamGroupByV2 not in types and N.StreamAggregateV2 in types
 
 
 def test_a_table_source_groups_and_aggregates_with_table_steps() -> None:
     types = step_types("CREATE TABLE T AS SELECT SHELF, SUM(QTY) FROM STOCK GROUP BY SHELF;")
-    assert TableGroupBy in types and TableAggregate in types
+    assert N.TableGroupByV2 in types and N.TableAggregateV2 in types
 
 
 def test_windowed_aggregation_with_emit_final_is_suppressed_and_windowed() -> None:
@@ -97,7 +90,7 @@ def test_emit_final_plans_the_window_stores_retention(window: str, retention: in
 
 def test_having_is_planned_inside_the_aggregate() -> None:
     p = plan("CREATE TABLE T AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING SUM(QTY) > 3;")
-    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, StreamAggregate)]  # type: ignore[attr-defined]
+    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, N.StreamAggregateV2)]  # type: ignore[attr-defined]
     assert agg.having is not None
     assert [a.alias for a in agg.aggregation_functions] == ["KSQL_AGG_VARIABLE_0", "KSQL_AGG_VARIABLE_1"]
 

@@ -246,7 +246,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
     source, sink = _unique("events"), _unique("COPIED")
     TopicAdmin(bootstrap).create_topic(source, 2)
     sql_file = tmp_path / "copy.sql"
-    native_line = "SET 'kspark.native.steps'='true';" if native else ""
+    native_line = f"SET 'kspark.native.steps'='{'true' if native else 'false'}';"
     sql_file.write_text(
         f"""
         SET 'auto.offset.reset'='earliest';

@@ -28,6 +28,8 @@ CASES = {
     "tests": [
         {
             "name": "page views per page",
+            # The Python (V1) grouping steps, whose repartition this upgrade story is about.
+            "properties": {"kspark.native.steps": "false"},
             "statements": [
                 "CREATE STREAM PAGEVIEWS (PAGEID STRING KEY, USERID STRING) "
                 "WITH (kafka_topic='pageviews', value_format='JSON');",
