@@ -107,8 +107,10 @@ def _null_key_logger(query_id: str, where: str) -> Any:
     return F.udf(log, ST.BooleanType(), useArrow=True).asNondeterministic()
 
 
-@builds(StreamGroupByV2)
-def build_stream_group_by_v2(step: StreamGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
+def _grouping_keys(
+    step: StreamGroupByV2 | TableGroupByV2, source: Built
+) -> tuple[list[tuple[str, NativeExpression]], list[Column], str | None]:
+    """Each grouping expression compiled, the key columns, and why the step cannot be native."""
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
     compiled = [
@@ -120,6 +122,12 @@ def build_stream_group_by_v2(step: StreamGroupByV2, *, source: Built, ctx: Build
         reason = next(
             (f"a {c.type} grouping key" for c in key_cols if c.type.base not in _KEY_TYPES), None
         )
+    return compiled, key_cols, reason
+
+
+@builds(StreamGroupByV2)
+def build_stream_group_by_v2(step: StreamGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
+    compiled, key_cols, reason = _grouping_keys(step, source)
     if reason is not None:
         _fallback_all(step.ctx, step.TYPE, compiled, reason)
         v1 = StreamGroupBy(
@@ -167,17 +175,7 @@ def build_stream_group_by_key_v2(step: StreamGroupByKeyV2, *, source: Built, ctx
 
 @builds(TableGroupByV2)
 def build_table_group_by_v2(step: TableGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
-    columns = source.expression_columns()
-    users = frozenset(c.name for c in source.schema.columns)
-    compiled = [
-        (k.alias, compile_native(k.expression, columns, user_columns=users)) for k in step.group_by_expressions
-    ]
-    key_cols, _ = _key_exprs(step.group_by_expressions, source)
-    reason = next((f"{name}: {n.reason}" for name, n in compiled if not n.is_native), None)
-    if reason is None:
-        reason = next(
-            (f"a {c.type} grouping key" for c in key_cols if c.type.base not in _KEY_TYPES), None
-        )
+    compiled, key_cols, reason = _grouping_keys(step, source)
     if reason is None:
         reason = next(
             (f"a {c.type} table key" for c in source.schema.key if c.type.base not in _KEY_TYPES), None
