@@ -33,6 +33,7 @@ from engine.plan.plan import (
     TransientQueryPlan,
 )
 from engine.plan.schema import Namespace
+from engine.planner.internal_topics import SERVICE_ID, application_id, internal_topics
 from engine.planner.planner import Planner
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
@@ -75,6 +76,10 @@ class KsqlEngine:
         # The schema registry CREATE without columns reads its columns from when the config
         # names none (ksql.schema.registry.url): the QTT harness's in-process registry.
         self.schema_registry_url: str | None = None
+        # ksql.service.id: the prefix of the internal topics' names ksqlDB would give them.
+        self.service_id = str(self.config.get(SERVICE_ID, "default_"))
+        # Formats of the internal topics the queries run so far created (see internal_topics).
+        self._internal_formats: dict[str, tuple[FormatDescription, FormatDescription]] = {}
 
     # ------------------------------------------------------------------ topics and records
 
@@ -333,6 +338,7 @@ class KsqlEngine:
         runtime = self.runtime()
         outputs: dict[str, list[TopicRecord]] = {}
         for query in self._query_order():
+            self._create_internal_topics(query)
             ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.config)
             built = build(query.root, ctx)
             topic = self.metastore.get(query.sink)
@@ -352,6 +358,29 @@ class KsqlEngine:
             ordered[topic_name] = sorted(outputs[topic_name], key=lambda r: seqs.get(id(r), ()))
         self._outputs = ordered
         return ordered
+
+    def _create_internal_topics(self, query: QueryPlan) -> None:
+        """Create the repartition and changelog topics ksqlDB's topology of ``query`` has,
+        by ksqlDB's names and formats (empty: the state stays in Spark), as a bounded run
+        of ksqlDB's test runner shows them."""
+        prefix = application_id(self.service_id, query.query_id)
+        known = self.store.topics
+        for topic in internal_topics(query, self.config):
+            name = f"{prefix}-{topic.suffix}"
+            f = topic.formats
+            source = known.get(topic.partitions_of)
+            self.store.ensure(
+                TopicInfo(name, partitions=source.partitions if source is not None else 1,
+                          key_format=f.key_format, value_format=f.value_format)
+            )
+            self._internal_formats[name] = (
+                FormatDescription(f.key_format, dict(f.key_properties), f.key_features),
+                FormatDescription(f.value_format, dict(f.value_properties), f.value_features),
+            )
+
+    def internal_topic_formats(self) -> dict[str, tuple[FormatDescription, FormatDescription]]:
+        """Key and value formats of the internal topics created so far, by topic name."""
+        return dict(self._internal_formats)
 
     def restore(self, plan: StatementPlan) -> None:
         """Apply a saved statement plan (never re-planned) and count its query id as used."""
@@ -396,8 +425,9 @@ class KsqlEngine:
         self.queries.clear()
 
 
-def topics_declared_by(text: str) -> list[tuple[str, int]]:
-    """(topic, partitions) named by the CREATE STREAM/TABLE statements of ``text``.
+def topics_declared_by(text: str, default_partitions: int = 1) -> list[tuple[str, int]]:
+    """(topic, partitions) named by the CREATE STREAM/TABLE statements of ``text`` (their
+    PARTITIONS, else ``default_partitions``).
 
     Tools that host the engine over in-memory topics (the QTT harness, ``kspark run``)
     create these up front, as ksqlDB's test runner does. Text that does not parse yields
@@ -413,8 +443,8 @@ def topics_declared_by(text: str) -> list[tuple[str, int]]:
         if isinstance(stmt, ast.CreateSource):
             topic = stmt.properties.get("KAFKA_TOPIC")
             if isinstance(topic, str):
-                partitions = str(stmt.properties.get("PARTITIONS", 1))
-                found.append((topic, int(partitions) if partitions.isdigit() else 1))
+                partitions = str(stmt.properties.get("PARTITIONS", default_partitions))
+                found.append((topic, int(partitions) if partitions.isdigit() else default_partitions))
     return found
 
 

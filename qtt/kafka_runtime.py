@@ -379,6 +379,11 @@ def _demapped(method: Callable[..., Any]) -> Callable[..., Any]:
 class KafkaCaseEngine:
     """One case on the streaming runtime, behind the facade the QTT runner drives."""
 
+    # A topic a CREATE statement names without PARTITIONS gets one partition here, not the
+    # 4 of ksqlDB's runner (the bounded runtime's): on a broker every partition is a Spark
+    # task of each query reading it, and records of one case would be spread across them.
+    statement_topic_partitions = 1
+
     def __init__(self, harness: KafkaHarness, case: QttCase, properties: Mapping[str, Any]) -> None:
         from engine.application import StreamingApplication
 

@@ -226,29 +226,50 @@ def run_case(
     )
 
 
-def statement_topics(statements: Sequence[str]) -> list[tuple[str, int]]:
-    """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front."""
+# ksqlDB's test runner: the service id its queries' internal topics are named after, and
+# the partitions of a topic a CREATE statement names without PARTITIONS (Topic.DEFAULT_PARTITIONS).
+QTT_SERVICE_ID = "some.ksql.service.id"
+STATEMENT_TOPIC_PARTITIONS = 4
+
+
+def statement_topics(statements: Sequence[str], default_partitions: int = 1) -> list[tuple[str, int]]:
+    """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front,
+    with the statement's PARTITIONS or ``default_partitions``."""
     from engine.engine import topics_declared_by
 
-    return [t for statement in statements for t in topics_declared_by(statement)]
+    return [t for statement in statements for t in topics_declared_by(statement, default_partitions)]
 
 
 def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[str, Any]:
     stage.text = "registering the topics' schemas"
     use_case_registry(engine, case)
+    if hasattr(engine, "service_id") and "ksql.service.id" not in case.properties:
+        engine.service_id = QTT_SERVICE_ID
     stage.text = "creating topics"
-    declared = {t.name for t in case.topics}
+    # As ksqlDB's runner: the case's topics, then those CREATE statements name, then those
+    # its input records name; the first description of a topic wins. A topic only output
+    # records name is left to the statements (a sink takes its sources' partitions).
+    created = {t.name for t in case.topics}
     for topic in case.topics:
         engine.create_topic(topic.to_topic_info())
-    for name in case.topic_names():
-        if name not in declared:
-            engine.create_topic(TopicInfo(name=name))
-    for name, partitions in statement_topics(case.statements):
-        if name not in declared and name not in case.topic_names():
+    default_partitions = int(getattr(engine, "statement_topic_partitions", STATEMENT_TOPIC_PARTITIONS))
+    for name, partitions in statement_topics(case.statements, default_partitions):
+        if name not in created:
             engine.create_topic(TopicInfo(name=name, partitions=partitions))
+            created.add(name)
+    inputs = {r.topic for r in case.inputs}
+    for name in case.topic_names():
+        if name not in created and name in inputs:
+            engine.create_topic(TopicInfo(name=name))
+            created.add(name)
     for i, statement in enumerate(case.statements):
         stage.text = f"executing statement {i + 1} ({one_line(statement, 80)})"
         engine.execute_sql(statement)
+    existing = getattr(engine, "topics", None)
+    made = set(existing()) if existing is not None else set()
+    for name in case.topic_names():
+        if name not in created and name not in made:
+            engine.create_topic(TopicInfo(name=name))
     stage.text = "producing the input records"
     engine.produce(list(case.inputs))
     stage.text = "running the queries"

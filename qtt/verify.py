@@ -629,11 +629,14 @@ def _property_equal(name: str, actual: str | None, expected: str) -> bool:
 def _topic_formats(engine: Any) -> dict[str, tuple[FormatDescription, FormatDescription]]:
     """Per topic, the key and value formats of the first source on it: as ksqlDB's runner
     describes a topic, by the source that reads or writes it (an engine without ``sources``
-    describes none)."""
+    describes none); an internal topic by the formats its query gave it."""
     sources = getattr(engine, "sources", None)
     described: dict[str, tuple[FormatDescription, FormatDescription]] = {}
     for source in sources() if sources is not None else ():
         described.setdefault(source.topic, (source.key_format, source.value_format))
+    internal = getattr(engine, "internal_topic_formats", None)
+    for name, formats in (internal() if internal is not None else {}).items():
+        described.setdefault(name, formats)
     return described
 
 
