@@ -80,10 +80,10 @@ def application_id(service_id: str, query_id: str) -> str:
 
 def internal_topics(query: QueryPlan, config: dict[str, object] | None = None) -> list[InternalTopic]:
     """The internal topics ksqlDB creates for ``query``'s joins, outermost join first."""
-    default_key = str((config or {}).get(DEFAULT_KEY_FORMAT, "KAFKA")).upper()
     join = _first_join(query.root)
     if join is None:
-        return []
+        return []  # the config is read only when it counts (replay-ksqldb shares runs by what they read)
+    default_key = str((config or {}).get(DEFAULT_KEY_FORMAT, "KAFKA")).upper()
     out: list[InternalTopic] = []
     _join_topics(join, "", default_key, out)
     return out

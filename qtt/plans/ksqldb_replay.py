@@ -10,10 +10,16 @@ exception is that version's failure, never the run's.
 
 Schema differences are reported per version and counted, but do not decide the verdict:
 kspark's internal stores need not hold ksqlDB's exact columns to produce ksqlDB's records.
+
+Identical work is done once: versions of one case whose imported plans, inputs, topics and
+the saved configs the run reads are equal share one run (``run_key``, ``ConfigReads``), and
+each version is verified against that run with its own expected outputs, post-conditions
+and schemas.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -70,6 +76,8 @@ class VersionResult:
     schemas_compared: int = 0
     schema_differences: tuple[str, ...] = ()
     seconds: float = 0.0
+    shared_run: str = ""
+    """The version whose run this version was verified against, when not its own."""
 
     @property
     def label(self) -> str:
@@ -150,38 +158,94 @@ def step_types(plan: Mapping[str, Any]) -> tuple[str, ...]:
 
 def replay_version(saved: SavedPlan) -> VersionResult:
     """Import, run and verify one saved version; never raises."""
-    start = time.perf_counter()
-    release, steps = release_of(saved.version), tuple[str, ...]()
-    try:
-        plan = json.loads((saved.path / PLAN_FILE).read_text(encoding="utf-8"))
-        spec = json.loads((saved.path / SPEC_FILE).read_text(encoding="utf-8"))
-        release = release_of(saved.version, spec)
-        steps = step_types(plan)
-        outcome = _replay(plan, spec, saved)
-    except UnsupportedFeatureError as exc:
-        outcome = dict(status=UNSUPPORTED, reason=str(exc), category=exc.feature)
-    except (OSError, ValueError) as exc:
-        outcome = dict(status=FAILED, reason=f"Cannot load: {exc}", category="cannot load")
-    except KsqlError as exc:
-        outcome = dict(
-            status=FAILED, reason=f"{type(exc).__name__}: {exc}", category=f"error: {type(exc).__name__}"
-        )
-    except Exception as exc:  # noqa: BLE001 - one version's failure, never the run's
-        from qtt.plans.replay import error_text
+    return replay_case([saved])[0]
 
-        outcome = dict(
-            status=FAILED,
-            reason=error_text(exc, max_lines=2) + _python_cause(str(exc)),
-            category=f"error: {type(exc).__name__}",
-        )
-    outcome["reason"] = " ".join(str(outcome.get("reason", "")).split())[:400]
-    return VersionResult(
-        case=saved.case,
-        version=saved.version,
-        release=release,
-        steps=steps,
-        seconds=round(time.perf_counter() - start, 3),
-        **outcome,
+
+@dataclass(slots=True)
+class _Loaded:
+    """A version read and imported, ready to run or to be verified against an equal run."""
+
+    saved: SavedPlan
+    spec: Mapping[str, Any]
+    release: str
+    steps: tuple[str, ...]
+    imported: Any
+    case: QttCase
+    key: str
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one run of an imported plan left: the engine (open until its case is done), the
+    produced records, the schemas built, the configs it read, and whose run it was."""
+
+    engine: Any
+    produced: Mapping[str, Sequence[Any]]
+    built: Mapping[str, str]
+    configs: Mapping[str, str]
+    reads: ConfigReads
+    label: str
+
+
+def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
+    """Replay versions (of one case, in order); never raises.
+
+    A version whose ``run_key`` equals an earlier one's and whose configs agree with that
+    run's on every config it read is verified against that run instead of running again:
+    its own expected outputs, post-conditions and schemas decide its verdict. A run that
+    raised is never shared (its error may name version-specific text).
+    """
+    results: list[VersionResult] = []
+    runs: dict[str, list[_Run]] = {}
+    try:
+        for saved in plans:
+            start = time.perf_counter()
+            release, steps, shared = release_of(saved.version), tuple[str, ...](), ""
+            try:
+                loaded = _load(saved)
+                release, steps = loaded.release, loaded.steps
+                ran = next((r for r in runs.get(loaded.key, ()) if r.reads.agree(r.configs, loaded.imported.configs)), None)
+                if ran is None:
+                    ran = _run(loaded)
+                    runs.setdefault(loaded.key, []).append(ran)
+                else:
+                    shared = ran.label
+                outcome = _verdict(loaded, ran)
+            except Exception as exc:  # noqa: BLE001 - one version's failure, never the run's
+                outcome = _failure(exc)
+            outcome["reason"] = " ".join(str(outcome.get("reason", "")).split())[:400]
+            results.append(
+                VersionResult(
+                    case=saved.case,
+                    version=saved.version,
+                    release=release,
+                    steps=steps,
+                    seconds=round(time.perf_counter() - start, 3),
+                    shared_run=shared,
+                    **outcome,
+                )
+            )
+    finally:
+        for group in runs.values():
+            for ran in group:
+                ran.engine.close()
+    return results
+
+
+def _failure(exc: Exception) -> dict[str, Any]:
+    """The verdict on a version whose loading, import, build or run raised."""
+    if isinstance(exc, UnsupportedFeatureError):
+        return dict(status=UNSUPPORTED, reason=str(exc), category=exc.feature)
+    if isinstance(exc, OSError | ValueError):
+        return dict(status=FAILED, reason=f"Cannot load: {exc}", category="cannot load")
+    if isinstance(exc, KsqlError):
+        return dict(status=FAILED, reason=f"{type(exc).__name__}: {exc}", category=f"error: {type(exc).__name__}")
+    from qtt.plans.replay import error_text
+
+    return dict(
+        status=FAILED,
+        reason=error_text(exc, max_lines=2) + _python_cause(str(exc)),
+        category=f"error: {type(exc).__name__}",
     )
 
 
@@ -219,15 +283,163 @@ def case_of(spec: Mapping[str, Any], path: Path) -> QttCase:
     return expand_case(raw, path / SPEC_FILE, 0)[0]
 
 
-def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) -> dict[str, Any]:
+def _load(saved: SavedPlan) -> _Loaded:
+    """Read and import a version, and the key of the run it needs."""
+    from engine.ksqldb_import import import_plan
+
+    plan = json.loads((saved.path / PLAN_FILE).read_text(encoding="utf-8"))
+    spec = json.loads((saved.path / SPEC_FILE).read_text(encoding="utf-8"))
+    release = release_of(saved.version, spec)
+    steps = step_types(plan)
+    imported = import_plan(plan, release=release)
+    case = case_of(spec, saved.path)
+    return _Loaded(saved, spec, release, steps, imported, case, run_key(imported.statements, spec))
+
+
+def run_key(statements: Sequence[Any], spec: Mapping[str, Any]) -> str:
+    """What a run computes from, apart from its configs (``ConfigReads`` checks those).
+
+    Every field of every imported statement plan (commands, query ids, every step and its
+    expressions, formats, windows), the case's topics (schemas, partitions), inputs and
+    properties, and the topics its outputs name (the run creates them). A statement's text
+    counts only through its ``PARTITIONS`` (the sink topic's partitions): a restored plan
+    is built from its steps, never from its text, which ksqlDB re-formatted between releases.
+    """
+    from engine.plan.serde import to_json_value
+
+    test = spec.get("testCase") or {}
+    plans = []
+    for statement in statements:
+        data = to_json_value(statement)
+        data["statementText"] = _declared_partitions(statement.statement_text)
+        plans.append(data)
+    key = {
+        "plans": plans,
+        "topics": test.get("topics"),
+        "inputs": test.get("inputs"),
+        "properties": test.get("properties"),
+        "outputTopics": sorted({str(r.get("topic")) for r in test.get("outputs") or () if isinstance(r, Mapping)}),
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class ConfigReads(dict[str, Any]):
+    """An engine's config that notes which keys were read (all of them once it is iterated or copied).
+
+    A run depends on the saved configs only through what it read: another version with the
+    same ``run_key`` whose configs agree on those keys (present with the same value, or
+    absent in both) would compute the same thing.
+    """
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        super().__init__(data)
+        self.read: set[str] = set()
+        self.read_all = False
+        self.sized = False
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def _all(self) -> None:
+        self.read_all = True
+
+    def __iter__(self) -> Iterator[str]:
+        self._all()
+        return super().__iter__()
+
+    def keys(self) -> Any:
+        self._all()
+        return super().keys()
+
+    def items(self) -> Any:
+        self._all()
+        return super().items()
+
+    def values(self) -> Any:
+        self._all()
+        return super().values()
+
+    def copy(self) -> dict[str, Any]:
+        self._all()
+        return dict(super().items())
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self._all()
+        return (dict, (dict(super().items()),))
+
+    def __eq__(self, other: object) -> bool:
+        self._all()
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        self._all()
+        return super().__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._all()
+        return super().__repr__()
+
+    def __or__(self, other: Any) -> Any:
+        self._all()
+        return dict(super().items()) | other
+
+    def __ror__(self, other: Any) -> Any:
+        self._all()
+        return other | dict(super().items())
+
+    def __reversed__(self) -> Iterator[str]:
+        self._all()
+        return super().__reversed__()
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        self._all()
+        return super().setdefault(key, default)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self._all()
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._all()
+        return super().popitem()
+
+    def __len__(self) -> int:
+        # The engine takes no config's length, only whether it is empty (``if not config``).
+        self.sized = True
+        return super().__len__()
+
+    def agree(self, ran_with: Mapping[str, Any], other: Mapping[str, Any]) -> bool:
+        """Whether configs ``other`` read like ``ran_with`` on everything this run read."""
+        if self.read_all:
+            return dict(ran_with) == dict(other)
+        if self.sized and bool(ran_with) != bool(other):
+            return False
+        missing = object()
+        return all(ran_with.get(k, missing) == other.get(k, missing) for k in self.read)
+
+
+def _run(loaded: _Loaded) -> _Run:
+    """Build and run an imported plan on its case's topics and inputs; the engine stays open."""
     from engine.builders.walker import observing_builds
     from engine.engine import KsqlEngine
-    from engine.ksqldb_import import import_plan
-    from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
+    from qtt.verify import avro_decimals_as_numbers
 
-    imported = import_plan(plan, release=release_of(saved.version, spec))
-    case = case_of(spec, saved.path)
-    engine = KsqlEngine(dict(imported.configs))
+    imported, case = loaded.imported, loaded.case
+    configs = dict(imported.configs)
+    engine = KsqlEngine(configs)
+    reads = ConfigReads(engine.config)
+    engine.config = reads
     built: dict[str, str] = {}
 
     def observe(step: Any, ctx: Any, result: Any) -> None:
@@ -250,14 +462,21 @@ def _replay(plan: Mapping[str, Any], spec: Mapping[str, Any], saved: SavedPlan) 
         with observing_builds(observe):
             # ksqlDB's runner read AVRO decimals with the Avro deserializer: numbers with a scale.
             produced = avro_decimals_as_numbers(engine.run() or {}, engine.sources())
-        verification = verify_outputs(
-            case.outputs, produced, headers_at=case.outputs_with_headers, strict=False
-        )
-        view = _TopicFormats(engine)
-        post = check_post(_external_post(case.post), view) if not case.post.is_empty() else []
-    finally:
+    except BaseException:
         engine.close()
-    compared, differences = compare_schemas(spec.get("schemas") or {}, built)
+        raise
+    return _Run(engine, produced, built, configs, reads, loaded.saved.label)
+
+
+def _verdict(loaded: _Loaded, ran: _Run) -> dict[str, Any]:
+    """A version's verdict on a run: its own expected outputs, post-conditions and schemas."""
+    from qtt.verify import check_post, verify_outputs
+
+    case = loaded.case
+    verification = verify_outputs(case.outputs, ran.produced, headers_at=case.outputs_with_headers, strict=False)
+    view = _TopicFormats(ran.engine)
+    post = check_post(_external_post(case.post), view) if not case.post.is_empty() else []
+    compared, differences = compare_schemas(loaded.spec.get("schemas") or {}, ran.built)
     common = dict(schemas_compared=compared, schema_differences=tuple(differences))
     if not verification.ok:
         return dict(
@@ -412,6 +631,10 @@ class ReplayRun:
                 groups.setdefault(step, []).append(r)
         return {k: self.counts(groups[k]) for k in sorted(groups)}
 
+    def shared_runs(self) -> int:
+        """Versions verified against the run of an equal earlier version (no run of their own)."""
+        return sum(bool(r.shared_run) for r in self.results)
+
     def categories(self, status: str) -> Counter[str]:
         return Counter(r.category or "(none)" for r in self.results if r.status == status)
 
@@ -424,6 +647,7 @@ class ReplayRun:
             "seconds": round(self.seconds, 1),
             "loadAverage": list(self.load_average),
             "counts": self.counts(),
+            "sharedRuns": self.shared_runs(),
             "releases": self.by_release(),
             "steps": self.by_step(),
             "unsupported": dict(self.categories(UNSUPPORTED).most_common()),
@@ -459,22 +683,31 @@ def _camel(name: str) -> str:
 def replay_all(
     plans: Sequence[SavedPlan], *, workers: int = 2, on_result: Callable[[VersionResult], None] | None = None
 ) -> Iterator[VersionResult]:
-    """Replay ``plans`` on the shared SparkSession, ``workers`` at a time, results in order."""
-    if workers <= 1 or len(plans) <= 1:
-        for saved in plans:
-            result = replay_version(saved)
-            if on_result:
-                on_result(result)
-            yield result
+    """Replay ``plans`` on the shared SparkSession, a case's versions together (``replay_case``),
+    ``workers`` cases at a time, results in order."""
+    cases: list[list[SavedPlan]] = []
+    for saved in plans:
+        if cases and cases[-1][0].case == saved.case:
+            cases[-1].append(saved)
+        else:
+            cases.append([saved])
+    if workers <= 1 or len(cases) <= 1:
+        done: Iterator[list[VersionResult]] = map(replay_case, cases)
+        for results in done:
+            for result in results:
+                if on_result:
+                    on_result(result)
+                yield result
         return
     from engine.runtime.session import get_spark
 
     get_spark()  # one session for the run, started before the workers share it
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ksqldb-replay") as pool:
-        for result in pool.map(replay_version, plans):
-            if on_result:
-                on_result(result)
-            yield result
+        for results in pool.map(replay_case, cases):
+            for result in results:
+                if on_result:
+                    on_result(result)
+                yield result
 
 
 def run(
@@ -539,7 +772,7 @@ def print_summary(replay: ReplayRun, console: Any, *, top: int = 10) -> None:
     console.print(
         f"{total} versions{sampled}: {counts[PASSED]} passed, {counts[FAILED]} failed, "
         f"{counts[UNSUPPORTED]} unsupported in {replay.seconds:.0f}s with {replay.workers} "
-        f"worker(s); schemas compared {schemas['compared']}, differing {schemas['differing']}; "
+        f"worker(s), {replay.shared_runs()} verified against an equal version's run; schemas compared {schemas['compared']}, differing {schemas['differing']}; "
         f"load average {' '.join(str(x) for x in replay.load_average)}"
     )
 

@@ -12,12 +12,14 @@ from qtt.plans.ksqldb_replay import (
     FAILED,
     PASSED,
     UNSUPPORTED,
+    ConfigReads,
     _sink_topics,
     _TopicFormats,
     case_of,
     compare_schemas,
     discover,
     run,
+    run_key,
     sample,
 )
 
@@ -186,3 +188,78 @@ def test_post_conditions_see_a_topic_in_the_formats_of_its_source_not_of_its_dec
     topics = _TopicFormats(engine).topics()
     assert (topics["in"].key_format, topics["in"].value_format) == ("KAFKA", "JSON_SR")
     assert topics["other"].value_format == "AVRO"  # no source on it: the declared format
+
+
+def test_versions_of_a_case_with_equal_plans_and_inputs_share_one_run_and_keep_their_own_verdicts(
+    tmp_path: Path, spark: Any
+) -> None:
+    _write(tmp_path, "project_-_adds_one", "7.1.0_1", _plan(), _spec("7.1.0", 2))
+    _write(tmp_path, "project_-_adds_one", "8.0.0_2", _plan(), _spec("8.0.0", 7))  # expects another record
+    first, second = run(tmp_path, workers=1).results
+    assert second.shared_run == first.label and not first.shared_run
+    assert (first.status, second.status) == (PASSED, FAILED)
+    assert second.category == "output records differ" and "7" in second.details
+
+
+def test_versions_differing_in_one_plan_field_are_not_merged(tmp_path: Path, spark: Any) -> None:
+    plus_two = _plan()
+    plus_two["plan"][1]["queryPlan"]["physicalPlan"]["source"]["selectExpressions"] = ["(QTY + 2) AS QTY"]
+    _write(tmp_path, "project_-_adds", "7.1.0_1", _plan(), _spec("7.1.0", 3))
+    _write(tmp_path, "project_-_adds", "8.0.0_2", plus_two, _spec("8.0.0", 3))
+    first, second = run(tmp_path, workers=1).results
+    assert not second.shared_run
+    assert (first.status, second.status) == (FAILED, PASSED)
+
+
+def test_the_run_key_covers_plans_inputs_and_output_topics_but_not_expected_records() -> None:
+    from engine.ksqldb_import import import_plan
+
+    def key(plan: dict[str, Any], spec: dict[str, Any]) -> str:
+        return run_key(import_plan(plan).statements, spec)
+
+    base = key(_plan(), _spec("8.0.0", 2))
+    assert key(_plan(), _spec("7.1.0", 9)) == base
+    renamed = _plan()
+    renamed["plan"][1]["queryPlan"]["queryId"] = "CSAS_OUTPUT_1"
+    assert key(renamed, _spec("8.0.0", 2)) != base
+    other_input = _spec("8.0.0", 2)
+    other_input["testCase"]["inputs"][0]["timestamp"] = 6
+    assert key(_plan(), other_input) != base
+    other_output_topic = _spec("8.0.0", 2)
+    other_output_topic["testCase"]["outputs"][0]["topic"] = "ELSEWHERE"
+    assert key(_plan(), other_output_topic) != base
+    partitions = _plan()
+    partitions["plan"][1]["statementText"] = "CREATE STREAM OUTPUT WITH (PARTITIONS=3) AS SELECT * FROM INPUT;"
+    assert key(partitions, _spec("8.0.0", 2)) != base
+    reformatted = _plan()
+    reformatted["plan"][1]["statementText"] = "CREATE STREAM OUTPUT AS SELECT *  FROM INPUT;"
+    assert key(reformatted, _spec("8.0.0", 2)) == base  # the text is not built, only its PARTITIONS
+
+
+def test_configs_agree_on_what_a_run_read_and_all_of_them_once_it_was_copied() -> None:
+    reads = ConfigReads({"a": "1", "b": "2"})
+    assert reads.get("a") == "1" and "c" not in reads
+    assert reads.agree({"a": "1", "b": "2"}, {"a": "1", "b": "other"})  # b was never read
+    assert not reads.agree({"a": "1"}, {"a": "2"})
+    assert not reads.agree({"a": "1"}, {"a": "1", "c": "now set"})  # read while absent
+    dict(reads)
+    assert reads.read_all and not reads.agree({"a": "1", "b": "2"}, {"a": "1", "b": "other"})
+
+
+def test_a_version_whose_read_config_differs_runs_again(tmp_path: Path, spark: Any, monkeypatch: Any) -> None:
+    from engine.engine import KsqlEngine
+
+    real_run = KsqlEngine.run
+
+    def reading_run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self.config.get("ksql.example.read")  # a config the run reads
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(KsqlEngine, "run", reading_run)
+    for i, (release, value) in enumerate([("7.1.0", "x"), ("7.2.0", "x"), ("8.0.0", "y")]):
+        plan = _plan()
+        plan["configs"] = {**plan["configs"], "ksql.example.read": value, "ksql.unread": str(i)}
+        _write(tmp_path, "project_-_adds_one", f"{release}_{i}", plan, _spec(release, 2))
+    results = run(tmp_path, workers=1).results
+    assert [r.shared_run for r in results] == ["", results[0].label, ""]
+    assert [r.status for r in results] == [PASSED] * 3
