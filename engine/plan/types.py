@@ -239,7 +239,7 @@ TYPE_RULES = r"""
     decimal: "DECIMAL"i "(" INT "," INT ")"
     primitive: WORD
     ?name: WORD | QUOTED
-    WORD: /[A-Za-z_][A-Za-z0-9_]*/
+    WORD: /[0-9]*[A-Za-z_][A-Za-z0-9_]*/
     QUOTED: /`([^`]|``)*`/
     INT: /[0-9]+/
     %ignore /\s+/

@@ -491,6 +491,8 @@ class Planner:
             )
         projected = self._logical_query(analysis, stmt.target)
         if _comparable(projected.schema) != _comparable(target.schema):
+            projected = _implicit_casts(projected, target.schema) or projected
+        if _comparable(projected.schema) != _comparable(target.schema):
             raise AnalysisError(
                 "Incompatible schema between results and sink.\n"
                 f"Result schema is {projected.schema}\nSink schema is {target.schema}"
@@ -860,6 +862,43 @@ def _type_of(expr: E.Expr, columns: Mapping[str, T.SqlType], alias: str) -> T.Sq
             f"e.g. CAST(null AS VARCHAR). Column: {alias}."
         )
     return t
+
+
+_NUMERIC_WIDENING = (T.BaseType.INTEGER, T.BaseType.BIGINT, T.BaseType.DECIMAL, T.BaseType.DOUBLE)
+
+
+def _widens(source: T.SqlType, target: T.SqlType) -> bool:
+    """ksqlDB's implicit cast of an INSERT INTO's result column into its sink column: a
+    numeric type to one at least as wide by base type (INTEGER, BIGINT, DECIMAL, DOUBLE;
+    a DECIMAL into any DECIMAL)."""
+    if source.base not in _NUMERIC_WIDENING or target.base not in _NUMERIC_WIDENING:
+        return False
+    return _NUMERIC_WIDENING.index(source.base) <= _NUMERIC_WIDENING.index(target.base)
+
+
+def _implicit_casts(node: L.LogicalNode, sink: LogicalSchema) -> L.LogicalNode | None:
+    """An INSERT INTO's projection with its value columns cast to the sink's types, when
+    every column matches the sink's by name and namespace and each value column's type
+    widens to the sink's (None: no such projection)."""
+    if not isinstance(node, L.ProjectNode):
+        return None
+    ours = [c for c in node.schema.columns if c.namespace is not Namespace.HEADERS]
+    theirs = [c for c in sink.columns if c.namespace is not Namespace.HEADERS]
+    if len(ours) != len(theirs):
+        return None
+    casts: dict[str, T.SqlType] = {}
+    for mine, wanted in zip(ours, theirs, strict=True):
+        if (mine.name, mine.namespace) != (wanted.name, wanted.namespace):
+            return None
+        if mine.type == wanted.type:
+            continue
+        if mine.namespace is not Namespace.VALUE or not _widens(mine.type, wanted.type):
+            return None
+        casts[mine.name] = wanted.type
+    values = tuple(
+        (alias, E.Cast(expr, casts[alias]) if alias in casts else expr) for alias, expr in node.values
+    )
+    return dataclasses.replace(node, schema=LogicalSchema(tuple(theirs)), values=values)
 
 
 def _comparable(schema: LogicalSchema) -> list[tuple[str, str, str]]:

@@ -17,3 +17,10 @@ def test_a_tables_primary_key_reads_as_a_key_column() -> None:
 def test_primary_without_key_is_refused() -> None:
     with pytest.raises(PlanError, match="Cannot parse schema"):
         LogicalSchema.parse("K INT PRIMARY, V INT")
+
+
+def test_unquoted_names_may_start_with_digits_as_ksqldb_identifiers_do() -> None:
+    schema = LogicalSchema.parse("ID STRING KEY, 1R DECIMAL(33,16), s STRUCT<2x INT>")
+    assert str(schema) == "`ID` STRING KEY, `1R` DECIMAL(33, 16), `S` STRUCT<`2X` INTEGER>"
+    with pytest.raises(PlanError, match="Cannot parse schema"):
+        LogicalSchema.parse("ID STRING KEY, 12 INT")  # a number is no name
