@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Mapping
 from copy import deepcopy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
@@ -25,6 +25,7 @@ from engine.metastore import DataSource, InMemoryMetaStore
 from engine.parser import ast, parse
 from engine.plan import expr as E
 from engine.plan.plan import (
+    AlterSourceCommand,
     CreateStreamCommand,
     CreateTableCommand,
     DropSourceCommand,
@@ -32,7 +33,7 @@ from engine.plan.plan import (
     StatementPlan,
     TransientQueryPlan,
 )
-from engine.plan.schema import Namespace
+from engine.plan.schema import LogicalSchema, Namespace
 from engine.planner.internal_topics import SERVICE_ID, application_id, internal_topics
 from engine.planner.planner import Planner
 from engine.records import TopicInfo, TopicRecord
@@ -144,6 +145,8 @@ class KsqlEngine:
         if isinstance(stmt, ast.DropSource):
             plan = planner.plan_drop(stmt, text)
             return self._apply(plan, text, f"DROP_{stmt.kind}")
+        if isinstance(stmt, ast.AlterSource):
+            return self._apply(planner.plan_alter(stmt, text), text, f"ALTER_{stmt.kind}")
         if isinstance(stmt, ast.InsertValues):
             self._insert_values(stmt)
             return StatementResult(text, "INSERT_VALUES")
@@ -225,6 +228,13 @@ class KsqlEngine:
             )
             self.metastore.put(source, replace=command.or_replace and existing is not None)
             self.store.ensure(TopicInfo(command.topic))
+        elif isinstance(command, AlterSourceCommand):
+            altered = self.metastore.get(command.name)
+            if altered is None:
+                raise AnalysisError(f"Source {command.name} does not exist.")
+            schema = LogicalSchema(altered.schema.columns + command.new_columns.columns)
+            sql = f"{altered.sql}\n{plan.statement_text}" if altered.sql else plan.statement_text  # as ksqlDB keeps it
+            self.metastore.put(replace(altered, schema=schema, sql=sql), replace=True)
         elif isinstance(command, DropSourceCommand):
             for query_id in self.metastore.writers(command.name):
                 if self.queries[query_id].sink == command.name and len(self.metastore.writers(command.name)) == 1:

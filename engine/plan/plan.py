@@ -83,6 +83,20 @@ class DropSourceCommand(Command):
     kind: Annotated[str, OneOf(SOURCE_KINDS)]
 
 
+@register_command
+@step_dataclass
+class AlterSourceCommand(Command):
+    """Adds value columns to a stream or table (``ALTER STREAM|TABLE name ADD COLUMN ...``).
+
+    Queries already running keep the schema they were planned with; queries planned later
+    see the new columns.
+    """
+
+    TYPE: ClassVar[str] = "alterSourceV1"
+    kind: Annotated[str, OneOf(SOURCE_KINDS)]
+    new_columns: LogicalSchema
+
+
 @step_dataclass
 class QueryPlan:
     """A persistent query: its id, the sources it reads, its sink and its step DAG."""

@@ -19,13 +19,20 @@ from engine.analysis.query import (
     is_null_literal,
     rewrite,
 )
-from engine.errors import AnalysisError, InternalError, TypeCheckError, UnsupportedFeatureError
+from engine.errors import (
+    AnalysisError,
+    InternalError,
+    KsqlError,
+    TypeCheckError,
+    UnsupportedFeatureError,
+)
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.plan import (
+    AlterSourceCommand,
     CreateStreamCommand,
     CreateTableCommand,
     DropSourceCommand,
@@ -410,6 +417,36 @@ class Planner:
         if existing.is_source and stmt.delete_topic:
             raise AnalysisError(f"Cannot delete topic for read-only source: {stmt.name}")
         return StatementPlan(statement_text=text, command=DropSourceCommand(name=stmt.name, kind=stmt.kind))
+
+    def plan_alter(self, stmt: ast.AlterSource, text: str) -> StatementPlan:
+        """ALTER STREAM|TABLE name ADD [COLUMN] col type, ...: new value columns, in ksqlDB's order of checks."""
+        kind = stmt.kind.lower()
+        existing = self.metastore.get(stmt.name)
+        if existing is not None and existing.is_source:
+            raise AnalysisError(
+                f"Cannot alter {kind} '{stmt.name}': ALTER operations are not supported on source {kind}s."
+            )
+        if existing is None:
+            raise AnalysisError(f"Source {stmt.name} does not exist.")
+        if existing.kind != stmt.kind:
+            raise AnalysisError(
+                f"Incompatible data source type is {existing.kind}, but statement was ALTER {stmt.kind}"
+            )
+        if _is_create_as_select(existing):
+            raise AnalysisError("ALTER command is not supported for CREATE ... AS statements.")
+        added: list[Column] = []
+        for el in stmt.columns:
+            if el.name in RESERVED_COLUMN_NAMES:
+                raise AnalysisError(
+                    f"'{el.name}' is a reserved column name. You cannot use it as a name for a column."
+                )
+            if existing.schema.find(el.name) is not None or any(c.name == el.name for c in added):
+                raise AnalysisError(
+                    f"Cannot add column `{el.name}` to schema. A column with the same name already exists."
+                )
+            added.append(Column(el.name, el.type))
+        command = AlterSourceCommand(name=stmt.name, kind=stmt.kind, new_columns=LogicalSchema(tuple(added)))
+        return StatementPlan(statement_text=text, command=command)
 
     # ------------------------------------------------------------------ queries
 
@@ -917,3 +954,15 @@ def _duration_ms(text: str) -> int:
     if len(parts) != 2 or not parts[0].isdigit() or parts[1].upper() not in _UNITS_MS:
         raise AnalysisError(f"Invalid duration '{text}': expected a number and a time unit, e.g. '10 SECONDS'.")
     return int(parts[0]) * _UNITS_MS[parts[1].upper()]
+
+def _is_create_as_select(source: DataSource) -> bool:
+    """Whether ``source`` was created by CREATE ... AS SELECT (its statement text says so)."""
+    from engine.parser import parse
+
+    if not source.sql.strip():
+        return False
+    try:
+        statements = parse(source.sql)
+    except KsqlError:
+        return False
+    return bool(statements) and isinstance(statements[0].statement, ast.CreateAsSelect)

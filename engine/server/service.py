@@ -45,6 +45,7 @@ from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
 from engine.plan import serde
 from engine.plan.plan import (
+    AlterSourceCommand,
     CreateStreamCommand,
     CreateTableCommand,
     DropSourceCommand,
@@ -306,6 +307,8 @@ class KsqlService:
             source = self.engine.metastore.get(command.name)
             topic = source.topic if source is not None else command.name
             return f"Source `{command.name}` (topic: {topic}) was dropped."
+        if isinstance(command, AlterSourceCommand):
+            return f"{command.kind.capitalize()} {command.name} altered."
         return "Table created" if isinstance(command, CreateTableCommand) else "Stream created"
 
     # ------------------------------------------------------------------ persistent queries
@@ -526,7 +529,8 @@ class KsqlService:
             except KsqlError as exc:
                 raise ServiceError(f"Failed to insert values into '{stmt.target}'. {exc}") from None
             return None
-        if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.TerminateQuery):
+        if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.AlterSource
+                      | ast.TerminateQuery):
             return self._distribute(stmt, text, properties)
         raise ServiceError(f"kspark's server does not support this statement yet: {text}")
 
@@ -735,6 +739,8 @@ def _command_id(stmt: Any) -> str:
         return f"{stmt.kind.lower()}/`{stmt.name}`/create"
     if isinstance(stmt, ast.DropSource):
         return f"{stmt.kind.lower()}/`{stmt.name}`/drop"
+    if isinstance(stmt, ast.AlterSource):
+        return f"{stmt.kind.lower()}/`{stmt.name}`/alter"
     if isinstance(stmt, ast.InsertInto):
         return f"stream/`{stmt.target}`/create"
     return f"terminate/{stmt.query_id}/execute"

@@ -174,6 +174,15 @@ def _normalised(sql: str) -> str:
     return re.sub(r"\s+", " ", sql.strip().rstrip(";")).strip().upper()
 
 
+def _creating_statement(sql: str) -> str:
+    """The statement that created a source (an ALTER appends its own statement to the source's text)."""
+    try:
+        statements = parse(sql)
+    except KsqlError:
+        return sql
+    return statements[0].text if statements else sql
+
+
 def apply_queries_file(service: KsqlService, path: str) -> list[str]:
     """Headless mode: apply ``path`` as a delta over the persisted metastore; what each statement did.
 
@@ -199,7 +208,7 @@ def apply_queries_file(service: KsqlService, path: str) -> list[str]:
             with service._engine_lock:
                 existing = service.engine.metastore.get(stmt.name)
             if existing is not None:
-                if _normalised(existing.sql) == _normalised(parsed.text) or stmt.if_not_exists:
+                if _normalised(_creating_statement(existing.sql)) == _normalised(parsed.text) or stmt.if_not_exists:
                     done.append(f"{where}: {stmt.name} exists already (no-op)")
                     continue
                 raise MetastoreError(
@@ -207,6 +216,14 @@ def apply_queries_file(service: KsqlService, path: str) -> list[str]:
                     f"by a different statement: {existing.sql!r}. Headless mode applies new statements only; "
                     "drop the source first or give the new one another name."
                 )
+        if isinstance(stmt, ast.AlterSource):
+            with service._engine_lock:
+                altered = service.engine.metastore.get(stmt.name)
+            if altered is not None and all(
+                (column := altered.schema.find(el.name)) is not None and column.type == el.type for el in stmt.columns
+            ):
+                done.append(f"{where}: {stmt.name} has these columns already (no-op)")
+                continue
         if isinstance(stmt, ast.DropSource):
             with service._engine_lock:
                 gone = service.engine.metastore.get(stmt.name) is None

@@ -38,6 +38,7 @@ from engine.metastore.database.database import (
     unpack_sequence,
 )
 from engine.metastore.database.rows import QUERIES, SOURCES, QueryRow, Row, SourceRow
+from engine.plan.schema import LogicalSchema
 
 
 def _terminate(query_id: str) -> Command:
@@ -61,6 +62,8 @@ def command_of(change: Change) -> Command | None:
         row = change.new
         if row.terminated_query is not None and isinstance(change.old, SourceRow):
             return _terminate(row.terminated_query) if change.old.query_id == row.terminated_query else None
+        if isinstance(change.old, SourceRow) and (alter := _alter_of(change.old, row)) is not None:
+            return alter
         return Command(command_id=f"{row.kind.lower()}/`{row.name}`/create", statement=row.sql,
                        plan=row.statement_plan(), properties=dict(row.properties))
     if isinstance(change.old, SourceRow):
@@ -87,12 +90,40 @@ def write_of(command: Command, sources: dict[str, Row], queries: dict[str, Row])
     if kind.startswith(("createStream", "createTable")):
         row = SourceRow.from_statement_plan(plan, command.properties, request_id)
         return Write(SOURCES, row.name, row, request_id)
+    if kind.startswith("alterSource"):
+        return Write(SOURCES, str(plan["command"]["name"]), _altered(command, sources, request_id), request_id)
     if kind.startswith("dropSource"):
         return Write(SOURCES, str(plan["command"]["name"]), None, request_id)
     if plan.get("query") is not None:
         query = QueryRow.from_statement_plan(plan, command.properties, request_id)
         return Write(QUERIES, query.name, query, request_id)
     raise MetastoreError(f"The statement has no metastore row to write: {command.statement}")
+
+
+def _altered(command: Command, sources: dict[str, Row], request_id: str) -> SourceRow:
+    """The source's row with an ALTER's new value columns: the create command it holds gets the
+    new schema (and replaces the source it is applied over), so a restart loads the altered source."""
+    alter = command.plan["command"] if isinstance(command.plan, dict) else {}
+    row = sources.get(str(alter.get("name")))
+    if not isinstance(row, SourceRow):
+        raise MetastoreError(f"Source {alter.get('name')} does not exist.")
+    schema = ", ".join(part for part in (str(row.command.get("schema", "")), str(alter.get("newColumns", ""))) if part)
+    create = {**row.command, "schema": schema, "orReplace": True}
+    return replace(row, sql=f"{row.sql}\n{command.statement}", command=create, request_id=request_id)
+
+
+def _alter_of(old: SourceRow, new: SourceRow) -> Command | None:
+    """The ALTER a source row's change is (its statement appended to the row's, the same query), or None."""
+    if not new.sql.startswith(old.sql + "\n") or new.query_plan != old.query_plan:
+        return None
+    before = LogicalSchema.parse(str(old.command.get("schema", "")))
+    after = LogicalSchema.parse(str(new.command.get("schema", "")))
+    added = LogicalSchema(tuple(c for c in after if before.find(c.name) is None))
+    statement = new.sql[len(old.sql) + 1:]
+    alter = {"@type": "alterSourceV1", "name": new.name, "kind": new.kind, "newColumns": str(added)}
+    return Command(command_id=f"{new.kind.lower()}/`{new.name}`/alter", statement=statement,
+                   plan={"statementText": statement, "command": alter, "query": None, "config": {}},
+                   properties=dict(new.properties))
 
 
 class MetastoreLog:

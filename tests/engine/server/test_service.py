@@ -217,3 +217,29 @@ def test_statements_never_write_to_the_command_topic(kafka_broker, service_id, t
         assert "STREAM COPY" not in service.metastore_summary()
     finally:
         service.close()
+
+
+def test_alter_adds_columns_that_a_restart_keeps_and_refusals_are_statement_errors(
+    kafka_broker, service_id, tmp_path, mode
+) -> None:
+    first = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
+    try:
+        first.execute(_create("A", f"a_{service_id}"))
+        [altered] = first.execute("ALTER STREAM A ADD COLUMN W STRING;")
+        assert altered["commandStatus"]["status"] == "SUCCESS"
+        assert altered["commandStatus"]["message"] == "Stream A altered."
+        first.execute("CREATE STREAM C AS SELECT * FROM A;")
+        with pytest.raises(ServiceError, match=r"ALTER command is not supported for CREATE \.\.\. AS statements\."):
+            first.execute("ALTER STREAM C ADD COLUMN X INT;")
+    finally:
+        first.close()
+    again = _service(kafka_broker.bootstrap_servers, service_id, tmp_path, mode)
+    try:
+        assert str(again.engine.metastore.get("A").schema) == "`ID` STRING KEY, `V` INTEGER, `W` STRING"
+        assert str(again.engine.metastore.get("C").schema) == "`ID` STRING KEY, `V` INTEGER, `W` STRING"
+        with pytest.raises(ServiceError, match="Cannot add column `W` to schema. A column with the same name"):
+            again.execute("ALTER STREAM A ADD COLUMN W INT;")
+        again.execute("ALTER STREAM A ADD COLUMN X BIGINT;")
+        assert str(again.engine.metastore.get("A").schema).endswith("`W` STRING, `X` BIGINT")
+    finally:
+        again.close()

@@ -176,13 +176,15 @@ def test_three_servers_racing_creates_and_drops_converge(kafka_broker, service_i
 def test_headless_file_is_a_delta_over_the_tables(kafka_broker, service_id, tmp_path) -> None:
     topic = f"t_{service_id}"
     sql = tmp_path / "app.sql"
-    sql.write_text(_create("S", topic) + "\nCREATE STREAM D AS SELECT * FROM S;\n", encoding="utf-8")
+    sql.write_text(_create("S", topic) + "\nALTER STREAM S ADD COLUMN W STRING;\nCREATE STREAM D AS SELECT * FROM S;\n",
+                   encoding="utf-8")
     service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
     try:
         _await_owner(service)
-        assert [line.split(": ")[-1] for line in apply_queries_file(service, str(sql))] == ["applied", "applied"]
+        assert [line.split(": ")[-1] for line in apply_queries_file(service, str(sql))] == ["applied"] * 3
         assert [line.split(": ")[-1] for line in apply_queries_file(service, str(sql))] == [
-            "S exists already (no-op)", "D exists already (no-op)"]
+            "S exists already (no-op)", "S has these columns already (no-op)", "D exists already (no-op)"]
+        assert str(service.engine.metastore.get("D").schema).endswith("`W` STRING")
         sql.write_text(_create("S", topic) + "\nCREATE STREAM D AS SELECT ID FROM S;\n", encoding="utf-8")
         with pytest.raises(MetastoreError, match=r"app.sql, line 2 changes stream D, which was created by a different"):
             apply_queries_file(service, str(sql))
