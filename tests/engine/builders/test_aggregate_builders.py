@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from engine.builders.aggregate import (
     TimeWindowedAggregateHandler,
     compile_aggregate_calls,
 )
+from engine.builders.context import PROCESSING_LOG
 from engine.builders.windows import overlapping_sessions, time_windows_for
 from engine.errors import PlanError
 from engine.plan import expr as E
@@ -141,6 +143,16 @@ def test_a_session_record_at_an_existing_single_point_session_overwrites_without
     assert [(o[R.DELETED], o["C"]) for o in out] == [(False, 1), (False, 2)]
 
 
+def test_a_record_for_an_expired_session_is_dropped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    spec = WindowSpec(type="SESSION", gap_ms=5, grace_ms=10)
+    handler = SessionAggregateHandler(["K"], count_and_sum(), "q", "Aggregate", window=spec)
+    with caplog.at_level(logging.WARNING, logger=PROCESSING_LOG.name):
+        # stream time 100 closes sessions ending before 100 - 10: the record at 50 is late
+        out = drive(handler, with_stream_time([row("a", 1, 100), row("a", 2, 50)]))
+    assert [(o[R.WINDOWSTART], o[R.WINDOWEND], o["C"]) for o in out] == [(100, 100, 1)]
+    assert "q Aggregate: Skipping a record for the expired session [50, 50]." in caplog.text
+
+
 def test_time_windows_for_matches_kafka_streams() -> None:
     assert time_windows_for(7, 10, 10) == [(0, 10)]
     assert time_windows_for(12, 10, 5) == [(5, 15), (10, 20)]
@@ -148,7 +160,8 @@ def test_time_windows_for_matches_kafka_streams() -> None:
 
 
 def test_overlapping_sessions_are_ordered_by_end() -> None:
-    sessions = [(20, 25, None), (0, 12, None), (40, 50, None)]
+    # The session state's tuples: (start, end, accumulators, passed).
+    sessions = [(20, 25, [1, 5], False), (0, 12, [9, 1], False), (40, 50, [0, 0], False)]
     assert overlapping_sessions(sessions, 15, 5) == [1, 0]
 
 

@@ -102,17 +102,20 @@ def test_having_turns_misses_into_deletes_as_v1(spark, having):
     assert got
 
 
+KEY_FALLBACK = "fallback: the step runs in Python (a grouping key of a type Spark groups differently)"
+
+
 @pytest.mark.parametrize(
-    ("group_by", "native"),
+    ("group_by", "native", "aggregate"),
     [
-        ("ITEM, F", True),
-        ("UCASE(ITEM)", True),
-        ("QTY + 1", True),
-        ("QTY / 2", False),  # integer division runs in Python: the step builds as V1
-        ("D", False),  # a DOUBLE key groups NaN and -0.0 differently in Spark
+        ("ITEM, F", True, "native"),
+        ("UCASE(ITEM)", True, "native"),
+        ("QTY + 1", True, "native"),
+        ("QTY / 2", False, "native"),  # integer division runs in Python: the grouping builds as V1
+        ("D", False, KEY_FALLBACK),  # a DOUBLE key groups NaN and -0.0 differently in Spark
     ],
 )
-def test_grouping_keys_give_the_v1_records(spark, group_by, native):
+def test_grouping_keys_give_the_v1_records(spark, group_by, native, aggregate):
     query = (
         f"CREATE TABLE OUT WITH (key_format='JSON') AS SELECT {group_by}, COUNT(*) AS C, SUM(QTY) AS SQ "
         f"FROM S GROUP BY {group_by};"
@@ -123,6 +126,7 @@ def test_grouping_keys_give_the_v1_records(spark, group_by, native):
         build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
     grouping = [r for r in reports if r.step_type == "streamGroupByV2"]
     assert grouping and all((r.how == "native") is native for r in grouping)
+    assert {r.how for r in reports if r.step_type == "streamAggregateV2"} == {aggregate}
     _same(query, _records(VALUES))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from engine.errors import TypeCheckError
 from engine.expressions import cast_value, coerce_value
+from engine.expressions.cast import numeric_type_of_text
 from engine.plan import types as T
 
 STRUCT_AB = T.Struct((T.Field("A", T.INTEGER), T.Field("b", T.STRING)))
@@ -24,6 +25,8 @@ STRUCT_AB = T.Struct((T.Field("A", T.INTEGER), T.Field("b", T.STRING)))
         ("nope", T.STRING, T.BOOLEAN, False),
         (2**31, T.BIGINT, T.INTEGER, -(2**31)),
         (3.9, T.DOUBLE, T.INTEGER, 3),
+        (-1e30, T.DOUBLE, T.INTEGER, -(2**31)),
+        (float("nan"), T.DOUBLE, T.BIGINT, 0),
         (-3.9, T.DOUBLE, T.BIGINT, -3),
         (1e30, T.DOUBLE, T.INTEGER, 2**31 - 1),
         (D("10.99"), T.Decimal(4, 2), T.INTEGER, 10),
@@ -44,6 +47,7 @@ STRUCT_AB = T.Struct((T.Field("A", T.INTEGER), T.Field("b", T.STRING)))
         ("2022-04-28", T.STRING, T.DATE, dt.date(2022, 4, 28)),
         ("10:11:12", T.STRING, T.TIME, dt.time(10, 11, 12)),
         (dt.datetime(2022, 4, 28, 10, 1), T.TIMESTAMP, T.DATE, dt.date(2022, 4, 28)),
+        (dt.datetime(2022, 4, 28, 10, 1, 2, 3000), T.TIMESTAMP, T.TIME, dt.time(10, 1, 2, 3000)),
         (dt.date(2022, 4, 28), T.DATE, T.TIMESTAMP, dt.datetime(2022, 4, 28)),
         ([1, 2**31], T.Array(T.BIGINT), T.Array(T.STRING), ["1", "2147483648"]),
         ({"k": {"k2": "10"}}, T.Map(T.STRING, T.Map(T.STRING, T.STRING)),
@@ -58,6 +62,24 @@ def test_cast_matrix(value: Any, source: T.SqlType | None, target: T.SqlType, ex
     result = cast_value(value, source, target)
     assert result == expected
     assert type(result) is type(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("7", T.INTEGER),
+        ("-2147483648", T.INTEGER),
+        ("2147483648", T.BIGINT),
+        ("99999999999999999999", T.Decimal(20, 0)),
+        ("1.50", T.Decimal(3, 2)),
+        ("0.05", T.Decimal(2, 2)),
+        ("-12.5", T.Decimal(3, 1)),
+    ],
+)
+def test_numeric_text_takes_the_narrowest_literal_type(text: str, expected: T.SqlType) -> None:
+    # ksqlDB's literal rules: whole numbers are INTEGER, then BIGINT, then DECIMAL(n, 0);
+    # a fraction is a DECIMAL of its digits and scale.
+    assert numeric_type_of_text(text) == expected
 
 
 def test_cast_to_decimal_keeps_the_target_scale() -> None:

@@ -118,6 +118,13 @@ def test_decimal_division_by_zero_is_an_evaluation_error() -> None:
         run(Arithmetic("/", col("E"), col("F")), E=D("1.00"), F=D("0.00"))
 
 
+def test_decimal_modulo_takes_the_sign_of_the_dividend_and_zero_is_an_evaluation_error() -> None:
+    assert run(Arithmetic("%", col("E"), col("F")), E=D("7.50"), F=D("2.00")) == D("1.50")
+    assert run(Arithmetic("%", col("E"), col("F")), E=D("-7.50"), F=D("2.00")) == D("-1.50")
+    with pytest.raises(EvaluationError, match=r"\(E % F\)"):
+        run(Arithmetic("%", col("E"), col("F")), E=D("1.00"), F=D("0.00"))
+
+
 def test_decimal_plus_integer_widens_the_integer() -> None:
     assert run(Arithmetic("+", col("E"), col("I")), E=D("10.01"), I=5) == D("15.01")
 

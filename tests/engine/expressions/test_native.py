@@ -74,6 +74,8 @@ NATIVE = [
     "S IN ('abc', '')",
     "I BETWEEN -10 AND 10",
     "I NOT BETWEEN -10 AND 10",
+    "0 BETWEEN -1 AND D",
+    "D NOT BETWEEN -1 AND 1",
     "S LIKE 'a%'",
     "S LIKE 'a\\%b\\_c' ESCAPE '\\'",
     "S NOT LIKE '_b%'",
@@ -154,3 +156,11 @@ def test_integer_overflow_wraps_like_java(frame):
     assert frame.select(compiled.column).collect()[1][0] == INT_MIN
     compiled = compile_native(parse_expression("B * 2"), COLUMNS)
     assert frame.select(compiled.column).collect()[1][0] == -2
+
+
+def test_comparing_rowtime_with_a_timestamp_text_falls_back_on_either_side(spark):
+    columns = {**COLUMNS, "ROWTIME": T.BIGINT}
+    for text in ("ROWTIME > '2020-01-01'", "'2020-01-01' < ROWTIME"):
+        compiled = compile_native(parse_expression(text), columns)
+        assert compiled.column is None
+        assert "comparing ROWTIME with a timestamp text" in compiled.report()

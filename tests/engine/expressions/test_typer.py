@@ -118,6 +118,14 @@ def test_timestamp_and_rowtime_compare_with_strings() -> None:
     assert infer_type(expr, COLUMNS) == T.BOOLEAN
 
 
+def test_rowtime_compares_with_a_timestamp_string_on_either_side_but_not_with_other_types() -> None:
+    expr = Comparison(">", Literal("2020-01-01", T.STRING), col("ROWTIME"))
+    assert infer_type(expr, COLUMNS) == T.BOOLEAN
+    with pytest.raises(TypeCheckError) as info:
+        infer_type(Comparison("=", col("B"), col("ROWTIME")), COLUMNS)
+    assert str(info.value) == "Cannot compare B (BOOLEAN) to ROWTIME (BIGINT) with EQUAL."
+
+
 def test_logical_operands_must_be_boolean() -> None:
     with pytest.raises(TypeCheckError, match="must be a BOOLEAN"):
         infer_type(Logical("AND", col("B"), col("I")), COLUMNS)
@@ -132,6 +140,12 @@ def test_case_with_incompatible_branches_is_rejected() -> None:
     expr = Case(None, (WhenClause(col("B"), col("I")),), col("B"))
     with pytest.raises(TypeCheckError, match="Invalid Case expression"):
         infer_type(expr, COLUMNS)
+
+
+def test_case_condition_may_be_a_bare_null() -> None:
+    # A NULL condition has no type and is never true; only a typed non-BOOLEAN is refused.
+    expr = Case(None, (WhenClause(Literal(None, None), col("I")),), col("I"))
+    assert infer_type(expr, COLUMNS) == T.INTEGER
 
 
 def test_case_condition_must_be_boolean() -> None:

@@ -158,6 +158,28 @@ def test_every_registered_step_version_has_a_builder() -> None:
     assert missing == []
 
 
+def test_loading_the_builders_imports_every_module_of_their_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What makes a fresh process (a Spark worker, the CLI) know every builder: importing a
+    # module registers its builders. Here they are imported already, so watch the imports.
+    import importlib
+    import pkgutil
+
+    import engine.builders as package
+    from engine.builders.walker import _load_builders
+
+    imported: list[str] = []
+    real = importlib.import_module
+
+    def watched(name: str, package: str | None = None) -> object:
+        imported.append(name)
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", watched)
+    _load_builders()
+    modules = {f"engine.builders.{m.name}" for m in pkgutil.iter_modules(package.__path__)}
+    assert modules and {n for n in imported if n.startswith("engine.builders.")} == modules
+
+
 def test_step_invariants_name_the_offending_value() -> None:
     from engine.errors import PlanError
 

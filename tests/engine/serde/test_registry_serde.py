@@ -115,6 +115,22 @@ def test_json_sr_frames_json_text_behind_the_registered_schema_id() -> None:
     assert schema["properties"]["ADDRESS"]["connect.index"] == 5
 
 
+def test_json_sr_registers_its_schema_once_and_frames_later_records_with_that_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url = _url()
+    serde = _value("JSON_SR", "events", url)
+    record = {**RECORD, "PRICE": 12.5}
+    schema_id, _ = split_header(serde.to_bytes(record) or b"", "value")
+
+    def unreachable(*args: object, **kwargs: object) -> int:
+        raise ConnectionError("the registry is down")
+
+    monkeypatch.setattr(registry_client(url), "register_schema", unreachable)
+    again = serde.to_bytes({**record, "ID": 8})
+    assert split_header(again or b"", "value")[0] == schema_id
+
+
 def test_nulls_stay_null_and_tombstones_have_no_bytes() -> None:
     serde = _value("AVRO", "n", _url())
     assert serde.to_bytes(None) is None and serde.from_bytes(None) is None

@@ -13,10 +13,12 @@ from engine.plan import types as T
 from engine.serde.registry import forget_registry_client, registry_client
 from engine.serde.schema_inference import (
     RegisteredSchema,
+    SchemaTranslationError,
     avro_to_sql,
     fetch_schema,
     infer_columns,
     json_schema_to_sql,
+    protobuf_to_sql,
 )
 
 
@@ -111,6 +113,51 @@ def test_json_schema_orders_fields_by_connect_index_and_follows_local_refs() -> 
     assert json_schema_to_sql(schema) == _struct(FIRST=_struct(X=T.BIGINT), SECOND=T.STRING)
 
 
+def test_json_schema_enum_without_type_is_a_string_and_null_or_unknown_types_are_refused() -> None:
+    schema = {"type": "object", "properties": {"c": {"enum": ["red", "green"]}}}
+    assert json_schema_to_sql(schema) == _struct(C=T.STRING)
+    with pytest.raises(SchemaTranslationError, match="^JSON schema type 'null' has no SQL type$"):
+        json_schema_to_sql({"type": "null"})
+    with pytest.raises(SchemaTranslationError, match='^JSON schema type "date" is not supported$'):
+        json_schema_to_sql({"type": "date"})
+
+
+# ---------------------------------------------------------------------- PROTOBUF
+
+PROTO = """
+syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/wrappers.proto";
+import "confluent/type/decimal.proto";
+import "confluent/meta.proto";
+
+enum Color { RED = 0; GREEN = 1; }
+
+message Order {
+  Color color = 1;
+  google.protobuf.Timestamp at = 2;
+  google.protobuf.Int32Value maybe = 3;
+  Item item = 4;
+  repeated string tags = 5;
+  confluent.type.Decimal amount = 6 [(confluent.field_meta) = {
+    params: [ { key: "precision", value: "8" }, { key: "scale", value: "3" } ] }];
+  confluent.type.Decimal loose = 7 [(confluent.field_meta) = {
+    params: [ { key: "precision" }, { key: "scale", value: "2" } ] }];
+}
+
+message Item { string name = 1; }
+"""
+
+
+def test_protobuf_messages_enums_well_known_types_and_decimals_map_as_ksqldb_maps_them() -> None:
+    # A top-level enum of a schema without a package is a STRING; a decimal parameter
+    # without a value is ignored (the precision keeps its default of 64).
+    assert protobuf_to_sql(PROTO) == _struct(
+        COLOR=T.STRING, AT=T.TIMESTAMP, MAYBE=T.INTEGER, ITEM=_struct(NAME=T.STRING),
+        TAGS=T.Array(T.STRING), AMOUNT=T.Decimal(8, 3), LOOSE=T.Decimal(64, 2),
+    )
+
+
 # ---------------------------------------------------------------------- columns and errors
 
 
@@ -181,6 +228,22 @@ def test_fetch_of_a_missing_subject_or_id_uses_ksqldbs_message() -> None:
             fetch_schema(url, "orders", is_key=False, schema_id=42)
     finally:
         forget_registry_client(url)
+
+
+def test_a_registry_failure_is_quoted_by_its_first_line_cut_at_300_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Failing:
+        def get_latest_version(self, subject: str) -> object:
+            raise ConnectionError("x" * 400 + "\nsecond line")
+
+    monkeypatch.setattr("engine.serde.registry.registry_client", lambda url: Failing())
+    with pytest.raises(AnalysisError) as info:
+        fetch_schema("http://registry:8081", "orders", is_key=False, schema_id=None)
+    assert str(info.value) == (
+        "Cannot read the value schema of topic 'orders' from the schema registry at "
+        "http://registry:8081: " + "x" * 300
+    )
 
 
 def test_fetch_without_a_registry_says_how_to_configure_one() -> None:
