@@ -263,3 +263,13 @@ def test_a_version_whose_read_config_differs_runs_again(tmp_path: Path, spark: A
     results = run(tmp_path, workers=1).results
     assert [r.shared_run for r in results] == ["", results[0].label, ""]
     assert [r.status for r in results] == [PASSED] * 3
+
+
+def test_cases_replayed_side_by_side_keep_the_corpus_order(tmp_path: Path, spark: Any) -> None:
+    for case in ("a_-_first", "b_-_second"):
+        _write(tmp_path, case, "7.1.0_1", _plan(), _spec("7.1.0", 2))
+        _write(tmp_path, case, "8.0.0_2", _plan(), _spec("8.0.0", 2))
+    replay = run(tmp_path, workers=2)
+    assert [r.label for r in replay.results] == [p.label for p in discover(tmp_path)]
+    assert [bool(r.shared_run) for r in replay.results] == [False, True, False, True]
+    assert replay.to_json()["sharedRuns"] == 2 and replay.counts()[PASSED] == 4
