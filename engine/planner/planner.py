@@ -955,6 +955,7 @@ def _duration_ms(text: str) -> int:
         raise AnalysisError(f"Invalid duration '{text}': expected a number and a time unit, e.g. '10 SECONDS'.")
     return int(parts[0]) * _UNITS_MS[parts[1].upper()]
 
+
 def _is_create_as_select(source: DataSource) -> bool:
     """Whether ``source`` was created by CREATE ... AS SELECT (its statement text says so)."""
     from engine.parser import parse
