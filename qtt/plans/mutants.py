@@ -291,7 +291,15 @@ def mutated_code(mutant: Mutant) -> tuple[types.CodeType, types.CodeType]:
     module = importlib.import_module(module_name(mutant.path))
     filename = module.__file__
     assert filename is not None
-    tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+    source = Path(filename).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    node = next((n for i, n in enumerate(ast.walk(tree)) if i == mutant.node), None)
+    lines = source.splitlines()
+    if node is None or _line(node) != mutant.line or lines[mutant.line - 1] != mutant.before:
+        raise ValueError(
+            f"Mutant {mutant.id}: {mutant.path} changed since the mutants were drawn "
+            f"(line {mutant.line} no longer reads {mutant.before.strip()!r})."
+        )
     _transformed(tree, mutant.node, mutant.operator, mutant.variant)
     compiled = compile(tree, filename, "exec")
     originals = _functions(filename).get(mutant.qualname, [])

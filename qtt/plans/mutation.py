@@ -18,6 +18,7 @@ of the score.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
 import hashlib
@@ -39,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from qtt.plans.mutants import Applied, Mutant, find_mutants, target_files
+from qtt.plans.mutants import Applied, Mutant, find_mutants, module_name, target_files
 from qtt.plans.mutation_worker import (
     CHECK_PROPERTY,
     CONTROL_ENV,
@@ -59,16 +60,16 @@ TARGETS = (
     "engine/runtime/keyed.py",
     "engine/runtime/tasks.py",
 )
-# Unit tests whose lines the baseline traces (tests needing a Kafka broker are left out).
-UNIT_TESTS = (
-    "tests/engine/builders",
-    "tests/engine/expressions",
-    "tests/engine/functions",
-    "tests/engine/serde",
-    "tests/engine/plan",
-    "tests/engine/runtime/test_tasks.py",
-    "tests/engine/runtime/test_clock.py",
-)
+# The tests the baseline traces besides the replays (``select_tests``): every test module that
+# imports the lower layer (the mutated code and the function library it calls), wherever it
+# lives under ``tests/``, and the project's QTT case files, which run whole statements through
+# the planner and the lower layer. Tests needing a real component are deselected.
+LOWER_LAYER = (*TARGETS, "engine/functions")
+QTT_CASES = "tests/qtt_cases"
+EXTERNAL_FIXTURES = frozenset({"kafka_broker", "schema_registry"})
+EXCLUDED_MARKS = "not cluster and not soak"
+# Tests of the mutation check itself run their own line tracer: never traced.
+MUTATION_MODULES = frozenset({"qtt.plans.mutation", "qtt.plans.mutants", "qtt.plans.mutation_worker"})
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.json")
 REPORT = Path("reports/mutation.json")
 BASELINE = Path("reports/mutation-baseline.json")
@@ -222,6 +223,13 @@ class _PytestPlugin:
         )
         settings.load_profile("kspark-mutation")
 
+    def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
+        """Leave out the tests that need a real component (a broker, a schema registry)."""
+        external = [i for i in items if EXTERNAL_FIXTURES & set(getattr(i, "fixturenames", ()))]
+        if external:
+            items[:] = [i for i in items if i not in external]
+            config.hook.pytest_deselected(items=external)
+
     def pytest_plugin_registered(self, plugin: Any, manager: Any) -> None:
         # tests/conftest.py stops the shared session at the end of a run: not here.
         if getattr(plugin, "__name__", "").endswith("conftest") and hasattr(plugin, "stop_spark"):
@@ -265,7 +273,8 @@ def _pytest(args: list[str], plugin: _PytestPlugin, repo: Path) -> int:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         code = pytest.main(
-            [*args, "-q", "-p", "no:cacheprovider", "-p", "no:qtt", "--rootdir", str(repo)],
+            [*args, "-q", "-p", "no:cacheprovider", "-m", EXCLUDED_MARKS, "--qtt-allow-orphans",
+             "--rootdir", str(repo)],
             plugins=[plugin],
         )
     return int(code)
@@ -324,6 +333,33 @@ class Baseline:
         return sorted(found, key=lambda x: (self.durations.get(x, 0.0), x))
 
 
+def select_tests(repo: Path) -> list[str]:
+    """The tests the baseline traces: the test modules under ``tests/`` that import a module
+    of ``LOWER_LAYER`` (not those of the mutation check), and the QTT case files."""
+    lower = {module_name(p) for p in target_files(repo, LOWER_LAYER)}
+    selected: list[str] = []
+    for path in sorted((repo / "tests").rglob("test_*.py")):
+        imported = imported_modules(path)
+        if imported & lower and not imported & MUTATION_MODULES:
+            selected.append(str(path.relative_to(repo)))
+    if (repo / QTT_CASES).is_dir():
+        selected.append(QTT_CASES)
+    return selected
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The absolute module names a Python file imports (``from a.b import c`` gives ``a.b``
+    and ``a.b.c``, as ``c`` may be a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
 def baseline_key(
     repo: Path, files: Sequence[str], versions: Sequence[str], unit_tests: Sequence[str]
 ) -> str:
@@ -331,7 +367,7 @@ def baseline_key(
     digest = hashlib.sha256()
     paths = sorted(
         {str(p.relative_to(repo)) for p in (repo / "engine").rglob("*.py")}
-        | {str(p.relative_to(repo)) for t in unit_tests for p in _py_files(repo / t)}
+        | {str(p.relative_to(repo)) for t in unit_tests for p in _test_files(repo / t)}
         | {"tests/conftest.py", *files}
     )
     for rel in paths:
@@ -341,8 +377,9 @@ def baseline_key(
     return digest.hexdigest()
 
 
-def _py_files(path: Path) -> list[Path]:
-    return [path] if path.is_file() else sorted(path.rglob("*.py"))
+def _test_files(path: Path) -> list[Path]:
+    """A test file, or the Python and QTT (``.json``) files of a test folder."""
+    return [path] if path.is_file() else sorted([*path.rglob("*.py"), *path.rglob("*.json")])
 
 
 def run_baseline(
@@ -454,7 +491,7 @@ def check_mutant(
         return Verdict(mutant, "survived", detail="no check executes this line", covering=covering)
     try:
         applied = Applied(mutant)
-    except (ValueError, SyntaxError) as exc:
+    except (ValueError, SyntaxError, TypeError) as exc:  # TypeError: compile refused the tree
         return Verdict(mutant, "invalid", detail=str(exc), covering=covering)
     write_control(control, mutant, None)
     try:
@@ -498,7 +535,7 @@ class Options:
     all_versions: bool = False
     check_equivalents: bool = False
     cases: str = ""  # replay only the cases whose folder name contains this
-    tests: list[str] = field(default_factory=lambda: list(UNIT_TESTS))
+    tests: list[str] = field(default_factory=list)  # empty: select_tests chooses
 
 
 def parse_args(argv: Sequence[str]) -> Options:
@@ -613,6 +650,8 @@ def _run(
     import engine.runtime.kafka  # noqa: F401 - the streaming operators, as workers have them
 
     replays = Replays(_versions(repo, options.all_versions, options.cases), options.jobs)
+    if not options.tests:
+        options.tests = select_tests(repo)
     for test in options.tests:
         if not (repo / test.split("::")[0]).exists():
             print(f"error: unit test path {test} does not exist.", file=sys.stderr)
@@ -623,8 +662,8 @@ def _run(
         cached = Baseline.from_json(json.loads(options.baseline.read_text(encoding="utf-8")))
         baseline = cached if cached.key == key else None
     if baseline is None:
-        print(f"Baseline: {len(replays.versions)} replays and the unit tests of "
-              f"{', '.join(options.tests)}, traced.", flush=True)
+        print(f"Baseline: {len(replays.versions)} replays and the tests of {len(options.tests)} "
+              "test modules and folders, traced.", flush=True)
         baseline = run_baseline(repo, files, replays, options.tests, workdir, control, key)
         options.baseline.parent.mkdir(parents=True, exist_ok=True)
         options.baseline.write_text(json.dumps(baseline.to_json()), encoding="utf-8")

@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -17,9 +19,12 @@ from qtt.plans.mutation import (
     TARGETS,
     Baseline,
     Verdict,
+    _PytestPlugin,
+    imported_modules,
     load_equivalents,
     parse_args,
     sample,
+    select_tests,
     summarise,
 )
 
@@ -111,6 +116,15 @@ def test_applied_mutant_changes_every_reference_and_revert_restores_it(toy: Path
     assert user.above(2, 2) is False
 
 
+def test_a_mutant_drawn_before_its_file_changed_is_refused_not_misapplied(toy: Path) -> None:
+    importlib.import_module("toymut.user")
+    mutant = _one(toy, "above", "compare", ">=")
+    path = toy / "toymut/calc.py"
+    path.write_text(path.read_text().replace("LIMIT = 3\n", "LIMIT = 3\nOTHER = 1\n"))
+    with pytest.raises(ValueError, match=r"toymut/calc.py changed since the mutants were drawn"):
+        Applied(mutant)
+
+
 def test_methods_statements_conditions_and_constants_mutate(toy: Path) -> None:
     user = importlib.import_module("toymut.user")
     cases = [
@@ -185,6 +199,31 @@ def test_checks_for_a_mutant_are_the_passing_checks_on_its_lines_fastest_first()
     )
     assert baseline.checks_for(mutant) == ["test:t", "replay:fast", "replay:slow"]
     assert Baseline.from_json(baseline.to_json()).checks_for(mutant) == baseline.checks_for(mutant)
+
+
+def test_traced_tests_are_chosen_by_what_they_import_wherever_they_live() -> None:
+    selected = select_tests(REPO)
+    assert "tests/engine/serde/test_schema_inference.py" in selected  # the mirror of a target
+    assert "tests/engine/ksqldb_import/test_import_runs.py" in selected  # imports engine.plan.serde
+    assert "tests/engine/functions/test_string.py" in selected  # the function library
+    assert "tests/qtt_cases" in selected  # QTT cases run statements through the planner too
+    assert "tests/engine/parser/test_parse_statements.py" not in selected
+    assert not [t for t in selected if t.endswith("test_plans_mutation.py")]  # traces itself
+
+
+def test_imported_modules_name_packages_and_their_imported_members(tmp_path: Path) -> None:
+    source = tmp_path / "test_x.py"
+    source.write_text("import a.b\nfrom c.d import e, f\nfrom . import g\n")
+    assert imported_modules(source) == {"a.b", "c.d", "c.d.e", "c.d.f"}
+
+
+def test_tests_needing_a_real_component_are_deselected() -> None:
+    items = [SimpleNamespace(fixturenames=names) for names in (["spark"], ["kafka_broker"], ["schema_registry"], [])]
+    dropped: list[Any] = []
+    config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
+    kept = list(items)
+    _PytestPlugin().pytest_collection_modifyitems(config, kept)
+    assert kept == [items[0], items[3]] and dropped == [items[1], items[2]]
 
 
 def test_score_leaves_equivalent_and_invalid_mutants_out() -> None:
