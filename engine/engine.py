@@ -38,8 +38,6 @@ from engine.planner.internal_topics import SERVICE_ID, application_id, internal_
 from engine.planner.planner import Planner
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
-from engine.runtime.registered_schema import registered_conformer
-from engine.serde.schema_inference import SCHEMA_REGISTRY_URL
 
 
 @dataclass(frozen=True)
@@ -362,11 +360,7 @@ class KsqlEngine:
                 physical_plan=physical_plan_text(built.df),
                 internal_schemas=dict(built.internal_schemas),
             )
-            registry = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL)
-            conform = None if topic is None else registered_conformer(  # a sink with a registered schema
-                topic.formats, sink_topic, None if registry is None else str(registry)
-            )
-            written = runtime.write_sink(sink_topic, built.df, window_type, built.codec, conform)
+            written = runtime.write_sink(sink_topic, built.df, window_type, built.codec)
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -313,24 +313,16 @@ class BoundedRuntime:
         return suppress_until_window_closes(df, schema, grace_ms, retention_ms=retention_ms)
 
     def write_sink(
-        self,
-        topic: str,
-        df: DataFrame,
-        window_type: str | None = None,
-        codec: TopicCodec | None = None,
-        conform: Callable[[TopicRecord], TopicRecord] | None = None,
+        self, topic: str, df: DataFrame, window_type: str | None = None, codec: TopicCodec | None = None
     ) -> list[TopicRecord]:
         """Run the sink's job and append its records to the topic, in input order.
 
         With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
-        (``codec`` decodes them) and with their bytes. ``conform`` turns each record into
-        what the topic holds (a sink written through a registered schema).
+        (``codec`` decodes them) and with their bytes.
         """
         if codec is None:
             collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
             collected.sort(key=lambda pair: pair[0])
-            if conform is not None:
-                collected = [(seq, conform(record)) for seq, record in collected]
             for seq, record in collected:
                 self.store.append(record, seq)
             return [record for _, record in collected]
@@ -348,8 +340,6 @@ class BoundedRuntime:
                 partition=columns["__partition"][i],
                 headers=tuple(Header(h["KEY"], h["VALUE"]) for h in (columns[HEADERS][i] or ())),
             )
-            if conform is not None:
-                record = conform(record)
             self.store.append(record, tuple(columns[SEQ][i]))
             self.store.records[topic][-1].encoded[ident] = (key, value)
             written.append(record)
