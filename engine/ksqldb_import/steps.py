@@ -37,10 +37,6 @@ from engine.plan.types import SqlType
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
 
 UNSUPPORTED_STEPS: dict[str, str] = {
-    "tableSelectKeyV1": (
-        "re-keys a table (PARTITION BY on a table, or a table join on a non-key column); "
-        "kspark has no table re-keying step"
-    ),
     "foreignKeyTableTableJoinV1": (
         "ksqlDB's foreign-key join names the foreign key by a column of the left input and "
         "keeps the left key columns; not mapped to kspark's foreignKeyTableTableJoinV1 yet"
@@ -345,6 +341,26 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         n for n in (*source.shape.values, *source.shape.keys) if n not in taken
     )
     return Imported(step, Shape(tuple(names), values, False, source.shape.window))
+
+
+@translates("tableSelectKeyV1")
+def _table_select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    """A table re-keyed by its own key columns, in order: ksqlDB writes it through a repartition
+    topic only to change the key's format (a join whose sides' key formats differ). kspark's
+    steps hand rows over as Spark columns, never as key bytes, so the step changes nothing
+    here and the table's own step stands for it. Re-keying by anything else (PARTITION BY on a
+    table) has no kspark step version yet and is unsupported, named."""
+    ctx = importer.ctx(node)
+    source = importer.visit(V.require(node, "source", f"step {ctx}"))
+    exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "keyExpression")]
+    names = tuple(e.name if isinstance(e, E.ColumnRef) else None for e in exprs)
+    if source.shape.table and names == source.shape.keys:
+        return source
+    raise UnsupportedFeatureError(
+        "step tableSelectKeyV1",
+        f"ksqlDB step tableSelectKeyV1 ({ctx}) re-keys a table by {', '.join(map(str, _key_expressions(node, 'keyExpression')))}"
+        f" rather than its key columns ({', '.join(source.shape.keys) or 'none'}); kspark has no table re-keying step.",
+    )
 
 
 @translates("streamFlatMapV1")

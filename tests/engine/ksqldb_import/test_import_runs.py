@@ -81,6 +81,34 @@ def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
     assert outputs == {"OUTPUT": [(1, {"QTY": 5, "ITEM": None}), (1, {"QTY": 6, "ITEM": "pear"})]}
 
 
+def test_a_table_re_keyed_by_its_own_key_for_a_join_runs_as_the_table(spark: Any, kp: Any) -> None:
+    """ksqlDB's tableSelectKeyV1 by the table's key column only changes the key's format."""
+    def aliased(source: dict[str, Any], alias: str, side: str, table: bool) -> dict[str, Any]:
+        exprs = [f"{c} AS {alias}_{c}" for c in ("NAME", "QTY", "ROWTIME", "ID")]
+        return kp.select(source, exprs, [f"{alias}_ID"], ctx=f"PrependAlias{side}", table=table)
+
+    left = aliased(kp.stream_source(SOURCE, "orders", "KafkaTopic_Left/Source"), "O", "Left", False)
+    items = kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source")
+    rekeyed = kp.step("tableSelectKeyV1", "RightSourceKeyed", source=items, internalFormats=kp.fmt(),
+                      keyExpression=["ID"])
+    right = aliased(rekeyed, "I", "Right", True)
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER",
+                   internalFormats=kp.fmt(), keyColName="O_ID")
+    physical = kp.sink(kp.select(join, ["O_QTY AS QTY", "I_NAME AS ITEM"], ["O_ID"]))
+    out = kp.create("OUTPUT", "`O_ID` INTEGER KEY, `QTY` INTEGER, `ITEM` STRING", "OUTPUT")
+    plan = kp.query_plan(
+        physical, out,
+        [kp.create("ORDERS", SOURCE, "orders"), kp.create("ITEMS", SOURCE, "items", table=True)],
+        sources=("ORDERS", "ITEMS"),
+    )
+    outputs = _run(plan, [
+        TopicRecord("items", 1, {"NAME": "pear", "QTY": 0}, 10),
+        TopicRecord("orders", 1, {"NAME": "x", "QTY": 5}, 20),
+        TopicRecord("orders", 2, {"NAME": "y", "QTY": 6}, 30),
+    ])
+    assert outputs == {"OUTPUT": [(1, {"QTY": 5, "ITEM": "pear"})]}
+
+
 def test_a_v1_grouping_by_several_expressions_keys_by_their_joined_texts(spark: Any, kp: Any) -> None:
     group = kp.step("streamGroupByV1", "Aggregate/GroupBy", source=kp.stream_source(SOURCE), internalFormats=kp.fmt(),
                     groupByExpressions=["NAME", "(QTY * 2)"])

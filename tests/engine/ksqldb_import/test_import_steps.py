@@ -299,6 +299,14 @@ def test_table_select_key_is_reported_unsupported_with_its_reason(kp: Any) -> No
     assert info.value.feature == "step tableSelectKeyV1"
 
 
+def test_table_select_key_by_the_tables_own_key_stands_for_the_table(kp: Any) -> None:
+    rekey = kp.step("tableSelectKeyV1", "RightSourceKeyed", source=kp.table_source(SOURCE), internalFormats=kp.fmt(),
+                    keyExpression=["ID"])
+    root = _root(kp, kp.sink(kp.select(rekey, ["QTY AS X"], ["ID"], table=True), table=True), table=True)
+    sink, select, source = _chain(root)
+    assert isinstance(select, S.TableSelect) and isinstance(source, S.TableSource)
+
+
 def test_an_unknown_step_type_is_unsupported_and_named(kp: Any) -> None:
     with pytest.raises(UnsupportedFeatureError, match="streamMagicV9") as info:
         _root(kp, kp.sink(kp.step("streamMagicV9", "Magic", source=kp.stream_source(SOURCE))))
