@@ -247,9 +247,8 @@ class KafkaRuntime:
 
 
 def registry_codec(codec: TopicCodec, topic: str, registry_url: str | None) -> TopicCodec:
-    """``codec`` with the schema registry's wire serdes for ``topic`` when a registry is set."""
-    if not registry_url:
-        return codec
+    """``codec`` with the schema registry's wire serdes for ``topic`` when a registry is set
+    (PROTOBUF_NOSR's bare payload needs none)."""
     from dataclasses import replace
 
     from engine.serde.registry import wire_serde

@@ -1,4 +1,5 @@
-"""Schema-registry wire formats: AVRO and JSON_SR records in Confluent framing.
+"""Schema-registry wire formats: AVRO, JSON_SR and PROTOBUF records in Confluent framing
+(and PROTOBUF_NOSR's bare protobuf payload).
 
     serde = wire_serde(value_serde(fmt, columns, features), "orders", "http://127.0.0.1:8081/apis/ccompat/v7")
     data = serde.to_bytes({"ID": 1, "NAME": "a"})   # b'\\x00' + 4-byte schema id + Avro binary
@@ -17,7 +18,10 @@ This is a runtime concern: builders keep the QTT form and never call it, so save
 replay unchanged; the Kafka runtime wraps its codecs when ``ksql.schema.registry.url`` is
 set. AVRO uses confluent-kafka's ``AvroSerializer``/``AvroDeserializer``; JSON_SR writes
 the project's exact JSON text (decimals keep their digits) behind the header of the
-schema it registers with confluent-kafka's client.
+schema it registers with confluent-kafka's client. PROTOBUF registers ksqlDB's proto3 text
+(``engine.serde.protobuf``) and writes the header, the message indexes and the payload as
+confluent-kafka's ``ProtobufSerializer`` does; it reads a record with the schema its header
+names (the message its indexes name). PROTOBUF_NOSR needs no registry.
 """
 
 from __future__ import annotations
@@ -34,11 +38,11 @@ from typing import Any
 from engine.errors import RecordSerdeError
 from engine.plan import types as T
 from engine.serde.base import RecordSerde
-from engine.serde.formats import AVRO, JSON_SR, SCHEMA_FULL_NAME, SCHEMA_ID
+from engine.serde.formats import AVRO, JSON_SR, PROTOBUF, PROTOBUF_NOSR, SCHEMA_FULL_NAME, SCHEMA_ID
 
 AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"
 AVRO_RECORD = "KsqlDataSourceSchema"
-WIRE_FORMATS = frozenset({AVRO, JSON_SR})
+WIRE_FORMATS = frozenset({AVRO, JSON_SR, PROTOBUF, PROTOBUF_NOSR})
 JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-07/schema#"
 _MAGIC = 0
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -248,9 +252,10 @@ def split_header(data: bytes, what: str) -> tuple[int, bytes]:
 
 
 class WireSerde(RecordSerde):
-    """A QTT-form serde of AVRO or JSON_SR with the registry's wire format for its bytes."""
+    """A QTT-form serde of AVRO, JSON_SR or PROTOBUF with the registry's wire format for its
+    bytes (PROTOBUF_NOSR: the bare protobuf payload, no registry)."""
 
-    def __init__(self, inner: RecordSerde, topic: str, registry_url: str) -> None:
+    def __init__(self, inner: RecordSerde, topic: str, registry_url: str | None) -> None:
         super().__init__(inner.format, inner.columns, inner.wrapped, inner.is_key)
         if inner.format.name not in WIRE_FORMATS:
             raise RecordSerdeError(
@@ -263,6 +268,8 @@ class WireSerde(RecordSerde):
         self._serializer: Any = None
         self._deserializer: Any = None
         self._schema_id: int | None = None
+        self._proto: Any = None  # the ProtoCodec this serde writes with
+        self._proto_readers: dict[int, Any] = {}  # schema id -> the ProtoCodec of that schema
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.inner, self.topic, self.registry_url))
@@ -280,6 +287,10 @@ class WireSerde(RecordSerde):
 
     def schema_text(self) -> str:
         """The schema this serde registers, as the registry stores it."""
+        if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
+            from engine.serde.protobuf import proto_schema
+
+            return proto_schema(self.columns, self.format)
         schema = avro_schema(self) if self.format.name == AVRO else json_schema(self)
         return json.dumps(schema, separators=(",", ":"))
 
@@ -288,12 +299,18 @@ class WireSerde(RecordSerde):
             return None
         if self.format.name == AVRO:
             return self._avro_bytes(data)
+        if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
+            return self._protobuf_bytes(data)
         return self._json_bytes(data)
 
     def from_bytes(self, data: bytes | None) -> Any:
         if data is None:
             return None
+        if self.format.name == PROTOBUF_NOSR:
+            return self._writer_codec().decode(bytes(data), self.what)
         schema_id, payload = split_header(data, self.what)
+        if self.format.name == PROTOBUF:
+            return self._protobuf_record(schema_id, payload)
         if self.format.name == JSON_SR:
             try:
                 return json.loads(payload.decode("utf-8"), parse_float=decimal.Decimal)
@@ -304,7 +321,7 @@ class WireSerde(RecordSerde):
         if self._deserializer is None:
             from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-            self._deserializer = AvroDeserializer(registry_client(self.registry_url))
+            self._deserializer = AvroDeserializer(self._client())
         field = MessageField.KEY if self.is_key else MessageField.VALUE
         try:
             datum = self._deserializer(data, SerializationContext(self.topic, field))
@@ -322,13 +339,20 @@ class WireSerde(RecordSerde):
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _client(self) -> Any:
+        if not self.registry_url:
+            raise RecordSerdeError(
+                f"The {self.what} needs a schema registry: set ksql.schema.registry.url."
+            )
+        return registry_client(self.registry_url)
+
     def _avro_bytes(self, data: Any) -> bytes:
         from confluent_kafka.serialization import MessageField, SerializationContext
 
         if self._serializer is None:
             from confluent_kafka.schema_registry.avro import AvroSerializer
 
-            client = registry_client(self.registry_url)
+            client = self._client()
             given = self.format.get(SCHEMA_ID)
             if given is not None:
                 self._serializer = _GivenSchemaAvroWriter(client, int(given), self.what)
@@ -361,13 +385,97 @@ class WireSerde(RecordSerde):
                 from confluent_kafka.schema_registry import Schema
 
                 try:
-                    self._schema_id = int(registry_client(self.registry_url).register_schema(
+                    self._schema_id = int(self._client().register_schema(
                         self.subject, Schema(self.schema_text(), "JSON")))
                 except Exception as exc:
                     raise RecordSerdeError(
                         f"Cannot register the {self.what} schema under {self.subject}: {_message(exc)}"
                     ) from None
         return bytes([_MAGIC]) + struct.pack(">i", self._schema_id) + json_text(data).encode("utf-8")
+
+
+    def _writer_codec(self) -> Any:
+        """The PROTOBUF codec this serde writes with: the schema registered under the format's
+        schema id, else the one generated from the columns (registered on first use)."""
+        if self._proto is not None:
+            return self._proto
+        from engine.serde.protobuf import ProtoCodec
+
+        full_name = self.format.get(SCHEMA_FULL_NAME)
+        given = self.format.get(SCHEMA_ID)
+        if self.format.name == PROTOBUF and given is not None:
+            self._schema_id = int(given)
+            self._proto = self._registered_codec(int(given), full_name)
+            return self._proto
+        text = self.schema_text()
+        self._proto = ProtoCodec.from_text(text, full_name=full_name)
+        if self.format.name == PROTOBUF:
+            from confluent_kafka.schema_registry import Schema
+
+            try:
+                self._schema_id = int(self._client().register_schema(
+                    self.subject, Schema(text, "PROTOBUF")))
+            except Exception as exc:
+                self._proto = None
+                raise RecordSerdeError(
+                    f"Cannot register the {self.what} schema under {self.subject}: {_message(exc)}"
+                ) from None
+        return self._proto
+
+    def _registered_codec(self, schema_id: int, full_name: str | None = None) -> Any:
+        """The PROTOBUF codec of the schema registered under ``schema_id`` (with the files it
+        references), cached per id."""
+        codec = self._proto_readers.get(schema_id)
+        if codec is not None and full_name is None:
+            return codec
+        from engine.serde.protobuf import ProtoCodec
+
+        client = self._client()
+        try:
+            schema = client.get_schema(schema_id)
+            imports = {str(ref.name): str(client.get_version(ref.subject, ref.version).schema.schema_str)
+                       for ref in schema.references or ()}
+        except Exception as exc:
+            raise RecordSerdeError(
+                f"Cannot read the {self.what} schema with id {schema_id}: {_message(exc)}"
+            ) from None
+        if str(schema.schema_type or "").upper() != PROTOBUF:
+            raise RecordSerdeError(
+                f"The {self.what} schema with id {schema_id} is a {schema.schema_type} schema, not PROTOBUF."
+            )
+        try:
+            codec = ProtoCodec.from_text(str(schema.schema_str), full_name=full_name, imports=imports)
+        except RecordSerdeError as exc:
+            raise RecordSerdeError(f"Cannot read the {self.what} schema with id {schema_id}: {exc}") from None
+        if full_name is None:
+            self._proto_readers[schema_id] = codec
+        return codec
+
+    def _protobuf_bytes(self, data: Any) -> bytes:
+        from engine.serde.protobuf import encode_message_indexes
+
+        codec = self._writer_codec()
+        payload = codec.encode(data, self.columns, self.what)
+        if self.format.name == PROTOBUF_NOSR:
+            return payload
+        header = bytes([_MAGIC]) + struct.pack(">i", int(self._schema_id or 0))
+        return header + encode_message_indexes(codec.indexes) + payload
+
+    def _protobuf_record(self, schema_id: int, payload: bytes) -> Any:
+        from engine.serde.protobuf import decode_message_indexes
+
+        indexes, body = decode_message_indexes(payload, self.what)
+        codec = self._registered_codec(schema_id)
+        message_class = codec.class_for(indexes)
+        if message_class is None:
+            raise RecordSerdeError(
+                f"The {self.what} bytes name the message indexes {list(indexes)}, which the schema with id "
+                f"{schema_id} does not define."
+            )
+        try:
+            return codec.decode(body, self.what, message_class)
+        except RecordSerdeError as exc:
+            raise RecordSerdeError(f"Cannot read the {self.what} with schema id {schema_id}: {exc}") from None
 
 
 class _GivenSchemaAvroWriter:
@@ -397,8 +505,10 @@ class _GivenSchemaAvroWriter:
 
 def wire_serde(serde: RecordSerde, topic: str, registry_url: str | None) -> RecordSerde:
     """``serde`` with the registry's wire format when its format has one and a registry is
-    configured; ``serde`` itself otherwise."""
-    if registry_url and serde.format.name in WIRE_FORMATS and serde.columns:
+    configured (PROTOBUF_NOSR: always, it needs none); ``serde`` itself otherwise."""
+    if not serde.columns or serde.format.name not in WIRE_FORMATS:
+        return serde
+    if registry_url or serde.format.name == PROTOBUF_NOSR:
         return WireSerde(serde, topic, registry_url)
     return serde
 

@@ -57,3 +57,64 @@ def test_a_query_reads_and_writes_the_registry_wire_format(
     assert [(v["NAME"], str(v["DOUBLED"])) for v in values] == [("A", "2.50"), ("B", "40.00")]
     latest = registry_client(url).get_latest_version(f"{sink}-value")
     assert {split_header(r.value or b"", "value")[0] for r in records} == {latest.schema_id}
+
+
+@pytest.mark.parametrize("fmt", ["PROTOBUF", "PROTOBUF_NOSR"])
+def test_a_query_reads_and_writes_protobuf_records(
+    fmt: str, kafka_broker: Any, schema_registry: Any, tmp_path: Path
+) -> None:
+    """Binary protobuf through the real registry (PROTOBUF: Confluent framing with the message
+    indexes, the schema with its well-known imports registered on Apicurio; PROTOBUF_NOSR:
+    the bare payload), nested structs, arrays, maps, decimals and timestamps included."""
+    bootstrap, url = kafka_broker.bootstrap_servers, schema_registry.url
+    source, sink = f"pb_{uuid.uuid4().hex[:8]}", f"PB_OUT_{uuid.uuid4().hex[:8]}"
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    columns = (
+        Column("NAME", T.parse_type("STRING")), Column("PRICE", T.parse_type("DECIMAL(6, 2)")),
+        Column("ADDR", T.parse_type("STRUCT<CITY STRING, ZIP INT>")), Column("TAGS", T.parse_type("ARRAY<STRING>")),
+        Column("ATTRS", T.parse_type("MAP<STRING, BIGINT>")), Column("AT", T.parse_type("TIMESTAMP")),
+    )
+    writer = wire_serde(value_serde(FormatInfo(fmt, {}), columns, SerdeFeatures()), source, url)
+    producer = RecordProducer(bootstrap)
+    rows = [("a", "1.25", "lyon", 1700000000123), ("b", "20.00", "nice", 0)]
+    for i, (name, price, city, at) in enumerate(rows):
+        value = {"NAME": name, "PRICE": price, "ADDR": {"CITY": city, "ZIP": i}, "TAGS": [name, "t"],
+                 "ATTRS": {"k": i}, "AT": at}
+        producer.send(source, ProducerRecord(key=None, value=writer.to_bytes(value), timestamp=1000 + i))
+    producer.send(source, ProducerRecord(key=None, value=b"\x00\x00\x00\x00\x07not protobuf", timestamp=1002))
+    producer.flush()
+    columns_sql = "NAME STRING, PRICE DECIMAL(6, 2), ADDR STRUCT<CITY STRING, ZIP INT>, " \
+                  "TAGS ARRAY<STRING>, ATTRS MAP<STRING, BIGINT>, AT TIMESTAMP"
+
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    app.load()
+    app.submit(f"""
+        SET 'auto.offset.reset'='earliest';
+        SET 'ksql.schema.registry.url'='{url}';
+        CREATE STREAM ORDERS ({columns_sql}) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='{fmt}');
+        CREATE STREAM {sink} WITH (KAFKA_TOPIC='{sink}') AS
+            SELECT UCASE(NAME) AS NAME, PRICE * 2 AS DOUBLED, ADDR->CITY AS CITY, ADDR, TAGS[1] AS FIRST,
+                   ATTRS, AT FROM ORDERS;
+    """)
+    try:
+        app.run_until_caught_up()
+    finally:
+        app.stop()
+
+    out_columns = (
+        Column("NAME", T.parse_type("STRING")), Column("DOUBLED", T.parse_type("DECIMAL(7, 2)")),
+        Column("CITY", T.parse_type("STRING")), Column("ADDR", T.parse_type("STRUCT<CITY STRING, ZIP INT>")),
+        Column("FIRST", T.parse_type("STRING")), Column("ATTRS", T.parse_type("MAP<STRING, BIGINT>")),
+        Column("AT", T.parse_type("TIMESTAMP")),
+    )
+    reader = wire_serde(value_serde(FormatInfo(fmt, {}), out_columns, SerdeFeatures()), sink, url)
+    records = list(read_topic(bootstrap, sink))
+    values = [reader.from_bytes(r.value) for r in records]
+    assert [(v["NAME"], str(v["DOUBLED"]), v["CITY"], v["ADDR"], v["FIRST"], v["ATTRS"], v["AT"]) for v in values] == [
+        ("A", "2.50", "lyon", {"CITY": "lyon", "ZIP": 0}, "a", {"k": 0}, 1700000000123),
+        ("B", "40.00", "nice", {"CITY": "nice", "ZIP": 1}, "b", {"k": 1}, 0),
+    ]
+    if fmt == "PROTOBUF":
+        latest = registry_client(url).get_latest_version(f"{sink}-value")
+        assert {split_header(r.value or b"", "value")[0] for r in records} == {latest.schema_id}
+        assert "google.protobuf.Timestamp AT" in latest.schema.schema_str
