@@ -70,6 +70,14 @@ class TopicAdmin:
             raise KafkaClientError(f"Cannot describe topic '{name}': {error_text(topic.error)}.")
         return len(topic.partitions)
 
+    def describe_topic(self, name: str) -> tuple[int, int] | None:
+        """An existing topic's partition count and replication factor (its least replicated
+        partition's); None when there is no such topic."""
+        topic = self._metadata(name).topics.get(name)
+        if topic is None or topic.error is not None or not topic.partitions:
+            return None
+        return len(topic.partitions), min(len(p.replicas) for p in topic.partitions.values())
+
     def topic_config(self, name: str) -> dict[str, str]:
         """The topic's effective configuration (``cleanup.policy``, ``retention.ms``, ...)."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, name)

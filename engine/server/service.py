@@ -38,7 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.application import CHECKPOINT_DIR, StreamingApplication, build_streaming_query
+from engine.application import (
+    CHECKPOINT_DIR,
+    SCHEMA_REGISTRY_URL,
+    StreamingApplication,
+    build_streaming_query,
+)
 from engine.commandlog import Command, CommandLog, QueuedCommand
 from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
 from engine.kafka.admin import TopicAdmin
@@ -529,10 +534,23 @@ class KsqlService:
             except KsqlError as exc:
                 raise ServiceError(f"Failed to insert values into '{stmt.target}'. {exc}") from None
             return None
+        if isinstance(stmt, ast.AssertStatement) and stmt.kind in ("TOPIC", "SCHEMA"):
+            return self._assert(stmt, text, properties)
         if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.AlterSource
                       | ast.TerminateQuery):
             return self._distribute(stmt, text, properties)
         raise ServiceError(f"kspark's server does not support this statement yet: {text}")
+
+    def _assert(self, stmt: ast.AssertStatement, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+        """ASSERT [NOT EXISTS] TOPIC / SCHEMA (``engine.server.asserts``): checked, never logged."""
+        from engine.server import asserts
+
+        with self._engine_lock:
+            config = {**self.engine.config, **properties}
+        if stmt.kind == "TOPIC":
+            return asserts.assert_topic(stmt, text, asserts.TopicDescriber(self.bootstrap_servers), config)
+        registry = config.get(SCHEMA_REGISTRY_URL) or self.app.topics.registry_url
+        return asserts.assert_schema(stmt, text, asserts.RegistryLookup(registry), config)
 
     def _distribute(self, stmt: Any, text: str, properties: dict[str, Any]) -> dict[str, Any]:
         """Write the statement to the command log and answer once this server applied it."""

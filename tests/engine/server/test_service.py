@@ -243,3 +243,18 @@ def test_alter_adds_columns_that_a_restart_keeps_and_refusals_are_statement_erro
         assert str(again.engine.metastore.get("A").schema).endswith("`W` STRING, `X` BIGINT")
     finally:
         again.close()
+
+
+def test_assert_topic_through_the_service_answers_without_writing_a_command(kafka_broker, service_id, tmp_path) -> None:
+    service = _service(kafka_broker.bootstrap_servers, service_id, tmp_path)
+    try:
+        service.execute(_create("A", f"a_{service_id}"))
+        position = service.log.position
+        [entity] = service.execute(f"ASSERT TOPIC `a_{service_id}` WITH (PARTITIONS=1) TIMEOUT 1 SECONDS;")
+        assert entity["@type"] == "assert_topic" and entity["exists"] is True
+        with pytest.raises(ServiceError, match=f"Topic b_{service_id} does not exist") as raised:
+            service.execute(f"ASSERT TOPIC `b_{service_id}` TIMEOUT 0 SECONDS;")
+        assert raised.value.code == 41700
+        assert service.log.position == position  # nothing was written
+    finally:
+        service.close()
