@@ -21,6 +21,11 @@ update per input record). Each runs three ways:
 Each is run once on 1,000 records to warm up, then timed once on N. The outputs are
 checked against each other (record count and totals) before any figure prints. This is a
 benchmark, not a test: ``nox -s perf``. The report goes to ``reports/perf.json``.
+
+Besides the elapsed time, each run's CPU time is measured: user and system seconds of this
+process and all its descendants (Spark's JVM and its Python workers, read from ``/proc``).
+On a machine others share, elapsed times follow the load; CPU seconds move much less, so
+their ratio is the steadier comparison (the targets are on elapsed time).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import json
 import os
 import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +92,63 @@ _V1 = {
 }
 
 
+@dataclass(frozen=True)
+class Timing:
+    """One timed run: elapsed seconds and CPU seconds of the process tree (None: not measurable)."""
+
+    seconds: float
+    cpu_seconds: float | None
+
+
+def process_tree_cpu_seconds(pid: int | None = None) -> float | None:
+    """User and system CPU seconds used so far by process ``pid`` (default: this one) and its
+    descendants, live ones and those already waited for (Linux ``/proc``; None elsewhere)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    root = os.getpid() if pid is None else pid
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        # Fields after the command name (which may hold spaces): state, ppid, ... utime (14th
+        # field), stime, cutime, cstime (the children it waited for).
+        fields = text.rsplit(")", 1)[1].split()
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / tick
+    if root not in used:
+        return None
+    tree, pending = {root}, [root]
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in tree:
+                tree.add(child)
+                pending.append(child)
+    return sum(used[p] for p in tree)
+
+
+class _Clock:
+    """Elapsed and process-tree CPU time from ``start()`` to ``stop()``."""
+
+    def start(self) -> None:
+        self._cpu = process_tree_cpu_seconds()
+        self._start = time.perf_counter()
+
+    def stop(self) -> Timing:
+        seconds = time.perf_counter() - self._start
+        cpu = process_tree_cpu_seconds()
+        return Timing(seconds, None if cpu is None or self._cpu is None else cpu - self._cpu)
+
+
 def orders(n: int) -> list[dict[str, Any]]:
     """``n`` order values, deterministic."""
     return [{"ITEM": f"widget-{i % 50}", "QTY": i % 7, "PRICE": (i % 100) / 4} for i in range(n)]
@@ -101,8 +164,8 @@ def with_python_steps(step: Step) -> Step:
 
 def run_engine(
     spark: SparkSession, values: list[dict[str, Any]], query: str, *, python_steps: bool
-) -> tuple[float, list[Any]]:
-    """Seconds for the engine's query over ``values`` (build and run), and its output values."""
+) -> tuple[Timing, list[Any]]:
+    """The timing of the engine's query over ``values`` (build and run), and its output values."""
     sink, statement = QUERIES[query]
     engine = KsqlEngine({NATIVE_STEPS: "true"})
     engine.create_topic(TopicInfo("orders"))
@@ -116,17 +179,18 @@ def run_engine(
     if isinstance(source, N.StreamSourceV2):
         # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
         runtime.encoded_rows("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
-    start = time.perf_counter()
+    clock = _Clock()
+    clock.start()
     built = build(root, BuildContext(runtime=runtime, query_id=plan.query_id))
     written = runtime.write_sink(sink, built.df, None, built.codec)
-    seconds = time.perf_counter() - start
-    return seconds, [r.value for r in written]
+    return clock.stop(), [r.value for r in written]
 
 
-def run_pyspark(spark: SparkSession, values: list[dict[str, Any]], query: str) -> tuple[float, list[Any]]:
-    """Seconds for the hand-written job over the JSON texts, and its output values."""
+def run_pyspark(spark: SparkSession, values: list[dict[str, Any]], query: str) -> tuple[Timing, list[Any]]:
+    """The timing of the hand-written job over the JSON texts, and its output values."""
     texts = [(i, json.dumps(v)) for i, v in enumerate(values)]
-    start = time.perf_counter()
+    clock = _Clock()
+    clock.start()
     raw = spark.createDataFrame(texts, "id long, value string")
     parsed = raw.select("id", F.from_json("value", ORDER_SCHEMA).alias("v"))
     if query == "stateless":
@@ -145,8 +209,7 @@ def run_pyspark(spark: SparkSession, values: list[dict[str, Any]], query: str) -
             ).alias("value"),
         )
     values_out = [json.loads(r["value"]) for r in out.collect()]
-    seconds = time.perf_counter() - start
-    return seconds, values_out
+    return clock.stop(), values_out
 
 
 def _check(name: str, got: list[Any], want: list[Any]) -> None:
@@ -156,6 +219,47 @@ def _check(name: str, got: list[Any], want: list[Any]) -> None:
         raise SystemExit(
             f"perf: {name} produced {len(got)} records (TOTAL sum {total}); expected {len(want)} ({expected})."
         )
+
+
+def _ratio(part: float | None, whole: float | None) -> float | None:
+    return None if part is None or not whole else part / whole
+
+
+def query_report(query: str, target: float, timings: dict[str, Timing]) -> dict[str, Any]:
+    """The report entry of one query: elapsed and CPU seconds of each way, and their ratios to
+    the hand-written job's (``timings`` by way: engine, engine_python_steps, pyspark)."""
+    base = timings["pyspark"]
+    engines = ("engine", "engine_python_steps")
+    return {
+        "query": " ".join(QUERIES[query][1].split()),
+        "seconds": {k: t.seconds for k, t in timings.items()},
+        "ratio": {k: timings[k].seconds / base.seconds for k in engines},
+        "cpu_seconds": {k: t.cpu_seconds for k, t in timings.items()},
+        "cpu_ratio": {k: _ratio(timings[k].cpu_seconds, base.cpu_seconds) for k in engines},
+        "target_ratio": target,
+    }
+
+
+def summary_lines(query: str, records: int, target: float, entry: dict[str, Any]) -> list[str]:
+    """What ``main`` prints for one query's report entry."""
+
+    def cpu(way: str) -> str:
+        seconds, ratio = entry["cpu_seconds"][way], entry["cpu_ratio"].get(way)
+        if seconds is None:
+            return ""
+        return f"   CPU {seconds:7.2f} s" + ("" if ratio is None else f"   ratio {ratio:.2f}")
+
+    seconds, ratio = entry["seconds"], entry["ratio"]
+    rows = [
+        ("pyspark", f"  hand-written PySpark      {seconds['pyspark']:8.2f} s"),
+        ("engine", f"  engine (native steps)     {seconds['engine']:8.2f} s   ratio {ratio['engine']:.2f} (target <= {target})"),
+        ("engine_python_steps",
+         f"  engine (Python steps, V1) {seconds['engine_python_steps']:8.2f} s   ratio {ratio['engine_python_steps']:.2f}"),
+    ]
+    width = max(len(text) for _, text in rows)
+    lines = [f"{query}, {records:,} JSON records in memory, outputs checked (elapsed; CPU of all processes):"]
+    lines += [(text.ljust(width) + cpu(way)).rstrip() for way, text in rows]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,21 +279,14 @@ def main(argv: list[str] | None = None) -> int:
         for python_steps in (False, True):
             run_engine(spark, warm, query, python_steps=python_steps)
         run_pyspark(spark, warm, query)
-        pyspark_s, reference = run_pyspark(spark, values, query)
-        engine_s, native_out = run_engine(spark, values, query, python_steps=False)
-        python_s, python_out = run_engine(spark, values, query, python_steps=True)
+        pyspark, reference = run_pyspark(spark, values, query)
+        engine, native_out = run_engine(spark, values, query, python_steps=False)
+        python, python_out = run_engine(spark, values, query, python_steps=True)
         _check(f"the engine ({query})", native_out, reference)
         _check(f"the engine with Python steps ({query})", python_out, reference)
-        report[query] = {
-            "query": " ".join(QUERIES[query][1].split()),
-            "seconds": {"engine": engine_s, "engine_python_steps": python_s, "pyspark": pyspark_s},
-            "ratio": {"engine": engine_s / pyspark_s, "engine_python_steps": python_s / pyspark_s},
-            "target_ratio": target,
-        }
-        print(f"{query}, {args.records:,} JSON records in memory, outputs checked:")
-        print(f"  hand-written PySpark      {pyspark_s:8.2f} s")
-        print(f"  engine (native steps)     {engine_s:8.2f} s   ratio {engine_s / pyspark_s:.2f} (target <= {target})")
-        print(f"  engine (Python steps, V1) {python_s:8.2f} s   ratio {python_s / pyspark_s:.2f}")
+        report[query] = query_report(query, target, {"engine": engine, "engine_python_steps": python, "pyspark": pyspark})
+        print("\n".join(summary_lines(query, args.records, target, report[query])))
+    report["machine"]["load_after"] = os.getloadavg()
     Path(args.report).parent.mkdir(parents=True, exist_ok=True)
     Path(args.report).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"report: {args.report}")

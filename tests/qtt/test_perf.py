@@ -1,0 +1,70 @@
+"""The perf benchmark's measuring and reporting (the benchmark itself runs in ``nox -s perf``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qtt.perf import Timing, process_tree_cpu_seconds, query_report, summary_lines
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="CPU time is read from Linux /proc")
+
+# Spins until the process has used 0.3 CPU seconds (however loaded the machine), then says so.
+SPIN = "import sys, time\nwhile time.process_time() < 0.3: pass\nprint('done', flush=True)\n"
+
+
+@needs_proc
+def test_cpu_of_a_child_that_was_waited_for_is_counted():
+    before = process_tree_cpu_seconds()
+    subprocess.run([sys.executable, "-c", SPIN], check=True, capture_output=True)
+    after = process_tree_cpu_seconds()
+    assert before is not None and after is not None
+    assert after - before >= 0.25  # /proc counts whole clock ticks
+
+
+@needs_proc
+def test_cpu_of_a_live_grandchild_is_counted():
+    # A child that starts a spinning grandchild and keeps both alive until stdin closes, as
+    # Spark's JVM keeps its Python workers.
+    parent = (
+        "import subprocess, sys\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {SPIN + 'import sys; sys.stdin.read()'!r}],"
+        " stdout=subprocess.PIPE, text=True)\n"
+        "print(child.stdout.readline().strip(), flush=True)\n"
+        "sys.stdin.read()\n"
+        "child.kill()\n"
+    )
+    before = process_tree_cpu_seconds()
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "done"
+        during = process_tree_cpu_seconds()
+    finally:
+        proc.communicate("")
+    assert before is not None and during is not None
+    assert during - before >= 0.25
+
+
+def test_a_process_that_does_not_exist_has_no_cpu_time():
+    assert process_tree_cpu_seconds(2**22 + 12345) is None
+
+
+def test_the_report_gives_elapsed_and_cpu_ratios_to_the_hand_written_job():
+    timings = {"engine": Timing(6.0, 9.0), "engine_python_steps": Timing(8.0, 12.0), "pyspark": Timing(2.0, 3.0)}
+    entry = query_report("stateless", 1.3, timings)
+    assert entry["ratio"] == {"engine": 3.0, "engine_python_steps": 4.0}
+    assert entry["cpu_ratio"] == {"engine": 3.0, "engine_python_steps": 4.0}
+    lines = summary_lines("stateless", 100_000, 1.3, entry)
+    assert lines[0].startswith("stateless, 100,000 JSON records")
+    assert "ratio 3.00 (target <= 1.3)" in lines[2] and lines[2].endswith("CPU    9.00 s   ratio 3.00")
+    assert len({line.index("CPU") for line in lines[1:]}) == 1  # one column
+
+
+def test_without_cpu_times_only_elapsed_times_print():
+    timings = {"engine": Timing(6.0, None), "engine_python_steps": Timing(8.0, None), "pyspark": Timing(2.0, None)}
+    entry = query_report("group_by", 2.0, timings)
+    assert entry["cpu_ratio"] == {"engine": None, "engine_python_steps": None}
+    assert not any("CPU" in line for line in summary_lines("group_by", 10, 2.0, entry)[1:])
