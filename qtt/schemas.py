@@ -134,9 +134,9 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
 
 
 def _generated_schema(serde: Any) -> Any:
-    """The schema kspark generates for a serde's columns (PROTOBUF: a proto3 message of the
-    columns with scalar types; a non-scalar column is written as bytes, which only keeps the
-    runner's id sequence: a CREATE with columns never reads its own schema back)."""
+    """The schema kspark generates for a serde's columns: the engine's (``avro_schema``,
+    ``json_schema``, and ksqlDB's proto3 text ``proto_schema`` for PROTOBUF)."""
+    from engine.serde.protobuf import proto_schema
     from engine.serde.registry import avro_schema, json_schema
 
     fmt = serde.format.name
@@ -144,17 +144,7 @@ def _generated_schema(serde: Any) -> Any:
         return avro_schema(serde)
     if fmt == "JSON_SR":
         return json_schema(serde)
-    lines = [
-        f"  {_PROTO_SCALARS.get(c.type.base.value, 'bytes')} {c.name} = {i};"
-        for i, c in enumerate(serde.columns, start=1)
-    ]
-    return 'syntax = "proto3";\n\nmessage ConnectDefault1 {\n' + "\n".join(lines) + "\n}\n"
-
-
-_PROTO_SCALARS = {
-    "BOOLEAN": "bool", "INTEGER": "int32", "BIGINT": "int64", "DOUBLE": "double", "STRING": "string",
-    "BYTES": "bytes",
-}
+    return proto_schema(serde.columns, serde.format)
 
 
 def _java_hash_map_order(topics: Sequence[TopicSpec], others: int) -> list[TopicSpec]:

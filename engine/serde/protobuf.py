@@ -537,13 +537,8 @@ def _fill(message: Any, record: Mapping[str, Any], types: Mapping[str, T.SqlType
     upper = {name.upper(): fd for name, fd in fields.items()}
     for key, value in record.items():
         fd = fields.get(str(key)) or upper.get(str(key).upper())
-        if fd is None:
-            raise RecordSerdeError(
-                f"Cannot write the {where}: the protobuf message {message.DESCRIPTOR.full_name} has no field "
-                f"'{key}'."
-            )
-        if value is None:
-            continue
+        if fd is None or value is None:
+            continue  # a field the message lacks is not written, as AVRO's writer drops it
         t = types.get(str(key)) or next((v for k, v in types.items() if k.upper() == str(key).upper()), None)
         path = f"{where} field {fd.name}"
         if _is_map(fd):

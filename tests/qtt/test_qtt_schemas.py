@@ -140,3 +140,15 @@ def test_statement_columns_register_schemas_first_in_ksqldbs_runner_order() -> N
     # Without statement schemas the declared order stands.
     (plain,) = expand_case({**raw, "statements": raw["statements"][2:]}, Path("ids.json"), 0)
     assert runner_topics(plain) == plain.topics
+
+
+def test_a_protobuf_create_with_columns_registers_ksqldbs_full_proto3_schema() -> None:
+    from qtt.schemas import _statement_topic
+
+    spec = _statement_topic(
+        "CREATE STREAM S (K STRING KEY, A STRUCT<B INT>, P DECIMAL(4, 2), L ARRAY<BIGINT>) "
+        "WITH (kafka_topic='s', format='PROTOBUF');", {})
+    assert spec is not None
+    assert "message ConnectDefault1" in spec.value_schema and "ConnectDefault2 A = 1;" in spec.value_schema
+    assert "confluent.type.Decimal P = 2" in spec.value_schema and "repeated int64 L = 3;" in spec.value_schema
+    assert "string K = 1;" in spec.key_schema
