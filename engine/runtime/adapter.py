@@ -329,13 +329,15 @@ class BoundedRuntime:
         ident = codec_id(codec)
         columns = df.toArrow().to_pydict()
         order = sorted(range(len(columns[SEQ])), key=lambda i: columns[SEQ][i])
+        keys = codec.key.qtt_from_bytes_many(columns["__key"])
+        values = codec.value.qtt_from_bytes_many(columns["__value"])
         written = []
         for i in order:
             key, value = columns["__key"][i], columns["__value"][i]
             record = TopicRecord(
                 topic=topic,
-                key=codec.key.qtt_from_bytes(key),
-                value=codec.value.qtt_from_bytes(value),
+                key=keys[i],
+                value=values[i],
                 timestamp=columns["__ts"][i],
                 partition=columns["__partition"][i],
                 headers=tuple(Header(h["KEY"], h["VALUE"]) for h in (columns[HEADERS][i] or ())),

@@ -61,6 +61,10 @@ class RecordSerde(ABC):
         (``from_bytes`` keeps what the bytes say: a DOUBLE ``1.5`` is a decimal there)."""
         return self.serialize(self.deserialize(self.from_bytes(data)))
 
+    def qtt_from_bytes_many(self, data: Sequence[bytes | None]) -> list[Any]:
+        """``qtt_from_bytes`` of each item, in order (a serde may decode them in one go)."""
+        return [self.qtt_from_bytes(d) for d in data]
+
 
 class EmptySerde(RecordSerde):
     """A serde for no columns (the NONE format, or a key without key columns): data is ignored."""

@@ -52,3 +52,38 @@ def test_a_decimal_column_takes_the_general_path():
     serde = JsonSerde(FormatInfo("JSON"), [Column("M", T.Decimal(4, 2))], wrapped=True, is_key=False)
     qtt = serde.serialize({"M": __import__("decimal").Decimal("1.50")})
     assert serde.qtt_from_bytes(serde.to_bytes(qtt)) == qtt
+
+
+def _each(serde, data):
+    """``qtt_from_bytes`` of each item, or the type of the error it raises."""
+    out = []
+    for d in data:
+        try:
+            out.append(serde.qtt_from_bytes(d))
+        except Exception as exc:  # noqa: BLE001 - the error is what is compared
+            return type(exc)
+    return out
+
+
+@given(st.lists(st.none() | ROWS, max_size=20))
+def test_many_plain_json_texts_read_as_each_alone(rows):
+    serde = JsonSerde(FormatInfo("JSON"), COLUMNS, wrapped=True, is_key=False)
+    data = [None if r is None else serde.to_bytes(serde.serialize(r)) for r in rows]
+    assert _same(dict(enumerate(serde.qtt_from_bytes_many(data))), dict(enumerate(_each(serde, data))))
+
+
+def test_texts_that_are_not_one_json_value_each_are_read_one_by_one():
+    serde = JsonSerde(FormatInfo("JSON"), [Column("I", T.INTEGER)], wrapped=False, is_key=False)
+    # Each list joins into a valid JSON array of another length, or into no JSON at all.
+    for data in ([b"1,2", b"3"], [b"[1", b"2]"], [b'"a', b'b"'], [b"1", b""], [b"\xef\xbb\xbf1", b"2"]):
+        want = _each(serde, data)
+        if isinstance(want, list):
+            assert serde.qtt_from_bytes_many(data) == want, data
+        else:
+            try:
+                serde.qtt_from_bytes_many(data)
+            except want:
+                continue
+            raise AssertionError(f"{data!r} read without the error {want.__name__}")
+    assert serde.qtt_from_bytes_many([None, b"7", None]) == [None, 7, None]
+    assert serde.qtt_from_bytes_many([]) == []
