@@ -1,8 +1,8 @@
 """``qtt rest`` with a schema registry: a real kspark server, broker and registry.
 
-The project's ``tests/rest_cases/schema-registry.json`` (AVRO and JSON_SR inputs in the
-registry's wire format; persistent, push and pull queries and INSERT VALUES on the server)
-must pass; PROTOBUF stays unsupported and is counted so.
+The project's ``tests/rest_cases/schema-registry.json`` (AVRO, JSON_SR and PROTOBUF inputs in
+the registry's wire format, PROTOBUF_NOSR as the bare payload; persistent, push and pull
+queries, INSERT VALUES and schema inference on the server) must pass.
 """
 
 from __future__ import annotations
@@ -63,22 +63,25 @@ def harness(kafka_broker: Any, schema_registry: Any, tmp_path_factory: pytest.Te
 def test_the_project_registry_cases_pass(harness: RestHarness) -> None:
     assert harness.registry_url is not None
     cases = load_rest_file(CASES).cases
-    assert {c.id.rsplit(" - ", 1)[-1] for c in cases} >= {"AVRO", "JSON_SR"}
+    assert {c.id.rsplit(" - ", 1)[-1] for c in cases} >= {"AVRO", "JSON_SR", "PROTOBUF", "PROTOBUF_NOSR"}
     results = [run_rest_case(case, harness) for case in cases]
     assert [(r.case_id, r.status, r.reason) for r in results if r.status is not Status.PASSED] == []
 
 
-def test_protobuf_is_unsupported_not_failed(harness: RestHarness, tmp_path: Path) -> None:
+def test_protobuf_key_and_value_through_the_server(harness: RestHarness, tmp_path: Path) -> None:
     path = tmp_path / "protobuf.json"
     path.write_text(json.dumps({"tests": [
         {"name": "inputs", "statements": [
             "CREATE STREAM P (ID STRING KEY, N INT) WITH (kafka_topic='pb_in', format='PROTOBUF');",
             "SELECT * FROM P EMIT CHANGES LIMIT 1;"],
-         "inputs": [{"topic": "pb_in", "key": "a", "value": {"N": 1}}]},
+         "inputs": [{"topic": "pb_in", "key": {"ID": "a"}, "value": {"N": 1}}],
+         "responses": [{"admin": {"@type": "currentStatus"}}, {"query": [
+             {"header": {"schema": "`ID` STRING, `N` INTEGER"}}, {"row": {"columns": ["a", 1]}},
+             {"finalMessage": "Limit Reached"}]}]},
         {"name": "insert values", "statements": [
             "CREATE STREAM Q (ID STRING KEY, N INT) WITH (kafka_topic='pb_out', format='PROTOBUF');",
-            "INSERT INTO Q (ID, N) VALUES ('a', 1);"]},
+            "INSERT INTO Q (ID, N) VALUES ('a', 1);"],
+         "outputs": [{"topic": "pb_out", "key": {"ID": "a"}, "value": {"N": 1}}]},
     ]}))
     results = [run_rest_case(case, harness) for case in load_rest_file(path).cases]
-    assert [r.status for r in results] == [Status.UNSUPPORTED, Status.UNSUPPORTED], [r.reason for r in results]
-    assert all("PROTOBUF" in r.reason for r in results)
+    assert [(r.status, r.reason) for r in results] == [(Status.PASSED, "")] * 2
