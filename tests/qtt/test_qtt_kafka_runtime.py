@@ -357,20 +357,23 @@ def test_header_columns_reach_the_sink_on_kafka(kafka_broker: Any, schema_regist
     assert results[0].passed, results[0].reason
 
 
-def test_avro_and_json_sr_cases_pass_on_kafka_through_the_real_registry(
+def test_registry_format_cases_pass_on_kafka_through_the_real_registry(
     kafka_broker: Any, schema_registry: Any, spark: Any
 ) -> None:
     from engine.serde.registry import registry_client
 
-    ids = ("registry - avro key and value through the registry", "registry - json_sr value through the registry")
+    ids = ("registry - avro key and value through the registry", "registry - json_sr value through the registry",
+           "registry - protobuf key and value through the registry",
+           "registry - protobuf_nosr value keeps nulls with the optional representation")
     results, _ = _run_on_kafka(kafka_broker.bootstrap_servers, spark, ids, schema_registry.url, REGISTRY_CASES)
     assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
     subjects = registry_client(schema_registry.url).get_subjects()
-    for suffix in ("-orders-key", "-orders-value", "-OUT-value", "-readings-value", "-MAXES-value"):
+    for suffix in ("-orders-key", "-orders-value", "-OUT-value", "-readings-value", "-MAXES-value",
+                   "-parts-key", "-parts-value", "-CHEAP-key", "-CHEAP-value"):
         assert any(s.startswith("qtt-") and s.endswith(suffix) for s in subjects), (suffix, subjects)
 
 
 def test_registry_cases_pass_on_the_bounded_runtime() -> None:
     results = [run_case(c, strict=True) for f in load_paths([REGISTRY_CASES]) for c in f.cases]
-    assert len(results) == 2
+    assert len(results) == 4
     assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []
