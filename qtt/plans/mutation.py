@@ -224,8 +224,14 @@ class _PytestPlugin:
         settings.load_profile("kspark-mutation")
 
     def pytest_collection_modifyitems(self, config: Any, items: list[Any]) -> None:
-        """Leave out the tests that need a real component (a broker, a schema registry)."""
-        external = [i for i in items if EXTERNAL_FIXTURES & set(getattr(i, "fixturenames", ()))]
+        """Leave out the test modules with a test that needs a real component (a broker, a
+        schema registry): their module-level setup serves those tests too, and one that
+        reconfigures the process (the Kafka runtime's) stops Spark's workers from applying
+        mutants to the replays that follow."""
+        modules = {
+            _module_of(i) for i in items if EXTERNAL_FIXTURES & set(getattr(i, "fixturenames", ()))
+        }
+        external = [i for i in items if _module_of(i) in modules]
         if external:
             items[:] = [i for i in items if i not in external]
             config.hook.pytest_deselected(items=external)
@@ -259,6 +265,10 @@ class _PytestPlugin:
                 self.first_failure = (label, (message[-1] if message else "failed")[:300])
         elif report.when == "call" or report.skipped:
             self.outcomes.setdefault(label, "skipped" if report.skipped else "passed")
+
+
+def _module_of(item: Any) -> str:
+    return str(item.nodeid).split("::", 1)[0]
 
 
 def _alarm(signum: int, frame: Any) -> None:

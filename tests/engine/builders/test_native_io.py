@@ -166,8 +166,10 @@ def test_json_keys_unwrapped_values_and_a_bigint_timestamp(spark):
     values = [5000, "6000", 0, None, -1, 1.5, "x", [1]]
     records = [TopicRecord("s", f"k{i}", v, 10 + i) for i, v in enumerate(values)]
     records.append(TopicRecord("s", 12, 7000, 99))  # a number for a STRING key
+    records.append(TopicRecord("s", 1.5, 0, 100))  # read in Python (a fraction for a STRING key), at the epoch
     got, skipped = _same(statements, records)
     assert [r[2] for r in got][:3] == [5000, 6000, 0]  # the epoch is a timestamp; negatives are not
+    assert ("1.5", 0, 0) in [(r[0], r[1], r[2]) for r in got]
     assert skipped >= 3
 
 

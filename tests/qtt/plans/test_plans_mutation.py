@@ -217,13 +217,18 @@ def test_imported_modules_name_packages_and_their_imported_members(tmp_path: Pat
     assert imported_modules(source) == {"a.b", "c.d", "c.d.e", "c.d.f"}
 
 
-def test_tests_needing_a_real_component_are_deselected() -> None:
-    items = [SimpleNamespace(fixturenames=names) for names in (["spark"], ["kafka_broker"], ["schema_registry"], [])]
+def test_test_modules_with_a_test_needing_a_real_component_are_deselected() -> None:
+    items = [
+        SimpleNamespace(nodeid=f"tests/{module}.py::t{i}", fixturenames=names)
+        for i, (module, names) in enumerate(
+            [("a", ["spark"]), ("b", ["kafka_broker"]), ("b", ["spark"]), ("c", ["schema_registry"]), ("d", [])]
+        )
+    ]
     dropped: list[Any] = []
     config = SimpleNamespace(hook=SimpleNamespace(pytest_deselected=lambda items: dropped.extend(items)))
     kept = list(items)
     _PytestPlugin().pytest_collection_modifyitems(config, kept)
-    assert kept == [items[0], items[3]] and dropped == [items[1], items[2]]
+    assert kept == [items[0], items[4]] and dropped == [items[1], items[2], items[3]]
 
 
 def test_score_leaves_equivalent_and_invalid_mutants_out() -> None:
