@@ -28,6 +28,7 @@ from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas
 from qtt.plans.layout import SPEC_FILE, SavedVersion, case_slug, latest_version
+from qtt.plans.record import create_topics
 from qtt.plans.replay import ReplayResult, compare_run, load_saved
 from qtt.plans.uptodate import UpToDateResult
 
@@ -50,6 +51,20 @@ class CaseRuns:
         self.up_to_date[up_to_date.case_id] = up_to_date
         if replay is not None and replay.version.path == up_to_date.latest.path:
             self.replays[replay.version.path.resolve()] = replay
+
+
+def _same_topics(engine: Any, case: QttCase) -> bool:
+    """Whether the run's topics have the partitions a replay of the case creates them with
+    (a statement's PARTITIONS, for one, a replay does not apply)."""
+    layout: dict[str, int] = {}
+
+    class _Layout:
+        def create_topic(self, info: Any) -> None:
+            layout.setdefault(info.name, info.partitions)
+
+    create_topics(_Layout(), case)
+    made = engine.topics()
+    return all(name in made and made[name].partitions == count for name, count in layout.items())
 
 
 def _json(value: Any) -> str:
@@ -79,6 +94,10 @@ class CaseRunCapture:
         engine = make_engine(properties)
         if self.latest is None or type(engine) is not KsqlEngine:
             return engine
+        # Planned cases are recorded and replayed with one partition for every topic the case
+        # does not declare (``record.create_topics``); the run that stands for the replay makes
+        # the topics its CREATE statements name the same way (ksqlDB's runner would make 4).
+        engine.statement_topic_partitions = 1  # type: ignore[attr-defined]
         run, close = engine.run, engine.close
         ran: dict[str, Any] = {}
 
@@ -107,6 +126,8 @@ class CaseRunCapture:
             ):
                 return
             if _json(saved.plan.get("configs", {})) != _json(dict(engine.config)):
+                return
+            if not _same_topics(engine, self.case):
                 return
             saved_case = codec.case_from_json(
                 saved.spec["testCase"], case_id=saved.case_id, file=self.latest.path / SPEC_FILE

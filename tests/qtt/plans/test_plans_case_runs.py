@@ -186,3 +186,25 @@ def test_without_qtt_cases_in_the_session_the_case_runs_are_empty(
         """
     )
     pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+def test_a_run_stands_for_a_replay_only_with_the_replays_topic_partitions(recorded: tuple[Path, Path]) -> None:
+    """The QTT runner makes a topic a CREATE statement names with 4 partitions, as ksqlDB's
+    runner does; a planned case's replay with 1: a captured run uses the replay's layout,
+    and one with any other layout does not stand for the replay."""
+    from engine.records import TopicInfo
+    from qtt.plans.case_runs import _same_topics
+
+    cases, root = recorded
+    case = the_case(cases)
+
+    class _Engine:
+        def __init__(self, partitions: int) -> None:
+            self.partitions = partitions
+
+        def topics(self) -> dict[str, TopicInfo]:
+            return {name: TopicInfo(name, partitions=self.partitions) for name in ("orders", "BIG")}
+
+    assert _same_topics(_Engine(1), case) and not _same_topics(_Engine(4), case)
+    capture = CaseRunCapture(case, root)
+    assert getattr(capture.engine_factory({}), "statement_topic_partitions", None) == 1
