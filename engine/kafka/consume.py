@@ -156,16 +156,27 @@ def _partitions(consumer: Consumer, topic: str, timeout: float) -> list[int]:
     return sorted(found.partitions)
 
 
+_LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE})
+
+
 def _watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) -> tuple[int, int]:
-    try:
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(topic, partition), timeout=timeout, cached=False
-        )
-    except KafkaException as exc:
-        raise KafkaClientError(
-            f"Cannot get the end offsets of topic '{topic}' partition {partition}: {error_text(exc)}."
-        ) from None
-    return int(low), int(high)
+    """The partition's offsets; asked again while its leader moves or is not known yet (a
+    topic just created), within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout, cached=False
+            )
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            if code not in _LEADER_MOVING or time.monotonic() >= deadline:
+                raise KafkaClientError(
+                    f"Cannot get the end offsets of topic '{topic}' partition {partition}: {error_text(exc)}."
+                ) from None
+            time.sleep(0.1)
 
 
 def _record(message: Any, topic: str) -> ConsumedRecord | None:

@@ -145,3 +145,23 @@ def test_following_from_the_end_skips_older_records(bootstrap: str, admin: Topic
         done.set()
         follower.join(timeout=10)
     assert seen and set(seen) == {b"new"}
+
+
+def test_end_offsets_are_asked_again_while_a_new_topics_leader_moves() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from engine.kafka.consume import _watermarks
+
+    class _Consumer:
+        def __init__(self, errors: list[int]) -> None:
+            self.errors = errors
+
+        def get_watermark_offsets(self, *args: object, **kwargs: object) -> tuple[int, int]:
+            if self.errors:
+                raise KafkaException(KafkaError(self.errors.pop(0)))
+            return 0, 5
+
+    moving = [KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE]
+    assert _watermarks(_Consumer(moving), "t", 0, 5.0) == (0, 5)  # type: ignore[arg-type]
+    with pytest.raises(KafkaClientError, match="Cannot get the end offsets of topic 't' partition 0"):
+        _watermarks(_Consumer([KafkaError.TOPIC_AUTHORIZATION_FAILED]), "t", 0, 5.0)  # type: ignore[arg-type]
