@@ -57,22 +57,27 @@ def test_an_imported_aggregation_with_having_runs(spark: Any, kp: Any) -> None:
     assert outputs == {"OUTPUT": [("a", {"TOTAL": 5, "LAST": 3})]}
 
 
-def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
+def _stream_table_join(kp: Any, items: dict[str, Any], join_type: str) -> dict[str, Any]:
+    """The plan of ORDERS joined with the table ITEMS (read through the step ``items``)."""
     def aliased(source: dict[str, Any], alias: str, side: str, table: bool) -> dict[str, Any]:
         exprs = [f"{c} AS {alias}_{c}" for c in ("NAME", "QTY", "ROWTIME", "ROWPARTITION", "ROWOFFSET", "ID")]
         return kp.select(source, exprs, [f"{alias}_ID"], ctx=f"PrependAlias{side}", table=table)
 
     left = aliased(kp.stream_source(SOURCE, "orders", "KafkaTopic_Left/Source"), "O", "Left", False)
-    right = aliased(kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source"), "I", "Right", True)
-    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="LEFT",
+    right = aliased(items, "I", "Right", True)
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType=join_type,
                    internalFormats=kp.fmt(), keyColName="O_ID")
     physical = kp.sink(kp.select(join, ["O_QTY AS QTY", "I_NAME AS ITEM"], ["O_ID"]))
     out = kp.create("OUTPUT", "`O_ID` INTEGER KEY, `QTY` INTEGER, `ITEM` STRING", "OUTPUT")
-    plan = kp.query_plan(
+    return kp.query_plan(
         physical, out,
         [kp.create("ORDERS", SOURCE, "orders"), kp.create("ITEMS", SOURCE, "items", table=True)],
         sources=("ORDERS", "ITEMS"),
     )
+
+
+def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
+    plan = _stream_table_join(kp, kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source"), "LEFT")
     outputs = _run(plan, [
         TopicRecord("orders", 1, {"NAME": "x", "QTY": 5}, 10),
         TopicRecord("items", 1, {"NAME": "pear", "QTY": 0}, 20),
@@ -83,25 +88,10 @@ def test_an_imported_stream_table_join_runs(spark: Any, kp: Any) -> None:
 
 def test_a_table_re_keyed_by_its_own_key_for_a_join_runs_as_the_table(spark: Any, kp: Any) -> None:
     """ksqlDB's tableSelectKeyV1 by the table's key column only changes the key's format."""
-    def aliased(source: dict[str, Any], alias: str, side: str, table: bool) -> dict[str, Any]:
-        exprs = [f"{c} AS {alias}_{c}" for c in ("NAME", "QTY", "ROWTIME", "ID")]
-        return kp.select(source, exprs, [f"{alias}_ID"], ctx=f"PrependAlias{side}", table=table)
-
-    left = aliased(kp.stream_source(SOURCE, "orders", "KafkaTopic_Left/Source"), "O", "Left", False)
     items = kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source")
     rekeyed = kp.step("tableSelectKeyV1", "RightSourceKeyed", source=items, internalFormats=kp.fmt(),
                       keyExpression=["ID"])
-    right = aliased(rekeyed, "I", "Right", True)
-    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER",
-                   internalFormats=kp.fmt(), keyColName="O_ID")
-    physical = kp.sink(kp.select(join, ["O_QTY AS QTY", "I_NAME AS ITEM"], ["O_ID"]))
-    out = kp.create("OUTPUT", "`O_ID` INTEGER KEY, `QTY` INTEGER, `ITEM` STRING", "OUTPUT")
-    plan = kp.query_plan(
-        physical, out,
-        [kp.create("ORDERS", SOURCE, "orders"), kp.create("ITEMS", SOURCE, "items", table=True)],
-        sources=("ORDERS", "ITEMS"),
-    )
-    outputs = _run(plan, [
+    outputs = _run(_stream_table_join(kp, rekeyed, "INNER"), [
         TopicRecord("items", 1, {"NAME": "pear", "QTY": 0}, 10),
         TopicRecord("orders", 1, {"NAME": "x", "QTY": 5}, 20),
         TopicRecord("orders", 2, {"NAME": "y", "QTY": 6}, 30),
