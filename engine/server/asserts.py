@@ -51,7 +51,8 @@ def _until(check: Callable[[], str | None], timeout_s: float) -> str | None:
 def assert_topic(stmt: ast.AssertStatement, text: str, admin: Any, config: Mapping[str, Any]) -> dict[str, Any]:
     """The ``assert_topic`` entity, or ``ServiceError`` 41700 when the topic is not as asserted.
 
-    ``admin`` answers ``describe(topic) -> (partitions, replicas) | None`` (None: no such topic).
+    ``admin`` answers ``describe_topic(topic) -> (partitions, replicas) | None`` (None: no such
+    topic), as ``engine.kafka.admin.TopicAdmin`` does.
     """
     topic = str(stmt.target)
     unknown = sorted(k for k in stmt.properties if k.upper() not in _TOPIC_PROPERTIES)
@@ -63,7 +64,7 @@ def assert_topic(stmt: ast.AssertStatement, text: str, admin: Any, config: Mappi
 
     def check() -> str | None:
         try:
-            found = admin.describe(topic)
+            found = admin.describe_topic(topic)
         except KafkaClientError as exc:
             raise ServiceError(str(exc), code=50000) from None
         if found is None:
@@ -107,18 +108,6 @@ def assert_schema(stmt: ast.AssertStatement, text: str, registry: Any, config: M
         raise ServiceError(failure, code=ERROR_ASSERTION_FAILED)
     return {"@type": "assert_schema", "statementText": text, "subject": subject, "id": schema_id,
             "exists": stmt.exists, "warnings": []}
-
-
-class TopicDescriber:
-    """``describe(topic)`` over a broker: (partitions, replication factor), or None."""
-
-    def __init__(self, bootstrap_servers: str) -> None:
-        from engine.kafka.admin import TopicAdmin
-
-        self.admin = TopicAdmin(bootstrap_servers)
-
-    def describe(self, topic: str) -> tuple[int, int] | None:
-        return self.admin.describe_topic(topic)
 
 
 class RegistryLookup:

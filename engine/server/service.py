@@ -548,7 +548,7 @@ class KsqlService:
         with self._engine_lock:
             config = {**self.engine.config, **properties}
         if stmt.kind == "TOPIC":
-            return asserts.assert_topic(stmt, text, asserts.TopicDescriber(self.bootstrap_servers), config)
+            return asserts.assert_topic(stmt, text, TopicAdmin(self.bootstrap_servers), config)
         registry = config.get(SCHEMA_REGISTRY_URL) or self.app.topics.registry_url
         return asserts.assert_schema(stmt, text, asserts.RegistryLookup(registry), config)
 

@@ -12,7 +12,6 @@ from engine.parser import parse
 from engine.server.asserts import (
     ERROR_ASSERTION_FAILED,
     RegistryLookup,
-    TopicDescriber,
     assert_schema,
     assert_topic,
 )
@@ -29,7 +28,7 @@ class _Topics:
     def __init__(self, topics: dict[str, tuple[int, int]], appears_after: int = 0) -> None:
         self.topics, self.appears_after, self.calls = topics, appears_after, 0
 
-    def describe(self, topic: str) -> tuple[int, int] | None:
+    def describe_topic(self, topic: str) -> tuple[int, int] | None:
         self.calls += 1
         return self.topics.get(topic) if self.calls > self.appears_after else None
 
@@ -122,10 +121,10 @@ def test_real_broker_and_registry(kafka_broker: Any, schema_registry: Any) -> No
     from engine.serde.registry import registry_client
 
     topic = f"assert_{uuid.uuid4().hex[:8]}"
-    TopicAdmin(kafka_broker.bootstrap_servers).create_topic(topic, 2)
-    describer = TopicDescriber(kafka_broker.bootstrap_servers)
-    assert describer.describe(topic) == (2, 1)
-    assert describer.describe(topic + "_missing") is None
+    admin = TopicAdmin(kafka_broker.bootstrap_servers)
+    admin.create_topic(topic, 2)
+    assert admin.describe_topic(topic) == (2, 1)
+    assert admin.describe_topic(topic + "_missing") is None
     subject = f"{topic}-value"
     schema_id = registry_client(schema_registry.url).register_schema(
         subject, Schema('{"type":"record","name":"R","fields":[]}', "AVRO"))
