@@ -1,0 +1,41 @@
+"""Py4J's class and package lookups, answered once per name.
+
+PySpark reaches JVM classes by attribute (``sc._jvm.PythonSQLUtils``,
+``jvm.org.apache.spark...``): every access is a round trip in which Py4J tries the name
+under each package the view imports. A miss makes the JVM's class loader look through
+every jar on the class path (about 250), so one lookup costs up to a few milliseconds of
+JVM CPU, and a small query's build does dozens: on the replay of ksqlDB's saved plans it
+was a quarter of the JVM's sampled CPU. A name resolves to the same class or package for
+the life of the JVM as long as the view's imports stay as PySpark set them at start-up
+(kspark adds none), so the first answer is kept on the view or package object, where
+Python's attribute lookup finds it before ``__getattr__`` is asked again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from py4j.java_gateway import JavaClass, JavaPackage, JVMView
+
+_installed = False
+
+
+def cache_jvm_lookups() -> None:
+    """Keep the classes and packages found through ``JVMView`` and ``JavaPackage`` (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    for cls in (JVMView, JavaPackage):
+        cls.__getattr__ = _caching(cls.__getattr__)  # type: ignore[method-assign]
+
+
+def _caching(lookup: Any) -> Any:
+    def cached_lookup(self: Any, name: str) -> Any:
+        found = lookup(self, name)
+        if isinstance(found, JavaClass | JavaPackage):
+            self.__dict__[name] = found
+        return found
+
+    cached_lookup.__doc__ = lookup.__doc__
+    return cached_lookup

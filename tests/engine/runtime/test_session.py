@@ -1,0 +1,72 @@
+"""The shared SparkSession's set-up for small jobs: warm workers, cached JVM lookups, interpreted runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from py4j.clientserver import JavaClient
+from pyspark.sql import SparkSession
+
+from engine.runtime.session import INTERPRETED_CONF, session_conf
+
+
+def test_python_workers_start_with_the_engine_frozen_out_of_the_collector(spark: SparkSession) -> None:
+    # The daemon froze the imported engine: the full collection Spark's worker loop runs
+    # after each task then skips it.
+    def frozen(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import gc
+
+        for batch in batches:
+            yield pa.RecordBatch.from_pylist([{"frozen": gc.get_freeze_count()}] * batch.num_rows)
+
+    (row,) = spark.range(1).mapInArrow(frozen, "frozen long").collect()
+    assert row.frozen > 10_000  # 0 unfrozen; the engine's modules alone are tens of thousands
+
+
+def test_a_jvm_class_is_looked_up_once(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    first = jvm.org.apache.spark.sql.api.python.PythonSQLUtils
+    commands: list[str] = []
+    send = JavaClient.send_command
+
+    def counting(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        commands.append(command)
+        return send(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(JavaClient, "send_command", counting)
+    again = jvm.org.apache.spark.sql.api.python.PythonSQLUtils
+    assert again is first
+    assert commands == []
+
+
+def test_a_cached_jvm_class_still_constructs_and_calls(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    for _ in range(2):
+        values = jvm.java.util.ArrayList()
+        values.add("a")
+        assert values.size() == 1
+        assert jvm.java.lang.Math.max(2, 3) == 3
+
+
+def test_session_conf_runs_the_block_interpreted_and_restores_the_settings(spark: SparkSession) -> None:
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    with session_conf(spark, INTERPRETED_CONF):
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        plan = spark.range(3).selectExpr("id * 2 AS x")._jdf.queryExecution().executedPlan().toString()
+        assert spark.range(3).selectExpr("id * 2 AS x").collect()[2].x == 4
+    assert "*(" not in plan
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+    restored = spark.range(3).selectExpr("id * 2 AS x")._jdf.queryExecution().executedPlan().toString()
+    assert "*(1)" in restored
+
+
+def test_session_conf_restores_the_settings_when_the_block_raises(spark: SparkSession) -> None:
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    with pytest.raises(RuntimeError), session_conf(spark, INTERPRETED_CONF):
+        raise RuntimeError("the block failed")
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
