@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -184,7 +184,7 @@ def run_conformance(
         return run_case(case, strict=strict, file=f.display_name, engine_factory=factory)
 
     jobs = [(f, case) for f in files for case in f.cases]
-    with bar, _in_order(run_one, jobs, count) as results:
+    with bar, _interpreted(runtime, jobs), _in_order(run_one, jobs, count) as results:
         task = bar.add_task("QTT cases", total=total)
         for f in files:
             counts = run.files.setdefault(f.display_name, Counts())
@@ -200,6 +200,17 @@ def run_conformance(
                 bar.advance(task)
     run.wall_seconds = time.perf_counter() - start
     return run
+
+
+def _interpreted(runtime: str, jobs: Sequence[Any]) -> AbstractContextManager[Any]:
+    """Bounded cases run with Spark's interpreted operators: they record no physical plan,
+    and their few records cost less than the code generated for them (see
+    ``engine.runtime.session.INTERPRETED_CONF``)."""
+    if runtime != "bounded" or not jobs:
+        return nullcontext()
+    from engine.runtime.session import INTERPRETED_CONF, get_spark, session_conf
+
+    return session_conf(get_spark(), INTERPRETED_CONF)
 
 
 WORKERS_ENV = "KSPARK_QTT_WORKERS"

@@ -680,8 +680,13 @@ def _camel(name: str) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
+DEFAULT_WORKERS = 3
+"""Cases replayed at once: on 2 cores a third keeps both busy while the others wait on the JVM
+(a 300-version sample: 45.7 s with 2, 40.7 s with 3)."""
+
+
 def replay_all(
-    plans: Sequence[SavedPlan], *, workers: int = 2, on_result: Callable[[VersionResult], None] | None = None
+    plans: Sequence[SavedPlan], *, workers: int = DEFAULT_WORKERS, on_result: Callable[[VersionResult], None] | None = None
 ) -> Iterator[VersionResult]:
     """Replay ``plans`` on the shared SparkSession, a case's versions together (``replay_case``),
     ``workers`` cases at a time, results in order."""
@@ -691,19 +696,15 @@ def replay_all(
             cases[-1].append(saved)
         else:
             cases.append([saved])
-    if workers <= 1 or len(cases) <= 1:
-        done: Iterator[list[VersionResult]] = map(replay_case, cases)
-        for results in done:
-            for result in results:
-                if on_result:
-                    on_result(result)
-                yield result
-        return
-    from engine.runtime.session import get_spark
+    from engine.runtime.session import INTERPRETED_CONF, get_spark, session_conf
 
-    get_spark()  # one session for the run, started before the workers share it
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ksqldb-replay") as pool:
-        for results in pool.map(replay_case, cases):
+    # One session for the run, started before the workers share it; no physical plan is
+    # recorded here, so its small jobs run interpreted.
+    with session_conf(get_spark(), INTERPRETED_CONF), ThreadPoolExecutor(
+        max_workers=max(1, workers), thread_name_prefix="ksqldb-replay"
+    ) as pool:
+        done = map(replay_case, cases) if workers <= 1 else pool.map(replay_case, cases)
+        for results in done:
             for result in results:
                 if on_result:
                     on_result(result)
@@ -715,7 +716,7 @@ def run(
     *,
     pattern: str | None = None,
     sample_size: int | None = None,
-    workers: int = 2,
+    workers: int = DEFAULT_WORKERS,
     on_result: Callable[[VersionResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> ReplayRun:
@@ -796,7 +797,8 @@ def add_command(plans_sub: Any) -> None:
     cmd.add_argument("-k", "--filter", metavar="PATTERN", help="Only versions whose <case>/<version> contains PATTERN.")
     cmd.add_argument("--sample", type=int, metavar="N", help="Replay about N versions, stratified by ksqlDB release (see README).")
     cmd.add_argument(
-        "--workers", type=int, default=2, metavar="N", help="Versions replayed at once on the one SparkSession (2)."
+        "--workers", type=int, default=DEFAULT_WORKERS, metavar="N",
+        help=f"Cases replayed at once on the one SparkSession ({DEFAULT_WORKERS}).",
     )
     cmd.add_argument("--diff", action="store_true", help="Print the diff of each failed version.")
     cmd.add_argument("--no-progress", action="store_true", help="No progress bar (a line per 100 versions instead).")

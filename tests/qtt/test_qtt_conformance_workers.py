@@ -111,3 +111,15 @@ def test_workers_come_from_the_argument_the_environment_or_three(
     assert case_workers(5) == 5
     assert case_workers(5, runtime="kafka") == 1
     assert case_workers(None, own_factories=True) == 1
+
+
+def test_bounded_cases_run_interpreted_and_leave_the_session_as_it_was(spark: SparkSession, mixed: Path) -> None:
+    seen: list[str] = []
+
+    def observe(result: object) -> None:
+        seen.append(spark.conf.get("spark.sql.codegen.wholeStage"))
+
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    run_conformance(load_paths([mixed]), workers=1, on_result=observe)
+    assert set(seen) == {"false"}
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before

@@ -273,3 +273,11 @@ def test_cases_replayed_side_by_side_keep_the_corpus_order(tmp_path: Path, spark
     assert [r.label for r in replay.results] == [p.label for p in discover(tmp_path)]
     assert [bool(r.shared_run) for r in replay.results] == [False, True, False, True]
     assert replay.to_json()["sharedRuns"] == 2 and replay.counts()[PASSED] == 4
+
+
+def test_the_replay_runs_interpreted_and_leaves_the_session_as_it_was(tmp_path: Path, spark: Any) -> None:
+    seen: list[str] = []
+    before = spark.conf.get("spark.sql.codegen.wholeStage")
+    run(_corpus(tmp_path), workers=2, on_result=lambda _: seen.append(spark.conf.get("spark.sql.codegen.wholeStage")))
+    assert seen and set(seen) == {"false"}
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
