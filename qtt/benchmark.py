@@ -76,6 +76,13 @@ class TimedEngine:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        # The runner sets the engine's service id and registry URL: they must reach the engine.
+        if name in ("_inner", "_times"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._inner, name, value)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: ``python -m qtt.benchmark PATH... [--report FILE]``."""

@@ -38,7 +38,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.python.worker.reuse": "true",
     # Workers fork from a daemon that has imported the engine already.
     "spark.python.daemon.module": "engine.runtime.daemon",
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss16m",
+    # C1 only (a short job never repays C2's compile time), with C2's code cache size: at the
+    # C1-only default of 48 MB a long run (the conformance corpus) filled it, and the JVM
+    # stopped compiling and ran the rest of the run in its bytecode interpreter.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m",
     "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.warehouse.dir": os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "kspark-spark-warehouse"
