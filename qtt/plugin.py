@@ -285,7 +285,51 @@ def _engine_factory(config: pytest.Config) -> Any:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Find orphaned planned cases after a full QTT run; they fail it unless allowed."""
+    """Find orphaned planned cases after a full QTT run; they fail it unless allowed.
+
+    Under pytest-xdist each worker hands its counts and orphans to the controller
+    (``pytest_testnodedown``), which prints them and fails the run."""
+    config = session.config
+    _find_orphans(session, exitstatus)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        state = config.stash.get(_PLANS_KEY, None)
+        workeroutput[_WORKER_OUTPUT] = {
+            "counts": dict(config.stash[_COUNTS_KEY]) if _COUNTS_KEY in config.stash else {},
+            "plans": dict(state["counts"]) if state is not None else {},
+            "orphans": list(state["orphans"]) if state is not None else [],
+        }
+    elif _orphans_fail(config):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_WORKER_OUTPUT = "qtt"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller of a pytest-xdist run adds up what a finished worker counted."""
+    output = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT)
+    if not output:
+        return
+    config = node.config
+    counts = config.stash[_COUNTS_KEY]
+    for status, n in output["counts"].items():
+        counts[status] = counts.get(status, 0) + n
+    state = config.stash[_PLANS_KEY]
+    for key in ("passed", "failed", "written"):
+        state["counts"][key] += output["plans"].get(key, 0)
+    # Every worker collects every file, so each finds the same orphans.
+    state["orphans"] = sorted(set(state["orphans"]) | set(output["orphans"]))
+    state["counts"]["orphaned"] = len(state["orphans"])
+
+
+def _orphans_fail(config: pytest.Config) -> bool:
+    state = config.stash.get(_PLANS_KEY, None)
+    return bool(state and state["orphans"]) and not config.getoption("qtt_allow_orphans")
+
+
+def _find_orphans(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     state = config.stash.get(_PLANS_KEY, None)
     root = _planned_root(config)
@@ -303,8 +347,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     cases, _ = current_cases(roots)
     state["orphans"] = find_orphans(root, cases)
     state["counts"]["orphaned"] = len(state["orphans"])
-    if state["orphans"] and not config.getoption("qtt_allow_orphans"):
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -128,3 +128,26 @@ def test_options_live_in_one_qtt_group(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["QTT (query translation test) cases:", "*--qtt-filter=SUBSTRING*", "*qtt_paths*"]
     )
+
+
+def test_with_pytest_xdist_the_controller_prints_the_workers_counts(project: pytest.Pytester) -> None:
+    (project.path / "cases" / "more.json").write_text(json.dumps({"tests": [echo("again"), echo("wrong", value=3)]}))
+    result = project.runpytest_subprocess("-n", "2", "--dist", "loadfile")
+    result.assert_outcomes(passed=3, failed=4, skipped=1)
+    assert "qtt: 6 cases ran: 2 failed, 3 passed, 1 unsupported" in result.stdout.str()
+
+
+def test_orphans_a_worker_found_fail_the_controllers_run(pytester: pytest.Pytester) -> None:
+    from types import SimpleNamespace
+
+    from qtt import plugin
+
+    config = pytester.parseconfigure()
+    output = {"counts": {"passed": 2}, "plans": {"passed": 2, "failed": 0, "written": 0, "orphaned": 1},
+              "orphans": ["gone_case"]}
+    for _ in range(2):  # each worker finds the same orphan
+        plugin.pytest_testnodedown(SimpleNamespace(config=config, workeroutput={"qtt": output}), None)
+    state = config.stash[plugin._PLANS_KEY]
+    assert state["orphans"] == ["gone_case"] and state["counts"]["orphaned"] == 1
+    assert state["counts"]["passed"] == 4
+    assert plugin._orphans_fail(config)
