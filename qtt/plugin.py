@@ -294,8 +294,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         state = config.stash.get(_PLANS_KEY, None)
+        cases: dict[str, int] = config.stash[_COUNTS_KEY] if _COUNTS_KEY in config.stash else {}
         workeroutput[_WORKER_OUTPUT] = {
-            "counts": dict(config.stash[_COUNTS_KEY]) if _COUNTS_KEY in config.stash else {},
+            "counts": dict(cases),
             "plans": dict(state["counts"]) if state is not None else {},
             "orphans": list(state["orphans"]) if state is not None else [],
         }
