@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
-from engine.parser.parser import ParsedStatement, parse, parse_expression, reserved_words
+from engine.parser.parser import (
+    ParsedStatement,
+    creating_statement,
+    parse,
+    parse_expression,
+    reserved_words,
+)
 
-__all__ = ["ParsedStatement", "parse", "parse_expression", "reserved_words"]
+__all__ = ["ParsedStatement", "creating_statement", "parse", "parse_expression", "reserved_words"]

@@ -26,7 +26,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
-from engine.errors import InternalError, ParseError
+from engine.errors import InternalError, KsqlError, ParseError
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -163,6 +163,18 @@ def parse(
         elif isinstance(statement, ast.DropType):
             known_types.pop(statement.name.upper(), None)
     return out
+
+
+def creating_statement(sql: str) -> ParsedStatement | None:
+    """The first statement of a source's saved text: the one that created it (an ALTER appends
+    its own statement to the text). None when the text is empty or no longer parses."""
+    if not sql.strip():
+        return None
+    try:
+        statements = parse(sql)
+    except KsqlError:
+        return None
+    return statements[0] if statements else None
 
 
 def parse_expression(text: str, *, types: Mapping[str, SqlType] | None = None) -> E.Expr:

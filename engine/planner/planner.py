@@ -22,7 +22,6 @@ from engine.analysis.query import (
 from engine.errors import (
     AnalysisError,
     InternalError,
-    KsqlError,
     TypeCheckError,
     UnsupportedFeatureError,
 )
@@ -958,12 +957,7 @@ def _duration_ms(text: str) -> int:
 
 def _is_create_as_select(source: DataSource) -> bool:
     """Whether ``source`` was created by CREATE ... AS SELECT (its statement text says so)."""
-    from engine.parser import parse
+    from engine.parser import creating_statement
 
-    if not source.sql.strip():
-        return False
-    try:
-        statements = parse(source.sql)
-    except KsqlError:
-        return False
-    return bool(statements) and isinstance(statements[0].statement, ast.CreateAsSelect)
+    created = creating_statement(source.sql)
+    return created is not None and isinstance(created.statement, ast.CreateAsSelect)

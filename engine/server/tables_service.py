@@ -26,7 +26,7 @@ from engine.errors import KsqlError, MetastoreError
 from engine.metastore.database import INTERNAL_PATH, TYPES, TypeRow, Write
 from engine.metastore.database.database import MetastoreUnavailableError
 from engine.metastore.database.statements import MetastoreLog
-from engine.parser import ast, parse
+from engine.parser import ast, creating_statement, parse
 from engine.server import entities as E
 from engine.server.errors import ServiceError
 from engine.server.service import KsqlService
@@ -175,12 +175,9 @@ def _normalised(sql: str) -> str:
 
 
 def _creating_statement(sql: str) -> str:
-    """The statement that created a source (an ALTER appends its own statement to the source's text)."""
-    try:
-        statements = parse(sql)
-    except KsqlError:
-        return sql
-    return statements[0].text if statements else sql
+    """The text of the statement that created a source (the whole text if it no longer parses)."""
+    created = creating_statement(sql)
+    return created.text if created is not None else sql
 
 
 def apply_queries_file(service: KsqlService, path: str) -> list[str]:
