@@ -68,6 +68,16 @@ class WindowSpec:
         span = self.gap_ms if self.type == "SESSION" else self.size_ms
         return max(DEFAULT_GRACE_MS - (span or 0), 0)
 
+    @property
+    def store_retention_ms(self) -> int | None:
+        """How long a time window stays in Kafka Streams' window store: its RETENTION, else its
+        size plus its (effective) grace period. None for session windows."""
+        if self.type == "SESSION" or self.size_ms is None:
+            return None
+        if self.retention_ms is not None:
+            return self.retention_ms
+        return self.size_ms + self.effective_grace_ms
+
 
 def _check_aggregations(wire: str, keys: tuple[str, ...], aggs: tuple[SelectExpression, ...]) -> None:
     seen = set(keys)

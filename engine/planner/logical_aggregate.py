@@ -132,15 +132,7 @@ def finish_aggregation(projected: L.LogicalNode, aggregation: AggregateAnalysis)
         schema=projected.schema, is_table=True, window=projected.window, input=projected,
         # ksqlDB's suppression closes windows at their end when no GRACE PERIOD is given
         grace_ms=aggregation.window.grace_ms or 0,
-        retention_ms=store_retention_ms(aggregation.window),
+        retention_ms=aggregation.window.store_retention_ms,
     )
 
 
-def store_retention_ms(window: WindowSpec) -> int | None:
-    """How long a time window stays in Kafka Streams' window store: its RETENTION, else its
-    size plus its (effective) grace period. None for session windows."""
-    if window.type == "SESSION" or window.size_ms is None:
-        return None
-    if window.retention_ms is not None:
-        return window.retention_ms
-    return window.size_ms + window.effective_grace_ms

@@ -222,7 +222,7 @@ def test_having_over_an_aggregate_becomes_the_kspark_aggregate_having(kp: Any) -
          A.WindowSpec(type="HOPPING", size_ms=30_000, advance_ms=10_000, grace_ms=2)),
         (" SESSION ( 5 SECONDS ) ", A.WindowSpec(type="SESSION", gap_ms=5_000)),
         ({"windowType": "TUMBLING", "size": {"value": 2, "timeUnit": "MILLISECONDS"},
-          "gracePeriod": {"value": 1, "timeUnit": "MILLISECONDS"}, "retention": None, "emitStrategy": "FINAL"},
+          "gracePeriod": {"value": 1, "timeUnit": "MILLISECONDS"}, "retention": None, "emitStrategy": "CHANGES"},
          A.WindowSpec(type="TUMBLING", size_ms=2, grace_ms=1)),
         ({"windowType": "SESSION", "gap": {"value": 1, "timeUnit": "HOURS"}},
          A.WindowSpec(type="SESSION", gap_ms=3_600_000)),
@@ -242,6 +242,27 @@ def test_suppress_closes_windows_with_the_aggregate_grace(kp: Any) -> None:
                        refinementInfo={"outputRefinement": "FINAL"})
     chain = _chain(_root(kp, kp.sink(suppress, table=True)))
     assert isinstance(chain[1], A.TableSuppress) and chain[1].grace_ms == 5
+
+
+@pytest.mark.parametrize(
+    ("window", "grace", "retention"),
+    [
+        ({"windowType": "TUMBLING", "size": {"value": 2, "timeUnit": "SECONDS"},
+          "gracePeriod": {"value": 5, "timeUnit": "MILLISECONDS"}, "emitStrategy": "FINAL"}, 5, 2_005),
+        ({"windowType": "HOPPING", "size": {"value": 2, "timeUnit": "SECONDS"}, "advanceBy": {"value": 1, "timeUnit": "SECONDS"},
+          "retention": {"value": 1, "timeUnit": "MINUTES"}, "gracePeriod": None, "emitStrategy": "FINAL"}, 0, 60_000),
+        ({"windowType": "SESSION", "gap": {"value": 1, "timeUnit": "SECONDS"}, "emitStrategy": "FINAL"}, 0, None),
+    ],
+)
+def test_an_aggregate_emitting_final_results_gets_the_emit_final_suppression(
+    kp: Any, window: Any, grace: int, retention: int | None
+) -> None:
+    # ksqlDB 7.3 and later: EMIT FINAL is the windowed aggregate's emit strategy, no suppress step.
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]), "streamWindowedAggregateV1", windowExpression=window)
+    chain = _chain(_root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True)))
+    suppress, aggregate = chain[2], chain[3]
+    assert isinstance(suppress, A.TableSuppressV2) and isinstance(aggregate, A.StreamWindowedAggregate)
+    assert (suppress.grace_ms, suppress.retention_ms) == (grace, retention)
 
 
 def test_flat_map_names_its_results_ksql_synth(kp: Any) -> None:
