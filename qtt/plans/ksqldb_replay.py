@@ -204,7 +204,7 @@ def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
             try:
                 loaded = _load(saved)
                 release, steps = loaded.release, loaded.steps
-                ran = next((r for r in runs.get(loaded.key, ()) if r.reads.agree(r.configs, loaded.imported.configs)), None)
+                ran = next((r for r in runs.get(loaded.key, ()) if r.reads.agree(r.configs, _configs(loaded))), None)
                 if ran is None:
                     ran = _run(loaded)
                     runs.setdefault(loaded.key, []).append(ran)
@@ -436,7 +436,7 @@ def _run(loaded: _Loaded) -> _Run:
     from qtt.verify import avro_decimals_as_numbers
 
     imported, case = loaded.imported, loaded.case
-    configs = dict(imported.configs)
+    configs = _configs(loaded)
     engine = KsqlEngine(configs)
     reads = ConfigReads(engine.config)
     engine.config = reads
@@ -466,6 +466,13 @@ def _run(loaded: _Loaded) -> _Run:
         engine.close()
         raise
     return _Run(engine, produced, built, configs, reads, loaded.saved.label)
+
+
+def _configs(loaded: _Loaded) -> dict[str, Any]:
+    """The configs a version runs with: the saved ones, and the case's properties that they
+    do not set (ksqlDB's runner applied a case's properties, such as
+    ``ksql.functions.collect_list.limit``, which a plan's saved configs may lack)."""
+    return {**{str(k): v for k, v in loaded.case.properties.items()}, **loaded.imported.configs}
 
 
 def _verdict(loaded: _Loaded, ran: _Run) -> dict[str, Any]:

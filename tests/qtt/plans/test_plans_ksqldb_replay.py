@@ -281,3 +281,17 @@ def test_the_replay_runs_interpreted_and_leaves_the_session_as_it_was(tmp_path: 
     run(_corpus(tmp_path), workers=2, on_result=lambda _: seen.append(spark.conf.get("spark.sql.codegen.wholeStage")))
     assert seen and set(seen) == {"false"}
     assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+
+
+def test_a_version_runs_with_its_saved_configs_and_the_case_properties_they_do_not_set() -> None:
+    from types import SimpleNamespace
+
+    from qtt.plans.ksqldb_replay import _configs
+
+    loaded = SimpleNamespace(
+        case=SimpleNamespace(properties={"ksql.functions.collect_list.limit": 1, "ksql.service.id": "case"}),
+        imported=SimpleNamespace(configs={"ksql.service.id": "saved", "ksql.udf.collect.metrics": "false"}),
+    )
+    assert _configs(loaded) == {  # type: ignore[arg-type]
+        "ksql.functions.collect_list.limit": 1, "ksql.service.id": "saved", "ksql.udf.collect.metrics": "false",
+    }
