@@ -166,7 +166,7 @@ def _watermarks(consumer: Consumer, topic: str, partition: int, timeout: float) 
     while True:
         try:
             low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout, cached=False
+                TopicPartition(topic, partition), timeout=max(0.1, deadline - time.monotonic()), cached=False
             )
             return int(low), int(high)
         except KafkaException as exc:

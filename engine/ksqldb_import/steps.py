@@ -495,22 +495,21 @@ def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         spec = V.window_spec(window_node)
         step = A.StreamWindowedAggregate(window=spec, **common)
         window = spec
+        if V.emit_final(window_node):
+            # ksqlDB 7.3 and later plan EMIT FINAL as the aggregate's emit strategy (KIP-825:
+            # a window is emitted from the window store once stream time passes its end plus
+            # grace), where earlier releases added a tableSuppressV1 step: kspark's step for
+            # that is tableSuppressV2, as its own planner chooses for EMIT FINAL.
+            step = A.TableSuppressV2(
+                ctx=f"{ctx}/EmitFinal", source=step, grace_ms=spec.grace_ms or 0,
+                retention_ms=spec.store_retention_ms,
+            )
     elif wire == "tableAggregateV1" and importer.table_aggregate_two_updates:
         step = K.TableAggregateTwoUpdates(**common)
     elif wire == "tableAggregateV1":
         step = A.TableAggregate(**common)
     else:
         step = A.StreamAggregate(**common)
-    if wire == "streamWindowedAggregateV1" and V.emit_final(node["windowExpression"]):
-        # ksqlDB 7.3 and later plan EMIT FINAL as the aggregate's emit strategy (KIP-825: a
-        # window is emitted from the window store once stream time passes its end plus grace),
-        # where earlier releases added a tableSuppressV1 step: kspark's step for that is
-        # tableSuppressV2, as its own planner chooses for EMIT FINAL.
-        assert isinstance(window, A.WindowSpec)
-        step = A.TableSuppressV2(
-            ctx=f"{ctx}/EmitFinal", source=step, grace_ms=window.grace_ms or 0,
-            retention_ms=window.store_retention_ms,
-        )
     shape = Shape(keys, tuple(a.alias for a in aggregations), True, window, frozenset(non_aggregate))
     return Imported(step, shape)
 
