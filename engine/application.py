@@ -243,7 +243,7 @@ class StreamingApplication:
         from engine.runtime.kafka_sink import TransactionalSink
         from engine.runtime.session import get_spark
 
-        spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
+        spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True, long_running=True)
         tasks = self.tasks_of(query)
         offsets = str(self.engine.config.get("auto.offset.reset", "latest")).lower()
         processing_log.configure_spark(spark, self.processing_log)

@@ -379,7 +379,7 @@ def _push_query(
     query = PushQuery(engine, args.bootstrap_servers, text, properties=properties,
                       spark_master=args.spark_master, spark_conf=spark_conf)
     with _console_to(args.spark_log):  # the JVM and its Python workers inherit this stderr
-        get_spark(args.spark_master, spark_conf, kafka=True)
+        get_spark(args.spark_master, spark_conf, kafka=True, long_running=True)
     _stop_on_signals(stop)
     columns = query.schema.columns
     output = _JsonRows(query) if args.output == "json" else _TableRows([c.name for c in columns])

@@ -151,7 +151,7 @@ class PushQuery:
         from engine.runtime.kafka import KafkaRuntime
         from engine.runtime.session import get_spark
 
-        spark = get_spark(self.spark_master, self.spark_conf, kafka=True)
+        spark = get_spark(self.spark_master, self.spark_conf, kafka=True, long_running=True)
         admin = TopicAdmin(self.bootstrap_servers)
         sources = [s for s in walk_steps(self.plan.root) if isinstance(s, SOURCE_STEPS)]
         partitions = []

@@ -178,7 +178,7 @@ def run_engine(
     source = next(s for s in walk_steps(root) if isinstance(s, S.StreamSource | N.StreamSourceV2))
     if isinstance(source, N.StreamSourceV2):
         # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
-        runtime.encoded_rows("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
+        runtime.encoded_table("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
     clock = _Clock()
     clock.start()
     built = build(root, BuildContext(runtime=runtime, query_id=plan.query_id))
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.records < 1:
         parser.error("--records must be at least 1")
-    spark = get_spark()
+    spark = get_spark(long_running=True)
     warm, values = orders(1_000), orders(args.records)
     report: dict[str, Any] = {
         "records": args.records,

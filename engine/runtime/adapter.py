@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -172,6 +172,21 @@ class TopicStore:
         self._next_offset[slot] = offset + 1
         stored.append(StoredRecord(seq, record, offset))
 
+    def extend(
+        self, topic: str, records: Sequence[TopicRecord], seqs: Sequence[tuple[int, ...]],
+        encoded: Sequence[tuple[bytes | None, bytes | None]], ident: bytes,
+    ) -> None:
+        """Append a job's output records to ``topic`` with their seqs and their Kafka bytes
+        (by the codec ``ident``): ``append`` for each, in one pass."""
+        self.ensure(TopicInfo(topic))
+        stored = self.records[topic]
+        offsets = self._next_offset
+        for record, seq, pair in zip(records, seqs, encoded, strict=True):
+            slot = (topic, record.partition or 0)
+            offset = offsets.get(slot, 0)
+            offsets[slot] = offset + 1
+            stored.append(StoredRecord(seq, record, offset, {ident: pair}))
+
     def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
         self.append(record)
 
@@ -253,6 +268,7 @@ class BoundedRuntime:
 
     spark: SparkSession
     store: TopicStore = field(default_factory=TopicStore)
+    _tables: dict[tuple[str, bytes], tuple[int, pa.Table]] = field(default_factory=dict, repr=False)
 
     def read_topic(self, topic: str, codec: TopicCodec | None = None) -> DataFrame:
         rows = [raw_row(r) for r in self.store.read(topic)]
@@ -260,14 +276,9 @@ class BoundedRuntime:
 
     def read_topic_bytes(self, topic: str, codec: TopicCodec) -> DataFrame:
         # Through Arrow: one columnar transfer instead of a pickled row per record.
-        rows = self.encoded_rows(topic, codec)
-        arrow_schema = arrow_schema_of(RAW_SCHEMA)
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
-        table = pa.Table.from_arrays(
-            [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema, strict=True)], schema=arrow_schema
-        )
+        table = self.encoded_table(topic, codec)
         df = self.spark.createDataFrame(table, RAW_SCHEMA)
-        if len(rows) > SPREAD_ROWS:
+        if table.num_rows > SPREAD_ROWS:
             # Spark folds work over a small in-memory table into the plan and runs it in the
             # driver, one record at a time; spread a large one over the cores instead.
             df = df.repartition(self.spark.sparkContext.defaultParallelism)
@@ -277,6 +288,23 @@ class BoundedRuntime:
         """The topic's records as ``RAW_SCHEMA`` rows of Kafka bytes (encoded once per codec)."""
         ident = codec_id(codec)
         return [row for r in self.store.read(topic) if (row := encoded_row(r, codec, ident)) is not None]
+
+    def encoded_table(self, topic: str, codec: TopicCodec) -> pa.Table:
+        """``encoded_rows`` as an Arrow table of ``RAW_SCHEMA``, kept until the topic grows
+        (records are only ever appended): queries reading one topic share its bytes."""
+        key = (topic, codec_id(codec))
+        count = len(self.store.records.get(topic, ()))
+        cached = self._tables.get(key)
+        if cached is not None and cached[0] == count:
+            return cached[1]
+        rows = self.encoded_rows(topic, codec)
+        arrow_schema = arrow_schema_of(RAW_SCHEMA)
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in arrow_schema]
+        table = pa.Table.from_arrays(
+            [pa.array(list(c), type=f.type) for c, f in zip(columns, arrow_schema, strict=True)], schema=arrow_schema
+        )
+        self._tables[key] = (count, table)
+        return table
 
     def keyed(
         self,
@@ -326,25 +354,27 @@ class BoundedRuntime:
             for seq, record in collected:
                 self.store.append(record, seq)
             return [record for _, record in collected]
-        ident = codec_id(codec)
-        columns = df.toArrow().to_pydict()
-        order = sorted(range(len(columns[SEQ])), key=lambda i: columns[SEQ][i])
-        keys = codec.key.qtt_from_bytes_many(columns["__key"])
-        values = codec.value.qtt_from_bytes_many(columns["__value"])
-        written = []
-        for i in order:
-            key, value = columns["__key"][i], columns["__value"][i]
-            record = TopicRecord(
-                topic=topic,
-                key=keys[i],
-                value=values[i],
-                timestamp=columns["__ts"][i],
-                partition=columns["__partition"][i],
-                headers=tuple(Header(h["KEY"], h["VALUE"]) for h in (columns[HEADERS][i] or ())),
+        table = df.toArrow()
+        seqs = [tuple(seq) for seq in table.column(SEQ).to_pylist()]
+        order = sorted(range(len(seqs)), key=seqs.__getitem__)  # input order
+        if order != list(range(len(seqs))):
+            table = table.take(order)
+            seqs = [seqs[i] for i in order]
+        columns = table.select(["__key", "__value", "__ts", "__partition"]).to_pydict()
+        raw_keys, raw_values = columns["__key"], columns["__value"]
+        keys = codec.key.qtt_from_bytes_many(raw_keys)
+        values = codec.value.qtt_from_bytes_many(raw_values)
+        headers = [
+            tuple(Header(h["KEY"], h["VALUE"]) for h in hs) if hs else ()
+            for hs in table.column(HEADERS).to_pylist()
+        ]
+        written = [
+            TopicRecord(topic, key, value, ts, partition, None, hs)
+            for key, value, ts, partition, hs in zip(
+                keys, values, columns["__ts"], columns["__partition"], headers, strict=True
             )
-            self.store.append(record, tuple(columns[SEQ][i]))
-            self.store.records[topic][-1].encoded[ident] = (key, value)
-            written.append(record)
+        ]
+        self.store.extend(topic, written, seqs, list(zip(raw_keys, raw_values, strict=True)), codec_id(codec))
         return written
 
     def produce(self, records: Iterable[TopicRecord]) -> None:

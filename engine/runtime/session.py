@@ -36,11 +36,15 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     "spark.python.worker.reuse": "true",
+    # PySpark records the Python call site of every Column function for error messages: a
+    # JVM round trip or three per function, most of a step builder's time. The engine's
+    # errors name statements, not PySpark calls.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     # Workers fork from a daemon that has imported the engine already.
     "spark.python.daemon.module": "engine.runtime.daemon",
-    # C1 only (a short job never repays C2's compile time), with C2's code cache size: at the
-    # C1-only default of 48 MB a long run (the conformance corpus) filled it, and the JVM
-    # stopped compiling and ran the rest of the run in its bytecode interpreter.
+    # C1 only (a short job never repays C2's compile time; see LONG_RUNNING_CONF), with C2's
+    # code cache size: at the C1-only default of 48 MB a long run (the conformance corpus)
+    # filled it, and the JVM stopped compiling and ran the rest in its bytecode interpreter.
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m",
     "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.warehouse.dir": os.path.join(
@@ -53,14 +57,27 @@ DEFAULT_CONF: dict[str, str] = {
     ),
 }
 
+LONG_RUNNING_CONF: dict[str, str] = {
+    "spark.driver.extraJavaOptions": "-XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m",
+}
+"""For a session whose jobs run long (a server, streaming queries, large batches): the JVM's
+full tiered compiler. C2 repays its compile time after a few seconds of work on the same
+operators (100,000 records through a stateless query: 4.7 s with C1 only, 4.3 s tiered);
+the many small jobs of QTT runs and tests are faster with C1 alone."""
+
 
 def get_spark(
-    master: str = "local[2]", extra_conf: dict[str, str] | None = None, *, kafka: bool = False
+    master: str = "local[2]",
+    extra_conf: dict[str, str] | None = None,
+    *,
+    kafka: bool = False,
+    long_running: bool = False,
 ) -> SparkSession:
     """The shared SparkSession, created on first use (6-15 s on 2 cores).
 
     With ``kafka`` the session loads Spark's Kafka connector (resolved from Maven Central into
-    kspark's cache on first use); the connector must be asked for by the first caller.
+    kspark's cache on first use); the connector must be asked for by the first caller. With
+    ``long_running`` it starts with ``LONG_RUNNING_CONF`` (the first caller decides).
     """
     global _session, _session_has_kafka
     kafka = kafka or _kafka_by_default
@@ -76,6 +93,8 @@ def get_spark(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         conf = dict(DEFAULT_CONF)
+        if long_running:
+            conf.update(LONG_RUNNING_CONF)
         if kafka:
             from engine.components.spark_packages import kafka_connector_conf
 

@@ -170,7 +170,7 @@ class KsqlService:
         from engine.runtime.session import get_spark
 
         try:
-            get_spark(self.spark_master, dict(self.spark_conf), kafka=True)
+            get_spark(self.spark_master, dict(self.spark_conf), kafka=True, long_running=True)
         except Exception as exc:  # noqa: BLE001 - the first query start reports it again
             LOG.warning("Spark did not start: %s", exc)
 
@@ -335,7 +335,7 @@ class KsqlService:
 
         app = self.app
         try:
-            spark = get_spark(app.spark_master, dict(app.spark_conf), kafka=True)
+            spark = get_spark(app.spark_master, dict(app.spark_conf), kafka=True, long_running=True)
             tasks = app.tasks_of(entry.query)
             offsets = entry.properties.get(AUTO_OFFSET_RESET, self.engine.config.get(AUTO_OFFSET_RESET, "latest"))
             processing_log.configure_spark(spark, app.processing_log)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -10,6 +11,7 @@ import pytest
 from py4j.clientserver import JavaClient
 from pyspark.sql import SparkSession
 
+from engine.runtime import session as session_module
 from engine.runtime.session import INTERPRETED_CONF, session_conf
 
 
@@ -70,3 +72,38 @@ def test_session_conf_restores_the_settings_when_the_block_raises(spark: SparkSe
     with pytest.raises(RuntimeError), session_conf(spark, INTERPRETED_CONF):
         raise RuntimeError("the block failed")
     assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+
+
+class _Builder:
+    """Records what a session would start with, in place of SparkSession.builder."""
+
+    def __init__(self) -> None:
+        self.conf: dict[str, str] = {}
+
+    def master(self, _: str) -> _Builder:
+        return self
+
+    def appName(self, _: str) -> _Builder:  # noqa: N802 - SparkSession.Builder's name
+        return self
+
+    def config(self, key: str, value: str) -> _Builder:
+        self.conf[key] = value
+        return self
+
+    def getOrCreate(self) -> Any:  # noqa: N802
+        return SimpleNamespace(sparkContext=SimpleNamespace(setLogLevel=lambda _: None))
+
+
+@pytest.mark.parametrize("long_running", [False, True])
+def test_a_long_running_session_compiles_with_c2_and_a_short_one_with_c1_only(
+    monkeypatch: pytest.MonkeyPatch, long_running: bool
+) -> None:
+    builder = _Builder()
+    monkeypatch.setattr(session_module, "_session", None)
+    monkeypatch.setattr(session_module, "SparkSession", SimpleNamespace(builder=builder))
+    monkeypatch.setattr(session_module, "cache_jvm_lookups", lambda: None)
+    session_module.get_spark(long_running=long_running)
+    options = builder.conf["spark.driver.extraJavaOptions"]
+    assert ("-XX:TieredStopAtLevel=1" in options) is not long_running
+    assert "-XX:ReservedCodeCacheSize=256m" in options
+    assert builder.conf["spark.python.sql.dataFrameDebugging.enabled"] == "false"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.errors import RecordSerdeError
 from engine.plan import types as T
 from engine.plan.schema import Column
 from engine.serde.formats import FormatInfo
@@ -87,3 +89,16 @@ def test_texts_that_are_not_one_json_value_each_are_read_one_by_one():
             raise AssertionError(f"{data!r} read without the error {want.__name__}")
     assert serde.qtt_from_bytes_many([None, b"7", None]) == [None, 7, None]
     assert serde.qtt_from_bytes_many([]) == []
+
+
+@given(st.sampled_from([T.INTEGER, T.BIGINT]), st.lists(st.none() | st.integers(T.INT_MIN, T.INT_MAX)))
+def test_kafka_integers_read_back_many_at_once_as_one_at_a_time(sql_type, values):
+    serde = KafkaSerde(FormatInfo("KAFKA"), [Column("K", sql_type)], wrapped=False, is_key=True)
+    data = [None if v is None else serde.to_bytes(v) for v in values]
+    assert serde.qtt_from_bytes_many(data) == [serde.qtt_from_bytes(d) for d in data] == values
+
+
+def test_kafka_integers_of_another_width_fail_as_one_at_a_time():
+    serde = KafkaSerde(FormatInfo("KAFKA"), [Column("K", T.BIGINT)], wrapped=False, is_key=True)
+    with pytest.raises(RecordSerdeError, match="expected 8 bytes, got 4"):
+        serde.qtt_from_bytes_many([serde.to_bytes(1), b"\0\0\0\1"])

@@ -1,0 +1,58 @@
+"""The bounded runtime's in-memory topics: shared Arrow tables of their bytes, bulk appends."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from pyspark.sql import SparkSession
+
+from engine.builders.formats import serdes_for
+from engine.plan import types as T
+from engine.plan.schema import Column, Namespace
+from engine.plan.steps import Formats
+from engine.records import Header, TopicRecord
+from engine.runtime.adapter import BoundedRuntime, TopicCodec, TopicStore, codec_id
+
+COLUMNS = [Column("ID", T.BIGINT, Namespace.KEY), Column("N", T.INTEGER)]
+
+
+def _codec() -> TopicCodec:
+    return TopicCodec(*serdes_for(Formats(key_format="KAFKA", value_format="JSON"), COLUMNS))
+
+
+def _runtime() -> BoundedRuntime:
+    return BoundedRuntime(cast(SparkSession, None))  # the store alone: no Spark job runs here
+
+
+def test_a_topic_read_twice_shares_one_table_until_the_topic_grows() -> None:
+    runtime = _runtime()
+    runtime.produce(TopicRecord("t", i, {"N": i}, i) for i in range(3))
+    first = runtime.encoded_table("t", _codec())
+    assert runtime.encoded_table("t", _codec()) is first
+    assert first.column("__value").to_pylist() == [b'{"N":0}', b'{"N":1}', b'{"N":2}']
+    runtime.produce([TopicRecord("t", 3, {"N": 3}, 3)])
+    grown = runtime.encoded_table("t", _codec())
+    assert grown is not first
+    assert grown.column("__key").to_pylist()[-1] == (3).to_bytes(8, "big")
+    assert grown.num_rows == 4
+
+
+def test_extend_appends_as_append_does_record_by_record() -> None:
+    records = [
+        TopicRecord("out", 1, {"N": 1}, 10, 0, None, (Header("h", b"x"),)),
+        TopicRecord("out", 2, {"N": 2}, 11, 1),
+        TopicRecord("out", 3, None, 12, 0),
+    ]
+    seqs = [(0,), (1, 0), (2,)]
+    one_by_one, bulk = TopicStore(), TopicStore()
+    for record, seq in zip(records, seqs, strict=True):
+        one_by_one.append(record, seq)
+    ident = codec_id(_codec())
+    pairs = [(b"k", b"v"), (None, b"w"), (b"k", None)]
+    bulk.extend("out", records, seqs, pairs, ident)
+    assert [(s.seq, s.record, s.offset) for s in bulk.read("out")] == [
+        (s.seq, s.record, s.offset) for s in one_by_one.read("out")
+    ]
+    assert [s.offset for s in bulk.read("out")] == [0, 0, 1]  # offsets count per partition
+    assert [s.encoded[ident] for s in bulk.read("out")] == pairs
+    assert "out" in bulk.topics
