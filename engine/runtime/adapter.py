@@ -179,7 +179,7 @@ class TopicStore:
         """Append a job's output records to ``topic`` with their seqs and their Kafka bytes
         (by the codec ``ident``): ``append`` for each, in one pass."""
         self.ensure(TopicInfo(topic))
-        stored = self.records[topic]
+        stored = self.records.setdefault(topic, [])
         offsets = self._next_offset
         for record, seq, pair in zip(records, seqs, encoded, strict=True):
             slot = (topic, record.partition or 0)
