@@ -38,7 +38,7 @@ from engine.parser import parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
 from engine.plan.steps import StreamSink, TableSink
-from engine.plan.steps_native import StreamSinkV2, TableSinkV2
+from engine.plan.steps_native import StreamSinkV2, StreamSinkV3, TableSinkV2, TableSinkV3
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
@@ -353,7 +353,7 @@ def build_streaming_query(
     )
     built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config))
     sink_step = query.root
-    if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2):
+    if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2 | StreamSinkV3 | TableSinkV3):
         raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
     sink = engine.metastore.get(query.sink)
     key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)

@@ -52,7 +52,8 @@ from engine.values import format_date, format_time, format_timestamp
 AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
 SOURCE_STEPS = (
-    S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource, N.StreamSourceV2, N.TableSourceV2
+    S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource,
+    N.StreamSourceV2, N.TableSourceV2, N.StreamSourceV3, N.TableSourceV3,
 )
 _START_LOCK = threading.Lock()  # push queries of this process start one at a time
 

@@ -84,6 +84,10 @@ _V1 = {
     N.TableSourceV2: S.TableSource,
     N.StreamSinkV2: S.StreamSink,
     N.TableSinkV2: S.TableSink,
+    N.StreamSourceV3: S.StreamSource,
+    N.TableSourceV3: S.TableSource,
+    N.StreamSinkV3: S.StreamSink,
+    N.TableSinkV3: S.TableSink,
     N.StreamGroupByV2: A.StreamGroupBy,
     N.StreamGroupByKeyV2: A.StreamGroupByKey,
     N.TableGroupByV2: A.TableGroupBy,
@@ -175,8 +179,8 @@ def run_engine(
     root = with_python_steps(plan.root) if python_steps else plan.root
     runtime = BoundedRuntime(spark)
     runtime.produce(TopicRecord("orders", i, v, i) for i, v in enumerate(values))
-    source = next(s for s in walk_steps(root) if isinstance(s, S.StreamSource | N.StreamSourceV2))
-    if isinstance(source, N.StreamSourceV2):
+    source = next(s for s in walk_steps(root) if isinstance(s, S.StreamSource | N.StreamSourceV2 | N.StreamSourceV3))
+    if isinstance(source, N.StreamSourceV2 | N.StreamSourceV3):
         # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
         runtime.encoded_table("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
     clock = _Clock()

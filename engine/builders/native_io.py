@@ -48,7 +48,14 @@ from engine.errors import KsqlError
 from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
-from engine.plan.steps_native import StreamSinkV2, StreamSourceV2, TableSinkV2, TableSourceV2
+from engine.plan.steps_native import (
+    StreamSinkV2,
+    StreamSourceV2,
+    StreamSourceV3,
+    TableSinkV2,
+    TableSourceV2,
+    TableSourceV3,
+)
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
@@ -213,7 +220,7 @@ def _any(flags: Sequence[SparkColumn]) -> SparkColumn:
 
 
 def _python_source_reader(
-    step: SourceStep, codec: TopicCodec, is_table: bool, ctx: BuildContext
+    step: SourceStep | StreamSourceV3 | TableSourceV3, codec: TopicCodec, is_table: bool, ctx: BuildContext
 ) -> Callable[[Any], Any]:
     """The V1 serdes over one record's bytes: its columns and ROWTIME, or None to skip it."""
     schema = step.source_schema
@@ -387,25 +394,30 @@ def _json_text(column: SparkColumn) -> SparkColumn:
 
 def _write_part(serde: RecordSerde, row: dict[str, SparkColumn]) -> tuple[SparkColumn, SparkColumn]:
     """A key's or value's bytes, and whether the record needs Python to write them exactly."""
-    columns = serde.columns
-    doubles = [row[c.name] for c in columns if c.type.base is T.BaseType.DOUBLE]
+    doubles = [row[c.name] for c in serde.columns if c.type.base is T.BaseType.DOUBLE]
     python = _any([F.isnan(d) | (F.abs(d) == F.lit(float("inf"))) for d in doubles])
+    return _part_bytes(serde, row), python
+
+
+def _part_bytes(serde: RecordSerde, row: dict[str, SparkColumn]) -> SparkColumn:
+    """A key's or value's bytes, written by Spark."""
+    columns = serde.columns
     if serde.format.name == "KAFKA":
         (column,) = columns
         value = row[column.name]
         if column.type.base is T.BaseType.STRING:
-            return F.encode(value, "UTF-8"), python
+            return F.encode(value, "UTF-8")
         width = _KAFKA_WIDTH[column.type.base]
         bits = value.cast("bigint")
         if width == 4:
             bits = bits.bitwiseAND(F.lit(0xFFFFFFFF))
-        return F.unhex(F.lpad(F.hex(bits), 2 * width, "0")), python
+        return F.unhex(F.lpad(F.hex(bits), 2 * width, "0"))
     if serde.wrapped:
         text = F.to_json(F.struct(*[row[c.name].alias(c.name) for c in columns]), {"ignoreNullFields": "false"})
     else:
         (column,) = columns
         text = _json_text(row[column.name])
-    return F.encode(text, "UTF-8"), python
+    return F.encode(text, "UTF-8")
 
 
 def _python_sink_writer(step: SinkStep, codec: TopicCodec, ctx: BuildContext, schema: LogicalSchema) -> Any:

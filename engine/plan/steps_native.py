@@ -5,11 +5,13 @@ builders (``engine.builders.native``) compile each expression to a Spark Column 
 an exact Spark form and evaluate only the others in Python. The source and sink V2 builders
 (``engine.builders.native_io``) read and write Kafka bytes with Spark's functions
 (``from_json``, ``to_json``, binary casts) where the format and column types allow, and hand
-only the records those cannot read exactly to the V1 Python serdes. The group-by and
-aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping keys as Spark
-Columns and, on bounded runs, running aggregates as window functions ordered by input
-position. The planner picks these for new queries (``kspark.native.steps``); saved plans keep
-their V1 steps and builders.
+only the records those cannot read exactly to the V1 Python serdes. The source and sink V3
+builders (``engine.builders.native_io_v3``) do the same with less work per record: a typed
+``from_json`` whose failures mark the records for Python, and a sink with no Python at all.
+The group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute
+grouping keys as Spark Columns and, on bounded runs, running aggregates as window functions
+ordered by input position. The planner picks the newest of these for new queries
+(``kspark.native.steps``); saved plans keep their steps and builders.
 
 This module imports no pyspark.
 """
@@ -132,6 +134,54 @@ class TableSinkV2(Step):
 
 @register_step
 @step_dataclass
+class StreamSourceV3(Step):
+    """Reads a stream with Spark's typed decoders, checking only what they may read otherwise."""
+
+    TYPE: ClassVar[str] = "streamSourceV3"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSourceV3(Step):
+    """Reads a table's changelog with Spark's typed decoders: upserts by key, null values delete."""
+
+    TYPE: ClassVar[str] = "tableSourceV3"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class StreamSinkV3(Step):
+    """Serialises stream records into a topic with Spark's encoders alone."""
+
+    TYPE: ClassVar[str] = "streamSinkV3"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSinkV3(Step):
+    """Serialises a table's changelog into a topic with Spark's encoders alone (deletes as tombstones)."""
+
+    TYPE: ClassVar[str] = "tableSinkV3"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
 class StreamGroupByV2(Step):
     """Re-keys a stream by grouping expressions computed as Spark Columns; null keys are dropped."""
 
@@ -205,4 +255,9 @@ class StreamAggregateV2(Step):
 
 
 # The source and sink versions: their explain reports are per column, not per expression.
-IO_STEP_TYPES = frozenset(c.TYPE for c in (StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2))
+IO_STEP_TYPES = frozenset(
+    c.TYPE
+    for c in (
+        StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3
+    )
+)

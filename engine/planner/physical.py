@@ -82,7 +82,7 @@ def _source(node: L.SourceNode) -> S.Step:
             return S.WindowedTableSource(window_info=src.window_info, **common)
         return S.WindowedStreamSource(window_info=src.window_info, **common)
     if _NATIVE.get():
-        return N.TableSourceV2(**common) if src.is_table else N.StreamSourceV2(**common)
+        return N.TableSourceV3(**common) if src.is_table else N.StreamSourceV3(**common)
     if src.is_table:
         return S.TableSource(**common)
     return S.StreamSource(**common)
@@ -136,7 +136,7 @@ def _project(node: L.ProjectNode) -> S.Step:
 def _sink(node: L.SinkNode) -> S.Step:
     cls: type[S.Step]
     if _NATIVE.get():
-        cls = N.TableSinkV2 if node.input.is_table else N.StreamSinkV2
+        cls = N.TableSinkV3 if node.input.is_table else N.StreamSinkV3
     else:
         cls = S.TableSink if node.input.is_table else S.StreamSink
     return cls(

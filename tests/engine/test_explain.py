@@ -14,7 +14,7 @@ def test_explain_lists_native_and_fallback_expressions_per_step(capsys, spark) -
     assert main(["explain", "--property", "kspark.native.steps=true", SQL]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Query CSAS_OUT_0",
-        "  KsqlTopic/Source (streamSourceV2): 3 of 3 columns native",
+        "  KsqlTopic/Source (streamSourceV3): 3 of 3 columns native",
         "    ID: KEY BIGINT -> native",
         "    NAME: VALUE STRING -> native",
         "    V: VALUE INTEGER -> native",
@@ -23,7 +23,7 @@ def test_explain_lists_native_and_fallback_expressions_per_step(capsys, spark) -
         "  Project (streamSelectV2): 1 of 2 expressions native",
         "    N: UCASE(NAME) -> native",
         "    HALF: (V / 2) -> fallback: integer / (Java truncation; a zero divisor is logged)",
-        "  KsqlTopic/Sink (streamSinkV2): 3 of 3 columns native",
+        "  KsqlTopic/Sink (streamSinkV3): 3 of 3 columns native",
         "    ID: KEY BIGINT -> native",
         "    N: VALUE STRING -> native",
         "    HALF: VALUE INTEGER -> native",

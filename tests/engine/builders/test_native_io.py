@@ -1,15 +1,18 @@
-"""The native source and sink steps (V2) read and write what their V1 versions do.
+"""The native source and sink steps (V2 and V3) read and write what their V1 versions do.
 
 Each test plans the same statements twice, with the native step versions and without, runs
 both over the same input records on the bounded runtime, and compares the outputs record
 for record, and the number of records each skips with a processing-log entry. The inputs
 are chosen to reach every way a native read hands a record to Python (coerced text, names
 in another case, non-objects, wrong KAFKA widths, out-of-range numbers, non-finite doubles).
+Every test runs with each native version: the planner picks V3, and for V2 it is made to
+pick the V2 steps (saved plans hold them, and their builders are frozen).
 """
 
 from __future__ import annotations
 
 import decimal
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,9 +25,11 @@ from engine.builders.native import collecting_reports
 from engine.builders.walker import build
 from engine.engine import KsqlEngine
 from engine.errors import KsqlError
+from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.schema import Column
 from engine.plan.steps import walk_steps
+from engine.planner import physical
 from engine.planner.physical import NATIVE_STEPS
 from engine.records import Header, TopicInfo, TopicRecord
 from engine.serde.formats import FormatInfo
@@ -58,6 +63,16 @@ EDGE_VALUES = [
     5,
     None,
 ]
+
+
+@pytest.fixture(autouse=True, params=["V2", "V3"])
+def io_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The native source and sink version the planner picks in this test."""
+    if request.param == "V2":
+        kinds = ("StreamSource", "TableSource", "StreamSink", "TableSink")
+        older = {f"{kind}V3": getattr(N, f"{kind}V2") for kind in kinds}
+        monkeypatch.setattr(physical, "N", SimpleNamespace(**{**vars(N), **older}))
+    return str(request.param)
 
 
 def _engine(native: bool, statements: str, topics: tuple[str, ...]) -> KsqlEngine:
@@ -193,14 +208,14 @@ def test_a_sink_without_value_columns_writes_what_v1_writes(spark):
     # The planner now refuses such a projection ("The projection contains no value columns."),
     # but plans saved before that still hold it: the steps are built directly.
     from engine.plan import steps as S
-    from engine.plan import steps_native as N
     from engine.plan.schema import LogicalSchema
     from engine.runtime.adapter import BoundedRuntime
 
     formats = S.Formats(key_format="KAFKA", value_format="JSON")
     schema = LogicalSchema.parse("ID INT KEY")
     written = []
-    for source_cls, sink_cls in ((S.StreamSource, S.StreamSink), (N.StreamSourceV2, N.StreamSinkV2)):
+    pairs = ((S.StreamSource, S.StreamSink), (N.StreamSourceV2, N.StreamSinkV2), (N.StreamSourceV3, N.StreamSinkV3))
+    for source_cls, sink_cls in pairs:
         runtime = BoundedRuntime(spark)
         runtime.produce([TopicRecord("s", 1, {"A": True}, 10), TopicRecord("s", 2, None, 11)])
         source = source_cls(ctx="KsqlTopic/Source", topic="s", formats=formats, source_schema=schema)
@@ -208,7 +223,7 @@ def test_a_sink_without_value_columns_writes_what_v1_writes(spark):
         built = build(sink, BuildContext(runtime=runtime, query_id="Q"))
         records = runtime.write_sink("OUT", built.df, None, built.codec)
         written.append([(r.key, r.value) for r in records])
-    assert written[1] == written[0] == [(1, {}), (2, None)]
+    assert written[2] == written[1] == written[0] == [(1, {}), (2, None)]
 
 
 def test_header_columns_are_read_natively(spark):
@@ -225,7 +240,7 @@ def test_header_columns_are_read_natively(spark):
     assert got[0][1]["H"] == "Mg=="  # the last header 'h', base64 in QTT form
 
 
-def test_formats_without_a_native_form_fall_back_to_the_v1_serdes(spark):
+def test_formats_without_a_native_form_fall_back_to_the_v1_serdes(spark, io_version):
     statements = """
     CREATE STREAM S (ID BIGINT KEY, AMOUNT DECIMAL(4, 2), TAGS ARRAY<STRING>)
       WITH (kafka_topic='s', value_format='JSON');
@@ -239,24 +254,31 @@ def test_formats_without_a_native_form_fall_back_to_the_v1_serdes(spark):
         built = build(query.root, BuildContext(runtime=engine.runtime(), query_id=query.query_id))
     assert not built.encoded
     hows = {(r.step_type, r.name): r.how for r in reports}
-    assert hows[("streamSourceV2", "AMOUNT")] == "fallback: value type DECIMAL(4, 2) has no native JSON form yet"
-    assert hows[("streamSinkV2", "ID")].startswith("fallback: ")
+    assert hows[(f"streamSource{io_version}", "AMOUNT")] == (
+        "fallback: value type DECIMAL(4, 2) has no native JSON form yet"
+    )
+    assert hows[(f"streamSink{io_version}", "ID")].startswith("fallback: ")
 
 
-def test_native_plans_use_the_v2_io_steps_and_spark_reads_the_bytes(spark):
+def test_native_plans_use_the_native_io_steps_and_spark_reads_the_bytes(spark, io_version):
     engine = _engine(True, STREAM, ("s", "OUT"))
     (query,) = engine.query_order()
     types = {s.TYPE for s in walk_steps(query.root)}
-    assert {"streamSourceV2", "streamSinkV2"} <= types
+    assert {f"streamSource{io_version}", f"streamSink{io_version}"} <= types
     engine.store.append(TopicRecord("s", 1, {"NAME": "a"}, 10))
     built = build(query.root, BuildContext(runtime=engine.runtime(), query_id=query.query_id))
     assert built.encoded
     execution = built.df._jdf.queryExecution()
     analyzed = execution.analyzed().toString()
     assert "from_json" in analyzed and "to_json" in analyzed
-    # No record goes through Python whole: only the per-record fallback UDFs remain.
+    # No record goes through Python whole: only the per-record fallback UDFs remain, the
+    # source's alone in V3 (its sink has no Python), with no lambda to keep Spark from
+    # compiling the source's projection.
     executed = execution.executedPlan().toString()
-    assert "MapInArrow" not in executed and "ArrowEvalPython" in executed
+    assert "MapInArrow" not in executed
+    assert executed.count("ArrowEvalPython") == (2 if io_version == "V2" else 1)
+    if io_version == "V3":
+        assert "lambdafunction" not in executed
 
 
 def test_non_finite_doubles_are_written_as_v1_writes_them(spark):

@@ -30,7 +30,7 @@ def _plan(sql: str):
 def test_projection_with_filter_plans_source_filter_select_sink() -> None:
     plan = _plan("CREATE STREAM LONG_VIEWS AS SELECT PAGEID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 10;")
     types = [s.TYPE for s in walk_steps(plan.query.root)]
-    assert types == ["streamSourceV2", "streamFilterV2", "streamSelectV2", "streamSinkV2"]
+    assert types == ["streamSourceV3", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
     select = next(s for s in walk_steps(plan.query.root) if isinstance(s, N.StreamSelectV2))
     assert select.key_column_names == ("PAGEID",)
     assert [x.alias for x in select.select_expressions] == ["T"]

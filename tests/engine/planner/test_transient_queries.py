@@ -37,7 +37,7 @@ def _plan(engine: KsqlEngine, text: str) -> TransientQueryPlan:
 def test_a_push_query_plans_up_to_its_projection_and_registers_nothing(engine: KsqlEngine) -> None:
     before = ([s.name for s in engine.metastore.all()], dict(engine.queries), list(engine.plans))
     plan = _plan(engine, "SELECT USERID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 1 EMIT CHANGES LIMIT 3;")
-    assert [s.TYPE for s in walk_steps(plan.root)] == ["streamSourceV2", "streamFilterV2", "streamSelectV2"]
+    assert [s.TYPE for s in walk_steps(plan.root)] == ["streamSourceV3", "streamFilterV2", "streamSelectV2"]
     assert str(plan.schema) == "`USERID` STRING, `T` BIGINT"  # the key need not be selected
     assert (plan.limit, plan.is_table, plan.sources) == (3, False, ("PAGEVIEWS",))
     assert plan.query_id.startswith("transient_PAGEVIEWS_")

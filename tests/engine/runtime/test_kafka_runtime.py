@@ -87,7 +87,7 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     _produce(bootstrap, source, orders(0))
     app = _run(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
-    assert {"streamSourceV2", "streamSinkV2", "tableSinkV2"} <= used
+    assert {"streamSourceV3", "streamSinkV3", "tableSinkV3"} <= used
     _produce(bootstrap, source, orders(1_000))
     _run(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
 
@@ -291,7 +291,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
     assert finish.returncode == 0, finish.stderr[-2000:]
 
     saved = (tmp_path / "state" / "statements.json").read_text(encoding="utf-8")
-    assert all(f'"{t}"' in saved for t in ("streamSourceV2", "streamSinkV2")) is native
+    assert all(f'"{t}"' in saved for t in ("streamSourceV3", "streamSinkV3")) is native
     got = sorted((key, value["N2"]) for key, value, _ in _outputs(bootstrap, sink))
     assert marks_at_kill and produced < total, "the kill did not land in the middle of the stream"
     want = sorted((key, value["N"] * 2) for key, value, _ in records)
@@ -387,7 +387,7 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     fresh.create_topic(TopicInfo(source))
     planned_now = serde.dumps(fresh.execute_sql(sql)[-1].plan)
     assert '"streamGroupByKeyV2"' in planned_now and '"streamGroupByV1"' not in planned_now
-    assert '"streamSourceV2"' in planned_now and '"streamSourceV1"' not in planned_now
+    assert '"streamSourceV3"' in planned_now and '"streamSourceV1"' not in planned_now
     _produce(bootstrap, source, views[5:])
     _run(bootstrap, state, sql)
     # ...but the running query resumed from its saved plan, on the old versions.

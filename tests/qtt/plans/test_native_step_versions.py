@@ -1,4 +1,4 @@
-"""Native step versions: saved plans keep their V1 steps and replay unchanged; new plans get V2."""
+"""Native step versions: saved plans keep their steps and replay unchanged; new plans get the newest."""
 
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parents[3] / "planned_cases"
 CASE = ROOT / "filter_comparison_and_boolean_logic"
 
 
+def _released(release: str):
+    return next(v for v in saved_versions(CASE) if v.name.startswith(f"{release}_"))
+
+
 def _released_0_2_0():
-    return next(v for v in saved_versions(CASE) if v.name.startswith("0.2.0_"))
+    return _released("0.2.0")
 
 
 def test_a_plan_saved_before_native_steps_replays_with_its_python_builders_unchanged(spark):
@@ -41,7 +45,7 @@ def _planned_today(properties: dict[str, str]) -> list[str]:
 
 
 def test_the_same_sql_planned_today_gets_the_native_versions():
-    native = ["streamSourceV2", "streamFilterV2", "streamSelectV2", "streamSinkV2"]
+    native = ["streamSourceV3", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
     assert _planned_today({}) == native
     assert _planned_today({"kspark.native.steps": "true"}) == native
 
@@ -49,3 +53,17 @@ def test_the_same_sql_planned_today_gets_the_native_versions():
 def test_with_the_property_off_the_planner_still_plans_the_python_versions():
     types = _planned_today({"kspark.native.steps": "false"})
     assert types == ["streamSourceV1", "streamFilterV1", "streamSelectV1", "streamSinkV1"]
+
+
+def test_a_plan_saved_with_the_v2_source_and_sink_replays_with_their_builders_unchanged(spark):
+    # Released 0.4.0 planned the V2 source and sink; today's planner plans V3 (above). The
+    # saved version still builds with the V2 builders: its outputs, schemas and physical
+    # plan (with V2's per-record fallback UDF) are compared.
+    version = _released("0.4.0")
+    saved_plan = (version.path / PLAN_FILE).read_text(encoding="utf-8")
+    assert '"streamSourceV2"' in saved_plan and '"streamSinkV2"' in saved_plan
+    assert '"streamSourceV3"' not in saved_plan
+    result = replay(version)
+    assert result.ok, result.render()
+    physical = next((version.path / "physical_plans").iterdir()).read_text(encoding="utf-8")
+    assert "ArrowEvalPython [read(" in physical  # V2's reader UDF (V3's is read_batch)
