@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import gc
 from typing import cast
 
+import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from engine.builders.formats import serdes_for
 from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
 from engine.plan.steps import Formats
 from engine.records import Header, TopicRecord
-from engine.runtime.adapter import BoundedRuntime, TopicCodec, TopicStore, codec_id
+from engine.runtime.adapter import (
+    SPREAD_ROWS,
+    BoundedRuntime,
+    TopicCodec,
+    TopicStore,
+    codec_id,
+    collector_paused,
+)
 
 COLUMNS = [Column("ID", T.BIGINT, Namespace.KEY), Column("N", T.INTEGER)]
 
@@ -56,3 +66,31 @@ def test_extend_appends_as_append_does_record_by_record() -> None:
     assert [s.offset for s in bulk.read("out")] == [0, 0, 1]  # offsets count per partition
     assert [s.encoded[ident] for s in bulk.read("out")] == pairs
     assert "out" in bulk.topics
+
+
+def test_a_large_topic_is_read_by_tasks_not_folded_into_the_plan(spark: SparkSession) -> None:
+    runtime = BoundedRuntime(spark)
+    count = SPREAD_ROWS + 1
+    runtime.produce(TopicRecord("big", i, {"N": i}, i) for i in range(count))
+    for _ in range(2):  # a query may read one topic twice: each read has its own observed count
+        df = runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string").alias("text"))
+        execution = df._jdf.queryExecution()
+        assert "CollectMetrics" in execution.optimizedPlan().toString()  # the projection is not folded
+        assert "Exchange" not in execution.executedPlan().toString()  # and no shuffle
+    both = df.union(runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string")))
+    assert both.count() == 2 * count
+    assert {r.text for r in df.collect()} == {f'{{"N":{i}}}' for i in range(count)}
+
+
+def test_the_collector_is_paused_for_the_block_and_left_as_it_was() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("the block failed")
+        assert not gc.isenabled()  # it was off before: it stays off
+    finally:
+        gc.enable()
