@@ -30,7 +30,7 @@ ignored, as ksqlDB's Jackson reader ignores it; V1's Python parser drops such a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,9 +50,11 @@ from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.steps_native import (
     StreamSinkV2,
+    StreamSinkV3,
     StreamSourceV2,
     StreamSourceV3,
     TableSinkV2,
+    TableSinkV3,
     TableSourceV2,
     TableSourceV3,
 )
@@ -80,6 +82,8 @@ _FIELD = "__v"  # the field an unwrapped JSON value is read as
 
 SourceStep = StreamSourceV2 | TableSourceV2
 SinkStep = StreamSinkV2 | TableSinkV2
+AnySourceStep = SourceStep | StreamSourceV3 | TableSourceV3
+AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3
 
 
 # --------------------------------------------------------------------------- what is native
@@ -220,7 +224,7 @@ def _any(flags: Sequence[SparkColumn]) -> SparkColumn:
 
 
 def _python_source_reader(
-    step: SourceStep | StreamSourceV3 | TableSourceV3, codec: TopicCodec, is_table: bool, ctx: BuildContext
+    step: AnySourceStep, codec: TopicCodec, is_table: bool, ctx: BuildContext
 ) -> Callable[[Any], Any]:
     """The V1 serdes over one record's bytes: its columns and ROWTIME, or None to skip it."""
     schema = step.source_schema
@@ -334,15 +338,30 @@ def _build_native_source(step: SourceStep, ctx: BuildContext, *, is_table: bool)
     def pick(name: str, native: SparkColumn) -> SparkColumn:
         return F.when(F.col("__python"), F.col("__read").getField(name)).otherwise(native)
 
+    natives = {name: r.value for name, r in reads.items()}
+    out = source_columns(schema, natives, pick, deleted, rowtime)
+    return Built(df=staged.select(*out), schema=schema, is_table=is_table)
+
+
+def source_columns(
+    schema: LogicalSchema,
+    natives: Mapping[str, SparkColumn],
+    pick: Callable[[str, SparkColumn], SparkColumn],
+    deleted: SparkColumn,
+    rowtime: SparkColumn,
+) -> list[SparkColumn]:
+    """A native source's output columns: each key and value column's native value (a value
+    column NULL in a delete) and ROWTIME, as ``pick`` chooses between it and the Python
+    reading; header columns; the row metadata."""
     out: list[SparkColumn] = []
     headers = _header_columns(schema)
     for c in schema.columns:
         if c.namespace is Namespace.HEADERS:
             value = headers[c.name]
         elif c.namespace is Namespace.VALUE:
-            value = pick(R.spark_name(c.name), F.when(~deleted, reads[c.name].value))
+            value = pick(R.spark_name(c.name), F.when(~deleted, natives[c.name]))
         else:
-            value = pick(R.spark_name(c.name), reads[c.name].value)
+            value = pick(R.spark_name(c.name), natives[c.name])
         out.append(value.cast(spark_type(c.type)).alias(R.spark_name(c.name)))
     meta = {
         R.SEQ: F.col(R.SEQ),
@@ -355,10 +374,14 @@ def _build_native_source(step: SourceStep, ctx: BuildContext, *, is_table: bool)
         R.WINDOWEND: F.lit(None).cast("bigint"),
     }
     out.extend(meta[f.name].cast(f.dataType).alias(f.name) for f in R.META_FIELDS)
-    return Built(df=staged.select(*out), schema=schema, is_table=is_table)
+    return out
 
 
-def _source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
+def source_or_v1(
+    step: AnySourceStep, ctx: BuildContext, *, is_table: bool, native: Callable[..., Built]
+) -> Built:
+    """A native source built by ``native(step, ctx, is_table=...)``, or exactly as its V1
+    version when its formats or columns have no native form; how each column runs is reported."""
     reason = native_reason(step.formats, step.source_schema, step.timestamp_column)
     _report(step, step.source_schema.columns, reason)
     if reason is not None:
@@ -369,7 +392,11 @@ def _source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
         if is_table:
             return build_table_source(S.TableSource(**fields), ctx=ctx)
         return build_stream_source(S.StreamSource(**fields), ctx=ctx)
-    return _build_native_source(step, ctx, is_table=is_table)
+    return native(step, ctx, is_table=is_table)
+
+
+def _source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
+    return source_or_v1(step, ctx, is_table=is_table, native=_build_native_source)
 
 
 @builds(StreamSourceV2)
@@ -489,7 +516,11 @@ def _build_native_sink(step: SinkStep, source: Built, ctx: BuildContext) -> Buil
                  internal_schemas=source.internal_schemas, codec=codec)
 
 
-def _sink(step: SinkStep, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
+def sink_or_v1(
+    step: AnySinkStep, source: Built, ctx: BuildContext, *, is_table: bool, native: Callable[..., Built]
+) -> Built:
+    """A native sink built by ``native(step, source, ctx)``, or exactly as its V1 version when
+    its formats or columns have no native form; how each column runs is reported."""
     reason = native_reason(step.formats, source.schema, step.timestamp_column, windowed=source.window is not None)
     _report(step, [c for c in source.schema.columns if c.namespace is not Namespace.HEADERS], reason)
     if reason is not None:
@@ -498,7 +529,11 @@ def _sink(step: SinkStep, source: Built, ctx: BuildContext, *, is_table: bool) -
                     timestamp_column=step.timestamp_column)
         builder = build_table_sink if is_table else build_stream_sink
         return builder(legacy, source=source, ctx=ctx)
-    return _build_native_sink(step, source, ctx)
+    return native(step, source, ctx)
+
+
+def _sink(step: SinkStep, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
+    return sink_or_v1(step, source, ctx, is_table=is_table, native=_build_native_sink)
 
 
 @builds(StreamSinkV2)

@@ -43,19 +43,15 @@ from engine.builders.formats import serdes_for
 from engine.builders.native_io import (
     _STRING_SUSPECT,
     _any,
-    _header_columns,
     _part_bytes,
     _python_source_reader,
     _read_kafka,
-    _report,
-    native_reason,
+    sink_or_v1,
+    source_columns,
+    source_or_v1,
 )
-from engine.builders.sinks import build_stream_sink, build_table_sink
-from engine.builders.sources import build_stream_source, build_table_source
 from engine.builders.walker import builds
-from engine.plan import steps as S
 from engine.plan import types as T
-from engine.plan.schema import Namespace
 from engine.plan.steps_native import StreamSinkV3, StreamSourceV3, TableSinkV3, TableSourceV3
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
@@ -185,42 +181,12 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Bui
     def pick(name: str, native: SparkColumn) -> SparkColumn:
         return F.when(python, F.col("__read").getField(name)).otherwise(native)
 
-    out: list[SparkColumn] = []
-    headers = _header_columns(schema)
-    for c in schema.columns:
-        if c.namespace is Namespace.HEADERS:
-            value = headers[c.name]
-        elif c.namespace is Namespace.VALUE:
-            value = pick(R.spark_name(c.name), F.when(~deleted, values[c.name]))
-        else:
-            value = pick(R.spark_name(c.name), values[c.name])
-        out.append(value.cast(spark_type(c.type)).alias(R.spark_name(c.name)))
-    meta = {
-        R.SEQ: F.col(R.SEQ),
-        R.ROWTIME: pick(R.ROWTIME, rowtime),
-        R.ROWPARTITION: F.col("__partition"),
-        R.ROWOFFSET: F.col("__offset"),
-        R.HEADERS: F.col(R.HEADERS),
-        R.DELETED: deleted,
-        R.WINDOWSTART: F.lit(None).cast("bigint"),
-        R.WINDOWEND: F.lit(None).cast("bigint"),
-    }
-    out.extend(meta[f.name].cast(f.dataType).alias(f.name) for f in R.META_FIELDS)
+    out = source_columns(schema, values, pick, deleted, rowtime)
     return Built(df=staged.select(*out), schema=schema, is_table=is_table)
 
 
 def _source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
-    reason = native_reason(step.formats, step.source_schema, step.timestamp_column)
-    _report(step, step.source_schema.columns, reason)
-    if reason is not None:
-        fields: dict[str, Any] = dict(
-            ctx=step.ctx, topic=step.topic, formats=step.formats, source_schema=step.source_schema,
-            timestamp_column=step.timestamp_column,
-        )
-        if is_table:
-            return build_table_source(S.TableSource(**fields), ctx=ctx)
-        return build_stream_source(S.StreamSource(**fields), ctx=ctx)
-    return _build_source(step, ctx, is_table=is_table)
+    return source_or_v1(step, ctx, is_table=is_table, native=_build_source)
 
 
 @builds(StreamSourceV3)
@@ -236,7 +202,7 @@ def build_table_source_v3(step: TableSourceV3, *, ctx: BuildContext) -> Built:
 # --------------------------------------------------------------------------- encoding
 
 
-def _build_sink(step: SinkStep, source: Built) -> Built:
+def _build_sink(step: SinkStep, source: Built, _ctx: BuildContext) -> Built:
     schema = source.schema
     codec = TopicCodec(*serdes_for(step.formats, schema.columns))
     row = {c.name: F.col(R.spark_name(c.name)) for c in schema.columns}
@@ -270,15 +236,7 @@ def _build_sink(step: SinkStep, source: Built) -> Built:
 
 
 def _sink(step: SinkStep, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
-    reason = native_reason(step.formats, source.schema, step.timestamp_column, windowed=source.window is not None)
-    _report(step, [c for c in source.schema.columns if c.namespace is not Namespace.HEADERS], reason)
-    if reason is not None:
-        v1 = S.TableSink if is_table else S.StreamSink
-        legacy = v1(ctx=step.ctx, source=step.source, topic=step.topic, formats=step.formats,
-                    timestamp_column=step.timestamp_column)
-        builder = build_table_sink if is_table else build_stream_sink
-        return builder(legacy, source=source, ctx=ctx)
-    return _build_sink(step, source)
+    return sink_or_v1(step, source, ctx, is_table=is_table, native=_build_sink)
 
 
 @builds(StreamSinkV3)
