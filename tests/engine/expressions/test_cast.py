@@ -126,6 +126,11 @@ def test_coerce_widens_numbers() -> None:
     assert coerce_value([1, None], T.Array(T.INTEGER), T.Array(T.DOUBLE)) == [1.0, None]
 
 
+def test_coerce_of_an_int_array_to_a_bigint_array_keeps_the_list() -> None:
+    values = [1, None, -(2**31)]
+    assert coerce_value(values, T.Array(T.INTEGER), T.Array(T.BIGINT)) is values
+
+
 def test_coerce_fills_missing_struct_fields_with_null() -> None:
     wide = T.Struct((T.Field("A", T.BIGINT), T.Field("Z", T.STRING)))
     assert coerce_value({"A": 1}, T.Struct((T.Field("A", T.INTEGER),)), wide) == {"A": 1, "Z": None}
@@ -137,3 +142,20 @@ def test_map_casts_need_both_key_and_value_casts_supported() -> None:
     assert cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.STRING, T.BIGINT))
     assert not cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.Array(T.INTEGER), T.INTEGER))
     assert not cast_supported(T.Map(T.STRING, T.INTEGER), T.Map(T.STRING, T.Array(T.INTEGER)))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("NaN", "nan"), (" -Infinity ", "-inf"), ("+Infinity", "inf")],
+)
+def test_cast_of_java_double_words_to_double(text: str, expected: str) -> None:
+    # Java's Double.parseDouble: "NaN" and "Infinity", optionally signed, around whitespace.
+    result = cast_value(text, T.STRING, T.DOUBLE)
+    assert isinstance(result, float)
+    assert repr(result) == expected
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-infinity", "INFINITY"])
+def test_cast_of_python_double_words_to_double_raises(text: str) -> None:
+    with pytest.raises(ValueError, match=f'^invalid input syntax for type DOUBLE: "{text}"$'):
+        cast_value(text, T.STRING, T.DOUBLE)

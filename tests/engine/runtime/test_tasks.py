@@ -23,6 +23,7 @@ from engine.builders.joins import (
     resolve_closes,
 )
 from engine.runtime import rows as R
+from engine.runtime.closes import CLOSE, KIND, ORDER, PENDING, PENDING_ENTRY
 from engine.runtime.keyed import KeyedRecord
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 
@@ -123,6 +124,40 @@ def test_the_record_that_advances_stream_time_past_a_close_emits_the_entry_with_
     task = KeyedTask(handler, sides=2, closes=True)
     got = in_batches(task, [(LEFT, 1, 7, 10), (RIGHT, 2, 8, 11)], [1])
     assert as_tuples(got) == [([1, 0, 0], 1, 7, None, 10, False)]
+
+
+class _PutsEntries:
+    """A handler that puts each record with a ``close`` time in the outer store, unjoined."""
+
+    def process(self, state: dict[str, Any], record: KeyedRecord) -> list[dict[str, Any]]:
+        row = record.row
+        if row["close"] is None:
+            return []
+        return [_entry(row["V"], row[R.ROWTIME], list(record.seq), row["close"])]
+
+
+def _entry(value: int, ts: int, put: list[int], close: int) -> dict[str, Any]:
+    return {
+        "V": value, R.ROWTIME: ts, R.ROWPARTITION: 0, KIND: PENDING_ENTRY, PENDING: put, CLOSE: close,
+        ORDER: 1,
+    }
+
+
+def test_only_a_record_at_stream_time_emits_the_closed_entries() -> None:
+    # Stream time is 20 from the first record; the out-of-order record at 10 puts an entry that
+    # closes at 15. The next out-of-order record (12) emits nothing; the record at 20 does.
+    evs = [(0, 20, None), (1, 10, 15), (2, 12, None), (3, 20, None)]
+    envelopes = [
+        Envelope(b"k", LEFT, (seq,), ts, pickle.dumps({"V": seq, R.ROWTIME: ts, "close": close}))
+        for seq, ts, close in evs
+    ]
+    outer: dict[tuple[int, ...], dict[str, Any]] = {}
+    out = KeyedTask(_PutsEntries(), sides=2, closes=True).process(envelopes, {}, Clock(), outer)
+    assert out == [{"V": 1, R.ROWTIME: 10, R.ROWPARTITION: 0, R.SEQ: [3, 0, 0]}]
+    assert outer == {}
+    # The bounded runtime's rule gives the same.
+    timeline = [{"seq": [seq], "ts": ts, "stream_time": 20, "partition": 0} for seq, ts, _ in evs]
+    assert resolve_closes([_entry(1, 10, [1], 15)], timeline) == out
 
 
 def _update(seq: int, key: str, start: int, end: int, ts: int, deleted: bool = False) -> tuple[str, dict[str, Any]]:

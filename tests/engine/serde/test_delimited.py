@@ -172,6 +172,14 @@ def test_bytes_form_is_utf8_text() -> None:
     assert serde.to_bytes(None) is None and serde.from_bytes(None) is None
 
 
+def test_bare_qtt_values_are_written_as_their_text() -> None:
+    # A QTT file may give a DELIMITED record as a JSON number or boolean: its bytes are its text.
+    serde = key_serde(FormatInfo("DELIMITED"), cols("K INT KEY"))
+    assert serde.to_bytes(5) == b"5"
+    assert serde.to_bytes(2.5) == b"2.5"
+    assert serde.to_bytes(True) == b"true"
+
+
 _PRIMITIVES = {
     "BOOLEAN": st.booleans(),
     "INT": st.integers(-(2**31), 2**31 - 1),

@@ -71,6 +71,7 @@ def test_serialize_uses_schema_names_in_schema_order_with_nulls() -> None:
         ("STRING", Decimal("1.50"), "1.50"),
         ("STRING", {"k": [1, "a"]}, '{"k":[1,"a"]}'),
         ("STRING", ["a", 1], "[a, 1]"),
+        ("STRING", ["a", None, 2], "[a, null, 2]"),
         ("BOOLEAN", "TRUE", True),
         ("DECIMAL(5, 2)", Decimal("1.5"), Decimal("1.50")),
         ("DECIMAL(5, 2)", "12.345", Decimal("12.35")),
@@ -208,6 +209,11 @@ def test_json_sr_bytes_carry_the_schema_registry_header() -> None:
     assert serde.from_bytes(raw) == {"A": 1}
     with pytest.raises(RecordSerdeError, match="schema registry header"):
         serde.from_bytes(b'{"A":1}')
+
+
+def test_json_sr_bytes_without_a_schema_id_name_schema_id_1() -> None:
+    serde = json_value("A INT", fmt=FormatInfo("JSON_SR"))
+    assert serde.to_bytes({"A": 1}) == b"\x00\x00\x00\x00\x01" + b'{"A":1}'
 
 
 def test_avro_bytes_are_not_supported_yet() -> None:

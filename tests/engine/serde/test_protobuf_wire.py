@@ -237,6 +237,27 @@ def test_message_indexes_follow_confluents_zigzag_encoding() -> None:
         assert decode_message_indexes(encode_message_indexes(indexes) + b"rest", "value") == (tuple(indexes), b"rest")
 
 
+def test_at_most_100_message_indexes_are_read() -> None:
+    hundred = encode_message_indexes([3] * 100)
+    assert decode_message_indexes(hundred + b"rest", "value") == ((3,) * 100, b"rest")
+    with pytest.raises(RecordSerdeError, match=r"^The value bytes have an invalid protobuf message index count 101\.$"):
+        decode_message_indexes(encode_message_indexes([3] * 101) + b"rest", "value")
+    with pytest.raises(RecordSerdeError, match=r"^The key bytes have an invalid protobuf message index count -1\.$"):
+        decode_message_indexes(b"\x01rest", "key")
+
+
+def test_a_given_schema_id_0_is_written_in_the_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No registry hands out id 0, so the schema it names is stubbed: the header must still
+    # carry the id as given.
+    columns = (Column("QTY", T.INTEGER),)
+    serde = _value("PROTOBUF", "t", _url(), columns, {"schema_id": "0"})
+    codec = ProtoCodec.from_text(proto_schema(columns, FormatInfo("PROTOBUF", {})))
+    monkeypatch.setattr(serde, "_registered_codec", lambda schema_id, full_name=None: codec)
+    data = serde.to_bytes({"QTY": 3})
+    assert data == b"\x00" + struct.pack(">i", 0) + b"\x00" + b"\x08\x03"
+    assert serde.from_bytes(data) == {"QTY": 3}
+
+
 # ---------------------------------------------------------------------- errors
 
 
@@ -262,6 +283,16 @@ def test_a_value_of_the_wrong_type_names_the_field() -> None:
     with pytest.raises(RecordSerdeError, match="PROTOBUF value field QTY"):
         serde.to_bytes({**RECORD, "QTY": "many"})
     assert serde.from_bytes(serde.to_bytes({"NOPE": 1, "ID": 2}))["ID"] == 2  # unknown fields are dropped
+
+
+def test_a_boolean_is_not_written_to_an_integer_field() -> None:
+    serde = _value("PROTOBUF_NOSR", "t", None)
+    with pytest.raises(
+        RecordSerdeError,
+        match=r"^Cannot write the PROTOBUF_NOSR value field ID: True \(a boolean is not an integer\)\.$",
+    ):
+        serde.to_bytes({**RECORD, "ID": True})
+    assert serde.from_bytes(serde.to_bytes({**RECORD, "ID": 1})) == {**RECORD, "ID": 1}
 
 
 def test_a_schema_with_an_unknown_type_is_refused_clearly() -> None:

@@ -78,6 +78,15 @@ def test_avro_union_of_several_types_is_a_struct_of_its_members() -> None:
     assert avro_to_sql(["null", "int", "string"]) == _struct(INT=T.INTEGER, STRING=T.STRING)
 
 
+def test_avro_record_field_that_is_not_an_object_with_a_string_name_is_refused() -> None:
+    not_an_object = {"type": "record", "name": "Order", "namespace": "com.example", "fields": ["oops"]}
+    with pytest.raises(SchemaTranslationError, match=r"^Invalid Avro field in record 'com\.example\.Order'$"):
+        avro_to_sql(not_an_object)
+    name_not_a_string = {"type": "record", "name": "Order", "fields": [{"name": 5, "type": "int"}]}
+    with pytest.raises(SchemaTranslationError, match=r"^Invalid Avro field in record 'Order'$"):
+        avro_to_sql(name_not_a_string)
+
+
 # ---------------------------------------------------------------------- JSON_SR
 
 
@@ -122,6 +131,28 @@ def test_json_schema_enum_without_type_is_a_string_and_null_or_unknown_types_are
         json_schema_to_sql({"type": "date"})
 
 
+def test_json_schema_reference_outside_the_document_or_looping_on_itself_is_not_supported() -> None:
+    with pytest.raises(
+        SchemaTranslationError, match=r"^JSON schema reference 'other\.json#/definitions/x' is not supported$"
+    ):
+        json_schema_to_sql({"$ref": "other.json#/definitions/x"})
+    looping = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/definitions/loop"}},
+        "definitions": {"loop": {"$ref": "#/definitions/loop"}},
+    }
+    with pytest.raises(SchemaTranslationError, match="^JSON schema reference '#/definitions/loop' is not supported$"):
+        json_schema_to_sql(looping)
+
+
+def test_json_schema_union_of_several_non_null_types_is_refused() -> None:
+    message = "^JSON schema unions of several types are not supported$"
+    with pytest.raises(SchemaTranslationError, match=message):
+        json_schema_to_sql({"oneOf": [{"type": "string"}, {"type": "null"}, {"type": "integer"}]})
+    with pytest.raises(SchemaTranslationError, match=message):
+        json_schema_to_sql({"type": "object", "properties": {"u": {"type": ["string", "integer"]}}})
+
+
 # ---------------------------------------------------------------------- PROTOBUF
 
 PROTO = """
@@ -156,6 +187,20 @@ def test_protobuf_messages_enums_well_known_types_and_decimals_map_as_ksqldb_map
         COLOR=T.STRING, AT=T.TIMESTAMP, MAYBE=T.INTEGER, ITEM=_struct(NAME=T.STRING),
         TAGS=T.Array(T.STRING), AMOUNT=T.Decimal(8, 3), LOOSE=T.Decimal(64, 2),
     )
+
+
+def test_protobuf_fully_qualified_type_names_resolve_to_their_message_or_enum() -> None:
+    schema = """
+    syntax = "proto3";
+    package shop;
+    enum Color { RED = 0; }
+    message Order { .shop.Item item = 1; .shop.Color color = 2; }
+    message Item { string name = 1; }
+    """
+    assert protobuf_to_sql(schema) == _struct(ITEM=_struct(NAME=T.STRING), COLOR=T.STRING)
+    unknown = 'syntax = "proto3"; package shop; message Order { .other.Item item = 1; }'
+    with pytest.raises(SchemaTranslationError, match=r"^Unknown protobuf type '\.other\.Item'$"):
+        protobuf_to_sql(unknown)
 
 
 # ---------------------------------------------------------------------- columns and errors
