@@ -22,7 +22,7 @@ def test_plan_prints_the_execution_plan_of_each_query(tmp_path, capsys) -> None:
     source, query = json.loads(capsys.readouterr().out)
     assert source["command"]["@type"] == "createStreamV1"
     assert source["query"] is None
-    assert query["query"]["root"]["@type"] == "streamSinkV2"
+    assert query["query"]["root"]["@type"] == "streamSinkV3"
     assert query["command"]["schema"] == "`PAGEID` STRING KEY, `U` STRING"
 
 

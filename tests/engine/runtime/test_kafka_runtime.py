@@ -393,7 +393,7 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     # ...but the running query resumed from its saved plan, on the old versions.
     assert _plan_step_types(state) == {"streamGroupByV1"}
     saved = (state / "statements.json").read_text(encoding="utf-8")
-    assert '"streamSourceV1"' in saved and '"tableSinkV1"' in saved and '"streamSourceV2"' not in saved
+    assert '"streamSourceV1"' in saved and '"tableSinkV1"' in saved and '"streamSourceV3"' not in saved
 
     counts: dict[str, int] = {}
     expected = []
