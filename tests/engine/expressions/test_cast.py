@@ -131,6 +131,12 @@ def test_coerce_of_an_int_array_to_a_bigint_array_keeps_the_list() -> None:
     assert coerce_value(values, T.Array(T.INTEGER), T.Array(T.BIGINT)) is values
 
 
+def test_coerce_to_a_map_converts_element_wise_only_from_a_map() -> None:
+    # A STRING is not a map: its coercion to a MAP is the unsupported cast, not a map's.
+    with pytest.raises(TypeCheckError, match=r"^Cast of STRING to MAP<STRING, INTEGER> is not supported\.$"):
+        coerce_value("{}", T.STRING, T.Map(T.STRING, T.INTEGER))
+
+
 def test_coerce_fills_missing_struct_fields_with_null() -> None:
     wide = T.Struct((T.Field("A", T.BIGINT), T.Field("Z", T.STRING)))
     assert coerce_value({"A": 1}, T.Struct((T.Field("A", T.INTEGER),)), wide) == {"A": 1, "Z": None}

@@ -110,6 +110,7 @@ FALLBACK = {
     "CAST(S AS INTEGER)": "CAST from STRING",
     "ABS(I)": "ABS of an integral",
     "S LIKE S": "varies per record",
+    "S LIKE 'a\\Eb%'": "LIKE pattern with \\E in it",
     "D IN (1.5, 2.0)": "NaN",
     "D IS DISTINCT FROM 1.5": "NaN",
 }

@@ -199,3 +199,17 @@ def test_a_plan_saved_before_an_optional_field_existed_still_loads() -> None:
     del data["command"]["windowInfo"]
     loaded = serde.statement_plan_from_json(data)
     assert loaded == _plan()
+
+
+def test_a_plan_value_that_breaks_its_invariant_is_a_serde_error_naming_it() -> None:
+    data = json.loads(serde.dumps(_plan()))
+    data["query"]["queryId"] = ""
+    with pytest.raises(SerdeError, match=r"^Invalid statement plan\.query: A query plan needs a query id\.$"):
+        serde.statement_plan_from_json(data)
+    data = json.loads(serde.dumps(_plan()))
+    data["query"]["root"]["ctx"] = ""
+    with pytest.raises(
+        SerdeError,
+        match=r"^Invalid streamSinkV1: Step streamSinkV1 needs a non-empty query-context id \(ctx\)\.$",
+    ):
+        serde.statement_plan_from_json(data)

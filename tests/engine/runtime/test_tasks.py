@@ -160,6 +160,16 @@ def test_only_a_record_at_stream_time_emits_the_closed_entries() -> None:
     assert resolve_closes([_entry(1, 10, [1], 15)], timeline) == out
 
 
+def test_a_task_without_closes_never_emits_the_closed_entries() -> None:
+    # Only an outer join's task (closes=True) closes entries: another task's record at stream
+    # time leaves whatever the outer store holds alone.
+    outer: dict[tuple[int, ...], dict[str, Any]] = {(0,): _entry(0, 10, [0], 15)}
+    envelopes = [Envelope(b"k", LEFT, (1,), 20, pickle.dumps({"V": 1, R.ROWTIME: 20, "close": None}))]
+    out = KeyedTask(_PutsEntries(), sides=2).process(envelopes, {}, Clock(), outer)
+    assert out == []
+    assert outer == {(0,): _entry(0, 10, [0], 15)}
+
+
 def _update(seq: int, key: str, start: int, end: int, ts: int, deleted: bool = False) -> tuple[str, dict[str, Any]]:
     return key, {
         "K": key, R.SEQ: [seq], R.ROWTIME: ts, R.WINDOWSTART: start, R.WINDOWEND: end,

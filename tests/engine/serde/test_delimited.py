@@ -51,6 +51,11 @@ def test_quotes_inside_an_unquoted_field_are_literal() -> None:
     assert parse_record('ab"c,d', ",") == ['ab"c', "d"]
 
 
+def test_each_space_between_a_quoted_field_and_the_delimiter_is_skipped() -> None:
+    assert parse_record('"a" ,b', ",") == ["a", "b"]
+    assert parse_record('"a"   ,b', ",") == ["a", "b"]
+
+
 def test_unclosed_quote_raises() -> None:
     with pytest.raises(RecordSerdeError, match="not closed"):
         parse_record('"abc', ",")

@@ -164,6 +164,37 @@ def test_nested_nulls_and_decimal_scales() -> None:
     assert str(back["PRICE"]) == "0.05"
 
 
+def test_a_field_written_by_another_case_of_its_column_name_takes_the_columns_decimal_type() -> None:
+    columns = (Column("PRICE", T.parse_type("DECIMAL(6, 2)")),)
+    serde = _value("PROTOBUF_NOSR", "t", None, columns)
+    data = serde.to_bytes({"price": decimal.Decimal("1.5")})
+    assert data == b"\n\x08\n\x02\x00\x96\x10\x06\x18\x02"  # unscaled 150, precision 6, scale 2
+    back = serde.from_bytes(data)
+    assert str(back["PRICE"]) == "1.50"
+
+
+UNTYPED = """
+syntax = "proto3";
+import "confluent/type/decimal.proto";
+message M { confluent.type.Decimal p = 1; Inner s = 2; }
+message Inner { int32 a = 1; }
+"""
+
+
+def test_a_decimal_field_without_a_decimal_column_keeps_the_values_own_scale() -> None:
+    codec = ProtoCodec.from_text(UNTYPED)
+    data = codec.encode({"p": decimal.Decimal("1.25")}, (), "value")
+    assert data == b"\n\x05\n\x01}\x18\x02"  # unscaled 125, scale 2, no precision
+    assert codec.decode(data, "value") == {"p": decimal.Decimal("1.25"), "s": None}
+
+
+def test_a_message_field_without_a_struct_column_is_filled_by_its_own_field_names() -> None:
+    codec = ProtoCodec.from_text(UNTYPED)
+    data = codec.encode({"S": {"A": 3}}, (), "value")
+    assert data == b"\x12\x02\x08\x03"
+    assert codec.decode(data, "value") == {"p": None, "s": {"a": 3}}
+
+
 def test_protobuf_nosr_is_the_bare_payload_and_needs_no_registry() -> None:
     serde = _value("PROTOBUF_NOSR", "t", None)
     data = serde.to_bytes(RECORD)

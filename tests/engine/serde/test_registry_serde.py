@@ -166,5 +166,12 @@ def test_formats_without_a_wire_serde_and_no_registry_are_unchanged() -> None:
     assert wire_serde(avro, "t", None) is avro
 
 
+def test_a_serde_without_columns_gets_no_wire_serde() -> None:
+    # A stream without key columns has no key to frame, whatever its key format.
+    for fmt in ("AVRO", "PROTOBUF_NOSR"):
+        serde = key_serde(FormatInfo(fmt, {}), ())
+        assert wire_serde(serde, "t", "mock://x") is serde
+
+
 def test_header_is_magic_byte_and_big_endian_id() -> None:
     assert split_header(b"\x00" + struct.pack(">i", 258) + b"x", "value") == (258, b"x")

@@ -78,6 +78,11 @@ def test_avro_union_of_several_types_is_a_struct_of_its_members() -> None:
     assert avro_to_sql(["null", "int", "string"]) == _struct(INT=T.INTEGER, STRING=T.STRING)
 
 
+def test_avro_union_members_without_a_name_are_named_by_their_type() -> None:
+    union = ["null", "string", {"type": "array", "items": "int"}, {"type": "map", "values": "long"}]
+    assert avro_to_sql(union) == _struct(STRING=T.STRING, ARRAY=T.Array(T.INTEGER), MAP=T.Map(T.STRING, T.BIGINT))
+
+
 def test_avro_record_field_that_is_not_an_object_with_a_string_name_is_refused() -> None:
     not_an_object = {"type": "record", "name": "Order", "namespace": "com.example", "fields": ["oops"]}
     with pytest.raises(SchemaTranslationError, match=r"^Invalid Avro field in record 'com\.example\.Order'$"):
@@ -201,6 +206,15 @@ def test_protobuf_fully_qualified_type_names_resolve_to_their_message_or_enum() 
     unknown = 'syntax = "proto3"; package shop; message Order { .other.Item item = 1; }'
     with pytest.raises(SchemaTranslationError, match=r"^Unknown protobuf type '\.other\.Item'$"):
         protobuf_to_sql(unknown)
+
+
+def test_a_recursive_protobuf_message_is_refused() -> None:
+    itself = 'syntax = "proto3"; message Node { string name = 1; Node next = 2; }'
+    with pytest.raises(SchemaTranslationError, match=r"^Recursive protobuf message 'Node' is not supported$"):
+        protobuf_to_sql(itself)
+    each_other = 'syntax = "proto3"; message A { B b = 1; } message B { repeated A a = 1; }'
+    with pytest.raises(SchemaTranslationError, match=r"^Recursive protobuf message 'A' is not supported$"):
+        protobuf_to_sql(each_other)
 
 
 # ---------------------------------------------------------------------- columns and errors
