@@ -10,9 +10,9 @@ update per input record). Each runs three ways:
 
 - **engine**: the query as the engine plans it today, built by its step builders over the
   bounded runtime (records in, records out, as ``kspark run`` and QTT run it);
-- **engine, Python steps**: the same plan with its native filter and projection steps
-  (V2) swapped for the V1 step versions, whose expressions run in Python (the figure
-  before native execution, on the same machine and run);
+- **engine, Python steps**: the same plan with its native steps (source, filter,
+  projection, grouping, aggregate and sink; V2 and V3) swapped for the V1 step versions,
+  which run in Python (the figure before native execution, on the same machine and run);
 - **PySpark**: a hand-written job over the same JSON texts: ``from_json``, then ``filter``,
   ``upper`` and arithmetic, or ``count`` and ``sum`` as window functions ordered by input
   position; ``to_json``; collected and decoded to Python values (the engine's records end
@@ -159,7 +159,7 @@ def orders(n: int) -> list[dict[str, Any]]:
 
 
 def with_python_steps(step: Step) -> Step:
-    """The same plan with every native (V2) step replaced by its V1 version."""
+    """The same plan with every native (V2, V3) step replaced by its V1 version."""
     inputs = {name: with_python_steps(child) for name, child in step.inputs().items()}
     fields = {f.name: getattr(step, f.name) for f in dataclasses.fields(step)}
     fields.update(inputs)
