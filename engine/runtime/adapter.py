@@ -118,7 +118,7 @@ class StoredRecord:
 
 # Above this many records a topic read as bytes is kept out of the optimizer's folding (see
 # read_topic_bytes).
-SPREAD_ROWS = 10_000
+LARGE_TABLE_ROWS = 10_000
 _LARGE_READS = itertools.count()
 
 
@@ -299,7 +299,7 @@ class BoundedRuntime:
         # Through Arrow: one columnar transfer instead of a pickled row per record.
         table = self.encoded_table(topic, codec)
         df = self.spark.createDataFrame(table, RAW_SCHEMA)
-        if table.num_rows > SPREAD_ROWS:
+        if table.num_rows > LARGE_TABLE_ROWS:
             # Spark's optimizer folds a projection or filter over an in-memory table into the
             # table: the driver runs it, interpreted, one record at a time. Over a large table
             # an observed count stands between them (CollectMetrics is not folded and costs a

@@ -24,6 +24,12 @@ def load_kafka_connector_by_default() -> None:
     global _kafka_by_default
     _kafka_by_default = True
 
+# C1 only: a short job never repays C2's compile time (see LONG_RUNNING_CONF).
+_C1_ONLY = "-XX:TieredStopAtLevel=1"
+# With C2's code cache size: at the C1-only default of 48 MB a long run (the conformance
+# corpus) filled it, and the JVM stopped compiling and ran the rest in its bytecode interpreter.
+_DRIVER_JAVA_OPTIONS = "-XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m"
+
 # Settings that make plans comparable and start-up short on 2 cores.
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -42,11 +48,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     # Workers fork from a daemon that has imported the engine already.
     "spark.python.daemon.module": "engine.runtime.daemon",
-    # C1 only (a short job never repays C2's compile time; see LONG_RUNNING_CONF), with C2's
-    # code cache size: at the C1-only default of 48 MB a long run (the conformance corpus)
-    # filled it, and the JVM stopped compiling and ran the rest in its bytecode interpreter.
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m",
-    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": f"{_C1_ONLY} {_DRIVER_JAVA_OPTIONS}",
+    "spark.executor.extraJavaOptions": f"{_C1_ONLY} -XX:+UseSerialGC",
     "spark.sql.warehouse.dir": os.path.join(
         os.environ.get("TMPDIR", "/tmp"), "kspark-spark-warehouse"
     ),
@@ -58,7 +61,7 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 LONG_RUNNING_CONF: dict[str, str] = {
-    "spark.driver.extraJavaOptions": "-XX:ReservedCodeCacheSize=256m -XX:+UseSerialGC -Xss16m",
+    "spark.driver.extraJavaOptions": _DRIVER_JAVA_OPTIONS,
 }
 """For a session whose jobs run long (a server, streaming queries, large batches): the JVM's
 full tiered compiler. C2 repays its compile time after a few seconds of work on the same

@@ -204,9 +204,10 @@ def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
             try:
                 loaded = _load(saved)
                 release, steps = loaded.release, loaded.steps
-                ran = next((r for r in runs.get(loaded.key, ()) if r.reads.agree(r.configs, _configs(loaded))), None)
+                configs = _configs(loaded)
+                ran = next((r for r in runs.get(loaded.key, ()) if r.reads.agree(r.configs, configs)), None)
                 if ran is None:
-                    ran = _run(loaded)
+                    ran = _run(loaded, configs)
                     runs.setdefault(loaded.key, []).append(ran)
                 else:
                     shared = ran.label
@@ -429,14 +430,13 @@ class ConfigReads(dict[str, Any]):
         return all(ran_with.get(k, missing) == other.get(k, missing) for k in self.read)
 
 
-def _run(loaded: _Loaded) -> _Run:
+def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
     """Build and run an imported plan on its case's topics and inputs; the engine stays open."""
     from engine.builders.walker import observing_builds
     from engine.engine import KsqlEngine
     from qtt.verify import avro_decimals_as_numbers
 
     imported, case = loaded.imported, loaded.case
-    configs = _configs(loaded)
     engine = KsqlEngine(configs)
     reads = ConfigReads(engine.config)
     engine.config = reads

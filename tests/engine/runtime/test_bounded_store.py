@@ -15,7 +15,7 @@ from engine.plan.schema import Column, Namespace
 from engine.plan.steps import Formats
 from engine.records import Header, TopicRecord
 from engine.runtime.adapter import (
-    SPREAD_ROWS,
+    LARGE_TABLE_ROWS,
     BoundedRuntime,
     TopicCodec,
     TopicStore,
@@ -70,7 +70,7 @@ def test_extend_appends_as_append_does_record_by_record() -> None:
 
 def test_a_large_topic_is_read_by_tasks_not_folded_into_the_plan(spark: SparkSession) -> None:
     runtime = BoundedRuntime(spark)
-    count = SPREAD_ROWS + 1
+    count = LARGE_TABLE_ROWS + 1
     runtime.produce(TopicRecord("big", i, {"N": i}, i) for i in range(count))
     for _ in range(2):  # a query may read one topic twice: each read has its own observed count
         df = runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string").alias("text"))
