@@ -92,6 +92,7 @@ _V1 = {
     N.StreamGroupByKeyV2: A.StreamGroupByKey,
     N.TableGroupByV2: A.TableGroupBy,
     N.StreamAggregateV2: A.StreamAggregate,
+    N.StreamAggregateV3: A.StreamAggregate,
     N.TableAggregateV2: A.TableAggregate,
 }
 

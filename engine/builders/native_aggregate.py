@@ -58,6 +58,7 @@ from engine.plan.steps_aggregate import (
 )
 from engine.plan.steps_native import (
     StreamAggregateV2,
+    StreamAggregateV3,
     StreamGroupByKeyV2,
     StreamGroupByV2,
     TableAggregateV2,
@@ -65,7 +66,9 @@ from engine.plan.steps_native import (
 )
 from engine.plan.types import BaseType, SqlType
 from engine.runtime import rows as R
+from engine.runtime.adapter import RunningAggregates
 from engine.runtime.convert import spark_type
+from engine.runtime.running import RunningCall, arg_column, has_column, result_column
 
 # Grouping key types whose Spark grouping equals V1's grouping by Python value (a DOUBLE key
 # would group NaN and -0.0 differently).
@@ -348,7 +351,15 @@ class _AggregatePlan:
     reason: str | None = None
 
 
-def _plan_aggregate(step: StreamAggregateV2 | TableAggregateV2, source: Built, *, signed: bool) -> _AggregatePlan:
+_STATE_STORE = "a streaming query keeps per-key state in Spark's state store"
+
+
+def _plan_aggregate(
+    step: StreamAggregateV2 | StreamAggregateV3 | TableAggregateV2, source: Built, *, signed: bool,
+    streaming_reason: str | None = _STATE_STORE,
+) -> _AggregatePlan:
+    """How the step runs natively; on a streaming source ``streaming_reason`` (if any) says
+    why it cannot."""
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
     plan = _AggregatePlan([], [])
@@ -375,7 +386,7 @@ def _plan_aggregate(step: StreamAggregateV2 | TableAggregateV2, source: Built, *
             if plan.having.column is None:
                 plan.reason = f"HAVING: {plan.having.reason}"
     if plan.reason is None and source.df.isStreaming:
-        plan.reason = "a streaming query keeps per-key state in Spark's state store"
+        plan.reason = streaming_reason
     if plan.reason is not None:
         _fallback_all(step.ctx, step.TYPE, plan.calls, plan.reason)
     else:
@@ -393,11 +404,101 @@ def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: Bu
             having=step.having,
         )
         return build_stream_aggregate(v1, source=source, ctx=ctx)
+    return _stream_aggregate(step, source, _running(_live(step, source), step.key_column_names, plan), plan)
+
+
+def _live(step: StreamAggregateV2 | StreamAggregateV3, source: Built) -> DataFrame:
+    """The records an aggregate counts: not deletes, with a full grouping key."""
     keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
-    live = source.df.filter(_not_deleted() & _all([k.isNotNull() for k in keys]))
-    df = _running(live, step.key_column_names, plan)
+    return source.df.filter(_not_deleted() & _all([k.isNotNull() for k in keys]))
+
+
+def _stream_aggregate(
+    step: StreamAggregateV2 | StreamAggregateV3, source: Built, df: DataFrame, plan: _AggregatePlan
+) -> Built:
+    assert plan.schema is not None
     internal = (("Aggregate-Aggregate-Materialize", _describe(plan.schema, step.internal_formats)),)
     return Built(df, plan.schema, True, None, source.internal_schemas + internal)
+
+
+@builds(StreamAggregateV3)
+def build_stream_aggregate_v3(step: StreamAggregateV3, *, source: Built, ctx: BuildContext) -> Built:
+    """V2 on the bounded runtime; on the Kafka runtime (without HAVING) each key's running
+    results are computed a micro-batch at a time over typed columns (``engine.runtime.running``)
+    where V2 ran V1's per-record handlers over pickled rows."""
+    streaming_reason = None
+    if step.having is not None:
+        streaming_reason = "HAVING on a streaming query runs in V1's per-record handler"
+    elif not isinstance(ctx.runtime, RunningAggregates):
+        streaming_reason = "this runtime keeps no running aggregates"
+    plan = _plan_aggregate(step, source, signed=False, streaming_reason=streaming_reason)
+    if plan.reason is not None or plan.schema is None:
+        v1 = StreamAggregate(
+            ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
+            aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
+            having=step.having,
+        )
+        return build_stream_aggregate(v1, source=source, ctx=ctx)
+    live = _live(step, source)
+    if not source.df.isStreaming:
+        return _stream_aggregate(step, source, _running(live, step.key_column_names, plan), plan)
+    assert isinstance(ctx.runtime, RunningAggregates)
+    return _stream_aggregate(step, source, _running_in_state_store(step, source, live, plan, ctx.runtime), plan)
+
+
+def _running_call(call: E.FunctionCall, source: Built) -> tuple[RunningCall, SparkColumn, SparkColumn]:
+    """A native call's running form, its argument as a value that is never NULL, and whether
+    the argument is present (a call ``_aggregate_column`` accepted: COUNT, SUM, AVG, MIN or
+    MAX of INT, BIGINT or DOUBLE, with one argument or none)."""
+    name = call.name.upper()
+    if not call.args:
+        return RunningCall(name, False, 0), F.lit(0).cast("bigint"), F.lit(True)
+    columns = source.expression_columns()
+    value = compile_native(call.args[0], columns, user_columns=frozenset(c.name for c in source.schema.columns)).column
+    t = infer_type(call.args[0], columns)
+    assert value is not None and t is not None
+    bits = 0 if name == "COUNT" else {BaseType.INTEGER: 32, BaseType.BIGINT: 64}.get(t.base, 0)
+    if name == "COUNT":
+        as_number = F.lit(0).cast("bigint")
+    elif bits == 0:
+        as_number = F.coalesce(value.cast("double"), F.lit(0.0))
+    else:
+        as_number = F.coalesce(value.cast("bigint"), F.lit(0).cast("bigint"))
+    return RunningCall(name, True, bits), as_number, value.isNotNull()
+
+
+def _running_in_state_store(
+    step: StreamAggregateV3, source: Built, live: DataFrame, plan: _AggregatePlan, runtime: RunningAggregates
+) -> DataFrame:
+    """``_running``'s rows from the runtime's per-key state instead of window functions."""
+    schema = plan.schema
+    assert schema is not None
+    key_names = [R.spark_name(k) for k in step.key_column_names]
+    calls: list[RunningCall] = []
+    inputs = [F.col(k) for k in key_names]
+    for i, a in enumerate(step.aggregation_functions):
+        assert isinstance(a.expression, E.FunctionCall)
+        call, value, present = _running_call(a.expression, source)
+        calls.append(call)
+        inputs += [value.alias(arg_column(i)), present.alias(has_column(i))]
+    inputs += [F.col(R.SEQ), F.col(R.ROWTIME), F.col(R.ROWPARTITION)]
+    key_fields = [live.schema[k] for k in key_names]
+    result_fields = [ST.StructField(result_column(i), spark_type(c.type)) for i, c in enumerate(schema.value)]
+    meta = {f.name: f for f in R.META_FIELDS}
+    output = ST.StructType([*key_fields, *result_fields, meta[R.SEQ], meta[R.ROWTIME], meta[R.ROWPARTITION]])
+    running = runtime.running_aggregate(
+        live.select(*inputs), key_columns=key_names, calls=calls, output=output, name=step.ctx
+    )
+    constants = {
+        R.ROWOFFSET: F.lit(None), R.HEADERS: F.array(), R.DELETED: F.lit(False),
+        R.WINDOWSTART: F.lit(None), R.WINDOWEND: F.lit(None),
+    }
+    return running.select(
+        *[F.col(k).alias(R.spark_name(c.name)) for k, c in zip(key_names, schema.key, strict=True)],
+        *[F.col(result_column(i)).alias(R.spark_name(c.name)) for i, c in enumerate(schema.value)],
+        *[(F.col(f.name) if f.name not in constants else constants[f.name]).cast(f.dataType).alias(f.name)
+          for f in R.META_FIELDS],
+    )
 
 
 @builds(TableAggregateV2)

@@ -254,6 +254,25 @@ class StreamAggregateV2(Step):
         _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
 
 
+
+@register_step
+@step_dataclass
+class StreamAggregateV3(Step):
+    """``streamAggregateV2`` whose Kafka-runtime form is native too: running results per key
+    computed a micro-batch at a time over typed columns in Spark's state store (bounded runs
+    build exactly as V2)."""
+
+    TYPE: ClassVar[str] = "streamAggregateV3"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
 # The source and sink versions: their explain reports are per column, not per expression.
 IO_STEP_TYPES = frozenset(
     c.TYPE

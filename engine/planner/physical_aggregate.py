@@ -52,7 +52,7 @@ def _aggregate(node: AggregateNode) -> S.Step:
     if node.window_spec is not None:
         return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
     if native_chosen():
-        return N.StreamAggregateV2(**common)  # type: ignore[arg-type]
+        return N.StreamAggregateV3(**common)  # type: ignore[arg-type]
     return A.StreamAggregate(**common)  # type: ignore[arg-type]
 
 

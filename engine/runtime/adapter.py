@@ -18,11 +18,12 @@ import pickle
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as ST
 
 from engine.errors import KsqlError
 from engine.plan.schema import LogicalSchema
@@ -32,6 +33,7 @@ from engine.runtime import processing_log
 from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
 from engine.runtime.local_frames import local_dataframe
 from engine.runtime.rows import HEADERS, RAW_SCHEMA, SEQ, arrow_schema_of
+from engine.runtime.running import RunningCall
 from engine.runtime.suppress import suppress_until_window_closes
 from engine.serde import RecordSerde
 
@@ -102,6 +104,21 @@ class Runtime(Protocol):
         With ``retention_ms``, a window that started more than that before the stream time
         that closes it has expired from the window store and is not emitted (tableSuppressV2).
         """
+        ...
+
+
+@runtime_checkable
+class RunningAggregates(Protocol):
+    """A streaming runtime's running aggregates (``streamAggregateV3``); bounded runs compute
+    them with window functions instead."""
+
+    def running_aggregate(
+        self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
+        output: ST.StructType, name: str,
+    ) -> DataFrame:
+        """One row per input row of ``df`` (see ``engine.runtime.running``): ``df``'s key
+        columns, each call's running result, ``__seq``, ``ROWTIME`` and ``ROWPARTITION``,
+        typed as ``output``; each key's state kept across micro-batches."""
         ...
 
 

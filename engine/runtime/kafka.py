@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable, Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
+from engine.runtime.running import RunningCall, run_group
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 from engine.serde.windowed import (
     decode_session_window_key,
@@ -192,6 +193,25 @@ class KafkaRuntime:
         name: str,
     ) -> DataFrame:
         return self._keyed(inputs, handler, output_schema, name, closes=True)
+
+    def running_aggregate(
+        self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
+        output: ST.StructType, name: str,
+    ) -> DataFrame:
+        """Running aggregates grouped by the key columns themselves (no task hash): Spark
+        hands each key's records of a micro-batch to ``RunningAggregateProcessor``."""
+        processor = RunningAggregateProcessor(tuple(calls), tuple(key_columns), tuple(df.columns), output)
+        functions = ", ".join(c.function for c in calls)
+        self.stateful_operators.append(
+            f"operator {len(self.stateful_operators)}: {name} {type(processor).__name__} ({functions}); "
+            f"grouped by {', '.join(key_columns)}; state: {processor.STATE}"
+        )
+        return df.groupBy(*key_columns).transformWithStateInPandas(
+            statefulProcessor=processor,
+            outputStructType=output,
+            outputMode="Append",
+            timeMode="None",
+        )
 
     def suppress(
         self,
@@ -487,6 +507,40 @@ class KeyedTaskProcessor(StatefulProcessor):
             self.outer.update((pickle.dumps(outer),))
         if out:
             yield _out_frame(out)
+
+    def close(self) -> None:
+        pass
+
+
+class RunningAggregateProcessor(StatefulProcessor):
+    """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state store."""
+
+    STATE = "running ValueState<b binary>"
+
+    def __init__(
+        self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
+        output: ST.StructType,
+    ) -> None:
+        self.calls = calls
+        self.key_columns = key_columns
+        self.columns = columns
+        self.output = tuple(output.fieldNames())
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.state = handle.getValueState("running", BLOB)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        frames = list(_named(rows, self.columns))
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        if frame.empty:
+            return
+        out, state = run_group(self.calls, self.key_columns, frame, _load(self.state, None))
+        self.state.update((pickle.dumps(state),))
+        # Lists (MIN/MAX with NULLs, __seq) stay Python objects: a float column would lose integers.
+        yield pd.DataFrame(
+            {name: pd.Series(v, dtype=object) if isinstance(v, list) else v
+             for name, v in zip(self.output, out.values(), strict=True)}
+        )
 
     def close(self) -> None:
         pass

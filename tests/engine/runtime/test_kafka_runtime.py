@@ -9,6 +9,7 @@ the same statements and records, which the QTT cases hold to ksqlDB's expectatio
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,7 +88,7 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     _produce(bootstrap, source, orders(0))
     app = _run(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
-    assert {"streamSourceV3", "streamSinkV3", "tableSinkV3"} <= used
+    assert {"streamSourceV3", "streamAggregateV3", "streamSinkV3", "tableSinkV3"} <= used
     _produce(bootstrap, source, orders(1_000))
     _run(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
 
@@ -224,6 +225,51 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
     got_joined = _outputs(bootstrap, joined)
     want_joined = [(r.key, r.value, r.timestamp) for r in expected[joined]]
     assert got_joined == want_joined
+
+
+def test_running_aggregates_on_kafka_equal_the_bounded_runtime_across_a_restart(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    """streamAggregateV3 keeps each key's running results in the state store; its updates,
+    record for record, are the bounded runtime's (window functions, held to V1's handler by
+    tests/engine/builders/test_native_aggregate.py): NULLs, wrapping sums, MIN/MAX before
+    any value, ROWTIME out of order, and state carried over a restart."""
+    bootstrap = kafka_broker.bootstrap_servers
+    source, out = _unique("nums"), _unique("AGG")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM NUMS (ID STRING KEY, G STRING, I INT, L BIGINT, D DOUBLE)
+            WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE AGG WITH (KAFKA_TOPIC='{out}') AS
+            SELECT G, COUNT(*) AS C, COUNT(I) AS CI, SUM(I) AS SI, SUM(L) AS SL, SUM(D) AS SD,
+                   AVG(I) AS AI, AVG(D) AS AD, MIN(I) AS MN, MAX(L) AS MX
+            FROM NUMS GROUP BY G;
+    """
+    pick = random.Random(7)
+    ints = [None, 0, 1, -7, 2**31 - 1, -(2**31)]
+    longs = [None, 3, -(2**63), 2**63 - 1, 12_345_678_901]
+    doubles = [None, 0.1, -0.0, 2.5, -1e-3]
+    inputs: list[tuple[str, str | None, Any, int]] = [
+        (source, f"k{i}", {"G": pick.choice(["a", "b", "c", None]), "I": pick.choice(ints),
+                           "L": pick.choice(longs), "D": pick.choice(doubles)}, 1_000 + pick.randrange(50))
+        for i in range(120)
+    ]
+    for batch in (inputs[:70], inputs[70:]):
+        _produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
+        app = _run(bootstrap, tmp_path / "state", sql)
+    used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
+    assert "streamAggregateV3" in used
+
+    def by_key(records: Sequence[tuple[str | None, Any, int]]) -> dict[str | None, list[tuple[Any, int]]]:
+        grouped: dict[str | None, list[tuple[Any, int]]] = {}
+        for key, value, ts in records:
+            grouped.setdefault(key, []).append((value, ts))
+        return grouped
+
+    want = by_key([(r.key, r.value, r.timestamp) for r in _bounded(sql, [source], inputs)[out]])
+    assert sum(len(v) for v in want.values()) == sum(1 for _, _, v, _ in inputs if v["G"] is not None)
+    assert by_key(_outputs(bootstrap, out)) == want
 
 
 # The V1 run is in the default suite. The native run (native sources and sinks, about 3 minutes
