@@ -398,13 +398,18 @@ def _plan_aggregate(
 def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: BuildContext) -> Built:
     plan = _plan_aggregate(step, source, signed=False)
     if plan.reason is not None or plan.schema is None:
-        v1 = StreamAggregate(
-            ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
-            aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
-            having=step.having,
-        )
-        return build_stream_aggregate(v1, source=source, ctx=ctx)
+        return _as_v1(step, source, ctx)
     return _stream_aggregate(step, source, _running(_live(step, source), step.key_column_names, plan), plan)
+
+
+def _as_v1(step: StreamAggregateV2 | StreamAggregateV3, source: Built, ctx: BuildContext) -> Built:
+    """The step built exactly as its V1 version (``streamAggregateV1``)."""
+    v1 = StreamAggregate(
+        ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
+        aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
+        having=step.having,
+    )
+    return build_stream_aggregate(v1, source=source, ctx=ctx)
 
 
 def _live(step: StreamAggregateV2 | StreamAggregateV3, source: Built) -> DataFrame:
@@ -433,12 +438,7 @@ def build_stream_aggregate_v3(step: StreamAggregateV3, *, source: Built, ctx: Bu
         streaming_reason = "this runtime keeps no running aggregates"
     plan = _plan_aggregate(step, source, signed=False, streaming_reason=streaming_reason)
     if plan.reason is not None or plan.schema is None:
-        v1 = StreamAggregate(
-            ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
-            aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
-            having=step.having,
-        )
-        return build_stream_aggregate(v1, source=source, ctx=ctx)
+        return _as_v1(step, source, ctx)
     live = _live(step, source)
     if not source.df.isStreaming:
         return _stream_aggregate(step, source, _running(live, step.key_column_names, plan), plan)

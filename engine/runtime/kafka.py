@@ -13,6 +13,9 @@ The adapter answers the builders' calls with streaming DataFrames:
   query's task count, fixed at its first start). A task runs ``engine.runtime.tasks`` over
   its records in seq order and keeps each group's state, its stream time and its waiting
   outer-join or suppressed entries in Spark's state store, checkpointed with the query.
+- ``running_aggregate`` (``streamAggregateV3``): one ``transformWithStateInPandas`` operator
+  grouped by the grouping key itself; a key's records of a micro-batch are aggregated at
+  once over typed columns (``engine.runtime.running``), its accumulators kept in the store.
 - ``sink_records``: the sink builder's rows encoded to Kafka key/value bytes, which
   ``engine.runtime.kafka_sink`` writes exactly once.
 

@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.runtime import rows as R
-from engine.runtime.running import RunningCall, arg_column, has_column, input_order, result_column, run_group
+from engine.runtime.running import (
+    RunningCall,
+    arg_column,
+    has_column,
+    input_order,
+    result_column,
+    run_group,
+)
 
 INT = st.integers(-(2**31), 2**31 - 1)
 BIGINT = st.integers(-(2**63), 2**63 - 1)
