@@ -1,6 +1,6 @@
 """In-memory performance: the engine's stateless CSAS against the same job in hand-written PySpark.
 
-    python -m qtt.perf [--records N] [--report FILE]
+    python -m qtt.perf [--records N] [--repeat R] [--report FILE]
 
 N JSON records (default 100,000) are held in memory, in one process on the shared
 SparkSession. Two queries are timed. The stateless one is ``SELECT ID, UCASE(ITEM) AS ITEM,
@@ -18,9 +18,13 @@ update per input record). Each runs three ways:
   position; ``to_json``; collected and decoded to Python values (the engine's records end
   in memory in the same form).
 
-Each is run once on 1,000 records to warm up, then timed once on N. The outputs are
-checked against each other (record count and totals) before any figure prints. This is a
-benchmark, not a test: ``nox -s perf``. The report goes to ``reports/perf.json``.
+Each is run once on 1,000 records to warm up, then timed R times on N (default 3; the
+three ways take turns, so a burst of load from elsewhere falls on all of them): the figures
+are the medians, and the report keeps every run. A single run moved by a fifth from one run
+to the next on the 2-core machine, most of all the first run at full size, while the JIT
+still compiles. The outputs are checked against each other (record count and totals) before
+any figure prints. This is a benchmark, not a test: ``nox -s perf``. The report goes to
+``reports/perf.json``.
 
 Besides the elapsed time, each run's CPU time is measured: user and system seconds of this
 process and all its descendants (Spark's JVM and its Python workers, read from ``/proc``).
@@ -35,6 +39,7 @@ import dataclasses
 import json
 import os
 import platform
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +63,7 @@ from engine.runtime.adapter import BoundedRuntime, TopicCodec
 from engine.runtime.session import get_spark
 
 DEFAULT_RECORDS = 100_000
+DEFAULT_REPEAT = 3
 DEFAULT_REPORT = "reports/perf.json"
 TARGETS = {"stateless": 1.3, "group_by": 2.0}
 SOURCE = """
@@ -139,6 +145,13 @@ def process_tree_cpu_seconds(pid: int | None = None) -> float | None:
                 tree.add(child)
                 pending.append(child)
     return sum(used[p] for p in tree)
+
+
+def median(runs: list[Timing]) -> Timing:
+    """The median elapsed and the median CPU seconds of ``runs`` (each on its own)."""
+    cpus = [t.cpu_seconds for t in runs]
+    cpu = None if any(c is None for c in cpus) else statistics.median(c for c in cpus if c is not None)
+    return Timing(statistics.median(t.seconds for t in runs), cpu)
 
 
 class _Clock:
@@ -230,9 +243,11 @@ def _ratio(part: float | None, whole: float | None) -> float | None:
     return None if part is None or not whole else part / whole
 
 
-def query_report(query: str, target: float, timings: dict[str, Timing]) -> dict[str, Any]:
-    """The report entry of one query: elapsed and CPU seconds of each way, and their ratios to
-    the hand-written job's (``timings`` by way: engine, engine_python_steps, pyspark)."""
+def query_report(query: str, target: float, runs: dict[str, list[Timing]]) -> dict[str, Any]:
+    """The report entry of one query: median elapsed and CPU seconds of each way, their ratios
+    to the hand-written job's, and every run (``runs`` by way: engine, engine_python_steps,
+    pyspark)."""
+    timings = {way: median(ways_runs) for way, ways_runs in runs.items()}
     base = timings["pyspark"]
     engines = ("engine", "engine_python_steps")
     return {
@@ -241,6 +256,7 @@ def query_report(query: str, target: float, timings: dict[str, Timing]) -> dict[
         "ratio": {k: timings[k].seconds / base.seconds for k in engines},
         "cpu_seconds": {k: t.cpu_seconds for k, t in timings.items()},
         "cpu_ratio": {k: _ratio(timings[k].cpu_seconds, base.cpu_seconds) for k in engines},
+        "runs": {k: [dataclasses.asdict(t) for t in ways_runs] for k, ways_runs in runs.items()},
         "target_ratio": target,
     }
 
@@ -262,7 +278,11 @@ def summary_lines(query: str, records: int, target: float, entry: dict[str, Any]
          f"  engine (Python steps, V1) {seconds['engine_python_steps']:8.2f} s   ratio {ratio['engine_python_steps']:.2f}"),
     ]
     width = max(len(text) for _, text in rows)
-    lines = [f"{query}, {records:,} JSON records in memory, outputs checked (elapsed; CPU of all processes):"]
+    repeat = len(entry["runs"]["pyspark"])
+    lines = [
+        f"{query}, {records:,} JSON records in memory, outputs checked, median of {repeat} run(s)"
+        " (elapsed; CPU of all processes):"
+    ]
     lines += [(text.ljust(width) + cpu(way)).rstrip() for way, text in rows]
     return lines
 
@@ -270,26 +290,34 @@ def summary_lines(query: str, records: int, target: float, entry: dict[str, Any]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qtt.perf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=DEFAULT_RECORDS)
+    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timed runs of each way (the median prints)")
     parser.add_argument("--report", default=DEFAULT_REPORT)
     args = parser.parse_args(argv)
     if args.records < 1:
         parser.error("--records must be at least 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     spark = get_spark(long_running=True)
     warm, values = orders(1_000), orders(args.records)
     report: dict[str, Any] = {
         "records": args.records,
+        "repeat": args.repeat,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
     }
     for query, target in TARGETS.items():
         for python_steps in (False, True):
             run_engine(spark, warm, query, python_steps=python_steps)
         run_pyspark(spark, warm, query)
-        pyspark, reference = run_pyspark(spark, values, query)
-        engine, native_out = run_engine(spark, values, query, python_steps=False)
-        python, python_out = run_engine(spark, values, query, python_steps=True)
-        _check(f"the engine ({query})", native_out, reference)
-        _check(f"the engine with Python steps ({query})", python_out, reference)
-        report[query] = query_report(query, target, {"engine": engine, "engine_python_steps": python, "pyspark": pyspark})
+        runs: dict[str, list[Timing]] = {"engine": [], "engine_python_steps": [], "pyspark": []}
+        for _ in range(args.repeat):
+            pyspark, reference = run_pyspark(spark, values, query)
+            engine, native_out = run_engine(spark, values, query, python_steps=False)
+            python, python_out = run_engine(spark, values, query, python_steps=True)
+            _check(f"the engine ({query})", native_out, reference)
+            _check(f"the engine with Python steps ({query})", python_out, reference)
+            for way, timing in (("pyspark", pyspark), ("engine", engine), ("engine_python_steps", python)):
+                runs[way].append(timing)
+        report[query] = query_report(query, target, runs)
         print("\n".join(summary_lines(query, args.records, target, report[query])))
     report["machine"]["load_after"] = os.getloadavg()
     Path(args.report).parent.mkdir(parents=True, exist_ok=True)

@@ -68,18 +68,27 @@ def test_extend_appends_as_append_does_record_by_record() -> None:
     assert "out" in bulk.topics
 
 
-def test_a_large_topic_is_read_by_tasks_not_folded_into_the_plan(spark: SparkSession) -> None:
+def test_a_large_topic_is_read_by_a_task_not_folded_into_the_plan(spark: SparkSession) -> None:
     runtime = BoundedRuntime(spark)
     count = LARGE_TABLE_ROWS + 1
     runtime.produce(TopicRecord("big", i, {"N": i}, i) for i in range(count))
-    for _ in range(2):  # a query may read one topic twice: each read has its own observed count
-        df = runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string").alias("text"))
-        execution = df._jdf.queryExecution()
-        assert "CollectMetrics" in execution.optimizedPlan().toString()  # the projection is not folded
-        assert "Exchange" not in execution.executedPlan().toString()  # and no shuffle
+    threshold = spark.conf.get("spark.sql.execution.arrow.localRelationThreshold")
+    df = runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string").alias("text"))
+    execution = df._jdf.queryExecution()
+    assert "LocalRelation" not in execution.optimizedPlan().toString()  # nothing to fold into
+    assert "Exchange" not in execution.executedPlan().toString()  # and no shuffle
+    assert df.rdd.getNumPartitions() == 1  # one batch, one task, as an in-memory relation
+    assert spark.conf.get("spark.sql.execution.arrow.localRelationThreshold") == threshold  # restored
     both = df.union(runtime.read_topic_bytes("big", _codec()).select(F.col("__value").cast("string")))
     assert both.count() == 2 * count
-    assert {r.text for r in df.collect()} == {f'{{"N":{i}}}' for i in range(count)}
+    assert [r.text for r in df.collect()] == [f'{{"N":{i}}}' for i in range(count)]  # in order
+
+
+def test_a_small_topic_stays_an_in_memory_relation(spark: SparkSession) -> None:
+    runtime = BoundedRuntime(spark)
+    runtime.produce(TopicRecord("small", i, {"N": i}, i) for i in range(3))
+    df = runtime.read_topic_bytes("small", _codec())
+    assert "LocalTableScan" in df._jdf.queryExecution().executedPlan().toString()  # as planned cases record it
 
 
 def test_the_collector_is_paused_for_the_block_and_left_as_it_was() -> None:

@@ -55,6 +55,32 @@ def test_a_cached_jvm_class_still_constructs_and_calls(spark: SparkSession) -> N
         assert jvm.java.lang.Math.max(2, 3) == 3
 
 
+def test_a_spark_function_is_looked_up_once_and_a_static_field_each_time(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark.sql import functions as F
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    F.upper(F.col("x"))  # looked up here, if no test did before
+    commands: list[str] = []
+    send = JavaClient.send_command
+
+    def counting(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+        commands.append(command)
+        return send(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(JavaClient, "send_command", counting)
+    column = F.upper(F.col("x"))
+    assert not [c for c in commands if c.startswith("r\n")]  # no reflection: calls only
+    assert len(commands) == 2  # col, upper
+    assert str(column) == "Column<'upper(x)'>"
+    commands.clear()
+    assert jvm.java.lang.Integer.MAX_VALUE == 2**31 - 1
+    assert jvm.java.lang.Integer.MAX_VALUE == 2**31 - 1
+    assert len([c for c in commands if c.startswith("r\nm\n")]) == 2  # a field is read each time
+
+
 def test_session_conf_runs_the_block_interpreted_and_restores_the_settings(spark: SparkSession) -> None:
     before = spark.conf.get("spark.sql.codegen.wholeStage")
     with session_conf(spark, INTERPRETED_CONF):
