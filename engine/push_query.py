@@ -53,7 +53,7 @@ AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
 SOURCE_STEPS = (
     S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource,
-    N.StreamSourceV2, N.TableSourceV2, N.StreamSourceV3, N.TableSourceV3,
+    N.StreamSourceV2, N.TableSourceV2, N.StreamSourceV3, N.TableSourceV3, N.StreamSourceV4,
 )
 _START_LOCK = threading.Lock()  # push queries of this process start one at a time
 

@@ -91,6 +91,7 @@ _V1 = {
     N.StreamSinkV2: S.StreamSink,
     N.TableSinkV2: S.TableSink,
     N.StreamSourceV3: S.StreamSource,
+    N.StreamSourceV4: S.StreamSource,
     N.TableSourceV3: S.TableSource,
     N.StreamSinkV3: S.StreamSink,
     N.TableSinkV3: S.TableSink,
@@ -193,8 +194,8 @@ def run_engine(
     root = with_python_steps(plan.root) if python_steps else plan.root
     runtime = BoundedRuntime(spark)
     runtime.produce(TopicRecord("orders", i, v, i) for i, v in enumerate(values))
-    source = next(s for s in walk_steps(root) if isinstance(s, S.StreamSource | N.StreamSourceV2 | N.StreamSourceV3))
-    if isinstance(source, N.StreamSourceV2 | N.StreamSourceV3):
+    source = next(s for s in walk_steps(root) if isinstance(s, S.StreamSource | N.StreamSourceV2 | N.StreamSourceV3 | N.StreamSourceV4))
+    if isinstance(source, N.StreamSourceV2 | N.StreamSourceV3 | N.StreamSourceV4):
         # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
         runtime.encoded_table("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
     clock = _Clock()

@@ -53,6 +53,7 @@ from engine.plan.steps_native import (
     StreamSinkV3,
     StreamSourceV2,
     StreamSourceV3,
+    StreamSourceV4,
     TableSinkV2,
     TableSinkV3,
     TableSourceV2,
@@ -82,7 +83,7 @@ _FIELD = "__v"  # the field an unwrapped JSON value is read as
 
 SourceStep = StreamSourceV2 | TableSourceV2
 SinkStep = StreamSinkV2 | TableSinkV2
-AnySourceStep = SourceStep | StreamSourceV3 | TableSourceV3
+AnySourceStep = SourceStep | StreamSourceV3 | TableSourceV3 | StreamSourceV4
 AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3
 
 

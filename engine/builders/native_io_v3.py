@@ -29,7 +29,7 @@ Formats and types without a native form build exactly as their V1 versions do, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -50,11 +50,20 @@ from engine.builders.native_io import (
     source_columns,
     source_or_v1,
 )
-from engine.builders.walker import builds
+from engine.builders.walker import builds, checks_consumers
+from engine.errors import PlanError
 from engine.plan import types as T
-from engine.plan.steps_native import StreamSinkV3, StreamSourceV3, TableSinkV3, TableSourceV3
+from engine.plan.steps import Step
+from engine.plan.steps_native import (
+    PARTITION_ORDER_CONSUMERS,
+    StreamSinkV3,
+    StreamSourceV3,
+    StreamSourceV4,
+    TableSinkV3,
+    TableSourceV3,
+)
 from engine.runtime import rows as R
-from engine.runtime.adapter import TopicCodec
+from engine.runtime.adapter import PartitionOrderReads, TopicCodec
 from engine.runtime.convert import spark_type
 from engine.serde import RecordSerde
 
@@ -130,10 +139,13 @@ def _arrow_reader(read: Callable[[Any], Any], result: ST.StructType) -> Any:
     return F.arrow_udf(read_batch, result).asNondeterministic()  # type: ignore[call-overload]
 
 
-def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
+def _build_source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_table: bool) -> Built:
     schema = step.source_schema
     codec = TopicCodec(*serdes_for(step.formats, schema.columns))
-    raw = ctx.runtime.read_topic_bytes(step.topic, codec)
+    if isinstance(step, StreamSourceV4) and isinstance(ctx.runtime, PartitionOrderReads):
+        raw = ctx.runtime.read_topic_bytes_in_partition_order(step.topic, codec)
+    else:  # V3; V4 on the bounded runtime, whose reads are in input order at no cost
+        raw = ctx.runtime.read_topic_bytes(step.topic, codec)
     deleted = F.col("__value").isNull()
     parses: list[SparkColumn] = []
     values: dict[str, SparkColumn] = {}
@@ -185,7 +197,7 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Bui
     return Built(df=staged.select(*out), schema=schema, is_table=is_table)
 
 
-def _source(step: SourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
+def _source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_table: bool) -> Built:
     return source_or_v1(step, ctx, is_table=is_table, native=_build_source)
 
 
@@ -197,6 +209,26 @@ def build_stream_source_v3(step: StreamSourceV3, *, ctx: BuildContext) -> Built:
 @builds(TableSourceV3)
 def build_table_source_v3(step: TableSourceV3, *, ctx: BuildContext) -> Built:
     return _source(step, ctx, is_table=True)
+
+
+@builds(StreamSourceV4)
+def build_stream_source_v4(step: StreamSourceV4, *, ctx: BuildContext) -> Built:
+    """V3's source over the runtime's read in partition order (``PartitionOrderReads``): on
+    Kafka, ``__seq`` made in Spark instead of a Python pass over every record. Only for
+    queries that compare no records of two partitions (see ``check_stream_source_v4``)."""
+    return _source(step, ctx, is_table=False)
+
+
+@checks_consumers(StreamSourceV4)
+def check_stream_source_v4(step: Step, consumers: Sequence[Step]) -> None:
+    """A V4 source's records carry no merge order across partitions: every step that reads
+    them, up to the sink, must be a filter, a projection or a sink."""
+    for consumer in consumers:
+        if not isinstance(consumer, PARTITION_ORDER_CONSUMERS):
+            raise PlanError(
+                f"Step {step.ctx} ({step.TYPE}) feeds step {consumer.ctx} ({consumer.TYPE}), which needs its "
+                "records in input order across partitions: plan streamSourceV3 for this query."
+            )
 
 
 # --------------------------------------------------------------------------- encoding

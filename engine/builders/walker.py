@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -13,6 +13,10 @@ from engine.plan.steps import STEP_TYPES, Step
 
 Builder = Callable[..., Any]
 BUILDERS: dict[str, Builder] = {}
+# A step version that only some steps may read: its check gets the step and every step on
+# the way from it to the plan's root (nearest first) and raises PlanError when one may not.
+ConsumerCheck = Callable[[Step, Sequence[Step]], None]
+CONSUMER_CHECKS: dict[str, ConsumerCheck] = {}
 
 BuildObserver = Callable[[Step, BuildContext, Built], None]
 _OBSERVER: ContextVar[BuildObserver | None] = ContextVar("build_observer", default=None)
@@ -47,13 +51,28 @@ def builds(step_cls: type[Step]) -> Callable[[Builder], Builder]:
     return wrap
 
 
+def checks_consumers(step_cls: type[Step]) -> Callable[[ConsumerCheck], ConsumerCheck]:
+    """Register the decorated function as the consumer check of one step version."""
+
+    def wrap(fn: ConsumerCheck) -> ConsumerCheck:
+        if step_cls.TYPE in CONSUMER_CHECKS:
+            raise TypeError(f"Step {step_cls.TYPE} has two consumer checks.")
+        CONSUMER_CHECKS[step_cls.TYPE] = fn
+        return fn
+
+    return wrap
+
+
 def build(step: Step, ctx: BuildContext) -> Any:
     """Build ``step`` and everything it reads from; returns what its builder returns."""
     _load_builders()
     cache: dict[int, Any] = {}
     observer = _OBSERVER.get()
 
-    def visit(s: Step) -> Any:
+    def visit(s: Step, consumers: tuple[Step, ...] = ()) -> Any:
+        check = CONSUMER_CHECKS.get(s.TYPE)
+        if check is not None:  # on every path to the step, not only the first one built
+            check(s, consumers)
         if id(s) in cache:
             return cache[id(s)]
         builder = BUILDERS.get(s.TYPE)
@@ -61,7 +80,7 @@ def build(step: Step, ctx: BuildContext) -> Any:
             raise PlanError(
                 f"No builder for step type '{s.TYPE}'; known: {', '.join(sorted(BUILDERS))}."
             )
-        inputs = {name: visit(child) for name, child in s.inputs().items()}
+        inputs = {name: visit(child, (s, *consumers)) for name, child in s.inputs().items()}
         for name, value in inputs.items():
             if not isinstance(value, Built):
                 raise InternalError(f"Input '{name}' of step {s.ctx} did not build a stream or table.")

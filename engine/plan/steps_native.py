@@ -146,6 +146,19 @@ class StreamSourceV3(Step):
 
 @register_step
 @step_dataclass
+class StreamSourceV4(Step):
+    """Reads a stream as V3 does, for a query that needs no order across its source's
+    partitions (no stateful step: only filters and projections up to its sink)."""
+
+    TYPE: ClassVar[str] = "streamSourceV4"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
 class TableSourceV3(Step):
     """Reads a table's changelog with Spark's typed decoders: upserts by key, null values delete."""
 
@@ -277,6 +290,11 @@ class StreamAggregateV3(Step):
 IO_STEP_TYPES = frozenset(
     c.TYPE
     for c in (
-        StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3
+        StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3,
+        StreamSourceV4,
     )
 )
+
+# The steps that may read a ``streamSourceV4``'s records (directly or through one another):
+# none of them orders records of two partitions against each other.
+PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (StreamFilterV2, StreamSelectV2, StreamSinkV3)

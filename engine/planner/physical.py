@@ -7,6 +7,7 @@ across releases and name steps in plan diffs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -139,13 +140,28 @@ def _sink(node: L.SinkNode) -> S.Step:
         cls = N.TableSinkV3 if node.input.is_table else N.StreamSinkV3
     else:
         cls = S.TableSink if node.input.is_table else S.StreamSink
+    source = to_steps(node.input)
+    if cls is N.StreamSinkV3:
+        source = _in_partition_order(source)
     return cls(
         ctx="KsqlTopic/Sink",
-        source=to_steps(node.input),
+        source=source,
         topic=node.topic,
         formats=node.formats,
         timestamp_column=node.timestamp_column,
     )
+
+
+def _in_partition_order(step: S.Step) -> S.Step:
+    """``step`` with its ``streamSourceV3`` read as ``streamSourceV4`` when only filters and
+    projections lie between them: such a query compares no records of two partitions, so it
+    needs no merge order across them (cheaper on Kafka). Anything else stays as it is."""
+    if isinstance(step, N.StreamSourceV3):
+        return N.StreamSourceV4(**{f.name: getattr(step, f.name) for f in dataclasses.fields(step)})
+    if isinstance(step, N.StreamFilterV2 | N.StreamSelectV2):
+        source = _in_partition_order(step.source)
+        return step if source is step.source else dataclasses.replace(step, source=source)
+    return step
 
 
 def _load_rules() -> None:

@@ -121,6 +121,17 @@ class RunningAggregates(Protocol):
         ...
 
 
+@runtime_checkable
+class PartitionOrderReads(Protocol):
+    """A streaming runtime's cheaper topic read (``streamSourceV4``) for queries that need
+    the records in order within each partition only: no merge order across partitions."""
+
+    def read_topic_bytes_in_partition_order(self, topic: str, codec: TopicCodec) -> DataFrame:
+        """``read_topic_bytes``' rows computed in Spark alone: ``__seq`` orders a partition's
+        records (by offset) but not the records of different partitions against each other."""
+        ...
+
+
 @dataclass
 class StoredRecord:
     """A record in the in-memory topic store, with its input-order key."""

@@ -14,7 +14,7 @@ def test_explain_lists_native_and_fallback_expressions_per_step(capsys, spark) -
     assert main(["explain", "--property", "kspark.native.steps=true", SQL]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "Query CSAS_OUT_0",
-        "  KsqlTopic/Source (streamSourceV3): 3 of 3 columns native",
+        "  KsqlTopic/Source (streamSourceV4): 3 of 3 columns native",
         "    ID: KEY BIGINT -> native",
         "    NAME: VALUE STRING -> native",
         "    V: VALUE INTEGER -> native",

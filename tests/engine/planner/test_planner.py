@@ -30,12 +30,30 @@ def _plan(sql: str):
 def test_projection_with_filter_plans_source_filter_select_sink() -> None:
     plan = _plan("CREATE STREAM LONG_VIEWS AS SELECT PAGEID, VIEWTIME * 2 AS T FROM PAGEVIEWS WHERE VIEWTIME > 10;")
     types = [s.TYPE for s in walk_steps(plan.query.root)]
-    assert types == ["streamSourceV3", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
+    assert types == ["streamSourceV4", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
     select = next(s for s in walk_steps(plan.query.root) if isinstance(s, N.StreamSelectV2))
     assert select.key_column_names == ("PAGEID",)
     assert [x.alias for x in select.select_expressions] == ["T"]
     assert plan.query.query_id == "CSAS_LONG_VIEWS_0"
     assert str(plan.command.schema) == "`PAGEID` STRING KEY, `T` BIGINT"
+
+
+@pytest.mark.parametrize(
+    ("sql", "source"),
+    [
+        ("CREATE STREAM S2 AS SELECT * FROM PAGEVIEWS;", "streamSourceV4"),
+        ("INSERT INTO PAGEVIEWS SELECT * FROM PAGEVIEWS WHERE VIEWTIME > 1;", "streamSourceV4"),
+        # A stateful step or a re-keying reads the records in their order across partitions.
+        ("CREATE TABLE T AS SELECT USERID, COUNT(*) AS N FROM PAGEVIEWS GROUP BY USERID;", "streamSourceV3"),
+        ("CREATE STREAM BY_USER AS SELECT USERID, PAGEID FROM PAGEVIEWS PARTITION BY USERID;", "streamSourceV3"),
+        ("CREATE TABLE W AS SELECT USERID, COUNT(*) AS N FROM PAGEVIEWS WINDOW TUMBLING (SIZE 1 MINUTE) "
+         "GROUP BY USERID;", "streamSourceV3"),
+    ],
+)
+def test_a_stream_read_only_by_filters_and_projections_is_read_in_partition_order(sql: str, source: str) -> None:
+    plan = _plan(sql)
+    sources = {s.TYPE for s in walk_steps(plan.query.root) if "Source" in s.TYPE}
+    assert sources == {source}
 
 
 def test_partition_by_plans_a_select_key_step_with_the_new_key() -> None:

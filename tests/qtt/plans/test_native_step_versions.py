@@ -45,7 +45,7 @@ def _planned_today(properties: dict[str, str]) -> list[str]:
 
 
 def test_the_same_sql_planned_today_gets_the_native_versions():
-    native = ["streamSourceV3", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
+    native = ["streamSourceV4", "streamFilterV2", "streamSelectV2", "streamSinkV3"]
     assert _planned_today({}) == native
     assert _planned_today({"kspark.native.steps": "true"}) == native
 
@@ -67,3 +67,16 @@ def test_a_plan_saved_with_the_v2_source_and_sink_replays_with_their_builders_un
     assert result.ok, result.render()
     physical = next((version.path / "physical_plans").iterdir()).read_text(encoding="utf-8")
     assert "ArrowEvalPython [read(" in physical  # V2's reader UDF (V3's is read_batch)
+
+
+def test_a_plan_saved_with_the_v3_source_replays_with_its_python_sequencer_on_kafka(spark):
+    # Released 0.5.0 planned the V3 source; today's planner plans V4 for this filter and
+    # projection (above). The saved version still builds with V3: its streaming plan, with the
+    # Python pass that orders the records across partitions, is compared and still equal.
+    version = _released("0.5.0")
+    saved_plan = (version.path / PLAN_FILE).read_text(encoding="utf-8")
+    assert '"streamSourceV3"' in saved_plan and '"streamSourceV4"' not in saved_plan
+    result = replay(version)
+    assert result.ok, result.render()
+    streaming = next((version.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
+    assert "Sequence_" in streaming
