@@ -12,6 +12,7 @@ one runs them.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import pickle
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as ST
 
@@ -132,7 +134,7 @@ class PartitionOrderReads(Protocol):
         ...
 
 
-@dataclass
+@dataclass(slots=True)
 class StoredRecord:
     """A record in the in-memory topic store, with its input-order key."""
 
@@ -210,9 +212,17 @@ class TopicStore:
     ) -> None:
         """Append a job's output records to ``topic`` with their seqs and their Kafka bytes
         (by the codec ``ident``): ``append`` for each, in one pass."""
+        if not len(records) == len(seqs) == len(encoded):
+            raise ValueError(f"{len(records)} records, {len(seqs)} seqs and {len(encoded)} encoded pairs")
         self.ensure(TopicInfo(topic))
         stored = self.records.setdefault(topic, [])
         offsets = self._next_offset
+        if len({r.partition or 0 for r in records}) == 1:  # one partition: offsets count on
+            slot = (topic, records[0].partition or 0)
+            first = offsets.get(slot, 0)
+            offsets[slot] = first + len(records)
+            stored.extend(map(StoredRecord, seqs, records, itertools.count(first), ({ident: p} for p in encoded)))
+            return
         for record, seq, pair in zip(records, seqs, encoded, strict=True):
             slot = (topic, record.partition or 0)
             offset = offsets.get(slot, 0)
@@ -409,26 +419,27 @@ class BoundedRuntime:
                 self.store.append(record, seq)
             return [record for _, record in collected]
         table = df.toArrow()
-        seqs = [tuple(seq) for seq in table.column(SEQ).to_pylist()]
-        order = sorted(range(len(seqs)), key=seqs.__getitem__)  # input order
-        if order != list(range(len(seqs))):
-            table = table.take(order)
-            seqs = [seqs[i] for i in order]
         with collector_paused():
+            seqs = list(map(tuple, table.column(SEQ).to_pylist()))
+            order = sorted(range(len(seqs)), key=seqs.__getitem__)  # input order
+            if order != list(range(len(seqs))):
+                table = table.take(order)
+                seqs = [seqs[i] for i in order]
             columns = table.select(["__key", "__value", "__ts", "__partition"]).to_pydict()
             raw_keys, raw_values = columns["__key"], columns["__value"]
             keys = codec.key.qtt_from_bytes_many(raw_keys)
             values = codec.value.qtt_from_bytes_many(raw_values)
-            headers = [
-                tuple(Header(h["KEY"], h["VALUE"]) for h in hs) if hs else ()
-                for hs in table.column(HEADERS).to_pylist()
-            ]
-            written = [
-                TopicRecord(topic, key, value, ts, partition, None, hs)
-                for key, value, ts, partition, hs in zip(
-                    keys, values, columns["__ts"], columns["__partition"], headers, strict=True
-                )
-            ]
+            header_lists = table.column(HEADERS)
+            if header_lists.null_count == len(header_lists) or not pc.max(pc.list_value_length(header_lists)).as_py():
+                headers: list[tuple[Header, ...]] = [()] * len(seqs)  # no record has a header
+            else:
+                headers = [
+                    tuple(Header(h["KEY"], h["VALUE"]) for h in hs) if hs else () for hs in header_lists.to_pylist()
+                ]
+            written = list(map(
+                TopicRecord, itertools.repeat(topic), keys, values, columns["__ts"], columns["__partition"],
+                itertools.repeat(None), headers,
+            ))
             self.store.extend(topic, written, seqs, list(zip(raw_keys, raw_values, strict=True)), codec_id(codec))
         return written
 

@@ -139,6 +139,8 @@ class JsonSerde(RecordSerde):
             return super().qtt_from_bytes_many(data)
         if len(parsed) != len(present):
             return super().qtt_from_bytes_many(data)
+        if len(present) == len(data):
+            return parsed  # type: ignore[no-any-return]
         values = iter(parsed)
         null = self.qtt_from_bytes(None)
         return [null if d is None else next(values) for d in data]

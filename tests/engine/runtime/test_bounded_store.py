@@ -68,6 +68,17 @@ def test_extend_appends_as_append_does_record_by_record() -> None:
     assert "out" in bulk.topics
 
 
+def test_extend_of_one_partition_continues_its_offsets() -> None:
+    store = TopicStore()
+    store.append(TopicRecord("out", 0, {"N": 0}, 9, 2), (0,))  # partition 2 holds offset 0
+    records = [TopicRecord("out", i, {"N": i}, 10 + i, 2) for i in range(1, 4)]
+    store.extend("out", records, [(i,) for i in range(1, 4)], [(b"k", b"v")] * 3, b"id")
+    assert [(s.seq, s.offset, s.record.key) for s in store.read("out")] == [((i,), i, i) for i in range(4)]
+    assert store.read("out")[1].encoded == {b"id": (b"k", b"v")}
+    with pytest.raises(ValueError, match="1 records, 2 seqs and 1 encoded pairs"):
+        store.extend("out", records[:1], [(5,), (6,)], [(None, None)], b"id")
+
+
 def test_a_large_topic_is_read_by_a_task_not_folded_into_the_plan(spark: SparkSession) -> None:
     runtime = BoundedRuntime(spark)
     count = LARGE_TABLE_ROWS + 1
