@@ -28,18 +28,34 @@ def test_python_workers_start_with_the_engine_frozen_out_of_the_collector(spark:
     assert row.frozen > 10_000  # 0 unfrozen; the engine's modules alone are tens of thousands
 
 
-def test_a_jvm_class_is_looked_up_once(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+class _Commands:
+    """The Py4J commands sent to the JVM once ``start`` is called."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        self._monkeypatch = monkeypatch
+
+    def start(self) -> list[str]:
+        send = JavaClient.send_command
+
+        def counting(client: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+            self.sent.append(command)
+            return send(client, command, *args, **kwargs)
+
+        self._monkeypatch.setattr(JavaClient, "send_command", counting)
+        return self.sent
+
+
+@pytest.fixture
+def jvm_commands(monkeypatch: pytest.MonkeyPatch) -> _Commands:
+    return _Commands(monkeypatch)
+
+
+def test_a_jvm_class_is_looked_up_once(spark: SparkSession, jvm_commands: _Commands) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     first = jvm.org.apache.spark.sql.api.python.PythonSQLUtils
-    commands: list[str] = []
-    send = JavaClient.send_command
-
-    def counting(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-        commands.append(command)
-        return send(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(JavaClient, "send_command", counting)
+    commands = jvm_commands.start()
     again = jvm.org.apache.spark.sql.api.python.PythonSQLUtils
     assert again is first
     assert commands == []
@@ -56,21 +72,14 @@ def test_a_cached_jvm_class_still_constructs_and_calls(spark: SparkSession) -> N
 
 
 def test_a_spark_function_is_looked_up_once_and_a_static_field_each_time(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, jvm_commands: _Commands
 ) -> None:
     from pyspark.sql import functions as F
 
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     F.upper(F.col("x"))  # looked up here, if no test did before
-    commands: list[str] = []
-    send = JavaClient.send_command
-
-    def counting(self: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-        commands.append(command)
-        return send(self, command, *args, **kwargs)
-
-    monkeypatch.setattr(JavaClient, "send_command", counting)
+    commands = jvm_commands.start()
     column = F.upper(F.col("x"))
     assert not [c for c in commands if c.startswith("r\n")]  # no reflection: calls only
     assert len(commands) == 2  # col, upper
