@@ -150,6 +150,38 @@ def test_json_schema_reference_outside_the_document_or_looping_on_itself_is_not_
         json_schema_to_sql(looping)
 
 
+def test_json_schema_object_with_properties_is_a_struct_even_with_additional_properties() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    assert json_schema_to_sql(schema) == _struct(A=T.BIGINT)
+    assert json_schema_to_sql({"type": "object", "additionalProperties": {"type": "string"}}) == T.Map(
+        T.STRING, T.STRING
+    )
+
+
+def test_json_schema_nesting_and_reference_chains_are_followed_up_to_their_limits() -> None:
+    # 40 nested objects: deep, not recursive (the limit is 64 levels).
+    nested: dict[str, object] = {"type": "string"}
+    for _ in range(40):
+        nested = {"type": "object", "properties": {"n": nested}}
+    inner = json_schema_to_sql(nested)
+    for _ in range(40):
+        assert isinstance(inner, T.Struct) and [f.name for f in inner.fields] == ["N"]
+        inner = inner.fields[0].type
+    assert inner == T.STRING
+    # A chain of 33 references (the root's and d0 ... d31) resolves; one more does not.
+    definitions: dict[str, object] = {f"d{i}": {"$ref": f"#/definitions/d{i + 1}"} for i in range(32)}
+    definitions["d32"] = {"type": "string"}
+    assert json_schema_to_sql({"$ref": "#/definitions/d0", "definitions": definitions}) == T.STRING
+    longer = {**definitions, "d32": {"$ref": "#/definitions/d33"}, "d33": {"type": "string"}}
+    with pytest.raises(SchemaTranslationError, match="^JSON schema reference '#/definitions/d33' is not supported$"):
+        json_schema_to_sql({"$ref": "#/definitions/d0", "definitions": longer})
+
+
+def test_json_schema_one_of_that_is_not_a_list_is_refused() -> None:
+    with pytest.raises(SchemaTranslationError, match="^JSON schema 'oneOf' must be a list$"):
+        json_schema_to_sql({"oneOf": {"type": "string"}})
+
+
 def test_json_schema_union_of_several_non_null_types_is_refused() -> None:
     message = "^JSON schema unions of several types are not supported$"
     with pytest.raises(SchemaTranslationError, match=message):
