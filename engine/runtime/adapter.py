@@ -342,6 +342,10 @@ class BoundedRuntime:
         # instead, from one Arrow batch (one partition, as the in-memory relation has):
         # perf's stateless query, 100,000 records, 1.65 s -> 1.3 s. An observed count between
         # them, used before, did not stop the fold: pruning put the projection under it.
+        # The settings are the session's for the length of this call: a case run at the same
+        # time on another thread (QTT's workers) that reads a small topic meanwhile would get
+        # a task-read table too. Same records; only its physical plan would say so, and the
+        # runs that record or compare physical plans (planned cases) never hold a topic this large.
         with session_conf(self.spark, {
             "spark.sql.execution.arrow.localRelationThreshold": "0",
             "spark.sql.execution.arrow.maxRecordsPerBatch": str(table.num_rows),
