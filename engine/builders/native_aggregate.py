@@ -21,7 +21,7 @@ builds exactly as its V1 version, and ``kspark explain`` says why. Row semantics
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -446,17 +446,18 @@ def build_stream_aggregate_v3(step: StreamAggregateV3, *, source: Built, ctx: Bu
     return _stream_aggregate(step, source, _running_in_state_store(step, source, live, plan, ctx.runtime), plan)
 
 
-def _running_call(call: E.FunctionCall, source: Built) -> tuple[RunningCall, SparkColumn, SparkColumn]:
+def _running_call(
+    call: E.FunctionCall, value: SparkColumn, columns: Mapping[str, SqlType]
+) -> tuple[RunningCall, SparkColumn, SparkColumn]:
     """A native call's running form, its argument as a value that is never NULL, and whether
     the argument is present (a call ``_aggregate_column`` accepted: COUNT, SUM, AVG, MIN or
-    MAX of INT, BIGINT or DOUBLE, with one argument or none)."""
+    MAX of INT, BIGINT or DOUBLE, with one argument or none; ``value`` is the argument as
+    ``_aggregate_column`` compiled it)."""
     name = call.name.upper()
     if not call.args:
         return RunningCall(name, False, 0), F.lit(0).cast("bigint"), F.lit(True)
-    columns = source.expression_columns()
-    value = compile_native(call.args[0], columns, user_columns=frozenset(c.name for c in source.schema.columns)).column
     t = infer_type(call.args[0], columns)
-    assert value is not None and t is not None
+    assert t is not None
     bits = 0 if name == "COUNT" else {BaseType.INTEGER: 32, BaseType.BIGINT: 64}.get(t.base, 0)
     if name == "COUNT":
         as_number = F.lit(0).cast("bigint")
@@ -470,15 +471,17 @@ def _running_call(call: E.FunctionCall, source: Built) -> tuple[RunningCall, Spa
 def _running_in_state_store(
     step: StreamAggregateV3, source: Built, live: DataFrame, plan: _AggregatePlan, runtime: RunningAggregates
 ) -> DataFrame:
-    """``_running``'s rows from the runtime's per-key state instead of window functions."""
+    """``_running``'s rows from the runtime's per-key state instead of window functions (the
+    step has no HAVING here: ``plan.calls`` holds its aggregate calls alone)."""
     schema = plan.schema
     assert schema is not None
     key_names = [R.spark_name(k) for k in step.key_column_names]
     calls: list[RunningCall] = []
     inputs = [F.col(k) for k in key_names]
-    for i, a in enumerate(step.aggregation_functions):
-        assert isinstance(a.expression, E.FunctionCall)
-        call, value, present = _running_call(a.expression, source)
+    columns = source.expression_columns()
+    for i, (a, (_, compiled)) in enumerate(zip(step.aggregation_functions, plan.calls, strict=True)):
+        assert isinstance(a.expression, E.FunctionCall) and compiled.column is not None
+        call, value, present = _running_call(a.expression, compiled.column, columns)
         calls.append(call)
         inputs += [value.alias(arg_column(i)), present.alias(has_column(i))]
     inputs += [F.col(R.SEQ), F.col(R.ROWTIME), F.col(R.ROWPARTITION)]

@@ -286,6 +286,7 @@ class StreamAggregateV3(Step):
         Step.__post_init__(self)
         _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
 
+
 # The source and sink versions: their explain reports are per column, not per expression.
 IO_STEP_TYPES = frozenset(
     c.TYPE
