@@ -2,22 +2,32 @@
 
 ``python -m qtt.plans.bench [ROOT] [--workers N]`` (N replays at a time; default
 $KSPARK_REPLAY_WORKERS or 3).
+
+Versions of a case with the same plan and inputs are built and run once and each is compared
+with its own saved copies (``qtt.plans.replay.replay_alike``); the figure counts versions.
+The run also times the smallest job a replay could be, written by hand in PySpark, on the
+same session and as many at a time (``minimal_job_rate``): the machine's speed moves from
+run to run, and a figure is only comparable with the floor measured next to it.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from qtt.plans.layout import DEFAULT_ROOT, case_dirs, saved_versions
-from qtt.plans.replay import replay, replay_all
+from qtt.plans.replay import REPLAY_WORKERS_ENV, alike_groups, replay, replay_all
 
 
 def main(argv: list[str] | None = None) -> int:
     """Warm up Spark with one replay, then time all the others."""
+    import os
+
     args = list(sys.argv[1:] if argv is None else argv)
-    workers = None
+    workers = int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
     if "--workers" in args:
         i = args.index("--workers")
         workers = int(args[i + 1])
@@ -29,16 +39,41 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from engine.runtime.session import get_spark
 
-    get_spark(kafka=True)  # replays build streaming plans too: the session needs the connector
+    spark = get_spark(kafka=True)  # replays build streaming plans too: the session needs the connector
     replay(versions[0])  # warms Spark up
     start = time.perf_counter()
     failed = sum(not r.ok for r in replay_all(versions, workers))
     seconds = time.perf_counter() - start
+    runs = len(alike_groups(versions))
+    floor = minimal_job_rate(spark, workers)
     print(
         f"{len(versions)} planned-case versions replayed in {seconds:.1f}s: "
-        f"{len(versions) / seconds:.2f}/s ({failed} failed)"
+        f"{len(versions) / seconds:.2f}/s ({failed} failed; {runs} builds and runs, "
+        f"{runs / seconds:.2f}/s, {workers} at a time)\n"
+        f"the smallest hand-written PySpark job (5 records, filter and projection, collect) "
+        f"on this session, {workers} at a time: {floor:.2f} jobs/s"
     )
     return 1 if failed else 0
+
+
+def minimal_job_rate(spark: Any, workers: int, jobs: int = 60) -> float:
+    """Jobs/s of the smallest job a query run could be, ``workers`` at a time: 5 records
+    made in the driver, a filter and a projection, collected (after 10 warm-up jobs)."""
+    from pyspark.sql import functions as F
+
+    def job(i: int) -> None:
+        rows = [(i, f"a{j}", float(j)) for j in range(5)]
+        df = spark.createDataFrame(rows, "ID INT, NAME STRING, V DOUBLE")
+        df.filter(F.col("V") > 1).select(
+            F.upper("NAME").alias("N"), (F.col("V") * 2).alias("V2")
+        ).collect()
+
+    for i in range(10):
+        job(i)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(job, range(jobs)))
+    return jobs / (time.perf_counter() - start)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,18 +3,20 @@ on the saved inputs, and compare outputs, schemas and the physical plan with the
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from engine.errors import KsqlError
+from engine.errors import InternalError, KsqlError
 from engine.records import TopicRecord
 from qtt.model import QttCase
 from qtt.plans import codec
-from qtt.plans.built import BuiltSchemas, saved_source_columns, step_schema
+from qtt.plans.built import BuiltSchemas, StepSchema, saved_source_columns, step_schema
 from qtt.plans.diff import (
     ERROR,
     INTERNAL_SCHEMA,
@@ -97,15 +99,70 @@ def replay(version: SavedVersion) -> ReplayResult:
     other exception (a builder's bug, a Spark or py4j error) is a ``replay error`` failure
     of this version with the exception's message, so the other versions still run.
     """
+    (result,) = replay_alike([version])
+    return result
+
+
+def replay_alike(versions: Sequence[SavedVersion]) -> list[ReplayResult]:
+    """Replay versions of one case that share a ``replay_key``: one engine builds and runs
+    the plan on the inputs, and each version compares what it observed with its own saved
+    copies (outputs, schemas, physical and streaming plans). Never raises.
+
+    The build and the run are the same for all of them (same plans, configs, statements
+    and inputs), so doing them once checks each version exactly as a replay of its own
+    would. A failure to load, build or run is every version's failure; a failure while
+    comparing is the failure of the version being compared.
+    """
     start = time.perf_counter()
+    seen: list[tuple[QttCase, Observation]] = []
+
+    def run() -> tuple[list[Change], str]:
+        first = load_saved(versions[0])
+        streaming = any(v.path.joinpath(STREAMING_DIR).is_dir() for v in versions)
+        seen.append(_observe(first, streaming=streaming))
+        return [], ""
+
+    failed, _ = _guarded(run)
+    results = []
+    for version in versions:
+        changes, rendered = (
+            (failed, "") if failed else _guarded(partial(_compare_saved, version, *seen[0]))
+        )
+        results.append(ReplayResult(version, tuple(changes), 0.0, rendered))
+    seconds = (time.perf_counter() - start) / len(versions)
+    return [replace(r, seconds=seconds) for r in results]
+
+
+def _compare_saved(
+    version: SavedVersion, case: QttCase, seen: Observation
+) -> tuple[list[Change], str]:
+    return compare(load_saved(version), case, seen)
+
+
+def _guarded(work: Callable[[], tuple[list[Change], str]]) -> tuple[list[Change], str]:
+    """``work()``, with an exception as a ``load`` failure (a saved version that does not
+    load or that the engine refuses) or a ``replay error`` (a builder's bug, a Spark or py4j
+    error) with the exception's message."""
     try:
-        saved = load_saved(version)
-        changes, rendered = _replay(saved)
+        return work()
     except (OSError, ValueError, KsqlError, KeyError, TypeError) as exc:
-        changes, rendered = [Change(LOAD, detail=error_text(exc))], ""
+        return [Change(LOAD, detail=error_text(exc))], ""
     except Exception as exc:  # noqa: BLE001 - one version's failure, never the whole run's
-        changes, rendered = [Change(ERROR, detail=error_text(exc) + "\n(raised while replaying)")], ""
-    return ReplayResult(version, tuple(changes), time.perf_counter() - start, rendered)
+        return [Change(ERROR, detail=error_text(exc) + "\n(raised while replaying)")], ""
+
+
+def replay_key(version: SavedVersion) -> str:
+    """Versions of one case with the same key build and run the same way: the saved plan
+    file as it is (plans, configs) and the saved statements' records and test case (topics,
+    inputs, expected outputs). Raises OSError/ValueError when the files do not read."""
+    spec = codec.read_json(version.path / SPEC_FILE)
+    if not isinstance(spec, dict):
+        raise ValueError(f"{version.path / SPEC_FILE}: must hold a JSON object.")
+    run = {k: spec.get(k) for k in ("caseId", "testCase", "statementRecords")}
+    digest = hashlib.sha256((version.path / PLAN_FILE).read_bytes())
+    # repr keeps what JSON text would merge (Decimal('1') and Decimal('1.0'), 1.0 and '1.0').
+    digest.update(repr(run).encode("utf-8"))
+    return f"{version.path.parent.name}/{digest.hexdigest()}"
 
 
 def error_text(exc: BaseException, *, max_lines: int = 3) -> str:
@@ -128,7 +185,8 @@ def error_text(exc: BaseException, *, max_lines: int = 3) -> str:
 _STACK_FRAME = re.compile(r"^(at \S+\(.*\)|\.\.\. \d+ more)$")
 
 
-def _replay(saved: SavedCase) -> tuple[list[Change], str]:
+def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation]:
+    """Build and run ``saved``'s plans on its inputs on a new engine; what it observed."""
     from engine.engine import KsqlEngine
     from engine.plan.serde import statement_plan_from_json
 
@@ -149,9 +207,54 @@ def _replay(saved: SavedCase) -> tuple[list[Change], str]:
         engine.produce(list(case.inputs))
         with BuiltSchemas().collect() as built:
             produced = engine.run() or {}
-        return compare_run(saved, case, engine, built, produced)
+        return case, observe(case, engine, built, produced, streaming=streaming)
     finally:
         engine.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What an engine built and produced for a run of saved plans, taken before it closes:
+    everything a replay compares with a saved version's copies."""
+
+    produced: Mapping[str, Sequence[TopicRecord]]
+    post: tuple[str, ...]  # the test case's post-conditions that failed
+    writers: dict[str, tuple[str, str]]  # topic -> (query id, sink step ctx)
+    internal: dict[str, dict[str, Any]]  # query id -> internal topic schemas
+    sources: dict[str, dict[str, Any]]  # the metastore's streams and tables
+    sinks: dict[str, tuple[str, str, StepSchema]]  # query id -> (sink, sink ctx, its schema)
+    steps: dict[str, list[StepSchema]]  # query id -> every built step's schema
+    physical: dict[str, str]  # query id -> normalised physical plan
+    streaming: dict[str, str] | None  # query id -> normalised streaming plan, when asked for
+
+
+def observe(
+    case: QttCase,
+    engine: Any,
+    built: BuiltSchemas,
+    produced: Mapping[str, Sequence[TopicRecord]],
+    *,
+    streaming: bool,
+) -> Observation:
+    """What ``compare`` needs from an engine that ran ``case``'s plans (``streaming``: also
+    build each query on the Kafka runtime for its streaming plan)."""
+    sinks = {}
+    for query in engine.queries.values():
+        sink = built.sinks.get(query.query_id)
+        if sink is not None:
+            sinks[query.query_id] = (query.sink, query.root.ctx, step_schema(query.root, sink, set()))
+    reports = engine.query_reports
+    return Observation(
+        produced=avro_decimals_as_numbers(produced, engine.sources()),
+        post=() if case.post.is_empty() else tuple(check_post(case.post, engine)),
+        writers=topic_writers(engine),
+        internal={qid: dict(r.internal_schemas) for qid, r in reports.items()},
+        sources=source_schemas(engine),
+        sinks=sinks,
+        steps=built.to_json(),
+        physical={qid: normalise_physical_plan(r.physical_plan) for qid, r in reports.items()},
+        streaming=streaming_plans(engine) if streaming else None,
+    )
 
 
 def compare_run(
@@ -161,25 +264,33 @@ def compare_run(
     built: BuiltSchemas,
     produced: Mapping[str, Sequence[TopicRecord]],
 ) -> tuple[list[Change], str]:
-    """Everything a replay compares, for an engine that has run the saved plans on the saved
-    inputs (``case`` is the saved test case): outputs and post-conditions, internal, source,
-    sink and per-step schemas, physical and streaming plans. The changes and the record table.
-    """
+    """``compare`` for an engine that has run the saved plans on the saved inputs (``case``
+    is the saved test case)."""
+    streaming = _has_streaming(saved)
+    return compare(saved, case, observe(case, engine, built, produced, streaming=streaming))
+
+
+def _has_streaming(saved: SavedCase) -> bool:
+    # Versions recorded before streaming plans were kept have none.
+    return (saved.version.path / STREAMING_DIR).is_dir()
+
+
+def compare(saved: SavedCase, case: QttCase, seen: Observation) -> tuple[list[Change], str]:
+    """Everything a replay compares, what was ``seen`` against ``saved``'s copies: outputs
+    and post-conditions, internal, source, sink and per-step schemas, physical and streaming
+    plans. The changes and the record table."""
     spec = saved.spec
-    produced = avro_decimals_as_numbers(produced, engine.sources())
     changes: list[Change] = []
     rendered = ""
     verification = verify_outputs(
-        case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
+        case.outputs, seen.produced, headers_at=case.outputs_with_headers, strict=True
     )
-    post = check_post(case.post, engine) if not case.post.is_empty() else []
     if not verification.ok:
         rendered = verification.render()
-        writers = topic_writers(engine)
         for comparison in verification.comparisons:
             if comparison.reason is not None:
                 index = comparison.first_difference
-                query_id, sink_ctx = writers.get(comparison.topic, (None, None))
+                query_id, sink_ctx = seen.writers.get(comparison.topic, (None, None))
                 where = f"topic {comparison.topic}"
                 changes.append(
                     Change(
@@ -190,28 +301,29 @@ def compare_run(
                         detail=comparison.reason,
                     )
                 )
-    changes += [Change(OUTPUT, field="post", detail=reason) for reason in post]
+    changes += [Change(OUTPUT, field="post", detail=reason) for reason in seen.post]
     saved_internal = spec.get("schemas", {}).get("internal", {})
-    reports = engine.query_reports
-    for qid in sorted(set(saved_internal) | set(reports)):
-        now = dict(reports[qid].internal_schemas) if qid in reports else {}
+    for qid in sorted(set(saved_internal) | set(seen.internal)):
+        now = seen.internal.get(qid, {})
         changes += mapping_changes(INTERNAL_SCHEMA, saved_internal.get(qid, {}), now, qid)
     saved_sources = spec.get("schemas", {}).get("sources", {})
     # The saved commands as the engine loads them now against the sources saved at
     # recording: catches a change in how a saved command's schema or formats are read.
-    changes += mapping_changes(SOURCE_SCHEMA, saved_sources, source_schemas(engine))
-    changes += sink_schema_changes(engine, built, saved_sources)
+    changes += mapping_changes(SOURCE_SCHEMA, saved_sources, seen.sources)
+    changes += sink_schema_changes(seen.sinks, saved_sources)
     saved_steps = spec.get("schemas", {}).get(STEPS_KEY)
     if saved_steps is not None:  # versions recorded before per-step schemas have none
-        now_steps = built.to_json()
-        for qid in sorted(set(saved_steps) | set(now_steps)):
+        for qid in sorted(set(saved_steps) | set(seen.steps)):
             changes += built_schema_changes(
-                qid, saved_steps.get(qid, []), now_steps.get(qid, [])
+                qid, saved_steps.get(qid, []), seen.steps.get(qid, [])
             )
-    changes += _physical_changes(saved.version.path / PHYSICAL_DIR, reports)
-    streaming = saved.version.path / STREAMING_DIR
-    if streaming.is_dir():  # versions recorded before streaming plans were kept have none
-        changes += _plan_text_changes(streaming, streaming_plans(engine), STREAMING_PLAN)
+    changes += _plan_text_changes(saved.version.path / PHYSICAL_DIR, seen.physical, PHYSICAL_PLAN)
+    if _has_streaming(saved):
+        if seen.streaming is None:
+            raise InternalError(f"{saved.version.path}: the run was observed without its streaming plans.")
+        changes += _plan_text_changes(
+            saved.version.path / STREAMING_DIR, seen.streaming, STREAMING_PLAN
+        )
     return changes, rendered
 
 
@@ -227,35 +339,29 @@ def topic_writers(engine: Any) -> dict[str, tuple[str, str]]:
 
 
 def sink_schema_changes(
-    engine: Any, built: BuiltSchemas, saved_sources: Mapping[str, Any]
+    sinks: Mapping[str, tuple[str, str, StepSchema]], saved_sources: Mapping[str, Any]
 ) -> list[Change]:
-    """Each query's output as built now against the schema its sink was saved with.
+    """Each query's output as built now (``sinks``: query id -> sink, sink step ctx, schema)
+    against the schema its sink was saved with.
 
     The saved schema of the sink stream or table was recorded from the metastore when the
     case was recorded, independently of today's builders: a builder that changes a type,
     a column or the windowing of what reaches the sink fails here, in every saved version.
     """
     changes: list[Change] = []
-    for query in engine.queries.values():
-        saved = saved_sources.get(query.sink)
-        sink = built.sinks.get(query.query_id)
-        if saved is None or sink is None:
+    for query_id, (sink_name, ctx, now) in sinks.items():
+        saved = saved_sources.get(sink_name)
+        if saved is None:
             continue
-        now = step_schema(query.root, sink, set())
-        detail = f"built now against the saved schema of sink {query.sink}"
+        detail = f"built now against the saved schema of sink {sink_name}"
         changes += [
             replace(c, detail=f"{c.detail}: {detail}" if c.detail else detail)
             for c in step_schema_changes(
-                SINK_SCHEMA, query.query_id, query.root.ctx, saved_source_columns(saved), now,
+                SINK_SCHEMA, query_id, ctx, saved_source_columns(saved), now,
                 fields=("kind", "window"), internal=False,
             )
         ]
     return changes
-
-
-def _physical_changes(folder: Path, reports: dict[str, Any]) -> list[Change]:
-    now = {qid: normalise_physical_plan(r.physical_plan) for qid, r in reports.items()}
-    return _plan_text_changes(folder, now, PHYSICAL_PLAN)
 
 
 def _plan_text_changes(folder: Path, now: dict[str, str], kind: str) -> list[Change]:
@@ -279,17 +385,40 @@ def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[
 
     Each replay has its own engine and in-memory topics; Spark runs jobs submitted from
     several threads concurrently, which hides the per-job latency of small replays.
-    ``workers`` defaults to $KSPARK_REPLAY_WORKERS or 3.
+    Versions of a case that share a ``replay_key`` are built and run once and each is
+    compared with its own saved copies (``replay_alike``). ``workers`` defaults to
+    $KSPARK_REPLAY_WORKERS or 3.
     """
     import os
     from concurrent.futures import ThreadPoolExecutor
 
+    groups = alike_groups(versions)
     count = workers or int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
-    if count <= 1 or len(versions) <= 1:
-        yield from (replay(v) for v in versions)
+    if count <= 1 or len(groups) <= 1:
+        done = {
+            id(v): r for group in groups for v, r in zip(group, replay_alike(group), strict=True)
+        }
+        yield from (done[id(v)] for v in versions)
         return
     from engine.runtime.session import get_spark
 
     get_spark(kafka=True)  # start the session once (streaming plans need the connector)
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="replay") as pool:
-        yield from pool.map(replay, versions)
+        submitted = [(pool.submit(replay_alike, group), group) for group in groups]
+        where = {id(v): (future, i) for future, group in submitted for i, v in enumerate(group)}
+        for version in versions:
+            future, index = where[id(version)]
+            yield future.result()[index]
+
+
+def alike_groups(versions: Sequence[SavedVersion]) -> list[list[SavedVersion]]:
+    """``versions`` grouped by ``replay_key``, in the order of each group's first version; a
+    version whose key cannot be read is a group of its own (its replay reports why)."""
+    groups: dict[str, list[SavedVersion]] = {}
+    for i, version in enumerate(versions):
+        try:
+            key = replay_key(version)
+        except (OSError, ValueError):
+            key = f"unreadable {i}"
+        groups.setdefault(key, []).append(version)
+    return list(groups.values())

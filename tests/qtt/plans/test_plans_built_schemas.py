@@ -188,7 +188,14 @@ def test_a_spark_error_in_one_version_fails_that_version_and_the_others_still_ru
     cases, root = workspace
     only = version_path(root)
     version = saved_versions(only.parent)[0]
-    shutil.copytree(only, only.parent / version_dir_name(version.engine_version, version.millis - 1))
+    copy = only.parent / version_dir_name(version.engine_version, version.millis - 1)
+    shutil.copytree(only, copy)
+    # Other inputs, so that the two versions replay on their own (the same plan and inputs
+    # would be built and run once for both).
+    spec = codec.read_json(copy / SPEC_FILE)
+    spec["testCase"]["inputs"][1]["value"]["AMOUNT"] = 41
+    spec["testCase"]["outputs"][0]["value"]["TWICE"] = 82
+    codec.write_json(copy / SPEC_FILE, spec)
     calls = itertools.count()
 
     def fails_once(step: StreamSelect, *, source: Built, ctx: BuildContext) -> Built:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -13,13 +14,14 @@ import pytest
 from engine.builders.context import Built
 from engine.builders.stateless import build_stream_select
 from engine.builders.walker import BUILDERS, builds
+from engine.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan.steps import STEP_TYPES, register_step, step_dataclass
 from qtt.loader import load_file
 from qtt.plans import codec
 from qtt.plans.layout import PLAN_FILE, SPEC_FILE, case_slug, saved_versions
 from qtt.plans.record import record_case, write_planned_case
-from qtt.plans.replay import replay
+from qtt.plans.replay import replay, replay_all
 from qtt.plans.schema import write_schema
 from qtt.plans.uptodate import CURRENT, MISSING, STALE, check_up_to_date
 from qtt.plans.verify import verify
@@ -182,6 +184,54 @@ def test_replay_reports_a_changed_physical_plan_by_step(workspace: tuple[Path, P
     assert "WhereFilter" in (result.changes[0].ctx or "")
 
 
+def _counting_runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the engine runs from here on."""
+    runs: list[int] = []
+    real = KsqlEngine.run
+
+    def counted(self: KsqlEngine, *args: object, **kwargs: object) -> object:
+        runs.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(KsqlEngine, "run", counted)
+    return runs
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_versions_with_the_same_plan_and_inputs_run_once_and_each_meets_its_own_copies(
+    workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    _, root = workspace
+    latest = only_version(root)
+    older = latest.parent / "0.0.1_0000000000001"
+    shutil.copytree(latest, older)
+    (physical,) = (older / "physical_plans").glob("*.txt")
+    physical.write_text(physical.read_text().replace("WhereFilter", "Filter"), encoding="utf-8")
+    runs = _counting_runs(monkeypatch)
+    first, second = replay_all(saved_versions(latest.parent), workers)
+    assert len(runs) == 1
+    assert (first.version.path, second.version.path) == (older, latest)
+    assert [c.area for c in first.changes] == ["physical plan"]
+    assert second.ok, second.render()
+
+
+def test_versions_with_other_inputs_run_each_on_their_own(
+    workspace: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, root = workspace
+    latest = only_version(root)
+    older = latest.parent / "0.0.1_0000000000001"
+    shutil.copytree(latest, older)
+    spec = codec.read_json(older / SPEC_FILE)
+    spec["testCase"]["inputs"][1]["value"]["AMOUNT"] = 41
+    spec["testCase"]["outputs"][0]["value"]["TWICE"] = 82
+    codec.write_json(older / SPEC_FILE, spec)
+    runs = _counting_runs(monkeypatch)
+    results = list(replay_all(saved_versions(latest.parent), 1))
+    assert len(runs) == 2
+    assert all(r.ok for r in results), [r.render() for r in results]
+
+
 def test_verify_reports_orphans_and_fails_unless_allowed(
     workspace: tuple[Path, Path], schema: Path
 ) -> None:
@@ -263,3 +313,18 @@ def test_old_planned_cases_keep_old_behaviour_when_the_planner_switches_step_ver
     assert old_schemas == {"CSAS_BIG_0": {}}
     assert list(new_schemas["CSAS_BIG_0"]) == ["CSAS_BIG_0-Project-Materialize"]
     assert all(replay(v).ok for v in saved_versions(old.parent))
+
+
+def test_replay_bench_counts_versions_and_shared_runs_and_times_the_floor(
+    workspace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qtt.plans.bench import main
+
+    _, root = workspace
+    latest = only_version(root)
+    shutil.copytree(latest, latest.parent / "0.0.1_0000000000001")
+    assert main([str(root), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "2 planned-case versions replayed in " in out
+    assert "(0 failed; 1 builds and runs, " in out and ", 1 at a time)" in out
+    assert re.search(r"collect\) on this session, 1 at a time: \d+\.\d\d jobs/s", out), out
