@@ -41,6 +41,7 @@ import os
 import platform
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,24 @@ class _Clock:
         seconds = time.perf_counter() - self._start
         cpu = process_tree_cpu_seconds()
         return Timing(seconds, None if cpu is None or self._cpu is None else cpu - self._cpu)
+
+
+def minimal_job_rate(spark: Any, workers: int, jobs: int = 60) -> float:
+    """Jobs/s of the smallest job a query run could be, ``workers`` at a time: 5 records
+    made in the driver, a filter and a projection, collected (after 10 warm-up jobs)."""
+    def job(i: int) -> None:
+        rows = [(i, f"a{j}", float(j)) for j in range(5)]
+        df = spark.createDataFrame(rows, "ID INT, NAME STRING, V DOUBLE")
+        df.filter(F.col("V") > 1).select(
+            F.upper("NAME").alias("N"), (F.col("V") * 2).alias("V2")
+        ).collect()
+
+    for i in range(10):
+        job(i)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(job, range(jobs)))
+    return jobs / (time.perf_counter() - start)
 
 
 def orders(n: int) -> list[dict[str, Any]]:

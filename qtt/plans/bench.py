@@ -6,7 +6,7 @@ $KSPARK_REPLAY_WORKERS or 3).
 Versions of a case with the same plan and inputs are built and run once and each is compared
 with its own saved copies (``qtt.plans.replay.replay_alike``); the figure counts versions.
 The run also times the smallest job a replay could be, written by hand in PySpark, on the
-same session and as many at a time (``minimal_job_rate``): the machine's speed moves from
+same session and as many at a time (``qtt.perf.minimal_job_rate``): the machine's speed moves from
 run to run, and a figure is only comparable with the floor measured next to it.
 """
 
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
+from qtt.perf import minimal_job_rate
 from qtt.plans.layout import DEFAULT_ROOT, case_dirs, saved_versions
 from qtt.plans.replay import REPLAY_WORKERS_ENV, alike_groups, replay, replay_all
 
@@ -54,26 +53,6 @@ def main(argv: list[str] | None = None) -> int:
         f"on this session, {workers} at a time: {floor:.2f} jobs/s"
     )
     return 1 if failed else 0
-
-
-def minimal_job_rate(spark: Any, workers: int, jobs: int = 60) -> float:
-    """Jobs/s of the smallest job a query run could be, ``workers`` at a time: 5 records
-    made in the driver, a filter and a projection, collected (after 10 warm-up jobs)."""
-    from pyspark.sql import functions as F
-
-    def job(i: int) -> None:
-        rows = [(i, f"a{j}", float(j)) for j in range(5)]
-        df = spark.createDataFrame(rows, "ID INT, NAME STRING, V DOUBLE")
-        df.filter(F.col("V") > 1).select(
-            F.upper("NAME").alias("N"), (F.col("V") * 2).alias("V2")
-        ).collect()
-
-    for i in range(10):
-        job(i)
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(job, range(jobs)))
-    return jobs / (time.perf_counter() - start)
 
 
 if __name__ == "__main__":  # pragma: no cover

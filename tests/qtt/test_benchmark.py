@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
-from qtt.benchmark import PhaseTimes, TimedEngine
+import pytest
+
+from qtt.benchmark import PhaseTimes, TimedEngine, main
 
 
 def test_settings_made_on_the_timed_engine_reach_the_engine() -> None:
@@ -33,3 +37,26 @@ def test_each_phase_adds_its_time_and_the_queries_run() -> None:
     assert timed.run() == {}
     assert times.statements > 0 and times.run > 0
     assert (times.queries, times.cases_with_queries) == (1, 1)
+
+
+def test_the_benchmark_reports_its_figures_with_the_floor_measured_in_the_same_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = {
+        "name": "upper names",
+        "statements": [
+            "CREATE STREAM S (ID INT KEY, NAME STRING) WITH (kafka_topic='s', value_format='JSON');",
+            "CREATE STREAM U AS SELECT ID, UCASE(NAME) AS NAME FROM S;",
+        ],
+        "inputs": [{"topic": "s", "key": 1, "value": {"NAME": "a"}}],
+        "outputs": [{"topic": "U", "key": 1, "value": {"NAME": "A"}}],
+    }
+    cases = tmp_path / "upper.json"
+    cases.write_text(json.dumps({"tests": [case]}), encoding="utf-8")
+    report = tmp_path / "benchmark.json"
+    assert main([str(cases), "--workers", "1", "--report", str(report)]) == 0
+    figures = json.loads(report.read_text())
+    assert (figures["cases"], figures["passed"], figures["queries_run"]) == (1, 1, 1)
+    assert figures["floor_jobs_per_second"] > 0
+    out = capsys.readouterr().out
+    assert f"1 at a time: {figures['floor_jobs_per_second']:.2f} jobs/s" in out
