@@ -609,6 +609,9 @@ class KafkaHarness:
         registry: SchemaRegistry | None = None
         harness: KafkaHarness | None = None
         try:
+            if bootstrap_servers is not None:
+                # Before anything starts: the registry's first start fetches it (minutes).
+                check_connection(bootstrap_servers)
             if registry_url is None:  # starts while the broker and Spark start
                 registry = SchemaRegistry(work_dir / "registry", stop_with_parent=True)
                 registry.start()
@@ -617,8 +620,6 @@ class KafkaHarness:
                 broker.start()
                 broker.wait_ready()
                 bootstrap_servers = broker.bootstrap_servers
-            else:
-                check_connection(bootstrap_servers)
             session = spark if spark is not None else get_spark(kafka=True)
             if registry is not None:
                 registry.wait_ready()

@@ -395,10 +395,13 @@ def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[
     groups = alike_groups(versions)
     count = workers or int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
     if count <= 1 or len(groups) <= 1:
-        done = {
-            id(v): r for group in groups for v, r in zip(group, replay_alike(group), strict=True)
-        }
-        yield from (done[id(v)] for v in versions)
+        group_of = {id(v): group for group in groups for v in group}
+        done: dict[int, ReplayResult] = {}
+        for version in versions:  # each group when its first version comes, for progress
+            if id(version) not in done:
+                group = group_of[id(version)]
+                done.update(zip(map(id, group), replay_alike(group), strict=True))
+            yield done[id(version)]
         return
     from engine.runtime.session import get_spark
 
@@ -418,7 +421,7 @@ def alike_groups(versions: Sequence[SavedVersion]) -> list[list[SavedVersion]]:
     for i, version in enumerate(versions):
         try:
             key = replay_key(version)
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 - grouping only: its replay says what is wrong
             key = f"unreadable {i}"
         groups.setdefault(key, []).append(version)
     return list(groups.values())

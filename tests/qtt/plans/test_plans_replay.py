@@ -227,9 +227,12 @@ def test_versions_with_other_inputs_run_each_on_their_own(
     spec["testCase"]["outputs"][0]["value"]["TWICE"] = 82
     codec.write_json(older / SPEC_FILE, spec)
     runs = _counting_runs(monkeypatch)
-    results = list(replay_all(saved_versions(latest.parent), 1))
+    results = replay_all(saved_versions(latest.parent), 1)
+    first = next(results)  # one at a time, each result as soon as it is known (progress)
+    assert len(runs) == 1
+    second = next(results)
     assert len(runs) == 2
-    assert all(r.ok for r in results), [r.render() for r in results]
+    assert first.ok and second.ok, [first.render(), second.render()]
 
 
 def test_verify_reports_orphans_and_fails_unless_allowed(
