@@ -101,6 +101,7 @@ _V1 = {
     N.TableGroupByV2: A.TableGroupBy,
     N.StreamAggregateV2: A.StreamAggregate,
     N.StreamAggregateV3: A.StreamAggregate,
+    N.StreamAggregateV4: A.StreamAggregate,
     N.TableAggregateV2: A.TableAggregate,
 }
 

@@ -11,7 +11,9 @@ does (a miss deletes the group's row only when its previous result passed).
 ``tableGroupByV2`` pairs each table change with the row it replaces (``lag`` over the table
 key) and emits V1's retraction and addition rows; ``tableAggregateV2`` sums them with signs.
 Window functions cannot run over a Structured Streaming DataFrame, so on the Kafka runtime
-the stateful steps run V1's per-key handlers over the same rows in Spark's state store.
+the stateful steps run V1's per-key handlers over the same rows in Spark's state store,
+except ``streamAggregateV3`` without HAVING and ``streamAggregateV4`` (with HAVING too),
+whose running results per key are computed over typed columns (``engine.runtime.running``).
 
 A step with anything else (a key or argument with no Spark form, a key of another type than
 BOOLEAN, INT, BIGINT or STRING, another aggregate function, a HAVING with no Spark form)
@@ -59,6 +61,7 @@ from engine.plan.steps_aggregate import (
 from engine.plan.steps_native import (
     StreamAggregateV2,
     StreamAggregateV3,
+    StreamAggregateV4,
     StreamGroupByKeyV2,
     StreamGroupByV2,
     TableAggregateV2,
@@ -68,7 +71,14 @@ from engine.plan.types import BaseType, SqlType
 from engine.runtime import rows as R
 from engine.runtime.adapter import RunningAggregates
 from engine.runtime.convert import spark_type
-from engine.runtime.running import RunningCall, arg_column, has_column, result_column
+from engine.runtime.running import (
+    HAS_PREVIOUS,
+    RunningCall,
+    arg_column,
+    has_column,
+    previous_column,
+    result_column,
+)
 
 # Grouping key types whose Spark grouping equals V1's grouping by Python value (a DOUBLE key
 # would group NaN and -0.0 differently).
@@ -355,7 +365,7 @@ _STATE_STORE = "a streaming query keeps per-key state in Spark's state store"
 
 
 def _plan_aggregate(
-    step: StreamAggregateV2 | StreamAggregateV3 | TableAggregateV2, source: Built, *, signed: bool,
+    step: _AnyStreamAggregate | TableAggregateV2, source: Built, *, signed: bool,
     streaming_reason: str | None = _STATE_STORE,
 ) -> _AggregatePlan:
     """How the step runs natively; on a streaming source ``streaming_reason`` (if any) says
@@ -402,7 +412,10 @@ def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: Bu
     return _stream_aggregate(step, source, _running(_live(step, source), step.key_column_names, plan), plan)
 
 
-def _as_v1(step: StreamAggregateV2 | StreamAggregateV3, source: Built, ctx: BuildContext) -> Built:
+_AnyStreamAggregate = StreamAggregateV2 | StreamAggregateV3 | StreamAggregateV4
+
+
+def _as_v1(step: _AnyStreamAggregate, source: Built, ctx: BuildContext) -> Built:
     """The step built exactly as its V1 version (``streamAggregateV1``)."""
     v1 = StreamAggregate(
         ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
@@ -412,15 +425,13 @@ def _as_v1(step: StreamAggregateV2 | StreamAggregateV3, source: Built, ctx: Buil
     return build_stream_aggregate(v1, source=source, ctx=ctx)
 
 
-def _live(step: StreamAggregateV2 | StreamAggregateV3, source: Built) -> DataFrame:
+def _live(step: _AnyStreamAggregate, source: Built) -> DataFrame:
     """The records an aggregate counts: not deletes, with a full grouping key."""
     keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
     return source.df.filter(_not_deleted() & _all([k.isNotNull() for k in keys]))
 
 
-def _stream_aggregate(
-    step: StreamAggregateV2 | StreamAggregateV3, source: Built, df: DataFrame, plan: _AggregatePlan
-) -> Built:
+def _stream_aggregate(step: _AnyStreamAggregate, source: Built, df: DataFrame, plan: _AggregatePlan) -> Built:
     assert plan.schema is not None
     internal = (("Aggregate-Aggregate-Materialize", _describe(plan.schema, step.internal_formats)),)
     return Built(df, plan.schema, True, None, source.internal_schemas + internal)
@@ -431,10 +442,25 @@ def build_stream_aggregate_v3(step: StreamAggregateV3, *, source: Built, ctx: Bu
     """V2 on the bounded runtime; on the Kafka runtime (without HAVING) each key's running
     results are computed a micro-batch at a time over typed columns (``engine.runtime.running``)
     where V2 ran V1's per-record handlers over pickled rows."""
-    streaming_reason = None
-    if step.having is not None:
-        streaming_reason = "HAVING on a streaming query runs in V1's per-record handler"
-    elif not isinstance(ctx.runtime, RunningAggregates):
+    having = None if step.having is None else "HAVING on a streaming query runs in V1's per-record handler"
+    return _running_aggregate(step, source, ctx, streaming_reason=having)
+
+
+@builds(StreamAggregateV4)
+def build_stream_aggregate_v4(step: StreamAggregateV4, *, source: Built, ctx: BuildContext) -> Built:
+    """V3, with a HAVING on the Kafka runtime too: the state store gives each record the
+    group's results before it, and HAVING is evaluated in Spark on both (bounded runs build
+    exactly as V3, whose window functions compare each result with the one before). HAVING
+    reads only the results and the key: analysis refuses any other column there."""
+    return _running_aggregate(step, source, ctx, streaming_reason=None)
+
+
+def _running_aggregate(
+    step: StreamAggregateV3 | StreamAggregateV4, source: Built, ctx: BuildContext, *, streaming_reason: str | None
+) -> Built:
+    """Window functions on the bounded runtime, the runtime's running aggregates on Kafka,
+    or V1's handler (when ``streaming_reason`` or the plan gives a reason)."""
+    if streaming_reason is None and not isinstance(ctx.runtime, RunningAggregates):
         streaming_reason = "this runtime keeps no running aggregates"
     plan = _plan_aggregate(step, source, signed=False, streaming_reason=streaming_reason)
     if plan.reason is not None or plan.schema is None:
@@ -469,17 +495,20 @@ def _running_call(
 
 
 def _running_in_state_store(
-    step: StreamAggregateV3, source: Built, live: DataFrame, plan: _AggregatePlan, runtime: RunningAggregates
+    step: StreamAggregateV3 | StreamAggregateV4, source: Built, live: DataFrame, plan: _AggregatePlan,
+    runtime: RunningAggregates,
 ) -> DataFrame:
-    """``_running``'s rows from the runtime's per-key state instead of window functions (the
-    step has no HAVING here: ``plan.calls`` holds its aggregate calls alone)."""
+    """``_running``'s rows from the runtime's per-key state instead of window functions
+    (``plan.calls`` holds the aggregate calls, then the HAVING if there is one: only V4 has
+    one here)."""
     schema = plan.schema
     assert schema is not None
     key_names = [R.spark_name(k) for k in step.key_column_names]
     calls: list[RunningCall] = []
     inputs = [F.col(k) for k in key_names]
     columns = source.expression_columns()
-    for i, (a, (_, compiled)) in enumerate(zip(step.aggregation_functions, plan.calls, strict=True)):
+    aggregates = plan.calls[: len(step.aggregation_functions)]
+    for i, (a, (_, compiled)) in enumerate(zip(step.aggregation_functions, aggregates, strict=True)):
         assert isinstance(a.expression, E.FunctionCall) and compiled.column is not None
         call, value, present = _running_call(a.expression, compiled.column, columns)
         calls.append(call)
@@ -488,20 +517,41 @@ def _running_in_state_store(
     key_fields = [live.schema[k] for k in key_names]
     result_fields = [ST.StructField(result_column(i), spark_type(c.type)) for i, c in enumerate(schema.value)]
     meta = {f.name: f for f in R.META_FIELDS}
-    output = ST.StructType([*key_fields, *result_fields, meta[R.SEQ], meta[R.ROWTIME], meta[R.ROWPARTITION]])
+    fields = [*key_fields, *result_fields, meta[R.SEQ], meta[R.ROWTIME], meta[R.ROWPARTITION]]
+    having = plan.having
+    if having is not None:
+        fields += [ST.StructField(previous_column(i), f.dataType) for i, f in enumerate(result_fields)]
+        fields.append(ST.StructField(HAS_PREVIOUS, ST.BooleanType()))
     running = runtime.running_aggregate(
-        live.select(*inputs), key_columns=key_names, calls=calls, output=output, name=step.ctx
+        live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields), name=step.ctx,
+        previous=having is not None,
     )
     constants = {
         R.ROWOFFSET: F.lit(None), R.HEADERS: F.array(), R.DELETED: F.lit(False),
         R.WINDOWSTART: F.lit(None), R.WINDOWEND: F.lit(None),
     }
-    return running.select(
-        *[F.col(k).alias(R.spark_name(c.name)) for k, c in zip(key_names, schema.key, strict=True)],
-        *[F.col(result_column(i)).alias(R.spark_name(c.name)) for i, c in enumerate(schema.value)],
-        *[(F.col(f.name) if f.name not in constants else constants[f.name]).cast(f.dataType).alias(f.name)
-          for f in R.META_FIELDS],
-    )
+    keys = [F.col(k).alias(R.spark_name(c.name)) for k, c in zip(key_names, schema.key, strict=True)]
+    metas = [
+        (F.col(f.name) if f.name not in constants else constants[f.name]).cast(f.dataType).alias(f.name)
+        for f in R.META_FIELDS
+    ]
+    values = [R.spark_name(c.name) for c in schema.value]
+    if having is None or having.column is None:
+        return running.select(*keys, *[F.col(result_column(i)).alias(v) for i, v in enumerate(values)], *metas)
+    # HAVING on both sides of each update: first over the results before the record (as the
+    # value columns), then over its own; a miss deletes only when the results before passed.
+    current = [f"__current{i}" for i in range(len(values))]
+    before = running.select(
+        *keys, *[F.col(previous_column(i)).alias(v) for i, v in enumerate(values)],
+        *[F.col(result_column(i)).alias(c) for i, c in enumerate(current)], F.col(HAS_PREVIOUS), *metas,
+    ).select("*", (F.col(HAS_PREVIOUS) & F.coalesce(having.column, F.lit(False))).alias("__passed_before"))
+    after = before.select(
+        *[F.col(R.spark_name(c.name)) for c in schema.key],
+        *[F.col(c).alias(v) for c, v in zip(current, values, strict=True)],
+        *[F.col(m) for m in R.META_NAMES], F.col("__passed_before"),
+    ).select("*", F.coalesce(having.column, F.lit(False)).alias("__passed"))
+    gated = after.filter(F.col("__passed") | F.col("__passed_before"))
+    return gated.select(*_having_columns(schema, F.col("__passed")))
 
 
 @builds(TableAggregateV2)
@@ -576,10 +626,14 @@ def _running(
     gated = out.select("*", passed.alias("__passed"))
     gated = gated.select("*", F.lag(F.col("__passed"), 1, False).over(ordered).alias("__passed_before"))
     gated = gated.filter(F.col("__passed") | F.col("__passed_before"))
-    ok = F.col("__passed")
+    return gated.select(*_having_columns(schema, F.col("__passed")))
+
+
+def _having_columns(schema: LogicalSchema, ok: SparkColumn) -> list[SparkColumn]:
+    """An aggregate's row after HAVING: its results where ``ok``, a delete (NULL results) where not."""
     columns = [F.col(R.spark_name(c.name)) for c in schema.key]
     columns += [F.when(ok, F.col(R.spark_name(c.name))).alias(R.spark_name(c.name)) for c in schema.value]
     columns += [
         (~ok).alias(R.DELETED) if m == R.DELETED else F.col(m) for m in R.META_NAMES
     ]
-    return gated.select(*columns)
+    return columns

@@ -287,6 +287,26 @@ class StreamAggregateV3(Step):
         _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
 
 
+@register_step
+@step_dataclass
+class StreamAggregateV4(Step):
+    """``streamAggregateV3`` whose Kafka-runtime form runs a HAVING natively too: each record's
+    results come with the group's results before it, HAVING is a Spark expression over both,
+    and a miss deletes the group's row only when the results before it passed (bounded runs
+    build exactly as V3)."""
+
+    TYPE: ClassVar[str] = "streamAggregateV4"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
 # The source and sink versions: their explain reports are per column, not per expression.
 IO_STEP_TYPES = frozenset(
     c.TYPE

@@ -110,15 +110,16 @@ class Runtime(Protocol):
 
 @runtime_checkable
 class RunningAggregates(Protocol):
-    """A streaming runtime's running aggregates (``streamAggregateV3``); bounded runs compute
+    """A streaming runtime's running aggregates (``streamAggregateV3``, ``V4``); bounded runs compute
     them with window functions instead."""
 
     def running_aggregate(
         self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
-        output: ST.StructType, name: str,
+        output: ST.StructType, name: str, previous: bool = False,
     ) -> DataFrame:
         """One row per input row of ``df`` (see ``engine.runtime.running``): ``df``'s key
-        columns, each call's running result, ``__seq``, ``ROWTIME`` and ``ROWPARTITION``,
+        columns, each call's running result, ``__seq``, ``ROWTIME`` and ``ROWPARTITION``
+        (with ``previous``, also each call's result before the record and ``__has_prev``),
         typed as ``output``; each key's state kept across micro-batches."""
         ...
 

@@ -47,7 +47,7 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
-from engine.runtime.running import RunningCall, run_group
+from engine.runtime.running import RunningCall, run_group, run_group_with_previous
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 from engine.serde.windowed import (
     decode_session_window_key,
@@ -222,15 +222,18 @@ class KafkaRuntime:
 
     def running_aggregate(
         self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
-        output: ST.StructType, name: str,
+        output: ST.StructType, name: str, previous: bool = False,
     ) -> DataFrame:
         """Running aggregates grouped by the key columns themselves (no task hash): Spark
         hands each key's records of a micro-batch to ``RunningAggregateProcessor``."""
-        processor = RunningAggregateProcessor(tuple(calls), tuple(key_columns), tuple(df.columns), output)
+        processor = RunningAggregateProcessor(
+            tuple(calls), tuple(key_columns), tuple(df.columns), output, previous=previous
+        )
         functions = ", ".join(c.function for c in calls)
+        with_previous = "; with each record's previous results" if previous else ""
         self.stateful_operators.append(
             f"operator {len(self.stateful_operators)}: {name} {type(processor).__name__} ({functions}); "
-            f"grouped by {', '.join(key_columns)}; state: {processor.STATE}"
+            f"grouped by {', '.join(key_columns)}{with_previous}; state: {processor.STATE}"
         )
         return df.groupBy(*key_columns).transformWithStateInPandas(
             statefulProcessor=processor,
@@ -539,18 +542,21 @@ class KeyedTaskProcessor(StatefulProcessor):
 
 
 class RunningAggregateProcessor(StatefulProcessor):
-    """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state store."""
+    """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state
+    store; with ``previous``, each record also gets the results before it (the state then
+    holds the latest results too)."""
 
     STATE = "running ValueState<b binary>"
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
-        output: ST.StructType,
+        output: ST.StructType, *, previous: bool = False,
     ) -> None:
         self.calls = calls
         self.key_columns = key_columns
         self.columns = columns
         self.output = tuple(output.fieldNames())
+        self.run = run_group_with_previous if previous else run_group
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("running", BLOB)
@@ -560,12 +566,12 @@ class RunningAggregateProcessor(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         if frame.empty:
             return
-        out, state = run_group(self.calls, self.key_columns, frame, _load(self.state, None))
+        out, state = self.run(self.calls, self.key_columns, frame, _load(self.state, None))
         self.state.update((pickle.dumps(state),))
         # Lists (MIN/MAX with NULLs, __seq) stay Python objects: a float column would lose integers.
         yield pd.DataFrame(
-            {name: pd.Series(v, dtype=object) if isinstance(v, list) else v
-             for name, v in zip(self.output, out.values(), strict=True)}
+            {name: pd.Series(out[name], dtype=object) if isinstance(out[name], list) else out[name]
+             for name in self.output}
         )
 
     def close(self) -> None:

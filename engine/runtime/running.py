@@ -18,6 +18,11 @@ bounded runtime's window functions (``streamAggregateV2``):
 The input frame holds, per record, the key columns, ``arg<i>`` (the i-th call's argument,
 NULL made 0) and ``has<i>`` (whether it was non-NULL), ``__seq``, ``ROWTIME`` and
 ``ROWPARTITION``. A group's state is a tuple: its ROWTIME, then one entry per call.
+
+:func:`run_group_with_previous` (``streamAggregateV4``, for HAVING) also gives each record
+the group's results before it (``prev<i>``, and ``__has_prev``, false for a group's first
+record ever), so that HAVING can be evaluated on both sides of each update in Spark; its
+state is :func:`run_group`'s followed by the group's latest results.
 """
 
 from __future__ import annotations
@@ -146,3 +151,30 @@ def run_group(
 
 def result_column(i: int) -> str:
     return f"result{i}"
+
+
+def previous_column(i: int) -> str:
+    return f"prev{i}"
+
+
+HAS_PREVIOUS = "__has_prev"
+
+
+def run_group_with_previous(
+    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None
+) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """:func:`run_group`'s rows, each also with the results the group had before its record
+    (``prev<i>``: the previous record's results, or the state's latest; ``__has_prev``)."""
+    inner, latest = (None, None) if state is None else (state[:-1], state[-1])
+    out, inner_after = run_group(calls, key_columns, frame, inner)
+    n = len(out[R.SEQ])
+    results = [_python_list(out[result_column(i)]) for i in range(len(calls))]
+    for i, values in enumerate(results):
+        out[previous_column(i)] = [None if latest is None else latest[i], *values[:-1]]
+    out[HAS_PREVIOUS] = np.arange(n) > 0 if latest is None else np.ones(n, dtype=bool)
+    return out, (*inner_after, tuple(values[-1] for values in results))
+
+
+def _python_list(values: Any) -> list[Any]:
+    """A result column as Python values (for the state, and for an object column)."""
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)

@@ -259,8 +259,9 @@ def test_random_table_changes_aggregate_alike(spark, changes):
 @pytest.mark.parametrize(
     ("having", "version", "operator"),
     [
-        ("", "V3", "RunningAggregateProcessor (COUNT, SUM, AVG, MIN, MAX)"),
-        (" HAVING COUNT(*) > 1", "V3", "KeyedTaskProcessor"),  # HAVING keeps V1's handler
+        ("", "V3", "RunningAggregateProcessor (COUNT, SUM, AVG, MIN, MAX); grouped by ITEM; state"),
+        (" HAVING COUNT(*) > 1", "V4", "(COUNT, SUM, AVG, MIN, MAX); grouped by ITEM; with each record's previous"),
+        (" HAVING COUNT(*) > 1", "V3", "KeyedTaskProcessor"),  # V3 keeps V1's handler for HAVING
         ("", "V2", "KeyedTaskProcessor"),  # the frozen V2 runs V1's handler on Kafka
     ],
 )
@@ -274,10 +275,10 @@ def test_on_the_kafka_runtime_the_v3_aggregate_keeps_running_values_per_key(spar
     )
     engine = _engine(True, SOURCE + query)
     (q,) = engine.queries.values()
-    if version == "V2":
-        (agg,) = [s for s in walk_steps(q.root) if isinstance(s, N.StreamAggregateV3)]
-        # A plan saved before V3: the same step with V2's type (the two have the same fields).
-        object.__setattr__(agg, "__class__", N.StreamAggregateV2)
+    (agg,) = [s for s in walk_steps(q.root) if type(s).__name__.startswith("StreamAggregateV")]
+    assert type(agg) is (N.StreamAggregateV4 if having else N.StreamAggregateV3)
+    # A plan saved with an older version: the same step with its type (all have the same fields).
+    object.__setattr__(agg, "__class__", getattr(N, f"StreamAggregate{version}"))
     (plan,) = streaming_plans(engine).values()
     (line,) = [x for x in plan.splitlines() if x.startswith("operator") and "Aggregate" in x]
     assert operator in line

@@ -16,12 +16,15 @@ from hypothesis import strategies as st
 
 from engine.runtime import rows as R
 from engine.runtime.running import (
+    HAS_PREVIOUS,
     RunningCall,
     arg_column,
     has_column,
     input_order,
+    previous_column,
     result_column,
     run_group,
+    run_group_with_previous,
 )
 
 INT = st.integers(-(2**31), 2**31 - 1)
@@ -135,6 +138,34 @@ def test_results_over_micro_batches_equal_the_record_at_a_time_reference(drawn: 
         for call, a, b in zip(CALLS, g, w, strict=True):
             assert _same(a, b), f"record {index}, {call}: {a!r} != {b!r}"
     assert rowtimes == [max(r["ts"] for r in records[: i + 1]) for i in range(len(records))]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_batches())
+def test_each_record_also_gets_the_results_its_group_had_before_it(drawn: Any) -> None:
+    """streamAggregateV4's HAVING sees both sides of each update: a record's previous results
+    are the record before it's, across micro-batches, and none before the group's first."""
+    records, cuts, seed = drawn
+    want = _reference(CALLS, records)
+    state = None
+    got: list[list[Any]] = []
+    before: list[list[Any]] = []
+    had: list[bool] = []
+    for start, end in zip([0, *cuts], [*cuts, len(records)], strict=True):
+        batch = records[start:end]
+        random.Random(seed).shuffle(batch)
+        out, state = run_group_with_previous(CALLS, ["K"], _frame(CALLS, batch), state)
+        got += [[out[result_column(i)][j] for i in range(len(CALLS))] for j in range(len(batch))]
+        before += [[out[previous_column(i)][j] for i in range(len(CALLS))] for j in range(len(batch))]
+        had += [bool(h) for h in out[HAS_PREVIOUS]]
+    assert had == [False] + [True] * (len(records) - 1)
+    assert all(v is None for v in before[0])
+    for index in range(1, len(records)):
+        for call, a, b in zip(CALLS, before[index], want[index - 1], strict=True):
+            assert _same(a, b), f"record {index}, {call}: previous {a!r} != {b!r}"
+    for index, (g, w) in enumerate(zip(got, want, strict=True)):
+        for call, a, b in zip(CALLS, g, w, strict=True):
+            assert _same(a, b), f"record {index}, {call}: {a!r} != {b!r}"
 
 
 def test_sum_of_ints_wraps_like_java_int_and_keeps_the_exact_total_in_its_state() -> None:
