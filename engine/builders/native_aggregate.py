@@ -12,8 +12,9 @@ does (a miss deletes the group's row only when its previous result passed).
 key) and emits V1's retraction and addition rows; ``tableAggregateV2`` sums them with signs.
 Window functions cannot run over a Structured Streaming DataFrame, so on the Kafka runtime
 the stateful steps run V1's per-key handlers over the same rows in Spark's state store,
-except ``streamAggregateV3`` without HAVING and ``streamAggregateV4`` (with HAVING too),
-whose running results per key are computed over typed columns (``engine.runtime.running``).
+except ``streamAggregateV3`` without HAVING (grouped by key) and ``streamAggregateV4`` (by
+task, in input order across groups, with HAVING too), whose running results per key are
+computed over typed columns (``engine.runtime.running``).
 
 A step with anything else (a key or argument with no Spark form, a key of another type than
 BOOLEAN, INT, BIGINT or STRING, another aggregate function, a HAVING with no Spark form)
@@ -448,10 +449,12 @@ def build_stream_aggregate_v3(step: StreamAggregateV3, *, source: Built, ctx: Bu
 
 @builds(StreamAggregateV4)
 def build_stream_aggregate_v4(step: StreamAggregateV4, *, source: Built, ctx: BuildContext) -> Built:
-    """V3, with a HAVING on the Kafka runtime too: the state store gives each record the
-    group's results before it, and HAVING is evaluated in Spark on both (bounded runs build
-    exactly as V3, whose window functions compare each result with the one before). HAVING
-    reads only the results and the key: analysis refuses any other column there."""
+    """V3, with two differences on the Kafka runtime: a task's records come out in input
+    order across its groups (V3's come out a group at a time), and a HAVING runs natively
+    too: the state store gives each record the group's results before it, and HAVING is
+    evaluated in Spark on both (bounded runs build exactly as V3, whose window functions
+    compare each result with the one before). HAVING reads only the results and the key:
+    analysis refuses any other column there."""
     return _running_aggregate(step, source, ctx, streaming_reason=None)
 
 
@@ -498,9 +501,9 @@ def _running_in_state_store(
     step: StreamAggregateV3 | StreamAggregateV4, source: Built, live: DataFrame, plan: _AggregatePlan,
     runtime: RunningAggregates,
 ) -> DataFrame:
-    """``_running``'s rows from the runtime's per-key state instead of window functions
-    (``plan.calls`` holds the aggregate calls, then the HAVING if there is one: only V4 has
-    one here)."""
+    """``_running``'s rows from the runtime's per-key state instead of window functions:
+    grouped by key for V3, by task for V4 (in input order across groups). ``plan.calls``
+    holds the aggregate calls, then the HAVING if there is one: only V4 has one here."""
     schema = plan.schema
     assert schema is not None
     key_names = [R.spark_name(k) for k in step.key_column_names]
@@ -522,10 +525,15 @@ def _running_in_state_store(
     if having is not None:
         fields += [ST.StructField(previous_column(i), f.dataType) for i, f in enumerate(result_fields)]
         fields.append(ST.StructField(HAS_PREVIOUS, ST.BooleanType()))
-    running = runtime.running_aggregate(
-        live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields), name=step.ctx,
-        previous=having is not None,
-    )
+    if isinstance(step, StreamAggregateV4):
+        running = runtime.running_aggregate_by_task(
+            live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields),
+            name=step.ctx, previous=having is not None,
+        )
+    else:
+        running = runtime.running_aggregate(
+            live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields), name=step.ctx
+        )
     constants = {
         R.ROWOFFSET: F.lit(None), R.HEADERS: F.array(), R.DELETED: F.lit(False),
         R.WINDOWSTART: F.lit(None), R.WINDOWEND: F.lit(None),

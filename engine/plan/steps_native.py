@@ -290,10 +290,10 @@ class StreamAggregateV3(Step):
 @register_step
 @step_dataclass
 class StreamAggregateV4(Step):
-    """``streamAggregateV3`` whose Kafka-runtime form runs a HAVING natively too: each record's
-    results come with the group's results before it, HAVING is a Spark expression over both,
-    and a miss deletes the group's row only when the results before it passed (bounded runs
-    build exactly as V3)."""
+    """``streamAggregateV3`` whose Kafka-runtime form runs by task, keeping input order across
+    a task's groups, and runs a HAVING natively too: each record's results come with the
+    group's results before it, HAVING is a Spark expression over both, and a miss deletes
+    the group's row only when the results before it passed (bounded runs build exactly as V3)."""
 
     TYPE: ClassVar[str] = "streamAggregateV4"
     source: Step

@@ -51,9 +51,8 @@ def _aggregate(node: AggregateNode) -> S.Step:
         return A.TableAggregate(**common)  # type: ignore[arg-type]
     if node.window_spec is not None:
         return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
-    if native_chosen():  # V4 differs from V3 only for a HAVING on the Kafka runtime
-        aggregate = N.StreamAggregateV3 if node.having is None else N.StreamAggregateV4
-        return aggregate(**common)  # type: ignore[arg-type]
+    if native_chosen():
+        return N.StreamAggregateV4(**common)  # type: ignore[arg-type]
     return A.StreamAggregate(**common)  # type: ignore[arg-type]
 
 

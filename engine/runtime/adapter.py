@@ -115,12 +115,20 @@ class RunningAggregates(Protocol):
 
     def running_aggregate(
         self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
-        output: ST.StructType, name: str, previous: bool = False,
+        output: ST.StructType, name: str,
     ) -> DataFrame:
         """One row per input row of ``df`` (see ``engine.runtime.running``): ``df``'s key
-        columns, each call's running result, ``__seq``, ``ROWTIME`` and ``ROWPARTITION``
-        (with ``previous``, also each call's result before the record and ``__has_prev``),
+        columns, each call's running result, ``__seq``, ``ROWTIME`` and ``ROWPARTITION``,
         typed as ``output``; each key's state kept across micro-batches."""
+        ...
+
+    def running_aggregate_by_task(
+        self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
+        output: ST.StructType, name: str, previous: bool,
+    ) -> DataFrame:
+        """``running_aggregate``'s rows with a task's records in input order across its
+        groups (``streamAggregateV4``); with ``previous`` each row also holds each call's
+        result before the record (``prev<i>``) and ``__has_prev``."""
         ...
 
 

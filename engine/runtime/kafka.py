@@ -16,6 +16,9 @@ The adapter answers the builders' calls with streaming DataFrames:
 - ``running_aggregate`` (``streamAggregateV3``): one ``transformWithStateInPandas`` operator
   grouped by the grouping key itself; a key's records of a micro-batch are aggregated at
   once over typed columns (``engine.runtime.running``), its accumulators kept in the store.
+- ``running_aggregate_by_task`` (``streamAggregateV4``): the same computation grouped by
+  task, each group's accumulators in a MapState, so that a task's output keeps input order
+  across its groups as ksqlDB's does (V3's comes out a group at a time).
 - ``sink_records``: the sink builder's rows encoded to Kafka key/value bytes, which
   ``engine.runtime.kafka_sink`` writes exactly once.
 
@@ -47,7 +50,7 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
-from engine.runtime.running import RunningCall, run_group, run_group_with_previous
+from engine.runtime.running import RunningCall, run_group, run_task
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 from engine.serde.windowed import (
     decode_session_window_key,
@@ -222,20 +225,37 @@ class KafkaRuntime:
 
     def running_aggregate(
         self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
-        output: ST.StructType, name: str, previous: bool = False,
+        output: ST.StructType, name: str,
     ) -> DataFrame:
         """Running aggregates grouped by the key columns themselves (no task hash): Spark
         hands each key's records of a micro-batch to ``RunningAggregateProcessor``."""
-        processor = RunningAggregateProcessor(
-            tuple(calls), tuple(key_columns), tuple(df.columns), output, previous=previous
-        )
+        processor = RunningAggregateProcessor(tuple(calls), tuple(key_columns), tuple(df.columns), output)
         functions = ", ".join(c.function for c in calls)
-        with_previous = "; with each record's previous results" if previous else ""
         self.stateful_operators.append(
             f"operator {len(self.stateful_operators)}: {name} {type(processor).__name__} ({functions}); "
-            f"grouped by {', '.join(key_columns)}{with_previous}; state: {processor.STATE}"
+            f"grouped by {', '.join(key_columns)}; state: {processor.STATE}"
         )
         return df.groupBy(*key_columns).transformWithStateInPandas(
+            statefulProcessor=processor,
+            outputStructType=output,
+            outputMode="Append",
+            timeMode="None",
+        )
+
+    def running_aggregate_by_task(
+        self, df: DataFrame, *, key_columns: Sequence[str], calls: Sequence[RunningCall],
+        output: ST.StructType, name: str, previous: bool,
+    ) -> DataFrame:
+        """Running aggregates of each task's groups (``RunningAggregateTaskProcessor``): a
+        task's records of a micro-batch come out in input order across its groups."""
+        processor = RunningAggregateTaskProcessor(
+            tuple(calls), tuple(key_columns), (*df.columns, TASK), output, previous=previous
+        )
+        functions = ", ".join(c.function for c in calls)
+        with_previous = "; each record with its group's previous results" if previous else ""
+        self._describe(name, processor, f"{functions}; groups by {', '.join(key_columns)}{with_previous}")
+        tasks = df.withColumn(TASK, F.pmod(F.xxhash64(*[F.col(k) for k in key_columns]), F.lit(self.tasks)))
+        return tasks.groupBy(TASK).transformWithStateInPandas(
             statefulProcessor=processor,
             outputStructType=output,
             outputMode="Append",
@@ -542,21 +562,18 @@ class KeyedTaskProcessor(StatefulProcessor):
 
 
 class RunningAggregateProcessor(StatefulProcessor):
-    """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state
-    store; with ``previous``, each record also gets the results before it (the state then
-    holds the latest results too)."""
+    """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state store."""
 
     STATE = "running ValueState<b binary>"
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
-        output: ST.StructType, *, previous: bool = False,
+        output: ST.StructType,
     ) -> None:
         self.calls = calls
         self.key_columns = key_columns
         self.columns = columns
         self.output = tuple(output.fieldNames())
-        self.run = run_group_with_previous if previous else run_group
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.state = handle.getValueState("running", BLOB)
@@ -566,16 +583,85 @@ class RunningAggregateProcessor(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         if frame.empty:
             return
-        out, state = self.run(self.calls, self.key_columns, frame, _load(self.state, None))
+        out, state = run_group(self.calls, self.key_columns, frame, _load(self.state, None))
         self.state.update((pickle.dumps(state),))
         # Lists (MIN/MAX with NULLs, __seq) stay Python objects: a float column would lose integers.
         yield pd.DataFrame(
-            {name: pd.Series(out[name], dtype=object) if isinstance(out[name], list) else out[name]
-             for name in self.output}
+            {name: pd.Series(v, dtype=object) if isinstance(v, list) else v
+             for name, v in zip(self.output, out.values(), strict=True)}
         )
 
     def close(self) -> None:
         pass
+
+
+class RunningAggregateTaskProcessor(StatefulProcessor):
+    """One task's running aggregates (``engine.runtime.running.run_task``) in Spark's state
+    store: each group's state in a MapState keyed by the group's key."""
+
+    STATE = "groups MapState<g binary, b binary>"
+
+    def __init__(
+        self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
+        output: ST.StructType, *, previous: bool,
+    ) -> None:
+        self.calls = calls
+        self.key_columns = key_columns
+        self.columns = columns
+        self.output = tuple(output.fieldNames())
+        self.previous = previous
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        key = ST.StructType([ST.StructField("g", ST.BinaryType())])
+        self.groups = handle.getMapState("groups", key, BLOB)
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        frames = list(_named(rows, self.columns))
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        if frame.empty:
+            return
+        states = _Blobs(self.groups)
+        out = run_task(self.calls, self.key_columns, frame, states, previous=self.previous)
+        states.flush()
+        yield out[list(self.output)]
+
+    def close(self) -> None:
+        pass
+
+
+class _Blobs(MutableMapping[bytes, bytes]):
+    """A MapState of binary values read on first use and written back by ``flush``."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._cache: dict[bytes, bytes] = {}
+
+    def __getitem__(self, name: bytes) -> bytes:
+        if name not in self._cache:
+            if not self._store.containsKey((name,)):
+                raise KeyError(name)
+            self._cache[name] = bytes(self._store.getValue((name,))[0])
+        return self._cache[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._cache or (isinstance(name, bytes) and bool(self._store.containsKey((name,))))
+
+    def __setitem__(self, name: bytes, value: bytes) -> None:
+        self._cache[name] = value
+
+    def __delitem__(self, name: bytes) -> None:
+        self._cache.pop(name, None)
+        self._store.removeKey((name,))
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def flush(self) -> None:
+        for name, value in self._cache.items():
+            self._store.updateValue((name,), (value,))
 
 
 class SuppressProcessor(StatefulProcessor):

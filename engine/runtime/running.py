@@ -19,15 +19,20 @@ The input frame holds, per record, the key columns, ``arg<i>`` (the i-th call's 
 NULL made 0) and ``has<i>`` (whether it was non-NULL), ``__seq``, ``ROWTIME`` and
 ``ROWPARTITION``. A group's state is a tuple: its ROWTIME, then one entry per call.
 
-:func:`run_group_with_previous` (``streamAggregateV4``, for HAVING) also gives each record
-the group's results before it (``prev<i>``, and ``__has_prev``, false for a group's first
-record ever), so that HAVING can be evaluated on both sides of each update in Spark; its
-state is :func:`run_group`'s followed by the group's latest results.
+:func:`run_task` (``streamAggregateV4``) takes a task's records of every group at once and
+gives their rows in input order across groups, as ksqlDB's task emits them (``run_group``
+alone, grouped by Spark, gives each group's rows together). With ``previous`` each record
+also gets the results its group had before it (``prev<i>``, and ``__has_prev``, false for a
+group's first record ever; :func:`run_group_with_previous`), so that HAVING can be evaluated
+on both sides of each update in Spark; that state is :func:`run_group`'s followed by the
+group's latest results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import pickle
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,3 +183,29 @@ def run_group_with_previous(
 def _python_list(values: Any) -> list[Any]:
     """A result column as Python values (for the state, and for an object column)."""
     return values.tolist() if isinstance(values, np.ndarray) else list(values)
+
+
+def group_key(values: Sequence[Any]) -> bytes:
+    """A group's state key: its key values as JSON (BOOLEAN, INT, BIGINT or STRING)."""
+    return json.dumps([v.item() if isinstance(v, np.generic) else v for v in values]).encode()
+
+
+def run_task(
+    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame,
+    states: MutableMapping[bytes, bytes], *, previous: bool,
+) -> pd.DataFrame:
+    """A task's records of any groups -> every record's output row, in input order across
+    groups; each group's state read from and written back to ``states`` (pickled, keyed by
+    :func:`group_key`; the key columns are never NULL here)."""
+    run = run_group_with_previous if previous else run_group
+    parts: list[pd.DataFrame] = []
+    for key, records in frame.groupby(list(key_columns), sort=False):
+        name = group_key(key if isinstance(key, tuple) else (key,))
+        state = pickle.loads(states[name]) if name in states else None
+        out, state = run(calls, key_columns, records, state)
+        states[name] = pickle.dumps(state)
+        # Lists (MIN/MAX with NULLs, __seq, prev<i>) stay Python objects: a float column would lose integers.
+        parts.append(pd.DataFrame({c: pd.Series(v, dtype=object) if isinstance(v, list) else v for c, v in out.items()}))
+    rows = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    order = input_order(rows[R.SEQ].tolist())
+    return rows if order == list(range(len(order))) else rows.iloc[order].reset_index(drop=True)

@@ -52,7 +52,7 @@ def test_several_grouping_expressions_give_key_columns_in_group_by_order() -> No
 
 def test_grouping_by_the_existing_key_does_not_repartition() -> None:
     types = step_types("CREATE TABLE T AS SELECT ID, COUNT(*) FROM ORDERS GROUP BY ID;")
-    assert N.StreamGroupByKeyV2 in types and N.StreamGroupByV2 not in types and N.StreamAggregateV3 in types
+    assert N.StreamGroupByKeyV2 in types and N.StreamGroupByV2 not in types and N.StreamAggregateV4 in types
 
 
 def test_a_table_source_groups_and_aggregates_with_table_steps() -> None:
@@ -90,7 +90,7 @@ def test_emit_final_plans_the_window_stores_retention(window: str, retention: in
 
 def test_having_is_planned_inside_the_aggregate() -> None:
     p = plan("CREATE TABLE T AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING SUM(QTY) > 3;")
-    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, N.StreamAggregateV3)]  # type: ignore[attr-defined]
+    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, N.StreamAggregateV4)]  # type: ignore[attr-defined]
     assert agg.having is not None
     assert [a.alias for a in agg.aggregation_functions] == ["KSQL_AGG_VARIABLE_0", "KSQL_AGG_VARIABLE_1"]
 

@@ -1,6 +1,7 @@
-"""``streamAggregateV4``: V3 with a HAVING that runs natively on the Kafka runtime too (the
-state store gives each record the group's results before it; HAVING is a Spark expression
-over both). Bounded runs build it exactly as V3."""
+"""``streamAggregateV4``: V3 whose Kafka-runtime form runs by task (input order across a
+task's groups) and runs a HAVING natively too (the state store gives each record the group's
+results before it; HAVING is a Spark expression over both). Bounded runs build it exactly as
+V3."""
 
 from __future__ import annotations
 
@@ -44,9 +45,9 @@ def _run(engine: KsqlEngine) -> tuple[list[tuple[object, object, int]], str]:
     return [(r.key, r.value, r.timestamp) for r in out], normalise_physical_plan(report.physical_plan)
 
 
-def test_the_planner_plans_v4_for_an_aggregate_with_having_and_v3_without() -> None:
+def test_the_planner_plans_v4_for_an_aggregate_with_or_without_having() -> None:
     assert _aggregate_type(_engine(HAVING)) == "streamAggregateV4"
-    assert _aggregate_type(_engine(PLAIN)) == "streamAggregateV3"
+    assert _aggregate_type(_engine(PLAIN)) == "streamAggregateV4"
 
 
 def test_the_bounded_runtime_builds_v4_exactly_as_v3(spark, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,7 +67,10 @@ def test_on_kafka_v4_evaluates_having_in_spark_where_v3_runs_v1s_handler(
     spark, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (v4,) = streaming_plans(_engine(HAVING)).values()
-    assert "RunningAggregateProcessor (SUM, COUNT); grouped by NAME; with each record's previous results" in v4
+    assert (
+        "RunningAggregateTaskProcessor (SUM, COUNT; groups by NAME; each record with its group's previous results); "
+        "grouped by __task = hash mod 1; state: groups MapState<g binary, b binary>"
+    ) in v4
     assert "StreamAggregateHandler" not in v4
     # HAVING SUM(V) > 3 over the results before each record, then over its own
     having = r"coalesce\(\(KSQL_AGG_VARIABLE_0#e\d+ > cast\(3 as int\)\), false\)"
@@ -74,5 +78,5 @@ def test_on_kafka_v4_evaluates_having_in_spark_where_v3_runs_v1s_handler(
     assert re.search(rf"coalesce\({having}, false\) AS __passed#", v4)
     monkeypatch.setattr(N, "StreamAggregateV4", N.StreamAggregateV3)
     (v3,) = streaming_plans(_engine(HAVING)).values()
-    assert "StreamAggregateHandler" in v3 and "RunningAggregateProcessor" not in v3
+    assert "StreamAggregateHandler" in v3 and "RunningAggregate" not in v3
 

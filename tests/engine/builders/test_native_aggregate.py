@@ -80,7 +80,7 @@ def _step_types(query: str, source: str = SOURCE) -> set[str]:
 
 def test_a_running_count_and_sums_give_the_v1_records(spark):
     query = f"CREATE TABLE OUT AS SELECT ITEM, {AGGREGATES} FROM S GROUP BY ITEM;"
-    assert {"streamGroupByV2", "streamAggregateV3"} <= _step_types(query)
+    assert {"streamGroupByV2", "streamAggregateV4"} <= _step_types(query)
     got = _same(query, _records(VALUES))
     assert len(got) == 8  # one update per record with a key and a value
     a = [value for key, value, _ in got if key == "a"]
@@ -126,7 +126,7 @@ def test_grouping_keys_give_the_v1_records(spark, group_by, native, aggregate):
         build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
     grouping = [r for r in reports if r.step_type == "streamGroupByV2"]
     assert grouping and all((r.how == "native") is native for r in grouping)
-    assert {r.how for r in reports if r.step_type == "streamAggregateV3"} == {aggregate}
+    assert {r.how for r in reports if r.step_type == "streamAggregateV4"} == {aggregate}
     _same(query, _records(VALUES))
 
 
@@ -136,7 +136,7 @@ def test_an_aggregate_without_a_spark_form_builds_the_step_as_v1_and_says_why(sp
     (q,) = engine.queries.values()
     with collecting_reports() as reports:
         build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
-    how = {r.name: r.how for r in reports if r.step_type == "streamAggregateV3"}
+    how = {r.name: r.how for r in reports if r.step_type == "streamAggregateV4"}
     assert how["KSQL_AGG_VARIABLE_1"] == "fallback: aggregate function COUNT_DISTINCT has no Spark form yet"
     assert how["KSQL_AGG_VARIABLE_0"] == (
         "fallback: the step runs in Python (KSQL_AGG_VARIABLE_1: aggregate function COUNT_DISTINCT has no Spark "
@@ -147,7 +147,7 @@ def test_an_aggregate_without_a_spark_form_builds_the_step_as_v1_and_says_why(sp
 
 def test_grouping_by_the_key_aggregates_natively(spark):
     query = "CREATE TABLE OUT AS SELECT ID, COUNT(*) AS C, SUM(L) AS SL, AVG(D) AS AD FROM S GROUP BY ID;"
-    assert {"streamGroupByKeyV2", "streamAggregateV3"} <= _step_types(query)
+    assert {"streamGroupByKeyV2", "streamAggregateV4"} <= _step_types(query)
     got = _same(query, _records(VALUES))
     assert {key for key, _, _ in got} == {0, 1, 2}
 
@@ -259,13 +259,16 @@ def test_random_table_changes_aggregate_alike(spark, changes):
 @pytest.mark.parametrize(
     ("having", "version", "operator"),
     [
+        ("", "V4", "RunningAggregateTaskProcessor (COUNT, SUM, AVG, MIN, MAX; groups by ITEM); grouped by __task"),
+        (" HAVING COUNT(*) > 1", "V4",
+         "RunningAggregateTaskProcessor (COUNT, SUM, AVG, MIN, MAX; groups by ITEM; each record with its group's "
+         "previous results); grouped by __task"),
         ("", "V3", "RunningAggregateProcessor (COUNT, SUM, AVG, MIN, MAX); grouped by ITEM; state"),
-        (" HAVING COUNT(*) > 1", "V4", "(COUNT, SUM, AVG, MIN, MAX); grouped by ITEM; with each record's previous"),
         (" HAVING COUNT(*) > 1", "V3", "KeyedTaskProcessor"),  # V3 keeps V1's handler for HAVING
         ("", "V2", "KeyedTaskProcessor"),  # the frozen V2 runs V1's handler on Kafka
     ],
 )
-def test_on_the_kafka_runtime_the_v3_aggregate_keeps_running_values_per_key(spark, having, version, operator):
+def test_on_the_kafka_runtime_each_aggregate_version_runs_its_own_operator(spark, having, version, operator):
     from engine.plan import steps_native as N
     from qtt.plans.record import streaming_plans
 
@@ -276,7 +279,7 @@ def test_on_the_kafka_runtime_the_v3_aggregate_keeps_running_values_per_key(spar
     engine = _engine(True, SOURCE + query)
     (q,) = engine.queries.values()
     (agg,) = [s for s in walk_steps(q.root) if type(s).__name__.startswith("StreamAggregateV")]
-    assert type(agg) is (N.StreamAggregateV4 if having else N.StreamAggregateV3)
+    assert type(agg) is N.StreamAggregateV4
     # A plan saved with an older version: the same step with its type (all have the same fields).
     object.__setattr__(agg, "__class__", getattr(N, f"StreamAggregate{version}"))
     (plan,) = streaming_plans(engine).values()

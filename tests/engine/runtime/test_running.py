@@ -25,6 +25,7 @@ from engine.runtime.running import (
     result_column,
     run_group,
     run_group_with_previous,
+    run_task,
 )
 
 INT = st.integers(-(2**31), 2**31 - 1)
@@ -166,6 +167,43 @@ def test_each_record_also_gets_the_results_its_group_had_before_it(drawn: Any) -
     for index, (g, w) in enumerate(zip(got, want, strict=True)):
         for call, a, b in zip(CALLS, g, w, strict=True):
             assert _same(a, b), f"record {index}, {call}: {a!r} != {b!r}"
+
+
+@settings(max_examples=100, deadline=None)
+@given(_batches(), st.lists(st.sampled_from(["a", "b", "c"]), min_size=30, max_size=30), st.booleans())
+def test_a_tasks_rows_come_in_input_order_across_groups_with_each_groups_results(
+    drawn: Any, groups: list[str], previous: bool
+) -> None:
+    """streamAggregateV4's task: records of several groups per micro-batch, handed over in
+    any order; the rows come back in input order, each with its own group's running results
+    (and the group's results before it), the groups' states kept between batches."""
+    records, cuts, seed = drawn
+    for r in records:
+        r["group"] = groups[r["seq"]]
+    want = {g: iter(_reference(CALLS, [r for r in records if r["group"] == g])) for g in set(groups)}
+    states: dict[bytes, bytes] = {}
+    rows: list[pd.DataFrame] = []
+    for start, end in zip([0, *cuts], [*cuts, len(records)], strict=True):
+        batch = records[start:end]
+        random.Random(seed).shuffle(batch)
+        frame = _frame(CALLS, batch).assign(K=[r["group"] for r in batch])
+        rows.append(run_task(CALLS, ["K"], frame, states, previous=previous))
+    out = pd.concat(rows, ignore_index=True)
+    assert [s[1] for s in out[R.SEQ]] == list(range(len(records)))
+    assert list(out["K"]) == [r["group"] for r in records]
+    assert len(states) == len({r["group"] for r in records})
+    before: dict[str, list[Any] | None] = {}
+    for index, group in enumerate(out["K"]):
+        w = next(want[group])
+        for i, call in enumerate(CALLS):
+            assert _same(out[result_column(i)][index], w[i]), f"record {index}, {call}"
+            if previous:
+                b = before.get(group)
+                assert _same(out[previous_column(i)][index], None if b is None else b[i]), f"record {index}, {call}"
+        if previous:
+            assert bool(out[HAS_PREVIOUS][index]) == (group in before)
+        before[group] = w
+    assert previous == (HAS_PREVIOUS in out.columns)
 
 
 def test_sum_of_ints_wraps_like_java_int_and_keeps_the_exact_total_in_its_state() -> None:
