@@ -80,3 +80,19 @@ def test_a_plan_saved_with_the_v3_source_replays_with_its_python_sequencer_on_ka
     assert result.ok, result.render()
     streaming = next((version.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
     assert "Sequence_" in streaming
+
+
+def test_a_having_saved_with_streamaggregatev3_replays_with_v1s_handler_on_kafka(spark):
+    # Released 0.6.0 planned streamAggregateV3, which runs a HAVING in V1's handler on Kafka;
+    # 0.8.0 re-recorded the case with streamAggregateV4 (by task, HAVING in Spark). The older version
+    # still builds with V3: its streaming plan, with V1's handler, is compared and still equal.
+    case = ROOT / "aggregates_having_deletes_a_group_that_stops_matching_and_only_once_it_had_matched"
+    older, newer = (next(v for v in saved_versions(case) if v.name.startswith(f"{r}_")) for r in ("0.6.0", "0.8.0"))
+    assert '"streamAggregateV3"' in (older.path / PLAN_FILE).read_text(encoding="utf-8")
+    assert '"streamAggregateV4"' in (newer.path / PLAN_FILE).read_text(encoding="utf-8")
+    result = replay(older)
+    assert result.ok, result.render()
+    streaming = next((older.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
+    assert "StreamAggregateHandler" in streaming and "RunningAggregate" not in streaming
+    streaming = next((newer.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
+    assert "RunningAggregateTaskProcessor (SUM; groups by ITEM; each record with its group's previous" in streaming
