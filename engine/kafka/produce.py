@@ -94,10 +94,12 @@ class RecordProducer:
         """Queue ``record`` for ``topic``; ``flush`` waits for it and reports its delivery."""
         index = len(self._sent)
         self._sent.append(None)
+        # The partition is named whether librdkafka refuses the record at once (it knows the
+        # topic's partitions already) or in its delivery report.
+        where = topic if record.partition is None else f"{topic}' partition '{record.partition}"
 
         def delivered(error: KafkaError | None, message: Any) -> None:
             if error is not None:
-                where = topic if record.partition is None else f"{topic}' partition '{record.partition}"
                 self._errors.append(f"Cannot produce to topic '{where}': {error_text(error)}.")
             else:
                 self._sent[index] = Delivered(
@@ -118,7 +120,7 @@ class RecordProducer:
             except BufferError:  # local queue full: let deliveries drain, then retry
                 self._producer.poll(0.1)
             except KafkaException as exc:
-                raise KafkaClientError(f"Cannot produce to topic '{topic}': {error_text(exc)}.") from None
+                raise KafkaClientError(f"Cannot produce to topic '{where}': {error_text(exc)}.") from None
         self._producer.poll(0)
 
     def flush(self) -> list[Delivered]:

@@ -50,6 +50,17 @@ def test_a_transaction_outside_a_transactional_producer_is_refused(bootstrap: st
             pass
 
 
+def test_a_partition_refused_before_sending_is_named_too(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
+    """Once the producer knows the topic's partitions, librdkafka refuses the record in
+    ``produce`` itself rather than in its delivery report (seen in a CI run)."""
+    admin.create_topic(topic, partitions=1)
+    producer = RecordProducer(bootstrap)
+    producer.send(topic, ProducerRecord(value=b"first"))
+    producer.flush()  # the producer now has the topic's metadata
+    with pytest.raises(KafkaClientError, match=f"Cannot produce to topic '{topic}' partition '5': .*Unknown partition"):
+        producer.send(topic, ProducerRecord(value=b"v", partition=5))
+
+
 def test_key_and_value_must_be_bytes() -> None:
     with pytest.raises(TypeError, match="ProducerRecord.value must be bytes or None, got str"):
         ProducerRecord(value="text")  # type: ignore[arg-type]
