@@ -475,21 +475,21 @@ def _decode_rows(processed: DataFrame, schema: LogicalSchema, name: str) -> Data
 # ---------------------------------------------------------------------- state store operators
 
 
-class _Groups(MutableMapping[bytes, dict[str, Any]]):
-    """Group states read from a MapState on first use and written back by ``flush``."""
+class _Groups(MutableMapping[bytes, Any]):
+    """Group states of a MapState, read (unpickled) on first use and written back by ``flush``."""
 
     def __init__(self, store: Any) -> None:
         self._store = store
-        self._cache: dict[bytes, dict[str, Any]] = {}
+        self._cache: dict[bytes, Any] = {}
 
-    def __getitem__(self, group: bytes) -> dict[str, Any]:
+    def __getitem__(self, group: bytes) -> Any:
         if group not in self._cache:
             if not self._store.containsKey((group,)):
                 raise KeyError(group)
             self._cache[group] = pickle.loads(self._store.getValue((group,))[0])
         return self._cache[group]
 
-    def __setitem__(self, group: bytes, state: dict[str, Any]) -> None:
+    def __setitem__(self, group: bytes, state: Any) -> None:
         self._cache[group] = state
 
     def __delitem__(self, group: bytes) -> None:
@@ -620,48 +620,13 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         if frame.empty:
             return
-        states = _Blobs(self.groups)
+        states = _Groups(self.groups)
         out = run_task(self.calls, self.key_columns, frame, states, previous=self.previous)
         states.flush()
         yield out[list(self.output)]
 
     def close(self) -> None:
         pass
-
-
-class _Blobs(MutableMapping[bytes, bytes]):
-    """A MapState of binary values read on first use and written back by ``flush``."""
-
-    def __init__(self, store: Any) -> None:
-        self._store = store
-        self._cache: dict[bytes, bytes] = {}
-
-    def __getitem__(self, name: bytes) -> bytes:
-        if name not in self._cache:
-            if not self._store.containsKey((name,)):
-                raise KeyError(name)
-            self._cache[name] = bytes(self._store.getValue((name,))[0])
-        return self._cache[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._cache or (isinstance(name, bytes) and bool(self._store.containsKey((name,))))
-
-    def __setitem__(self, name: bytes, value: bytes) -> None:
-        self._cache[name] = value
-
-    def __delitem__(self, name: bytes) -> None:
-        self._cache.pop(name, None)
-        self._store.removeKey((name,))
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(self._cache)
-
-    def __len__(self) -> int:
-        return len(self._cache)
-
-    def flush(self) -> None:
-        for name, value in self._cache.items():
-            self._store.updateValue((name,), (value,))
 
 
 class SuppressProcessor(StatefulProcessor):

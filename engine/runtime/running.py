@@ -31,7 +31,6 @@ group's latest results.
 from __future__ import annotations
 
 import json
-import pickle
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,13 +129,16 @@ def input_order(seqs: Sequence[Any]) -> list[int]:
 
 
 def run_group(
-    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None
+    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None,
+    *, ordered: bool = False,
 ) -> tuple[dict[str, Any], tuple[Any, ...]]:
     """One group's records -> an output row per record (key columns, ``result<i>`` per call,
-    ``__seq``, ``ROWTIME``, ``ROWPARTITION``, as columns in input order) and the group's new state."""
-    order = input_order(frame[R.SEQ].tolist())
-    if order != list(range(len(order))):
-        frame = frame.iloc[order]
+    ``__seq``, ``ROWTIME``, ``ROWPARTITION``, as columns in input order) and the group's new
+    state (``ordered``: the records are in input order already)."""
+    if not ordered:
+        order = input_order(frame[R.SEQ].tolist())
+        if order != list(range(len(order))):
+            frame = frame.iloc[order]
     ts0, accs = (_LONG_MIN, [c.initial() for c in calls]) if state is None else (state[0], list(state[1:]))
     ts = np.maximum.accumulate(
         np.concatenate((np.array([ts0], dtype=np.int64), frame[R.ROWTIME].to_numpy(dtype=np.int64)))
@@ -166,12 +168,13 @@ HAS_PREVIOUS = "__has_prev"
 
 
 def run_group_with_previous(
-    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None
+    calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None,
+    *, ordered: bool = False,
 ) -> tuple[dict[str, Any], tuple[Any, ...]]:
     """:func:`run_group`'s rows, each also with the results the group had before its record
     (``prev<i>``: the previous record's results, or the state's latest; ``__has_prev``)."""
     inner, latest = (None, None) if state is None else (state[:-1], state[-1])
-    out, inner_after = run_group(calls, key_columns, frame, inner)
+    out, inner_after = run_group(calls, key_columns, frame, inner, ordered=ordered)
     n = len(out[R.SEQ])
     results = [_python_list(out[result_column(i)]) for i in range(len(calls))]
     for i, values in enumerate(results):
@@ -192,20 +195,31 @@ def group_key(values: Sequence[Any]) -> bytes:
 
 def run_task(
     calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame,
-    states: MutableMapping[bytes, bytes], *, previous: bool,
+    states: MutableMapping[bytes, tuple[Any, ...]], *, previous: bool,
 ) -> pd.DataFrame:
     """A task's records of any groups -> every record's output row, in input order across
-    groups; each group's state read from and written back to ``states`` (pickled, keyed by
+    groups; each group's state read from and written back to ``states`` (keyed by
     :func:`group_key`; the key columns are never NULL here)."""
     run = run_group_with_previous if previous else run_group
-    parts: list[pd.DataFrame] = []
+    order = input_order(frame[R.SEQ].tolist())  # once for the task: each group's records then stay in order
+    if order != list(range(len(order))):
+        frame = frame.iloc[order]
+    frame = frame.reset_index(drop=True)
+    positions: list[np.ndarray] = []
+    outs: list[dict[str, Any]] = []
     for key, records in frame.groupby(list(key_columns), sort=False):
         name = group_key(key if isinstance(key, tuple) else (key,))
-        state = pickle.loads(states[name]) if name in states else None
-        out, state = run(calls, key_columns, records, state)
-        states[name] = pickle.dumps(state)
-        # Lists (MIN/MAX with NULLs, __seq, prev<i>) stay Python objects: a float column would lose integers.
-        parts.append(pd.DataFrame({c: pd.Series(v, dtype=object) if isinstance(v, list) else v for c, v in out.items()}))
-    rows = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-    order = input_order(rows[R.SEQ].tolist())
-    return rows if order == list(range(len(order))) else rows.iloc[order].reset_index(drop=True)
+        out, states[name] = run(calls, key_columns, records, states.get(name), ordered=True)
+        outs.append(out)
+        positions.append(records.index.to_numpy())
+    rank = np.argsort(np.concatenate(positions), kind="stable")  # rows back in input order
+    columns: dict[str, Any] = {}
+    for column in outs[0]:
+        parts = [out[column] for out in outs]
+        if isinstance(parts[0], list):
+            # Lists (MIN/MAX with NULLs, __seq, prev<i>) stay Python objects: a float column would lose integers.
+            flat = np.fromiter((v for part in parts for v in part), dtype=object, count=len(rank))
+            columns[column] = pd.Series(flat[rank], dtype=object)
+        else:
+            columns[column] = np.concatenate(parts)[rank]
+    return pd.DataFrame(columns)

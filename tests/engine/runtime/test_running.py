@@ -141,7 +141,7 @@ def test_results_over_micro_batches_equal_the_record_at_a_time_reference(drawn: 
     assert rowtimes == [max(r["ts"] for r in records[: i + 1]) for i in range(len(records))]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(_batches())
 def test_each_record_also_gets_the_results_its_group_had_before_it(drawn: Any) -> None:
     """streamAggregateV4's HAVING sees both sides of each update: a record's previous results
@@ -169,7 +169,7 @@ def test_each_record_also_gets_the_results_its_group_had_before_it(drawn: Any) -
             assert _same(a, b), f"record {index}, {call}: {a!r} != {b!r}"
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(_batches(), st.lists(st.sampled_from(["a", "b", "c"]), min_size=30, max_size=30), st.booleans())
 def test_a_tasks_rows_come_in_input_order_across_groups_with_each_groups_results(
     drawn: Any, groups: list[str], previous: bool
@@ -181,7 +181,7 @@ def test_a_tasks_rows_come_in_input_order_across_groups_with_each_groups_results
     for r in records:
         r["group"] = groups[r["seq"]]
     want = {g: iter(_reference(CALLS, [r for r in records if r["group"] == g])) for g in set(groups)}
-    states: dict[bytes, bytes] = {}
+    states: dict[bytes, tuple[Any, ...]] = {}
     rows: list[pd.DataFrame] = []
     for start, end in zip([0, *cuts], [*cuts, len(records)], strict=True):
         batch = records[start:end]
