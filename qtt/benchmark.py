@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         set_engine_factory(previous)
 
-    from qtt.perf import minimal_job_rate
+    from qtt.perf import floor_line, minimal_job_rate
 
     floor = minimal_job_rate(get_spark(), workers)
     cases = len(times.per_case)
@@ -153,10 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"the cases' time runs queries on Spark ({figures['seconds_per_query']} s per query), the "
         "rest parses, plans and verifies."
     )
-    print(
-        f"the smallest hand-written PySpark job (5 records, filter and projection, collect) on "
-        f"this session, {workers} at a time: {floor:.2f} jobs/s"
-    )
+    print(floor_line(floor, workers))
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")

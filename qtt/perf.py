@@ -188,6 +188,14 @@ def minimal_job_rate(spark: Any, workers: int, jobs: int = 60) -> float:
     return jobs / (time.perf_counter() - start)
 
 
+def floor_line(rate: float, workers: int) -> str:
+    """How the benchmarks print ``minimal_job_rate``'s figure."""
+    return (
+        f"the smallest hand-written PySpark job (5 records, filter and projection, collect) on "
+        f"this session, {workers} at a time: {rate:.2f} jobs/s"
+    )
+
+
 def orders(n: int) -> list[dict[str, Any]]:
     """``n`` order values, deterministic."""
     return [{"ITEM": f"widget-{i % 50}", "QTY": i % 7, "PRICE": (i % 100) / 4} for i in range(n)]

@@ -68,6 +68,7 @@ PICKLED_ROW = "__pickled"
 
 OUT_SCHEMA = ST.StructType([ST.StructField(OUT, ST.BinaryType())])
 BLOB = ST.StructType([ST.StructField("b", ST.BinaryType())])
+GROUP_KEY = ST.StructType([ST.StructField("g", ST.BinaryType())])  # a MapState's key: a group
 SUPPRESS_ENVELOPE = ST.StructType(
     [ST.StructField(SUPPRESS_KEY, ST.StringType()), ST.StructField(PICKLED_ROW, ST.BinaryType())]
 )
@@ -169,8 +170,8 @@ class KafkaRuntime:
 
     # ------------------------------------------------------------------ keyed operators
 
-    def _task_of(self, df: DataFrame, column: str) -> DataFrame:
-        return df.withColumn(TASK, F.pmod(F.xxhash64(F.col(column)), F.lit(self.tasks)))
+    def _task_of(self, df: DataFrame, *columns: str) -> DataFrame:
+        return df.withColumn(TASK, F.pmod(F.xxhash64(*[F.col(c) for c in columns]), F.lit(self.tasks)))
 
     def _keyed(
         self,
@@ -254,8 +255,7 @@ class KafkaRuntime:
         functions = ", ".join(c.function for c in calls)
         with_previous = "; each record with its group's previous results" if previous else ""
         self._describe(name, processor, f"{functions}; groups by {', '.join(key_columns)}{with_previous}")
-        tasks = df.withColumn(TASK, F.pmod(F.xxhash64(*[F.col(k) for k in key_columns]), F.lit(self.tasks)))
-        return tasks.groupBy(TASK).transformWithStateInPandas(
+        return self._task_of(df, *key_columns).groupBy(TASK).transformWithStateInPandas(
             statefulProcessor=processor,
             outputStructType=output,
             outputMode="Append",
@@ -515,6 +515,12 @@ def _out_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({OUT: [pickle.dumps(r) for r in rows]}, dtype=object)
 
 
+def _one_frame(frames: Iterator[pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
+    """A group's input frames as one frame with their column names."""
+    named = list(_named(frames, columns))
+    return named[0] if len(named) == 1 else pd.concat(named, ignore_index=True)
+
+
 def _named(frames: Iterator[pd.DataFrame], columns: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     """Input frames with their column names (PySpark 4.1 hands them over as ``_0``, ``_1``...)."""
     for frame in frames:
@@ -533,8 +539,7 @@ class KeyedTaskProcessor(StatefulProcessor):
         self.columns = columns
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        key = ST.StructType([ST.StructField("g", ST.BinaryType())])
-        self.groups = handle.getMapState("groups", key, BLOB)
+        self.groups = handle.getMapState("groups", GROUP_KEY, BLOB)
         self.clock = handle.getValueState("clock", BLOB)
         self.outer = handle.getValueState("outer", BLOB)
 
@@ -579,8 +584,7 @@ class RunningAggregateProcessor(StatefulProcessor):
         self.state = handle.getValueState("running", BLOB)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        frames = list(_named(rows, self.columns))
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame = _one_frame(rows, self.columns)
         if frame.empty:
             return
         out, state = run_group(self.calls, self.key_columns, frame, _load(self.state, None))
@@ -612,12 +616,10 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
         self.previous = previous
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        key = ST.StructType([ST.StructField("g", ST.BinaryType())])
-        self.groups = handle.getMapState("groups", key, BLOB)
+        self.groups = handle.getMapState("groups", GROUP_KEY, BLOB)
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        frames = list(_named(rows, self.columns))
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame = _one_frame(rows, self.columns)
         if frame.empty:
             return
         states = _Groups(self.groups)

@@ -128,6 +128,12 @@ def input_order(seqs: Sequence[Any]) -> list[int]:
     return sorted(range(len(keys)), key=keys.__getitem__)
 
 
+def _in_input_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s records sorted by ``__seq`` (the frame itself when they already are)."""
+    order = input_order(frame[R.SEQ].tolist())
+    return frame if order == list(range(len(order))) else frame.iloc[order]
+
+
 def run_group(
     calls: Sequence[RunningCall], key_columns: Sequence[str], frame: pd.DataFrame, state: tuple[Any, ...] | None,
     *, ordered: bool = False,
@@ -136,9 +142,7 @@ def run_group(
     ``__seq``, ``ROWTIME``, ``ROWPARTITION``, as columns in input order) and the group's new
     state (``ordered``: the records are in input order already)."""
     if not ordered:
-        order = input_order(frame[R.SEQ].tolist())
-        if order != list(range(len(order))):
-            frame = frame.iloc[order]
+        frame = _in_input_order(frame)
     ts0, accs = (_LONG_MIN, [c.initial() for c in calls]) if state is None else (state[0], list(state[1:]))
     ts = np.maximum.accumulate(
         np.concatenate((np.array([ts0], dtype=np.int64), frame[R.ROWTIME].to_numpy(dtype=np.int64)))
@@ -201,10 +205,8 @@ def run_task(
     groups; each group's state read from and written back to ``states`` (keyed by
     :func:`group_key`; the key columns are never NULL here)."""
     run = run_group_with_previous if previous else run_group
-    order = input_order(frame[R.SEQ].tolist())  # once for the task: each group's records then stay in order
-    if order != list(range(len(order))):
-        frame = frame.iloc[order]
-    frame = frame.reset_index(drop=True)
+    # Ordered once for the task: each group's records then stay in order.
+    frame = _in_input_order(frame).reset_index(drop=True)
     positions: list[np.ndarray] = []
     outs: list[dict[str, Any]] = []
     for key, records in frame.groupby(list(key_columns), sort=False):

@@ -16,17 +16,15 @@ import sys
 import time
 from pathlib import Path
 
-from qtt.perf import minimal_job_rate
+from qtt.perf import floor_line, minimal_job_rate
 from qtt.plans.layout import DEFAULT_ROOT, case_dirs, saved_versions
-from qtt.plans.replay import REPLAY_WORKERS_ENV, alike_groups, replay, replay_all
+from qtt.plans.replay import alike_groups, default_workers, replay, replay_all
 
 
 def main(argv: list[str] | None = None) -> int:
     """Warm up Spark with one replay, then time all the others."""
-    import os
-
     args = list(sys.argv[1:] if argv is None else argv)
-    workers = int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
+    workers = default_workers()
     if "--workers" in args:
         i = args.index("--workers")
         workers = int(args[i + 1])
@@ -48,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(versions)} planned-case versions replayed in {seconds:.1f}s: "
         f"{len(versions) / seconds:.2f}/s ({failed} failed; {runs} builds and runs, "
-        f"{runs / seconds:.2f}/s, {workers} at a time)\n"
-        f"the smallest hand-written PySpark job (5 records, filter and projection, collect) "
-        f"on this session, {workers} at a time: {floor:.2f} jobs/s"
+        f"{runs / seconds:.2f}/s, {workers} at a time)\n{floor_line(floor, workers)}"
     )
     return 1 if failed else 0
 

@@ -389,11 +389,10 @@ def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[
     compared with its own saved copies (``replay_alike``). ``workers`` defaults to
     $KSPARK_REPLAY_WORKERS or 3.
     """
-    import os
     from concurrent.futures import ThreadPoolExecutor
 
     groups = alike_groups(versions)
-    count = workers or int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
+    count = workers or default_workers()
     if count <= 1 or len(groups) <= 1:
         group_of = {id(v): group for group in groups for v in group}
         done: dict[int, ReplayResult] = {}
@@ -412,6 +411,13 @@ def replay_all(versions: Sequence[Any], workers: int | None = None) -> Iterator[
         for version in versions:
             future, index = where[id(version)]
             yield future.result()[index]
+
+
+def default_workers() -> int:
+    """Replays at a time: $KSPARK_REPLAY_WORKERS, or 3."""
+    import os
+
+    return int(os.environ.get(REPLAY_WORKERS_ENV, "3"))
 
 
 def alike_groups(versions: Sequence[SavedVersion]) -> list[list[SavedVersion]]:
