@@ -240,6 +240,14 @@ def _add_plan_commands(sub: Any) -> None:
         help="Also replay versions that a newer version of their case covers (same plan, "
         "nothing saved that the newer one does not save identically).",
     )
+    verify.add_argument(
+        "--shard",
+        default="1/1",
+        metavar="K/N",
+        help="Do part K of N: the replays and up-to-date checks of about 1/N of the case "
+        "folders (by saved versions); shard 1 also checks orphans, completeness and the "
+        "schema. N processes with K = 1..N verify the tree together (default 1/1).",
+    )
     verify.set_defaults(handler=_cmd_plans_verify)
     regen = plans_sub.add_parser(
         "regenerate",
@@ -425,7 +433,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_plans_verify(args: argparse.Namespace) -> int:
-    from qtt.plans.verify import verify
+    from qtt.plans.verify import parse_shard, verify
+
+    try:
+        shard = parse_shard(args.shard)
+    except ValueError as exc:
+        print(f"qtt: --shard: {exc}", file=sys.stderr)
+        return 2
 
     def show(result: Any) -> None:
         print(
@@ -441,6 +455,7 @@ def _cmd_plans_verify(args: argparse.Namespace) -> int:
             schema_path=Path(args.schema),
             on_replay=show,
             replay_all_versions=args.replay_all,
+            shard=shard,
         )
     except FileNotFoundError as exc:
         print(f"qtt: {exc}", file=sys.stderr)

@@ -52,6 +52,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     allow_orphans: bool = False
     replay_seconds: float = 0.0
+    shard: tuple[int, int] = (1, 1)
 
     @property
     def failed_replays(self) -> list[ReplayResult]:
@@ -114,8 +115,9 @@ class VerifyReport:
         by_run = sum(1 for r in self.replays if r.by_case_run)
         run = len(self.replays) - covered - by_run
         rate = run / self.replay_seconds if self.replay_seconds else 0.0
+        part = "" if self.shard == (1, 1) else f" (shard {self.shard[0]}/{self.shard[1]})"
         line = (
-            f"planned cases: {run} versions replayed "
+            f"planned cases{part}: {run} versions replayed "
             f"({len(self.failed_replays)} failed, {rate:.1f}/s), "
             f"{covered} covered by a newer version of their case, "
         )
@@ -174,6 +176,38 @@ def check_schema(root: Path, schema_path: Path) -> tuple[list[SchemaChange], lis
     return changes, problems
 
 
+def shard_case_dirs(dirs: Sequence[Path], count: int) -> list[list[Path]]:
+    """``dirs`` split into ``count`` shards of about as many saved versions each.
+
+    Deterministic for a given tree: the folders with the most versions go first, each to the
+    shard holding the fewest versions so far (the first such shard on a tie), and each shard
+    lists its folders sorted. A case's versions stay in one shard, so versions that replay
+    alike (``replay.alike_groups``) still run once.
+    """
+    if count < 1:
+        raise ValueError(f"a shard count must be at least 1, not {count}")
+    sized = sorted(((len(saved_versions(d)), d) for d in dirs), key=lambda s: (-s[0], s[1]))
+    shards: list[list[Path]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for size, case_dir in sized:
+        i = loads.index(min(loads))
+        shards[i].append(case_dir)
+        loads[i] += size
+    return [sorted(shard) for shard in shards]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` as ``(K, N)``, 1 <= K <= N; ValueError naming the problem otherwise."""
+    index, _, count = text.partition("/")
+    try:
+        k, n = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"a shard is K/N, such as 1/2, not {text!r}") from None
+    if not 1 <= k <= n:
+        raise ValueError(f"shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
 def verify(
     root: Path,
     case_paths: Sequence[Path] = (DEFAULT_CASES,),
@@ -185,6 +219,7 @@ def verify(
     replay_all_versions: bool = False,
     known_replays: Mapping[Path, ReplayResult] | None = None,
     known_up_to_date: Mapping[str, UpToDateResult] | None = None,
+    shard: tuple[int, int] = (1, 1),
 ) -> VerifyReport:
     """Run every check of ``qtt plans verify`` and collect the results.
 
@@ -197,8 +232,14 @@ def verify(
     results this process already has for some versions and cases, from the QTT runs of
     their cases (``qtt.plans.case_runs``): they are reported instead of replaying or
     planning again. Only results for versions under ``root`` are taken.
+
+    ``shard=(K, N)`` does part K of N (``shard_case_dirs``): the replays and up-to-date checks
+    of that shard's case folders (a case with no folder belongs to shard 1), so that N
+    processes verify one tree together. Orphans, completeness and the schema guard are
+    checked by shard 1 only, over the whole tree.
     """
-    report = VerifyReport(allow_orphans=allow_orphans)
+    report = VerifyReport(allow_orphans=allow_orphans, shard=shard)
+    index, count = shard
     cases, report.problems = current_cases(case_paths)
     slugs: dict[str, str] = {}
     for case in cases:
@@ -213,7 +254,13 @@ def verify(
     functions: set[str] = set()
     start = time.perf_counter()
     all_versions = []
-    for case_dir in case_dirs(root):
+    every_dir = case_dirs(root)
+    mine = set(shard_case_dirs(every_dir, count)[index - 1])
+    for case_dir in every_dir:
+        if case_dir not in mine:
+            if index == 1:  # completeness is over every plan of the tree
+                _add_used(case_dir, used, operators, functions)
+            continue
         versions = saved_versions(case_dir)
         if not versions:
             report.problems.append(f"Planned-case folder {case_dir} holds no saved version.")
@@ -231,17 +278,17 @@ def verify(
             on_replay(result)
     for version in all_versions:
         report.replays.append(results[version])
-        try:
-            plans = codec.read_json(version.path / PLAN_FILE).get("plans", [])
-            used |= step_types_in(plans)
-            operators |= operators_in(plans)
-            functions |= functions_in(plans)
-        except (OSError, ValueError, AttributeError):
-            pass
+        _add_used_by(version.path, used, operators, functions)
     report.replay_seconds = time.perf_counter() - start
+    mine_slugs = {d.name for d in mine}
+    every_slug = {d.name for d in every_dir}
     report.up_to_date = [
-        _known_up_to_date(c, root, known_up_to_date) or _up_to_date(c, root) for c in cases
+        _known_up_to_date(c, root, known_up_to_date) or _up_to_date(c, root)
+        for c in cases
+        if case_slug(c.id) in mine_slugs or (index == 1 and case_slug(c.id) not in every_slug)
     ]
+    if index != 1:
+        return report
     report.orphans = find_orphans(root, cases)
     try:
         if steps_complete:
@@ -253,6 +300,22 @@ def verify(
     except Exception as exc:  # noqa: BLE001 - the report is written whatever a check does
         report.problems.append(f"A check of qtt plans verify failed: {error_text(exc)}")
     return report
+
+
+def _add_used(case_dir: Path, *into: set[str]) -> None:
+    for version in saved_versions(case_dir):
+        _add_used_by(version.path, *into)
+
+
+def _add_used_by(version: Path, used: set[str], operators: set[str], functions: set[str]) -> None:
+    """Add the step types, operators and functions of a saved version's plans."""
+    try:
+        plans = codec.read_json(version / PLAN_FILE).get("plans", [])
+        used |= step_types_in(plans)
+        operators |= operators_in(plans)
+        functions |= functions_in(plans)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _known_up_to_date(

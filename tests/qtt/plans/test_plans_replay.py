@@ -247,6 +247,28 @@ def test_verify_reports_orphans_and_fails_unless_allowed(
     assert verify(root, [cases], schema_path=schema, steps_complete=False, allow_orphans=True).ok
 
 
+def test_two_shards_replay_every_version_once_and_shard_one_alone_checks_the_tree(
+    workspace: tuple[Path, Path], schema: Path
+) -> None:
+    cases, root = workspace
+    shutil.copytree(
+        root / case_slug("orders - big orders keep their amount doubled"), root / "gone_case"
+    )
+    one, two = (
+        verify(root, [cases], schema_path=schema, steps_complete=True, shard=(k, 2))
+        for k in (1, 2)
+    )
+    replayed = [r.version.path for r in one.replays + two.replays]
+    assert sorted(replayed) == sorted(v.path for d in root.iterdir() if d.is_dir()
+                                      for v in saved_versions(d))
+    assert len(one.replays) == len(two.replays) == 1
+    assert one.orphans == ["gone_case"] and one.completeness is not None
+    assert two.orphans == [] and two.completeness is None and two.schema_changes == []
+    assert two.ok, two.render()
+    assert "(shard 2/2)" in two.summary()
+    assert len(one.up_to_date) + len(two.up_to_date) == 1  # the one current case, once
+
+
 # ---------------------------------------------------------------------------- the guard
 
 
