@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.engine import KsqlEngine
-from engine.errors import ExecutionError, KsqlError
+from engine.errors import AnalysisError, ExecutionError, KsqlError
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.parser import parse
@@ -184,7 +184,8 @@ class StreamingApplication:
 
     def submit(self, text: str) -> list[str]:
         """Apply the statements of ``text`` not applied before; the texts of those applied now."""
-        statements = [p.text for p in parse(text, variables=self.engine.variables)]
+        parsed = parse(text, variables=self.engine.variables)
+        statements = [p.text for p in parsed]
         if len(statements) < len(self.saved):
             raise ExecutionError(
                 f"The state dir {self.state_dir} has applied {len(self.saved)} statements, the file "
@@ -197,8 +198,13 @@ class StreamingApplication:
                     f"'{_short(stmt)}' vs '{_short(saved.text)}'. Use a new state dir to run changed statements."
                 )
         applied = []
-        for stmt in statements[len(self.saved):]:
-            results = self.engine.execute_sql(stmt)
+        for statement in parsed[len(self.saved):]:
+            stmt = statement.text
+            try:
+                results = self.engine.execute_sql(stmt)
+            except AnalysisError as exc:
+                statement.relocate(exc)  # placed in the file, not in the statement alone
+                raise
             for result in results:
                 plan = serde.to_json_value(result.plan) if result.plan is not None else None
                 self.saved.append(SavedStatement(result.statement_text, plan))

@@ -120,11 +120,16 @@ class KsqlEngine:
     def planner(self) -> Planner:
         return Planner(self.metastore, self.topics, self.config, registry_url=self.schema_registry_url)
 
-    def execute_sql(self, text: str) -> list[StatementResult]:
-        """Parse and execute every statement of ``text`` in order."""
+    def execute_sql(self, text: str, *, first_line: int = 1) -> list[StatementResult]:
+        """Parse and execute every statement of ``text`` in order; ``text`` starts on line
+        ``first_line`` of its script (error positions count from there)."""
         results = []
-        for parsed in parse(text, variables=self.variables):
-            results.append(self._execute(parsed.statement, parsed.text))
+        for parsed in parse(text, variables=self.variables, first_line=first_line):
+            try:
+                results.append(self._execute(parsed.statement, parsed.text))
+            except AnalysisError as exc:
+                parsed.locate(exc)
+                raise
         return results
 
     def _execute(self, stmt: Any, text: str) -> StatementResult:

@@ -50,7 +50,25 @@ class ParseError(KsqlError):
 
 
 class AnalysisError(KsqlError):
-    """A statement parses but is not valid: unknown source, bad types, bad clause."""
+    """A statement parses but is not valid: unknown source, bad types, bad clause.
+
+    ``node`` is the parsed node the error is about (a column reference, a source name), when
+    there is one: whoever holds the parsed statement places the error at the node's line and
+    column (``at``), in ksqlDB's shape "Line: L, Col: C: ...". ``reason`` is the message
+    without the position.
+    """
+
+    def __init__(self, message: str, *, node: object = None) -> None:
+        super().__init__(message)
+        self.reason = message
+        self.node = node
+        self.line: int | None = None
+        self.column: int | None = None
+
+    def at(self, line: int, column: int) -> None:
+        """Place the error at ``line`` and ``column`` of the statement's script."""
+        self.line, self.column = line, column
+        self.args = (f"Line: {line}, Col: {column}: {self.reason}",)
 
 
 class StatementPrepareError(AnalysisError):

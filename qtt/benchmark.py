@@ -58,10 +58,10 @@ class TimedEngine:
         self._inner = inner
         self._times = times
 
-    def execute_sql(self, text: str) -> Any:
+    def execute_sql(self, text: str, *, first_line: int = 1) -> Any:
         start = time.perf_counter()
         try:
-            return self._inner.execute_sql(text)
+            return self._inner.execute_sql(text, first_line=first_line)
         finally:
             self._times.add("statements", time.perf_counter() - start)
 

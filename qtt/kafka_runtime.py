@@ -438,7 +438,9 @@ class KafkaCaseEngine:
             self.created[name] = topic.partitions
 
     @_demapped
-    def execute_sql(self, text: str) -> list[str]:
+    def execute_sql(self, text: str, *, first_line: int = 1) -> list[str]:
+        """Submit the case's statements so far as one script (its lines are the script's, so
+        ``first_line`` is already where ``text`` starts)."""
         self._sql.append(self.names.statement(text).rstrip().rstrip(";") + ";")
         return self.app.submit("\n".join(self._sql))
 

@@ -7,6 +7,7 @@ it; tests and the pytest plugin swap the factory with ``set_engine_factory``.
 from __future__ import annotations
 
 import enum
+import inspect
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -262,9 +263,11 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
         if name not in created and name in inputs:
             engine.create_topic(TopicInfo(name=name))
             created.add(name)
+    line = 1  # ksqlDB joins a case's statements with newlines: errors give the script's lines
     for i, statement in enumerate(case.statements):
         stage.text = f"executing statement {i + 1} ({one_line(statement, 80)})"
-        engine.execute_sql(statement)
+        _execute_sql(engine, statement, line)
+        line += statement.count("\n") + 1
     existing = getattr(engine, "topics", None)
     made = set(existing()) if existing is not None else set()
     for name in case.topic_names():
@@ -297,6 +300,20 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
     if verification.ok:
         return {"status": Status.PASSED}
     return {"status": Status.FAILED, "reason": verification.reason, "verification": verification}
+
+
+def _execute_sql(engine: Any, statement: str, first_line: int) -> None:
+    """``engine.execute_sql(statement, first_line=...)``, or without the line for an engine
+    whose ``execute_sql`` takes only the text (its errors then count lines per statement)."""
+    execute = engine.execute_sql
+    try:
+        takes_line = "first_line" in inspect.signature(execute).parameters
+    except (TypeError, ValueError):
+        takes_line = False
+    if takes_line:
+        execute(statement, first_line=first_line)
+    else:
+        execute(statement)
 
 
 def _judge_error(case: QttCase, exc: errors.KsqlError, stage: str) -> dict[str, Any]:

@@ -309,7 +309,7 @@ def analyze_aggregate_query(
             if not transient and window is None:
                 check_self_alias(item)
             items.append((item.alias, select_scope.resolve(item.expr, clause="SELECT")))
-    select = name_columns(items, {c.name for c in node.schema.columns})
+    select = name_columns(items, {c.name for c in node.schema.columns}, node.schema.types())
     if not transient:
         check_reserved_selected(items, select, window_bound_columns(window))
     having = select_scope.resolve(query.having, clause="HAVING") if query.having is not None else None

@@ -404,7 +404,7 @@ def _resolve_criteria(
         if e.source is not None:
             names = qualified[e.source]
             if e.name not in names:
-                raise AnalysisError(f"JOIN ON column '{e.source}.{e.name}' cannot be resolved.")
+                raise AnalysisError(f"JOIN ON column '{e.source}.{e.name}' cannot be resolved.", node=e)
             return E.ColumnRef(names[e.name])
         if e.name in columns:
             return E.ColumnRef(e.name)
@@ -413,10 +413,10 @@ def _resolve_criteria(
             if e.name in names and names[e.name] not in matches:
                 matches[names[e.name]] = primary_alias.get(alias, alias)
         if not matches:
-            raise AnalysisError(f"JOIN ON column '{e.name}' cannot be resolved.")
+            raise AnalysisError(f"JOIN ON column '{e.name}' cannot be resolved.", node=e)
         if len(matches) > 1:
             could = " or ".join(f"{a}.{e.name}" for a in matches.values())
-            raise AnalysisError(f"Column '{e.name}' is ambiguous. Could be {could}.")
+            raise AnalysisError(f"Column '{e.name}' is ambiguous. Could be {could}.", node=e)
         return E.ColumnRef(next(iter(matches)))
 
     return rewrite(criteria, column)

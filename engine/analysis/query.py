@@ -120,7 +120,7 @@ def analyze_query(
                 alias_ = scope.aliases.get(expr.name)
             items.append((alias_, expr))
 
-    select = name_columns(items, {c.name for c in node_schema.columns})
+    select = name_columns(items, {c.name for c in node_schema.columns}, node_schema.types())
     if not transient:
         check_reserved_selected(items, select, set())
 

@@ -7,11 +7,12 @@ each other's internals; it imports none of them, so the analysis imports form no
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import AnalysisError
+from engine.errors import AnalysisError, KsqlError
+from engine.expressions.typer import infer_type
 from engine.functions import REGISTRY, FunctionKind
 from engine.metastore import DataSource, MetaStore
 from engine.parser import ast
@@ -99,26 +100,29 @@ class Scope:
                 )
             if expr.name not in names:
                 raise AnalysisError(
-                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved."
+                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved.", node=expr
                 )
             return E.ColumnRef(names[expr.name])
         if expr.name in self.columns:
             return E.ColumnRef(expr.name)
-        candidates = sorted(
-            {f"{alias}.{expr.name}": names[expr.name] for alias, names in self.qualified.items() if expr.name in names}.items()
-        )
-        targets = {target for _, target in candidates}
-        if len(targets) == 1:
-            return E.ColumnRef(targets.pop())
-        if len(targets) > 1:
+        # Each column once, named by the first qualifier that has it: a source's alias comes
+        # before its name (ksqlDB lists the aliases only).
+        by_target: dict[str, str] = {}
+        for alias, names in self.qualified.items():
+            if expr.name in names:
+                by_target.setdefault(names[expr.name], f"{alias}.{expr.name}")
+        if len(by_target) == 1:
+            return E.ColumnRef(next(iter(by_target)))
+        if len(by_target) > 1:
             raise AnalysisError(
                 f"Column '{expr.name}' is ambiguous. Could be "
-                + " or ".join(name for name, _ in candidates)
-                + "."
+                + " or ".join(sorted(by_target.values()))
+                + ".",
+                node=expr,
             )
         if clause == "WHERE" and expr.name in ("WINDOWSTART", "WINDOWEND"):
             raise AnalysisError(f"Error in WHERE expression: Unknown column {expr.name}.")
-        raise AnalysisError(f"{clause} column '{expr.name}' cannot be resolved.")
+        raise AnalysisError(f"{clause} column '{expr.name}' cannot be resolved.", node=expr)
 
 
 @dataclass
@@ -178,13 +182,16 @@ RESERVED_ALIASES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
 
 
 def name_columns(
-    items: Sequence[tuple[str | None, E.Expr]], source_names: set[str]
+    items: Sequence[tuple[str | None, E.Expr]], source_names: set[str],
+    types: Mapping[str, SqlType] | None = None,
 ) -> list[SelectColumn]:
     """Name the select items as ksqlDB does.
 
     An alias wins; a column keeps its name; a struct field access takes the field name,
     suffixed ``_1``, ``_2``... when that name is taken by a source column or an earlier
-    output; anything else is ``KSQL_COL_n`` with the smallest n not taken.
+    output; anything else is ``KSQL_COL_n`` with the smallest n not taken. A name given twice
+    is ksqlDB's schema error, naming the second column with its type (typed over ``types``,
+    the source's columns).
     """
     taken = set(source_names) | {a for a, _ in items if a is not None}
     taken |= {e.name for a, e in items if a is None and isinstance(e, E.ColumnRef)}
@@ -210,10 +217,21 @@ def name_columns(
         else:
             name = next_name()
         if name in seen:
-            raise AnalysisError(f"Duplicate column name in the projection: `{name}`.")
+            raise AnalysisError(f"Duplicate value columns found in schema: {_typed(name, expr, types)}")
         seen.add(name)
         select.append(SelectColumn(name, expr))
     return select
+
+
+def _typed(name: str, expr: E.Expr, types: Mapping[str, SqlType] | None) -> str:
+    """```NAME` TYPE`` as ksqlDB prints a schema's column, or only the name when the
+    expression has no type here (a bare NULL, or one that fails to type: that error comes
+    later, from the typer)."""
+    try:
+        sql_type = infer_type(expr, types or {})
+    except KsqlError:
+        sql_type = None
+    return f"`{name}`" if sql_type is None else f"`{name}` {sql_type}"
 
 
 def reserved_in_select(name: str) -> AnalysisError:

@@ -26,7 +26,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
-from engine.errors import InternalError, KsqlError, ParseError
+from engine.errors import AnalysisError, InternalError, KsqlError, ParseError
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -53,6 +53,20 @@ class ParsedStatement:
         if found is None or found[0] is not node:
             return None
         return found[1], found[2]
+
+    def locate(self, error: Exception) -> None:
+        """Place an ``AnalysisError`` about one of this statement's nodes at that node."""
+        if isinstance(error, AnalysisError) and error.line is None and error.node is not None:
+            where = self.location_of(error.node)
+            if where is not None:
+                error.at(*where)
+
+    def relocate(self, error: Exception) -> None:
+        """An ``AnalysisError`` placed in this statement's text parsed alone (its first token at
+        line 1, column 1), placed in the whole text instead."""
+        if isinstance(error, AnalysisError) and error.line is not None and error.column is not None:
+            column = error.column + self.column - 1 if error.line == 1 else error.column
+            error.at(self.line + error.line - 1, column)
 
 
 # --------------------------------------------------------------------------- Lark setup
@@ -126,8 +140,14 @@ def parse(
     variables: Mapping[str, str] | None = None,
     types: Mapping[str, SqlType] | None = None,
     test_statements: bool = False,
+    first_line: int = 1,
 ) -> list[ParsedStatement]:
     """Parse ';'-separated statements (the last ';' is optional).
+
+    ``first_line`` is the line of the whole script on which ``text`` starts: positions in
+    errors and in the parsed statements count from there (a script run statement by statement
+    reports the script's lines, as ksqlDB does for the statements of a test case, which it
+    joins with newlines).
 
     ``variables`` are substituted for ``${name}`` before parsing, as are those a ``DEFINE``
     earlier in the text sets. ``types`` resolves custom type names, as do ``CREATE TYPE``
@@ -138,7 +158,7 @@ def parse(
     known_types = {k.upper(): v for k, v in (types or {}).items()}
     start = "test_statement_eof" if test_statements else "statement_eof"
     out: list[ParsedStatement] = []
-    for chunk in _split(text):
+    for chunk in _split(text, first_line - 1):
         chunk_text = (
             _substitute(chunk.text, known_vars, chunk) if "${" in chunk.text else chunk.text
         )
@@ -219,7 +239,7 @@ def _line_col(text: str, pos: int) -> tuple[int, int]:
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
-def _split(text: str) -> list[_Chunk]:
+def _split(text: str, lines_before: int = 0) -> list[_Chunk]:
     ends = [m.end() for m in _LEXEMES.finditer(text) if m.group() == ";"]
     if not ends or ends[-1] < len(text):
         ends.append(len(text))
@@ -234,7 +254,9 @@ def _split(text: str) -> list[_Chunk]:
             continue
         line, col = _line_col(text, begin)
         first_line, first_col = _line_col(text, first)
-        chunks.append(_Chunk(piece, begin, line, col, first_line, first_col))
+        chunks.append(
+            _Chunk(piece, begin, line + lines_before, col, first_line + lines_before, first_col)
+        )
         begin = end
     return chunks
 

@@ -494,6 +494,7 @@ class KsqlService:
                     exc.message, code=exc.code, statement_text=parsed.text, entities_so_far=results
                 ) from None
             except KsqlError as exc:
+                parsed.relocate(exc)  # the statement ran alone: its position in the request
                 raise ServiceError(str(exc), statement_text=parsed.text, entities_so_far=results) from None
             if entity is not None:
                 results.append(entity)

@@ -172,3 +172,55 @@ def test_select_star_on_a_table_shows_keys_then_headers_then_values_in_its_heade
     )
     listed = plan_pull_query(engine.metastore, _query("SELECT LEVEL, ID FROM BADGES;"), "t", {})
     assert listed.header is None  # a select list keeps its own order
+
+
+# ------------------------------------------------------- errors placed at the node they are about
+
+
+def test_an_unresolved_join_column_is_placed_at_its_reference_in_the_script(engine: KsqlEngine) -> None:
+    sql = "\n\nCREATE STREAM X AS SELECT * FROM TRIPS T\n  JOIN DRIVERS D ON T.DRIVER = D.ID;"
+    with pytest.raises(AnalysisError) as info:
+        engine.execute_sql(sql, first_line=7)
+    assert str(info.value) == "Line: 10, Col: 21: JOIN ON column 'T.DRIVER' cannot be resolved."
+    assert (info.value.line, info.value.column) == (10, 21)
+    assert info.value.reason == "JOIN ON column 'T.DRIVER' cannot be resolved."
+
+
+def test_an_ambiguous_column_names_each_source_once_by_its_alias(engine: KsqlEngine) -> None:
+    sql = "CREATE STREAM X AS SELECT NAME,\n  KM, ID FROM TRIPS T JOIN DRIVERS D ON T.CITY = D.ID;"
+    with pytest.raises(AnalysisError) as info:
+        engine.execute_sql(sql)
+    assert str(info.value) == "Line: 2, Col: 7: Column 'ID' is ambiguous. Could be D.ID or T.ID."
+
+
+def test_a_select_column_that_resolves_nowhere_is_placed_at_it(engine: KsqlEngine) -> None:
+    with pytest.raises(AnalysisError) as info:
+        engine.execute_sql("CREATE STREAM X AS SELECT ID,\n    NOPE FROM TRIPS;")
+    assert str(info.value).startswith("Line: 2, Col: 5: ")
+    assert "NOPE" in info.value.reason
+
+
+def test_a_statement_run_alone_is_placed_in_the_request_it_came_from() -> None:
+    (first, second) = parse("SET 'a'='b';  SELECT X\nFROM S;")
+    error = AnalysisError("about X", node=object())
+    error.at(1, 8)  # as the second statement's own text places it
+    second.relocate(error)
+    assert (error.line, error.column, str(error)) == (1, 22, "Line: 1, Col: 22: about X")
+    error.at(2, 1)
+    second.relocate(error)
+    assert (error.line, error.column) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("statement", "column"),
+    [
+        ("CREATE STREAM X AS SELECT CITY AS A, KM * 2 AS A FROM TRIPS;", "`A` DOUBLE"),
+        ("CREATE TABLE X AS SELECT CITY AS C, COUNT(*) AS C FROM TRIPS GROUP BY CITY;", "`C` BIGINT"),
+    ],
+)
+def test_a_name_given_twice_in_the_projection_is_the_schema_error_with_the_columns_type(
+    engine: KsqlEngine, statement: str, column: str
+) -> None:
+    with pytest.raises(AnalysisError) as info:
+        engine.execute_sql(statement)
+    assert str(info.value) == f"Duplicate value columns found in schema: {column}"

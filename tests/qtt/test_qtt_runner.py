@@ -148,6 +148,40 @@ def test_engine_gets_the_case_properties_and_topics(tmp_path: Path) -> None:
     ]
 
 
+class LineEngine(FakeEngine):
+    """A fake engine that takes ``first_line``: it fails on FAIL with the line it was given."""
+
+    lines: list[int] = []
+
+    def execute_sql(self, text: str, *, first_line: int = 1) -> list[StatementResult]:
+        LineEngine.lines.append(first_line)
+        if text.startswith("FAIL"):
+            raise errors.ParseError("Syntax error", line=first_line, column=1, syntax=True)
+        return [StatementResult(statement_text=text, kind="OTHER")]
+
+
+def test_each_statement_gets_the_line_it_starts_on_in_the_statements_joined_by_newlines(
+    tmp_path: Path,
+) -> None:
+    LineEngine.lines = []
+    runner.set_engine_factory(LineEngine)
+    case = make_case(
+        tmp_path,
+        statements=["ECHO in\nTO out;", "SOURCE\n\nS;", "FAIL here;"],
+        outputs=[],
+        expectedException={"type": "io.confluent.ksql.parser.exception.ParseFailedException",
+                           "message": "line 6:1: Syntax error"},
+    )
+    result = run_case(case, strict=True)
+    assert LineEngine.lines == [1, 3, 6]
+    assert result.status is Status.PASSED and result.message_matched, result.reason
+
+
+def test_an_engine_whose_execute_sql_takes_only_the_text_still_runs(tmp_path: Path) -> None:
+    result = run_case(make_case(tmp_path, statements=["ECHO\nin TO out;"]), strict=True)
+    assert result.status is Status.PASSED, result.reason  # FakeEngine.execute_sql(text)
+
+
 def test_output_mismatch_fails_with_reason_and_diff(tmp_path: Path) -> None:
     case = make_case(tmp_path, outputs=[{"topic": "out", "key": "a", "value": {"V": 2}}])
     result = run_case(case)

@@ -31,6 +31,15 @@ def test_positions_are_relative_to_the_whole_text() -> None:
     assert err.snippet == "SELECT CAST(x AS NULL) FROM a;"
 
 
+def test_a_statement_parsed_alone_counts_lines_from_where_it_starts_in_its_script() -> None:
+    err = error_of("SELECT *\n  FORM s;", first_line=4)
+    assert (err.line, err.column) == (5, 3)
+    assert "Syntax error at or near 'FORM' at line 5:3" in str(err)
+    (parsed,) = parse("\n  SELECT * FROM s;", first_line=3)
+    assert (parsed.line, parsed.column) == (4, 3)
+    assert parsed.text == "SELECT * FROM s;"
+
+
 def test_unknown_statement_names_the_first_word() -> None:
     err = error_of("FROB s;")
     assert (err.line, err.column) == (1, 1)

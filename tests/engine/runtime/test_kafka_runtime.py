@@ -473,3 +473,21 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
         counts[page] = counts.get(page, 0) + 1
         expected.append((page, {"VIEWS": counts[page]}, ts))
     assert _outputs(bootstrap, sink) == expected
+
+
+def test_a_refused_statement_of_a_file_is_placed_at_its_line_in_the_file(kafka_broker: Any, tmp_path: Path) -> None:
+    from engine.errors import AnalysisError
+
+    source = _unique("placed")
+    app = StreamingApplication(kafka_broker.bootstrap_servers, tmp_path / "state")
+    app.load()
+    sql = (
+        f"CREATE STREAM S (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON', PARTITIONS=1);\n"
+        "\n"
+        "CREATE STREAM T AS SELECT ID,\n"
+        "    NOPE FROM S;"
+    )
+    with pytest.raises(AnalysisError) as info:
+        app.submit(sql)
+    assert str(info.value) == "Line: 4, Col: 5: SELECT column 'NOPE' cannot be resolved."
+    assert [s.text.split(" (")[0] for s in app.saved] == ["CREATE STREAM S"]  # the first one stays applied
