@@ -234,6 +234,9 @@ _LEXEMES = re.compile(
 _BLANK = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
 
 
+_INSERT_INTO = re.compile(r"INSERT\s+INTO\s+", re.I)
+
+
 def _line_col(text: str, pos: int) -> tuple[int, int]:
     line = text.count("\n", 0, pos) + 1
     return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
@@ -578,10 +581,17 @@ class _Builder(Transformer):  # type: ignore[type-arg]
             if_not_exists="if_not_exists" in flags,
         )
 
-    def insert_into(self, children: list[Any]) -> ast.InsertInto:
+    @v_args(meta=True)
+    def insert_into(self, meta: Any, children: list[Any]) -> ast.InsertInto:
         target, *rest = children
         properties = next((p for p in rest if isinstance(p, dict)), {})
-        return ast.InsertInto(target=target, query=rest[-1], properties=properties)
+        statement = ast.InsertInto(target=target, query=rest[-1], properties=properties)
+        # The statement's location is its target's: errors about the target are placed there.
+        found = _INSERT_INTO.match(self._text, meta.start_pos) if not getattr(meta, "empty", True) else None
+        if found is not None:
+            line, col = self._chunk.position(*_line_col(self._text, found.end()))
+            self.locations[id(statement)] = (statement, line, col)
+        return statement
 
     def insert_values(self, children: list[Any]) -> ast.InsertValues:
         target, *rest = children

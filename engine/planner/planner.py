@@ -511,7 +511,7 @@ class Planner:
             raise AnalysisError("INSERT INTO statements don't support LIMIT clause.")
         target = self.metastore.get(stmt.target)
         if target is None:
-            raise AnalysisError(f"Sink does not exist for the INSERT INTO statement: {stmt.target}")
+            raise AnalysisError(f"Source `{stmt.target}` does not exist.", node=stmt)
         if target.is_source:
             raise AnalysisError(
                 f"Cannot insert into read-only {target.kind.lower()}: {target.name}"

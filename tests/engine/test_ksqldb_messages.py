@@ -224,3 +224,9 @@ def test_a_name_given_twice_in_the_projection_is_the_schema_error_with_the_colum
     with pytest.raises(AnalysisError) as info:
         engine.execute_sql(statement)
     assert str(info.value) == f"Duplicate value columns found in schema: {column}"
+
+
+def test_insert_into_an_unknown_target_is_placed_at_the_target(engine: KsqlEngine) -> None:
+    with pytest.raises(AnalysisError) as info:
+        engine.execute_sql("INSERT INTO\n   NOWHERE SELECT * FROM TRIPS;", first_line=2)
+    assert str(info.value) == "Line: 3, Col: 4: Source `NOWHERE` does not exist."
