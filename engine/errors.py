@@ -55,20 +55,29 @@ class AnalysisError(KsqlError):
     ``node`` is the parsed node the error is about (a column reference, a source name), when
     there is one: whoever holds the parsed statement places the error at the node's line and
     column (``at``), in ksqlDB's shape "Line: L, Col: C: ...". ``reason`` is the message
-    without the position.
+    without the position; ``preparing`` marks an error ksqlDB finds while it prepares the
+    statement, whose message starts "Exception while preparing statement: ".
     """
 
-    def __init__(self, message: str, *, node: object = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, node: object = None, preparing: bool = False) -> None:
         self.reason = message
         self.node = node
+        self.preparing = preparing
         self.line: int | None = None
         self.column: int | None = None
+        super().__init__(self._text())
 
     def at(self, line: int, column: int) -> None:
         """Place the error at ``line`` and ``column`` of the statement's script."""
         self.line, self.column = line, column
-        self.args = (f"Line: {line}, Col: {column}: {self.reason}",)
+        self.args = (self._text(),)
+
+    def _text(self) -> str:
+        # ksqlDB finds some errors while it prepares the statement (an ambiguous column):
+        # those say so first.
+        where = "" if self.line is None else f"Line: {self.line}, Col: {self.column}: "
+        before = "Exception while preparing statement: " if self.preparing else ""
+        return f"{before}{where}{self.reason}"
 
 
 class StatementPrepareError(AnalysisError):

@@ -416,7 +416,7 @@ def _resolve_criteria(
             raise AnalysisError(f"JOIN ON column '{e.name}' cannot be resolved.", node=e)
         if len(matches) > 1:
             could = " or ".join(f"{a}.{e.name}" for a in matches.values())
-            raise AnalysisError(f"Column '{e.name}' is ambiguous. Could be {could}.", node=e)
+            raise AnalysisError(f"Column '{e.name}' is ambiguous. Could be {could}.", node=e, preparing=True)
         return E.ColumnRef(next(iter(matches)))
 
     return rewrite(criteria, column)

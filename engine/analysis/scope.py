@@ -119,6 +119,7 @@ class Scope:
                 + " or ".join(sorted(by_target.values()))
                 + ".",
                 node=expr,
+                preparing=True,
             )
         if clause == "WHERE" and expr.name in ("WINDOWSTART", "WINDOWEND"):
             raise AnalysisError(f"Error in WHERE expression: Unknown column {expr.name}.")

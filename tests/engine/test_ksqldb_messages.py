@@ -190,7 +190,9 @@ def test_an_ambiguous_column_names_each_source_once_by_its_alias(engine: KsqlEng
     sql = "CREATE STREAM X AS SELECT NAME,\n  KM, ID FROM TRIPS T JOIN DRIVERS D ON T.CITY = D.ID;"
     with pytest.raises(AnalysisError) as info:
         engine.execute_sql(sql)
-    assert str(info.value) == "Line: 2, Col: 7: Column 'ID' is ambiguous. Could be D.ID or T.ID."
+    assert str(info.value) == (  # found as ksqlDB prepares the statement, so it says so
+        "Exception while preparing statement: Line: 2, Col: 7: Column 'ID' is ambiguous. Could be D.ID or T.ID."
+    )
 
 
 def test_a_select_column_that_resolves_nowhere_is_placed_at_it(engine: KsqlEngine) -> None:
