@@ -4,7 +4,8 @@ the other does not, grouped by the other's reason.
     qtt compare reports/bounded.json reports/kafka.json
 
 Only cases present in both reports count (a sampled run compares with the same cases of a
-full one). Reasons group with quoted names and numbers masked, as the conformance summary
+full one). Passing is counted strictly: a case whose expected error came with another message
+(``"message_matched": false``) did not pass. Reasons group with quoted names and numbers masked, as the conformance summary
 counts them.
 """
 
@@ -57,7 +58,7 @@ def compare_reports(first: Mapping[str, Any], second: Mapping[str, Any]) -> Comp
         other = theirs.get(key(case))
         if other is None:
             continue
-        one, two = case["status"] == "passed", other["status"] == "passed"
+        one, two = passed_strictly(case), passed_strictly(other)
         p1, p2, total = comparison.files.get(case["file"], (0, 0, 0))
         comparison.files[case["file"]] = (p1 + one, p2 + two, total + 1)
         if one and not two:
@@ -65,6 +66,11 @@ def compare_reports(first: Mapping[str, Any], second: Mapping[str, Any]) -> Comp
         elif two and not one:
             comparison.gained.append(other)
     return comparison
+
+
+def passed_strictly(case: Mapping[str, Any]) -> bool:
+    """A report's case passed, with its expected error's message if it expects one."""
+    return case["status"] == "passed" and case.get("message_matched") is not False
 
 
 def load_report(path: str | Path) -> dict[str, Any]:

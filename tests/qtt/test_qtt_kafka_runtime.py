@@ -309,6 +309,20 @@ def test_compare_lists_what_the_second_runtime_loses_grouped_by_reason(
     assert "only-here" not in out
 
 
+def test_compare_counts_strictly_an_expected_error_with_another_message_did_not_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _report("before", {"e": ("passed", "")})
+    after = _report("after", {"e": ("passed", "KsqlException raised with another message: ...")})
+    after["cases"][0]["message_matched"] = False
+    for name, report in (("1.json", before), ("2.json", after)):
+        (tmp_path / name).write_text(json.dumps(report))
+    assert cli.main(["compare", str(tmp_path / "1.json"), str(tmp_path / "2.json")]) == 0
+    out = capsys.readouterr().out
+    assert "passed on before but not on after: 1; the reverse: 0" in out
+    assert "raised with another message" in out
+
+
 # ---------------------------------------------------------------------------- on a broker
 
 # One case per kind of query: stateless with pseudo columns, a table aggregation with

@@ -222,7 +222,7 @@ def test_expected_exception_passes_when_error_class_maps(tmp_path: Path) -> None
     assert result.status is Status.PASSED and result.message_matched is True
 
 
-def test_expected_message_mismatch_is_recorded_but_does_not_fail(tmp_path: Path) -> None:
+def test_expected_message_mismatch_passes_leniently_and_fails_strictly_showing_both(tmp_path: Path) -> None:
     case = make_case(
         tmp_path,
         statements=["FAIL AnalysisError Something else."],
@@ -233,6 +233,33 @@ def test_expected_message_mismatch_is_recorded_but_does_not_fail(tmp_path: Path)
     )
     result = run_case(case)
     assert result.status is Status.PASSED and result.message_matched is False
+    both = "KsqlException raised with another message: expected one containing 'ksqlDB wording', got 'Something else.'"
+    assert result.reason == both
+    strict = run_case(case, strict=True)
+    assert strict.status is Status.FAILED and strict.message_matched is False
+    assert strict.reason == both
+
+
+def test_conformance_counts_other_messages_apart_and_lists_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    other = {"name": "other", "statements": ["FAIL AnalysisError Something else."],
+             "expectedException": {"type": "io.confluent.ksql.util.KsqlException", "message": "ksqlDB wording"}}
+    same = {"name": "same", "statements": ["FAIL AnalysisError ksqlDB wording."],
+            "expectedException": {"type": "io.confluent.ksql.util.KsqlException", "message": "ksqlDB wording"}}
+    (folder / "errors.json").write_text(json.dumps({"tests": [other, same]}))
+    report = tmp_path / "report.json"
+    assert cli.main(["conformance", str(folder), "--report", str(report), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip("\n").splitlines()[-1] == (
+        "conformance: 2/2 passed (100.0%); 1/2 strictly (50.0%): "
+        "1 raised the expected error with another message"
+    )
+    assert "expected errors raised with another message" in out and "errors - other" in out
+    totals = json.loads(report.read_text())["totals"]
+    assert (totals["passed"], totals["passed_strictly"], totals["other_message"]) == (2, 1, 1)
 
 
 def test_expected_parse_failure_rejects_other_error_classes(tmp_path: Path) -> None:
@@ -457,6 +484,8 @@ def test_conformance_report_shape(corpus: Path, tmp_path: Path) -> None:
         "total": 7,
         "not_applicable": 1,
         "disabled": 1,
+        "passed_strictly": 3,
+        "other_message": 0,
     }
     assert data["files"]["beta.json"]["error"] == 1
     by_name = {c["name"]: c for c in data["cases"]}
