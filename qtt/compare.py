@@ -5,8 +5,8 @@ the other does not, grouped by the other's reason.
 
 Only cases present in both reports count (a sampled run compares with the same cases of a
 full one). Passing is counted strictly: a case whose expected error came with another message
-(``"message_matched": false``) did not pass. Reasons group with quoted names and numbers masked, as the conformance summary
-counts them.
+(``"message_matched": false``) did not pass. Reasons group with quoted names and numbers
+masked, as the conformance summary counts them.
 """
 
 from __future__ import annotations
