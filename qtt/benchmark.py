@@ -28,7 +28,7 @@ from rich.table import Table
 
 from qtt.conformance import case_workers, run_conformance
 from qtt.loader import load_paths
-from qtt.runner import default_engine_factory, set_engine_factory
+from qtt.runner import default_engine_factory, execute_sql_at, set_engine_factory
 
 
 @dataclass
@@ -61,7 +61,7 @@ class TimedEngine:
     def execute_sql(self, text: str, *, first_line: int = 1) -> Any:
         start = time.perf_counter()
         try:
-            return self._inner.execute_sql(text, first_line=first_line)
+            return execute_sql_at(self._inner, text, first_line)
         finally:
             self._times.add("statements", time.perf_counter() - start)
 

@@ -266,7 +266,7 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
     line = 1  # ksqlDB joins a case's statements with newlines: errors give the script's lines
     for i, statement in enumerate(case.statements):
         stage.text = f"executing statement {i + 1} ({one_line(statement, 80)})"
-        _execute_sql(engine, statement, line)
+        execute_sql_at(engine, statement, line)
         line += statement.count("\n") + 1
     existing = getattr(engine, "topics", None)
     made = set(existing()) if existing is not None else set()
@@ -302,7 +302,7 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
     return {"status": Status.FAILED, "reason": verification.reason, "verification": verification}
 
 
-def _execute_sql(engine: Any, statement: str, first_line: int) -> None:
+def execute_sql_at(engine: Any, statement: str, first_line: int) -> Any:
     """``engine.execute_sql(statement, first_line=...)``, or without the line for an engine
     whose ``execute_sql`` takes only the text (its errors then count lines per statement)."""
     execute = engine.execute_sql
@@ -310,10 +310,7 @@ def _execute_sql(engine: Any, statement: str, first_line: int) -> None:
         takes_line = "first_line" in inspect.signature(execute).parameters
     except (TypeError, ValueError):
         takes_line = False
-    if takes_line:
-        execute(statement, first_line=first_line)
-    else:
-        execute(statement)
+    return execute(statement, first_line=first_line) if takes_line else execute(statement)
 
 
 def _judge_error(case: QttCase, exc: errors.KsqlError, stage: str, *, strict: bool = False) -> dict[str, Any]:
