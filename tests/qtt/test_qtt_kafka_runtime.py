@@ -282,6 +282,13 @@ def _report(runtime: str, statuses: dict[str, tuple[str, str]]) -> dict[str, Any
     }
 
 
+def _compare(tmp_path: Path, first: dict[str, Any], second: dict[str, Any]) -> int:
+    """``qtt compare`` of the two reports, written to files."""
+    for name, report in (("1.json", first), ("2.json", second)):
+        (tmp_path / name).write_text(json.dumps(report))
+    return cli.main(["compare", str(tmp_path / "1.json"), str(tmp_path / "2.json")])
+
+
 def test_compare_lists_what_the_second_runtime_loses_grouped_by_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -299,9 +306,7 @@ def test_compare_lists_what_the_second_runtime_loses_grouped_by_reason(
             "only-here": ("failed", "sampled out of the other"),
         },
     )
-    for name, report in (("b.json", bounded), ("k.json", kafka)):
-        (tmp_path / name).write_text(json.dumps(report))
-    assert cli.main(["compare", str(tmp_path / "b.json"), str(tmp_path / "k.json")]) == 0
+    assert _compare(tmp_path, bounded, kafka) == 0
     out = capsys.readouterr().out
     assert "passed on bounded but not on kafka: 3; the reverse: 1" in out
     assert "    2  Topic '…' record N of N: value differs" in out
@@ -315,9 +320,7 @@ def test_compare_counts_strictly_an_expected_error_with_another_message_did_not_
     before = _report("before", {"e": ("passed", "")})
     after = _report("after", {"e": ("passed", "KsqlException raised with another message: ...")})
     after["cases"][0]["message_matched"] = False
-    for name, report in (("1.json", before), ("2.json", after)):
-        (tmp_path / name).write_text(json.dumps(report))
-    assert cli.main(["compare", str(tmp_path / "1.json"), str(tmp_path / "2.json")]) == 0
+    assert _compare(tmp_path, before, after) == 0
     out = capsys.readouterr().out
     assert "passed on before but not on after: 1; the reverse: 0" in out
     assert "raised with another message" in out

@@ -235,13 +235,18 @@ def test_versions_with_other_inputs_run_each_on_their_own(
     assert first.ok and second.ok, [first.render(), second.render()]
 
 
+def _add_orphan(root: Path) -> None:
+    """A copy of the one case's folder under a slug no current case has: ``gone_case``."""
+    shutil.copytree(
+        root / case_slug("orders - big orders keep their amount doubled"), root / "gone_case"
+    )
+
+
 def test_verify_reports_orphans_and_fails_unless_allowed(
     workspace: tuple[Path, Path], schema: Path
 ) -> None:
     cases, root = workspace
-    shutil.copytree(
-        root / case_slug("orders - big orders keep their amount doubled"), root / "gone_case"
-    )
+    _add_orphan(root)
     report = verify(root, [cases], schema_path=schema, steps_complete=False)
     assert report.orphans == ["gone_case"] and not report.ok
     assert verify(root, [cases], schema_path=schema, steps_complete=False, allow_orphans=True).ok
@@ -251,9 +256,7 @@ def test_two_shards_replay_every_version_once_and_shard_one_alone_checks_the_tre
     workspace: tuple[Path, Path], schema: Path
 ) -> None:
     cases, root = workspace
-    shutil.copytree(
-        root / case_slug("orders - big orders keep their amount doubled"), root / "gone_case"
-    )
+    _add_orphan(root)
     one, two = (
         verify(root, [cases], schema_path=schema, steps_complete=True, shard=(k, 2))
         for k in (1, 2)
