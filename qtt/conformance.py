@@ -132,14 +132,11 @@ class ConformanceRun:
             if r.message_matched is not None:
                 entry["message_matched"] = r.message_matched
             cases.append(entry)
+        totals, other = self.totals, len(self.other_messages)
         return {
             "cases": cases,
             "files": {name: c.as_dict() for name, c in sorted(self.files.items())},
-            "totals": {
-                **self.totals.as_dict(),
-                "passed_strictly": self.totals.passed - len(self.other_messages),
-                "other_message": len(self.other_messages),
-            },
+            "totals": {**totals.as_dict(), "passed_strictly": totals.passed - other, "other_message": other},
             "top_unsupported": [{"feature": f, "count": n} for f, n in self.top_unsupported()],
             "top_failures": [{"reason": f, "count": n} for f, n in self.top_failures()],
             "wall_seconds": round(self.wall_seconds, 3),

@@ -255,7 +255,7 @@ def verify(
     start = time.perf_counter()
     all_versions = []
     every_dir = case_dirs(root)
-    mine = set(shard_case_dirs(every_dir, count)[index - 1])
+    mine = set(every_dir) if count == 1 else set(shard_case_dirs(every_dir, count)[index - 1])
     for case_dir in every_dir:
         if case_dir not in mine:
             if index == 1:  # completeness is over every plan of the tree
