@@ -170,7 +170,7 @@ def resolve_aggregates(
     not_undoable: list[str] = []
     for i, call in enumerate(calls):
         arg_types = [infer_type(a, columns) for a in call.args]
-        spec = aggregate_spec(call.name, arg_types)
+        spec = aggregate_spec(call.name, arg_types, call.semantics)
         for init in call.args[spec.column_args:]:
             if not isinstance(init, E.Literal | E.Negate):
                 raise AnalysisError(

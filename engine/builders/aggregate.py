@@ -80,7 +80,7 @@ def compile_aggregate_calls(
         if not isinstance(call, E.FunctionCall):
             raise PlanError(f"Aggregation `{a.alias}` is not a function call: {call}.")
         arg_types = [infer_type(arg, columns) for arg in call.args]
-        spec = aggregate_spec(call.name, arg_types)
+        spec = aggregate_spec(call.name, arg_types, call.semantics)
         init_values = [compile_expression(arg, {})({}) for arg in call.args[spec.column_args:]]
         args: list[Callable[[Any], Any]] = []
         for arg, arg_type, param in zip(

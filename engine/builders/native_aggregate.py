@@ -284,11 +284,14 @@ def _aggregate_column(
 
     if name not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         return fallback(f"aggregate function {name} has no Spark form yet")
+    if call.semantics != 1:
+        # The Spark forms below match version 1 of these functions (engine.functions.registry).
+        return fallback(f"version {call.semantics} of {name} has no Spark form yet")
     if signed and name in ("MIN", "MAX"):
         return fallback(f"{name} cannot undo a retraction")
     arg_types = [infer_type(a, columns) for a in call.args]
     try:
-        spec = aggregate_spec(call.name, arg_types)
+        spec = aggregate_spec(call.name, arg_types, call.semantics)
     except KsqlError as exc:
         return fallback(f"not resolved here ({exc})")
     if spec.column_args != len(call.args) or len(call.args) > 1:
@@ -591,7 +594,7 @@ def build_table_aggregate_v2(step: TableAggregateV2, *, source: Built, ctx: Buil
 
 def _result_type(call: E.Expr, columns: dict[str, SqlType]) -> SqlType:
     assert isinstance(call, E.FunctionCall)
-    spec = aggregate_spec(call.name, [infer_type(a, columns) for a in call.args])
+    spec = aggregate_spec(call.name, [infer_type(a, columns) for a in call.args], call.semantics)
     return spec.return_type
 
 

@@ -180,7 +180,7 @@ def build_stream_flat_map(step: StreamFlatMap, *, source: Built, ctx: BuildConte
         if not isinstance(call, E.FunctionCall):
             raise PlanError(f"Step {step.ctx}: table function column {tf.alias} is not a function call.")
         arg_types = [infer_type(a, columns) for a in call.args]
-        fn = REGISTRY.resolve(call.name, arg_types)
+        fn = REGISTRY.resolve(call.name, arg_types, call.semantics)
         args = [compile_expression(a, columns) for a in call.args]
         resolved.append((tf.alias, fn, args))
     schema = LogicalSchema(

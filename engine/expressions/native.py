@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -365,10 +365,11 @@ class _Compiler:
     def _FunctionCall(self, expr: E.FunctionCall) -> Column:
         resolved = self.typer.functions.get(id(expr))
         name = expr.name.upper()
-        if resolved is None or name not in _FUNCTIONS:
+        native = _FUNCTIONS.get((name, expr.semantics))
+        if resolved is None or native is None:
             raise _Fallback(f"function {name} runs in Python")
         args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
-        return _FUNCTIONS[name](args, resolved.return_type)
+        return native(args, resolved.return_type)
 
 
 def wrap_integral(exact: Column, t: SqlType) -> Column:
@@ -447,12 +448,13 @@ def _abs(args: list[Column], returns: SqlType) -> Column:
 
 
 # ksqlDB functions whose Spark built-in agrees on every value (NULL in, NULL out where
-# ksqlDB propagates NULL; CONCAT and COALESCE skip NULLs as Spark's do).
-_FUNCTIONS = {
-    "UCASE": lambda args, _: F.upper(args[0]),
-    "LCASE": lambda args, _: F.lower(args[0]),
-    "CONCAT": _concat,
-    "IFNULL": _coalesce,
-    "COALESCE": _coalesce,
-    "ABS": _abs,
+# ksqlDB propagates NULL; CONCAT and COALESCE skip NULLs as Spark's do), by name and the
+# version of the function's behaviour they match (engine.functions.registry).
+_FUNCTIONS: dict[tuple[str, int], Callable[[list[Column], SqlType], Column]] = {
+    ("UCASE", 1): lambda args, _: F.upper(args[0]),
+    ("LCASE", 1): lambda args, _: F.lower(args[0]),
+    ("CONCAT", 1): _concat,
+    ("IFNULL", 1): _coalesce,
+    ("COALESCE", 1): _coalesce,
+    ("ABS", 1): _abs,
 }

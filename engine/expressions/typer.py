@@ -369,7 +369,7 @@ class Typer:
         for i, arg in enumerate(expr.args):
             if not isinstance(arg, Lambda):
                 continue
-            params = REGISTRY.lambda_param_types(expr.name, arg_types, i)
+            params = REGISTRY.lambda_param_types(expr.name, arg_types, i, expr.semantics)
             if len(params) != len(arg.params):
                 raise TypeCheckError(
                     f"Lambda {format_sql(arg)} of {expr.name.upper()} takes {len(arg.params)} "
@@ -380,6 +380,6 @@ class Typer:
             body = self.type_of(arg.body, inner)
             self.lambda_params[id(arg)] = tuple(params)
             self.types[id(arg)] = arg_types[i] = LambdaType(tuple(params), body)
-        resolved = REGISTRY.resolve(expr.name, arg_types)
+        resolved = REGISTRY.resolve(expr.name, arg_types, expr.semantics)
         self.functions[id(expr)] = resolved
         return resolved.return_type

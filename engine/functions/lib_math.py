@@ -367,7 +367,6 @@ _UNARY_DOUBLE: dict[str, tuple[Callable[[float], float], str]] = {
     "CBRT": (java_cbrt, "Cube root."),
     "EXP": (_exp, "e raised to the power of the argument."),
     "LN": (java_ln, "Natural logarithm."),
-    "LOG": (java_log10, "Base-10 logarithm."),
     "SIN": (_nan_on_domain_error(math.sin), "Sine of an angle in radians."),
     "COS": (_nan_on_domain_error(math.cos), "Cosine of an angle in radians."),
     "TAN": (_nan_on_domain_error(math.tan), "Tangent of an angle in radians."),
@@ -397,16 +396,40 @@ for _name, (_op, _doc) in _UNARY_DOUBLE.items():
         scalar(_name, params=[_t], returns=T.DOUBLE, description=_doc)(_on_doubles(_op))
 
 
-def _log_base(base: float, value: float) -> float:
+def _log_base_v1(base: float, value: float) -> float:
     return java_div(java_ln(value), java_ln(base))
 
 
+def _log_base(base: float, value: float) -> float:
+    """ksqlDB's: NaN for a base of 1 or at most 0, else ln(value) / ln(base)."""
+    if base <= 0 or base == 1:
+        return math.nan
+    return java_div(java_ln(value), java_ln(base))
+
+
+# LOG's version 1 took one argument as base 10 and divided by ln(1) = 0 for a base of 1; its
+# version 2 is ksqlDB's: the natural logarithm, and NaN for a base of 1 or at most 0. Plans
+# saved with version 1 keep it (engine.functions.registry).
 for _t in _NUMERIC_PARAMS:
+    scalar("LOG", params=[_t], returns=T.DOUBLE, description="Base-10 logarithm.", until=1)(
+        _on_doubles(java_log10)
+    )
+    scalar("LOG", params=[_t], returns=T.DOUBLE, description="Natural logarithm.", since=2)(
+        _on_doubles(java_ln)
+    )
     scalar(
         "LOG",
         params=[_t, _t],
         returns=T.DOUBLE,
         description="Logarithm of the second argument in the base of the first.",
+        until=1,
+    )(_on_doubles(_log_base_v1))
+    scalar(
+        "LOG",
+        params=[_t, _t],
+        returns=T.DOUBLE,
+        description="Logarithm of the second argument in the base of the first.",
+        since=2,
     )(_on_doubles(_log_base))
     scalar(
         "POWER",

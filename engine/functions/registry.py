@@ -113,6 +113,16 @@ class Signature:
     kind: FunctionKind = FunctionKind.SCALAR
     description: str = ""
     aggregate: AggregateInfo | None = None
+    # The versions of the function's behaviour this overload implements (see
+    # ``FunctionRegistry``): from ``since`` to ``until`` (None: still current).
+    since: int = 1
+    until: int | None = None
+
+    def implements(self, semantics: int | None) -> bool:
+        """Whether this overload serves calls planned with ``semantics`` (None: current)."""
+        if semantics is None:
+            return self.until is None
+        return self.since <= semantics and (self.until is None or semantics <= self.until)
 
     def describe(self) -> str:
         ps = [str(p) for p in self.params]
@@ -146,7 +156,14 @@ class ResolvedFunction:
 
 @dataclass
 class FunctionRegistry:
-    """All functions by upper-case name."""
+    """All functions by upper-case name.
+
+    A function's behaviour is versioned. A call in a plan records the version it was planned
+    with (``FunctionCall.semantics``, 1 in plans saved before functions were versioned), and
+    resolves among the overloads implementing that version. A fix that changes what a
+    function returns registers new overloads ``since`` the next version and closes the old
+    ones with ``until``: saved plans keep their old results, new plans get the fix.
+    """
 
     _by_name: dict[str, list[Signature]] = field(default_factory=dict)
     # Functions whose ksqlDB declaration names them in upper case (its test plugins); the
@@ -166,7 +183,11 @@ class FunctionRegistry:
         name = signature.name.upper()
         existing = self._by_name.setdefault(name, [])
         for other in existing:
-            if other.params == signature.params and other.variadic == signature.variadic:
+            if (
+                other.params == signature.params
+                and other.variadic == signature.variadic
+                and _overlap(other, signature)
+            ):
                 raise TypeError(f"Function {signature.describe()} is registered twice.")
         existing.append(signature)
 
@@ -177,35 +198,45 @@ class FunctionRegistry:
         sigs = self._by_name.get(name.upper())
         return sigs[0].kind if sigs else None
 
-    def signatures(self, name: str) -> list[Signature]:
+    def signatures(self, name: str, semantics: int | None = None) -> list[Signature]:
+        """The overloads implementing version ``semantics`` of the function (None: current)."""
         sigs = self._by_name.get(name.upper())
         if not sigs:
             raise UnknownFunctionError(f"Can't find any functions with the name '{name.upper()}'.")
-        return sigs
+        return [s for s in sigs if s.implements(semantics)]
+
+    def current_semantics(self, name: str) -> int:
+        """The version of the function's behaviour new plans record (1 for unknown names)."""
+        return max((s.since for s in self._by_name.get(name.upper(), ())), default=1)
 
     def lambda_param_types(
-        self, name: str, arg_types: Sequence[SqlType | None], index: int
+        self, name: str, arg_types: Sequence[SqlType | None], index: int, semantics: int | None = None
     ) -> tuple[SqlType, ...]:
         """Parameter types of the lambda at ``index``, bound from the other arguments.
 
         Lambda arguments in ``arg_types`` are ``LambdaType(params=(None,)*arity, result=None)``.
         """
-        for _sig, bindings, params, _cost, _rank in self._matches(name, arg_types):
+        for _sig, bindings, params, _cost, _rank in self._matches(name, arg_types, semantics):
             lam = params[index]
             if isinstance(lam, LambdaType):
                 return tuple(_substitute(p, bindings) for p in lam.params)  # type: ignore[misc]
-        raise self._no_match(name, arg_types)
+        raise self._no_match(name, arg_types, semantics)
 
-    def resolve(self, name: str, arg_types: Sequence[SqlType | None]) -> ResolvedFunction:
+    def resolve(
+        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None = None
+    ) -> ResolvedFunction:
         """Pick the best overload for the argument types; raise a clear error if none fits.
 
         Like ksqlDB's UdfIndex: overloads that fit without implicit casts win over those
         that need casts; within a phase the cheapest fit wins (non-variadic, then fewer
         generics). Ties, and several variadic overloads that all need casts, are ambiguous.
+        ``semantics``: the version of the function's behaviour the call was planned with.
         """
-        matches = self._matches(name, arg_types) or self._matches(name, arg_types, text_to_time=True)
+        matches = self._matches(name, arg_types, semantics) or self._matches(
+            name, arg_types, semantics, text_to_time=True
+        )
         if not matches:
-            raise self._no_match(name, arg_types)
+            raise self._no_match(name, arg_types, semantics)
         exact = [m for m in matches if m[3] == 0]
         phase = exact or matches
         best = phase[0]
@@ -213,7 +244,7 @@ class FunctionRegistry:
             tied = phase[1][4] == best[4]
             all_variadic_casts = not exact and all(m[0].variadic for m in phase)
             if tied or all_variadic_casts:
-                raise self._ambiguous(name, arg_types)
+                raise self._ambiguous(name, arg_types, semantics)
         sig, bindings, params = best[0], best[1], best[2]
         coerced = tuple(
             None if a is None else _param_type(_substitute(p, bindings), a)
@@ -230,7 +261,12 @@ class FunctionRegistry:
         return ResolvedFunction(sig, coerced, ret)
 
     def _matches(
-        self, name: str, arg_types: Sequence[SqlType | None], *, text_to_time: bool = False
+        self,
+        name: str,
+        arg_types: Sequence[SqlType | None],
+        semantics: int | None = None,
+        *,
+        text_to_time: bool = False,
     ) -> list[tuple[Signature, dict[str, SqlType], list[SqlType], int, tuple[int, int, int]]]:
         """Fitting overloads, best first: (signature, bindings, params, cast cost, rank).
 
@@ -242,7 +278,7 @@ class FunctionRegistry:
         scored: list[
             tuple[tuple[int, int, int], int, Signature, dict[str, SqlType], list[SqlType], int]
         ] = []
-        for order, sig in enumerate(self.signatures(name)):
+        for order, sig in enumerate(self.signatures(name, semantics)):
             params = _expand(sig, len(arg_types))
             if params is None:
                 continue
@@ -259,22 +295,33 @@ class FunctionRegistry:
     def _describe_args(self, arg_types: Sequence[SqlType | None]) -> str:
         return ", ".join("null" if a is None else str(a) for a in arg_types)
 
-    def _alternatives(self, name: str) -> str:
-        return "\n".join(s.describe() for s in self.signatures(name))
+    def _alternatives(self, name: str, semantics: int | None) -> str:
+        return "\n".join(s.describe() for s in self.signatures(name, semantics))
 
-    def _no_match(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
+    def _no_match(
+        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None
+    ) -> TypeCheckError:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' does not accept parameters "
             f"({self._describe_args(arg_types)}).\n"
-            f"Valid alternatives are:\n{self._alternatives(name)}"
+            f"Valid alternatives are:\n{self._alternatives(name, semantics)}"
         )
 
-    def _ambiguous(self, name: str, arg_types: Sequence[SqlType | None]) -> TypeCheckError:
+    def _ambiguous(
+        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None
+    ) -> TypeCheckError:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' cannot be resolved due to ambiguous method parameters "
             f"({self._describe_args(arg_types)}).\n"
-            f"Valid alternatives are:\n{self._alternatives(name)}"
+            f"Valid alternatives are:\n{self._alternatives(name, semantics)}"
         )
+
+
+def _overlap(a: Signature, b: Signature) -> bool:
+    """Whether two overloads implement a version of the function in common."""
+    a_end = a.until if a.until is not None else float("inf")
+    b_end = b.until if b.until is not None else float("inf")
+    return a.since <= b_end and b.since <= a_end
 
 
 def _param_type(param: SqlType | None, arg: SqlType) -> SqlType | None:
@@ -449,14 +496,17 @@ def scalar(
     variadic: bool = False,
     null_propagating: bool = True,
     description: str = "",
+    since: int = 1,
+    until: int | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register the decorated callable as one overload of scalar function ``name``."""
+    """Register the decorated callable as one overload of scalar function ``name``,
+    implementing versions ``since`` to ``until`` of its behaviour (see ``FunctionRegistry``)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _register(
             name, fn, fn, description,
             params=tuple(params), returns=returns, variadic=variadic,
-            null_propagating=null_propagating,
+            null_propagating=null_propagating, since=since, until=until,
         )
         return fn
 
@@ -470,14 +520,17 @@ def table_function(
     returns: ReturnSpec,
     variadic: bool = False,
     description: str = "",
+    since: int = 1,
+    until: int | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a table function: the callable returns a list of output values (one row each)."""
+    """Register a table function: the callable returns a list of output values (one row each).
+    ``since``/``until``: the versions of its behaviour it implements (``FunctionRegistry``)."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _register(
             name, fn, fn, description,
             params=tuple(params), returns=returns, variadic=variadic,
-            null_propagating=False, kind=FunctionKind.TABLE,
+            null_propagating=False, kind=FunctionKind.TABLE, since=since, until=until,
         )
         return fn
 
@@ -494,8 +547,11 @@ def aggregate(
     supports_undo: bool = False,
     intermediate: ReturnSpec | None = None,
     description: str = "",
+    since: int = 1,
+    until: int | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register an aggregate overload; the decorated factory builds its aggregator.
+    ``since``/``until``: the versions of its behaviour it implements (``FunctionRegistry``).
 
     ``params`` lists the aggregated column types, then the types of the ``init_params``
     trailing literal init arguments; the factory is called with the evaluated init
@@ -524,6 +580,7 @@ def aggregate(
             params=tuple(params), returns=returns, variadic=variadic,
             null_propagating=False, kind=FunctionKind.AGGREGATE,
             aggregate=AggregateInfo(init_params, supports_undo, intermediate),
+            since=since, until=until,
         )
         return fn
 

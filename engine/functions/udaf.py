@@ -121,13 +121,16 @@ class AggregateSpec(NamedTuple):
         return impl(*init_args, config=config, arg_types=self.column_types)  # type: ignore[no-any-return]
 
 
-def aggregate_spec(name: str, arg_types: Sequence[SqlType | None]) -> AggregateSpec:
-    """Resolve an aggregate call; ``arg_types`` covers columns then literal init arguments."""
+def aggregate_spec(
+    name: str, arg_types: Sequence[SqlType | None], semantics: int | None = None
+) -> AggregateSpec:
+    """Resolve an aggregate call; ``arg_types`` covers columns then literal init arguments.
+    ``semantics``: the version of the function's behaviour the call was planned with."""
     if REGISTRY.kind_of(name) is not FunctionKind.AGGREGATE:
         if REGISTRY.kind_of(name) is None:
             REGISTRY.signatures(name)  # raises the unknown-function error
         raise TypeCheckError(f"Function '{name.upper()}' is not an aggregate function.")
-    resolved = REGISTRY.resolve(name, arg_types)
+    resolved = REGISTRY.resolve(name, arg_types, semantics)
     info = resolved.signature.aggregate
     init = info.init_params if info is not None else 0
     columns = len(arg_types) if init == 0 else len(resolved.signature.params) - init

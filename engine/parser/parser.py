@@ -27,6 +27,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from engine.errors import AnalysisError, InternalError, KsqlError, ParseError
+from engine.functions import REGISTRY
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -406,6 +407,11 @@ _INTERVAL_FUNCTIONS = frozenset(
 )
 _NEGATIVE_NUMBER = re.compile(r"-\s*(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:E[+-]?[0-9]+)?", re.I)
 _INT_TEXT = re.compile(r"[0-9]+")
+
+
+def _call(name: str, args: tuple[E.Expr, ...], *, star: bool = False) -> E.FunctionCall:
+    """A call planned with the current version of the function's behaviour."""
+    return E.FunctionCall(name, args, star=star, semantics=REGISTRY.current_semantics(name))
 
 
 def _unit_singular(unit: str) -> str:
@@ -1057,7 +1063,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return E.Comparison("IS NOT DISTINCT FROM", children[0], children[1])
 
     def concat(self, children: list[E.Expr]) -> E.Expr:
-        return E.FunctionCall("CONCAT", (children[0], children[1]))
+        return _call("CONCAT", (children[0], children[1]))
 
     def arithmetic(self, children: list[Any]) -> E.Expr:
         return E.Arithmetic(str(children[1]), children[0], children[2])
@@ -1092,7 +1098,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     @v_args(meta=True)
     def call_star(self, meta: Any, children: list[str]) -> E.Expr:
-        return self._remember(E.FunctionCall(children[0], (), star=True), meta)
+        return self._remember(_call(children[0], (), star=True), meta)
 
     @v_args(meta=True)
     def call(self, meta: Any, children: list[Any]) -> E.Expr:
@@ -1106,7 +1112,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
                 and _unit_singular(first.name) in _UNIT_MS
             ):
                 args[0] = E.IntervalUnit(_unit_singular(first.name) + "S")
-        return self._remember(E.FunctionCall(name, tuple(args)), meta)
+        return self._remember(_call(name, tuple(args)), meta)
 
     def interval_unit(self, children: list[Token]) -> E.Expr:
         return E.IntervalUnit(_unit_singular(children[0]) + "S")

@@ -17,7 +17,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import SerdeError
 from engine.plan import types as T
-from engine.plan.constraints import OneOf
+from engine.plan.constraints import Minimum, OneOf
 from engine.plan.types import SqlType, parse_type
 
 # Enumerated options of expression fields (JSON Schema enums, see engine.plan.constraints).
@@ -31,6 +31,7 @@ ArithmeticOp = Annotated[str, OneOf(ARITHMETIC_OPS)]
 ComparisonOp = Annotated[str, OneOf(COMPARISON_OPS)]
 LogicalOp = Annotated[str, OneOf(LOGICAL_OPS)]
 TimeUnit = Annotated[str, OneOf(INTERVAL_UNITS)]
+FunctionVersion = Annotated[int, Minimum(1)]
 
 
 class Expr:
@@ -57,6 +58,9 @@ def _collect(value: Any, out: list[Expr]) -> None:
 
 
 _KINDS: dict[str, type[Expr]] = {}
+# Field metadata: the field is left out of the JSON at its default, so that a field added
+# later does not change the plans of expressions that do not use it.
+_OMIT_DEFAULT = "omitDefault"
 
 
 def _node(cls: type[Expr]) -> type[Expr]:
@@ -276,13 +280,18 @@ class Cast(Expr):
 @_node
 @_node_dc
 class FunctionCall(Expr):
-    """A scalar, aggregate or table function call; ``star`` for ``COUNT(*)``."""
+    """A scalar, aggregate or table function call; ``star`` for ``COUNT(*)``.
+
+    ``semantics``: the version of the function's behaviour the call was planned with
+    (``FunctionRegistry``); plans saved before functions were versioned have none, which is 1.
+    """
 
     KIND: ClassVar[str] = "call"
     name: str
     args: tuple[Expr, ...]
     star: bool = False
     distinct: bool = False
+    semantics: FunctionVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
 
 
 @_node
@@ -369,7 +378,10 @@ def to_json(expr: Expr) -> dict[str, Any]:
         out["type"] = None if expr.type is None else str(expr.type)
         return out
     for f in dataclasses.fields(expr):  # type: ignore[arg-type]
-        out[f.name] = _field_to_json(getattr(expr, f.name))
+        value = getattr(expr, f.name)
+        if f.metadata.get(_OMIT_DEFAULT) and value == f.default:
+            continue
+        out[f.name] = _field_to_json(value)
     return out
 
 

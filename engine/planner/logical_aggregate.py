@@ -98,7 +98,9 @@ def plan_aggregation(
     grouped_columns = grouped.columns()
     agg_columns = []
     for name, call in aggregation.aggregates:
-        spec = aggregate_spec(call.name, [infer_type(a, grouped_columns) for a in call.args])
+        spec = aggregate_spec(
+            call.name, [infer_type(a, grouped_columns) for a in call.args], call.semantics
+        )
         agg_columns.append(Column(name, spec.return_type))
         _check_intermediate(name, spec.intermediate_type, formats)
     window = aggregation.window

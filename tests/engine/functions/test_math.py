@@ -188,7 +188,7 @@ def test_regular_values_of_double_functions() -> None:
     assert call("CBRT", [T.INTEGER], -27) == -3.0
     assert call("EXP", [T.INTEGER], 0) == 1.0
     assert call("LN", [T.DOUBLE], math.e) == 1.0
-    assert call("LOG", [T.INTEGER], 1000) == pytest.approx(3.0)
+    assert call("LOG", [T.DOUBLE], math.e) == 1.0
     assert call("DEGREES", [T.DOUBLE], math.pi) == 180.0
     assert call("RADIANS", [T.INTEGER], 180) == math.pi
     assert call("COS", [T.INTEGER], 0) == 1.0
@@ -201,8 +201,22 @@ def test_regular_values_of_double_functions() -> None:
 def test_log_with_a_base() -> None:
     assert call("LOG", [T.INTEGER, T.INTEGER], 2, 8) == pytest.approx(3.0)
     assert call("LOG", [T.DOUBLE, T.DOUBLE], 10.0, 1.0) == 0.0
-    assert call("LOG", [T.INTEGER, T.INTEGER], 1, 5) == math.inf
+    assert call("LOG", [T.DOUBLE, T.DOUBLE], 15.0, 0.0) == -math.inf
+    assert math.isnan(call("LOG", [T.DOUBLE, T.DOUBLE], 15.0, -13.0))
     assert call("LOG", [T.INTEGER, T.INTEGER], None, 5) is None
+
+
+@pytest.mark.parametrize("base", [1, 0, -15])
+def test_log_in_a_base_of_one_or_at_most_zero_is_nan_as_in_ksqldb(base: int) -> None:
+    assert math.isnan(call("LOG", [T.INTEGER, T.INTEGER], base, 13))
+
+
+def test_log_version_1_stays_in_plans_saved_with_it() -> None:
+    """Version 1 took one argument as base 10 and divided by ln(1) for a base of 1."""
+    assert REGISTRY.current_semantics("LOG") == 2
+    assert REGISTRY.resolve("LOG", [T.INTEGER], 1).invoke([1000]) == pytest.approx(3.0)
+    assert REGISTRY.resolve("LOG", [T.INTEGER, T.INTEGER], 1).invoke([1, 5]) == math.inf
+    assert REGISTRY.resolve("LOG", [T.INTEGER], 2).invoke([1000]) == pytest.approx(math.log(1000))
 
 
 def test_power_follows_java() -> None:

@@ -87,3 +87,33 @@ def test_lambda_parameters_bind_then_result_binds() -> None:
     assert registry.lambda_param_types("MAPPED", [T.Array(T.INTEGER), pending], 1) == (T.INTEGER,)
     full = LambdaType((T.INTEGER,), T.DOUBLE)
     assert registry.resolve("MAPPED", [T.Array(T.INTEGER), full]).return_type == T.Array(T.DOUBLE)
+
+
+def _versioned() -> FunctionRegistry:
+    registry = FunctionRegistry()
+    registry.register(Signature("FIX", (T.INTEGER,), T.INTEGER, lambda x: x, until=1))
+    registry.register(Signature("FIX", (T.INTEGER,), T.INTEGER, lambda x: -x, since=2))
+    registry.register(Signature("FIX", (T.STRING,), T.STRING, lambda x: x))
+    return registry
+
+
+def test_a_call_resolves_among_the_overloads_of_its_version() -> None:
+    registry = _versioned()
+    assert registry.current_semantics("fix") == 2
+    assert registry.current_semantics("unknown") == 1
+    assert registry.resolve("FIX", [T.INTEGER], 1).invoke([3]) == 3
+    assert registry.resolve("FIX", [T.INTEGER], 2).invoke([3]) == -3
+    assert registry.resolve("FIX", [T.INTEGER]).invoke([3]) == -3
+    # An overload no version replaced serves every version.
+    assert registry.resolve("FIX", [T.STRING], 1).invoke(["a"]) == "a"
+    assert registry.resolve("FIX", [T.STRING], 2).invoke(["a"]) == "a"
+
+
+def test_the_current_version_lists_each_overload_once() -> None:
+    assert [s.describe() for s in _versioned().signatures("FIX")] == ["FIX(INTEGER)", "FIX(STRING)"]
+
+
+def test_overloads_of_one_version_cannot_be_registered_twice() -> None:
+    registry = _versioned()
+    with pytest.raises(TypeError, match=r"FIX\(INTEGER\) is registered twice"):
+        registry.register(Signature("FIX", (T.INTEGER,), T.INTEGER, _impl, since=2))

@@ -146,6 +146,11 @@ def test_function_calls_star_and_no_arguments() -> None:
     assert parse_expression("f(a, 1)") == E.FunctionCall("F", (A, lit(1)))
 
 
+def test_calls_record_the_current_version_of_the_function() -> None:
+    assert parse_expression("log(a)") == E.FunctionCall("LOG", (A,), semantics=2)
+    assert parse_expression("ln(a)") == E.FunctionCall("LN", (A,), semantics=1)
+
+
 @pytest.mark.parametrize("unit", ["SECONDS", "seconds", "second", "DAY", "MILLISECONDS"])
 def test_time_units_as_first_argument_become_interval_units(unit: str) -> None:
     canonical = unit.upper().rstrip("S") + "S"

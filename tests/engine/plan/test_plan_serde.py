@@ -39,7 +39,12 @@ EXPRS = st.recursive(
         st.builds(E.Logical, st.sampled_from(["AND", "OR"]), inner, inner),
         st.builds(E.Not, inner),
         st.builds(E.IsNull, inner, st.booleans()),
-        st.builds(E.FunctionCall, NAMES, st.lists(inner, max_size=3).map(tuple)),
+        st.builds(
+            E.FunctionCall,
+            NAMES,
+            st.lists(inner, max_size=3).map(tuple),
+            semantics=st.integers(min_value=1, max_value=3),
+        ),
         st.builds(E.Cast, inner, st.sampled_from([T.BIGINT, T.Decimal(5, 2), T.Array(T.STRING)])),
     ),
     max_leaves=8,
@@ -199,6 +204,15 @@ def test_a_plan_saved_before_an_optional_field_existed_still_loads() -> None:
     del data["command"]["windowInfo"]
     loaded = serde.statement_plan_from_json(data)
     assert loaded == _plan()
+
+
+def test_a_call_records_its_function_version_only_from_version_2() -> None:
+    # Plans saved before functions were versioned have no "semantics": they read as 1, and a
+    # version-1 call still writes none, so their JSON is unchanged.
+    args = (E.ColumnRef("X"),)
+    assert "semantics" not in E.to_json(E.FunctionCall("LN", args))
+    assert E.to_json(E.FunctionCall("LOG", args, semantics=2))["semantics"] == 2
+    assert E.from_json({"kind": "call", "name": "LOG", "args": [E.to_json(args[0])]}).semantics == 1
 
 
 def test_a_plan_value_that_breaks_its_invariant_is_a_serde_error_naming_it() -> None:
