@@ -284,9 +284,6 @@ def _aggregate_column(
 
     if name not in ("COUNT", "SUM", "AVG", "MIN", "MAX"):
         return fallback(f"aggregate function {name} has no Spark form yet")
-    if call.semantics != 1:
-        # The Spark forms below match version 1 of these functions (engine.functions.registry).
-        return fallback(f"version {call.semantics} of {name} has no Spark form yet")
     if signed and name in ("MIN", "MAX"):
         return fallback(f"{name} cannot undo a retraction")
     arg_types = [infer_type(a, columns) for a in call.args]
@@ -294,6 +291,10 @@ def _aggregate_column(
         spec = aggregate_spec(call.name, arg_types, call.semantics)
     except KsqlError as exc:
         return fallback(f"not resolved here ({exc})")
+    if spec.resolved.signature.since != 1:
+        # The Spark forms below match the overloads as they behave since version 1
+        # (engine.functions.registry); a later behaviour of one needs its own form.
+        return fallback(f"version {spec.resolved.signature.since} of {name} has no Spark form yet")
     if spec.column_args != len(call.args) or len(call.args) > 1:
         return fallback(f"{name} with these arguments has no Spark form yet")
     if not call.args:  # COUNT(*)

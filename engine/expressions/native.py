@@ -365,7 +365,7 @@ class _Compiler:
     def _FunctionCall(self, expr: E.FunctionCall) -> Column:
         resolved = self.typer.functions.get(id(expr))
         name = expr.name.upper()
-        native = _FUNCTIONS.get((name, expr.semantics))
+        native = None if resolved is None else _FUNCTIONS.get((name, resolved.signature.since))
         if resolved is None or native is None:
             raise _Fallback(f"function {name} runs in Python")
         args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
@@ -449,7 +449,8 @@ def _abs(args: list[Column], returns: SqlType) -> Column:
 
 # ksqlDB functions whose Spark built-in agrees on every value (NULL in, NULL out where
 # ksqlDB propagates NULL; CONCAT and COALESCE skip NULLs as Spark's do), by name and the
-# version of the function's behaviour they match (engine.functions.registry).
+# version since which the overload they match behaves so (``Signature.since``): a call
+# planned with a later version of the function keeps the form while its overload is unchanged.
 _FUNCTIONS: dict[tuple[str, int], Callable[[list[Column], SqlType], Column]] = {
     ("UCASE", 1): lambda args, _: F.upper(args[0]),
     ("LCASE", 1): lambda args, _: F.lower(args[0]),

@@ -165,3 +165,14 @@ def test_comparing_rowtime_with_a_timestamp_text_falls_back_on_either_side(spark
         compiled = compile_native(parse_expression(text), columns)
         assert compiled.column is None
         assert "comparing ROWTIME with a timestamp text" in compiled.report()
+
+
+def test_a_native_form_follows_the_overload_not_the_version_a_call_records(spark):
+    from engine.plan import expr as E
+
+    # A call planned at a later version of UCASE, whose overload is unchanged since version 1,
+    # keeps UCASE's Spark form; LOG's version 2 changed its overloads and has no Spark form.
+    later = E.FunctionCall("UCASE", (E.ColumnRef("S"),), semantics=2)
+    assert compile_native(later, COLUMNS).column is not None
+    log = compile_native(parse_expression("LOG(D)"), COLUMNS)
+    assert log.column is None and "function LOG runs in Python" in log.report()
