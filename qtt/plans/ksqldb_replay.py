@@ -33,6 +33,7 @@ from typing import Any
 
 from engine.errors import KsqlError, UnsupportedFeatureError
 from engine.records import TopicInfo
+from qtt.loader import parse_qtt_json
 from qtt.model import PostConditions, QttCase, version_tuple
 
 PLAN_FILE = "plan.json"
@@ -289,7 +290,9 @@ def _load(saved: SavedPlan) -> _Loaded:
     from engine.ksqldb_import import import_plan
 
     plan = json.loads((saved.path / PLAN_FILE).read_text(encoding="utf-8"))
-    spec = json.loads((saved.path / SPEC_FILE).read_text(encoding="utf-8"))
+    # Numbers with a fraction are read as Decimal, as ksqlDB's test driver reads them: a
+    # DECIMAL(33, 16) input keeps all of its digits.
+    spec = parse_qtt_json((saved.path / SPEC_FILE).read_text(encoding="utf-8"))
     release = release_of(saved.version, spec)
     steps = step_types(plan)
     imported = import_plan(plan, release=release)

@@ -295,3 +295,22 @@ def test_a_version_runs_with_its_saved_configs_and_the_case_properties_they_do_n
     assert _configs(loaded) == {  # type: ignore[arg-type]
         "ksql.functions.collect_list.limit": 1, "ksql.service.id": "saved", "ksql.udf.collect.metrics": "false",
     }
+
+
+def test_numbers_with_a_fraction_keep_every_digit_as_ksqldb_test_driver_reads_them(tmp_path: Path, spark: Any) -> None:
+    # A float would read 12345678987654321.2345678987654321 as 12345678987654322.
+    wide = "`ID` INTEGER KEY, `V` DECIMAL(33, 16)"
+    plan = json.loads(json.dumps(_plan()).replace(SCHEMA, wide).replace("(QTY + 1) AS QTY", "CAST(V AS BIGINT) AS B"))
+    plan["plan"][1]["ddlCommand"]["schema"] = "`ID` INTEGER KEY, `B` BIGINT"
+    spec = _spec("8.0.0", 0)
+    spec["schemas"] = {}
+    spec["testCase"]["post"] = {}
+    spec["testCase"]["inputs"][0]["value"] = {"V": "DIGITS"}
+    spec["testCase"]["outputs"][0]["value"] = {"B": 12345678987654321}
+    text = json.dumps(spec).replace('"DIGITS"', "12345678987654321.2345678987654321")
+    folder = tmp_path / "project_-_wide_decimal" / "8.0.0_1"
+    folder.mkdir(parents=True)
+    (folder / "plan.json").write_text(json.dumps(plan))
+    (folder / "spec.json").write_text(text)
+    [result] = run(tmp_path, workers=1).results
+    assert result.status == PASSED, result.details
