@@ -199,10 +199,18 @@ class FunctionRegistry:
         return sigs[0].kind if sigs else None
 
     def signatures(self, name: str, semantics: int | None = None) -> list[Signature]:
-        """The overloads implementing version ``semantics`` of the function (None: current)."""
+        """The overloads implementing version ``semantics`` of the function (None: current);
+        a version newer than this engine's is an error, never served by its current one."""
         sigs = self._by_name.get(name.upper())
         if not sigs:
             raise UnknownFunctionError(f"Can't find any functions with the name '{name.upper()}'.")
+        current = self.current_semantics(name)
+        if semantics is not None and semantics > current:
+            raise TypeCheckError(
+                f"Function '{self.declared_name(name)}' was planned with version {semantics} of its "
+                f"behaviour; this engine knows versions up to {current}. Run the plan on the "
+                "kspark release that wrote it, or a later one."
+            )
         return [s for s in sigs if s.implements(semantics)]
 
     def current_semantics(self, name: str) -> int:

@@ -117,3 +117,8 @@ def test_overloads_of_one_version_cannot_be_registered_twice() -> None:
     registry = _versioned()
     with pytest.raises(TypeError, match=r"FIX\(INTEGER\) is registered twice"):
         registry.register(Signature("FIX", (T.INTEGER,), T.INTEGER, _impl, since=2))
+
+
+def test_a_version_newer_than_the_engine_knows_is_refused_not_run_as_the_current_one() -> None:
+    with pytest.raises(TypeCheckError, match=r"'fix' was planned with version 3 .* up to 2"):
+        _versioned().resolve("FIX", [T.INTEGER], 3)
