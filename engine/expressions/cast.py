@@ -256,24 +256,60 @@ def _null_safe(fn: Converter) -> Converter:
     return convert
 
 
-def make_cast(source: SqlType | None, target: SqlType) -> Converter:
-    """A converter applying CAST semantics from ``source`` to ``target`` (NULL stays NULL)."""
+# Versions of CAST's behaviour (``Cast.semantics`` in a plan, 1 in plans saved before CAST
+# was versioned), each with the casts it changed, named by their target type. A new plan
+# records, per CAST, the latest version that changed casts to its target type, so a change
+# leaves the plans of the other casts as they were.
+_CAST_CHANGES: tuple[tuple[int, Callable[[SqlType], bool]], ...] = (
+    # 2: STRING to DATE reads ksqlDB's partial timestamp text ('1970-01', '2020-05-01T10:00')
+    # and takes its UTC day; version 1 read only yyyy-MM-dd.
+    (2, lambda t: _mentions(t, BaseType.DATE)),
+)
+CAST_SEMANTICS = max(version for version, _ in _CAST_CHANGES)
+
+
+def _mentions(t: SqlType, base: BaseType) -> bool:
+    if t.base is base:
+        return True
+    if isinstance(t, T.Array):
+        return _mentions(t.item, base)
+    if isinstance(t, T.Map):
+        return _mentions(t.key, base) or _mentions(t.value, base)
+    if isinstance(t, T.Struct):
+        return any(_mentions(f.type, base) for f in t.fields)
+    return False
+
+
+def cast_semantics(target: SqlType) -> int:
+    """The version of CAST's behaviour a new plan records for a cast to ``target``."""
+    return max((v for v, changed in _CAST_CHANGES if changed(target)), default=1)
+
+
+def make_cast(source: SqlType | None, target: SqlType, semantics: int = 1) -> Converter:
+    """A converter applying CAST semantics from ``source`` to ``target`` (NULL stays NULL),
+    as version ``semantics`` of CAST's behaviour does (``CAST_SEMANTICS``)."""
+    if semantics > CAST_SEMANTICS:
+        raise TypeCheckError(
+            f"A CAST was planned with version {semantics} of its behaviour; this engine knows "
+            f"versions up to {CAST_SEMANTICS}. Run the plan on the kspark release that wrote "
+            "it, or a later one."
+        )
     check_cast(source, target)
     if source is None or source == target:
         if isinstance(target, T.Decimal) and source is None:
             return _null_safe(lambda v: to_decimal(decimal_of(v), target.precision, target.scale))
         return _identity
-    return _null_safe(_cast_fn(source, target))
+    return _null_safe(_cast_fn(source, target, semantics))
 
 
-def _cast_fn(source: SqlType, target: SqlType) -> Converter:
+def _cast_fn(source: SqlType, target: SqlType, semantics: int) -> Converter:
     sb, tb = source.base, target.base
     if tb is BaseType.STRING:
         if sb is BaseType.STRING:
             return _identity
         return lambda v: java_string(v, source)
     if sb is BaseType.STRING:
-        return _from_string(target)
+        return _from_string(target, semantics)
     if source.is_numeric and target.is_numeric:
         return _numeric_cast(source, target)
     if sb is BaseType.TIMESTAMP and tb is BaseType.DATE:
@@ -283,13 +319,14 @@ def _cast_fn(source: SqlType, target: SqlType) -> Converter:
     if sb is BaseType.DATE and tb is BaseType.TIMESTAMP:
         return lambda v: dt.datetime(v.year, v.month, v.day)
     if isinstance(source, T.Array) and isinstance(target, T.Array):
-        item = make_cast(source.item, target.item)
+        item = make_cast(source.item, target.item, semantics)
         return lambda v: [item(x) for x in v]
     if isinstance(source, T.Map) and isinstance(target, T.Map):
-        key, val = make_cast(source.key, target.key), make_cast(source.value, target.value)
+        key = make_cast(source.key, target.key, semantics)
+        val = make_cast(source.value, target.value, semantics)
         return lambda v: {key(k): val(x) for k, x in v.items()}
     if isinstance(source, T.Struct) and isinstance(target, T.Struct):
-        return _struct_converter(source, target, make_cast)
+        return _struct_converter(source, target, lambda s, t: make_cast(s, t, semantics))
     raise TypeCheckError(f"Cast of {source} to {target} is not supported.")
 
 
@@ -307,7 +344,7 @@ def _struct_converter(
     return convert
 
 
-def _from_string(target: SqlType) -> Converter:
+def _from_string(target: SqlType, semantics: int) -> Converter:
     tb = target.base
     if tb is BaseType.BOOLEAN:
         # CAST is lenient like Java's Boolean.parseBoolean: anything but true-words is false.
@@ -324,10 +361,16 @@ def _from_string(target: SqlType) -> Converter:
     if tb is BaseType.TIMESTAMP:
         return parse_timestamp_text
     if tb is BaseType.DATE:
-        return parse_date_text
+        return parse_date_text if semantics < 2 else _partial_date
+
     if tb is BaseType.TIME:
         return parse_time_text
     raise TypeCheckError(f"Cast of STRING to {target} is not supported.")
+
+
+def _partial_date(text: str) -> dt.date:
+    """CAST's STRING to DATE since version 2: ksqlDB's partial timestamp text, its UTC day."""
+    return parse_timestamp_text(text).date()
 
 
 def _numeric_cast(source: SqlType, target: SqlType) -> Converter:
@@ -381,7 +424,7 @@ def make_coercion(source: SqlType | None, target: SqlType) -> Converter:
     if target.base is BaseType.STRING:
         return _null_safe(lambda v: java_string(v, source))
     if source.base is BaseType.STRING:
-        return _null_safe(_from_string(target))
+        return _null_safe(_from_string(target, 1))  # implicit coercions are not versioned
     return _identity
 
 

@@ -436,7 +436,7 @@ class _Compiler:
 
     def _Cast(self, expr: Cast) -> NodeFn:
         operand = self.compile(expr.operand)
-        cast = make_cast(self.type_of(expr.operand), expr.type)
+        cast = make_cast(self.type_of(expr.operand), expr.type, expr.semantics)
         if cast is None:
             return operand
 

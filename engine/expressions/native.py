@@ -346,6 +346,8 @@ class _Compiler:
         return chained
 
     def _Cast(self, expr: E.Cast) -> Column:
+        # The Spark forms below (NULL, widening, integral or boolean to STRING) behave alike in
+        # every version of CAST (engine.expressions.cast: version 2 changed STRING to DATE).
         source, target = self.type_of(expr.operand), expr.type
         operand = self.compile(expr.operand)
         if source is None:

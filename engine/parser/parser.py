@@ -27,6 +27,7 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from engine.errors import AnalysisError, InternalError, KsqlError, ParseError
+from engine.expressions.cast import cast_semantics
 from engine.functions import REGISTRY
 from engine.parser import ast
 from engine.plan import expr as E
@@ -1134,7 +1135,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return E.WhenClause(children[0], children[1])
 
     def cast(self, children: list[Any]) -> E.Expr:
-        return E.Cast(children[0], children[1])
+        return E.Cast(children[0], children[1], semantics=cast_semantics(children[1]))
 
     def create_array(self, children: list[Any]) -> E.Expr:
         return E.CreateArray(tuple(c for c in children if c is not None))

@@ -270,11 +270,14 @@ class Case(Expr):
 @_node
 @_node_dc
 class Cast(Expr):
-    """``CAST(operand AS type)``."""
+    """``CAST(operand AS type)``; ``semantics``: the version of CAST's behaviour the cast was
+    planned with (``engine.expressions.cast``); plans saved before CAST was versioned have
+    none, which is 1."""
 
     KIND: ClassVar[str] = "cast"
     operand: Expr
     type: SqlType
+    semantics: FunctionVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
 
 
 @_node

@@ -165,3 +165,33 @@ def test_cast_of_java_double_words_to_double(text: str, expected: str) -> None:
 def test_cast_of_python_double_words_to_double_raises(text: str) -> None:
     with pytest.raises(ValueError, match=f'^invalid input syntax for type DOUBLE: "{text}"$'):
         cast_value(text, T.STRING, T.DOUBLE)
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [("1970-01-10", dt.date(1970, 1, 10)), ("1970-01", dt.date(1970, 1, 1)), ("1970", dt.date(1970, 1, 1)),
+     ("1970-01-10T23:30", dt.date(1970, 1, 10)), ("1970-01-10T00:30+0100", dt.date(1970, 1, 9))],
+)
+def test_cast_version_2_reads_partial_date_text_as_its_utc_day(text: str, day: dt.date) -> None:
+    from engine.expressions.cast import make_cast
+
+    assert make_cast(T.STRING, T.DATE, 2)(text) == day
+
+
+def test_cast_version_1_stays_for_plans_saved_with_it_and_reads_only_full_dates() -> None:
+    from engine.expressions.cast import make_cast
+
+    assert make_cast(T.STRING, T.DATE)("1970-01-10") == dt.date(1970, 1, 10)
+    with pytest.raises(ValueError, match="1970-01"):
+        make_cast(T.STRING, T.DATE)("1970-01")
+    # a version reaches the casts of a container's items
+    assert make_cast(T.Array(T.STRING), T.Array(T.DATE), 2)(["1970-02"]) == [dt.date(1970, 2, 1)]
+
+
+def test_a_cast_records_the_latest_version_that_changed_casts_to_its_type() -> None:
+    from engine.expressions.cast import CAST_SEMANTICS, cast_semantics, make_cast
+
+    assert cast_semantics(T.DATE) == cast_semantics(T.Map(T.STRING, T.DATE)) == 2
+    assert cast_semantics(T.INTEGER) == cast_semantics(T.Array(T.TIMESTAMP)) == 1
+    with pytest.raises(TypeCheckError, match=f"version {CAST_SEMANTICS + 1} of its behaviour"):
+        make_cast(T.STRING, T.DATE, CAST_SEMANTICS + 1)

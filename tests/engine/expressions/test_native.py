@@ -167,11 +167,16 @@ def test_comparing_rowtime_with_a_timestamp_text_falls_back_on_either_side(spark
         assert "comparing ROWTIME with a timestamp text" in compiled.report()
 
 
-def test_a_native_form_follows_the_overload_not_the_version_a_call_records(spark):
+def test_a_native_form_follows_the_overload_not_the_version_a_call_records(spark, monkeypatch):
+    from engine.functions import REGISTRY
+    from engine.functions.registry import Signature
     from engine.plan import expr as E
 
-    # A call planned at a later version of UCASE, whose overload is unchanged since version 1,
-    # keeps UCASE's Spark form; LOG's version 2 changed its overloads and has no Spark form.
+    # UCASE at version 2 with a new BYTES overload: a call planned at version 2 on a STRING
+    # resolves to the STRING overload, unchanged since version 1, and keeps its Spark form.
+    # LOG's version 2 changed its overloads, which have no Spark form.
+    ucase = [*REGISTRY.signatures("UCASE"), Signature("UCASE", (T.BYTES,), T.BYTES, bytes.upper, since=2)]
+    monkeypatch.setitem(REGISTRY._by_name, "UCASE", ucase)
     later = E.FunctionCall("UCASE", (E.ColumnRef("S"),), semantics=2)
     assert compile_native(later, COLUMNS).column is not None
     log = compile_native(parse_expression("LOG(D)"), COLUMNS)

@@ -126,7 +126,8 @@ def test_case_forms() -> None:
     ],
 )
 def test_cast_to_every_kind_of_type(text: str, sql_type: T.SqlType) -> None:
-    assert parse_expression(f"CAST(a AS {text})") == E.Cast(A, sql_type)
+    parsed = parse_expression(f"CAST(a AS {text})")
+    assert isinstance(parsed, E.Cast) and (parsed.operand, parsed.type) == (A, sql_type)
 
 
 def test_constructors() -> None:
@@ -149,6 +150,11 @@ def test_function_calls_star_and_no_arguments() -> None:
 def test_calls_record_the_current_version_of_the_function() -> None:
     assert parse_expression("log(a)") == E.FunctionCall("LOG", (A,), semantics=2)
     assert parse_expression("ln(a)") == E.FunctionCall("LN", (A,), semantics=1)
+
+
+def test_casts_record_the_version_of_cast_that_last_changed_their_target_type() -> None:
+    assert parse_expression("CAST(a AS DATE)") == E.Cast(A, T.DATE, semantics=2)
+    assert parse_expression("CAST(a AS INT)") == E.Cast(A, T.INTEGER)
 
 
 @pytest.mark.parametrize("unit", ["SECONDS", "seconds", "second", "DAY", "MILLISECONDS"])

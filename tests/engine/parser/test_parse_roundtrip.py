@@ -7,6 +7,7 @@ import decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.expressions.cast import cast_semantics
 from engine.parser import parse_expression
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -76,7 +77,8 @@ def _extend(children: st.SearchStrategy[E.Expr]) -> st.SearchStrategy[E.Expr]:
         ),
         st.builds(E.Dereference, children, NAMES),
         st.builds(E.Subscript, children, children),
-        st.builds(E.Cast, children, TYPES),
+        # a parsed CAST records the version of CAST's behaviour for its target type
+        st.builds(lambda c, t: E.Cast(c, t, semantics=cast_semantics(t)), children, TYPES),
         st.builds(
             E.Case,
             st.none() | children,

@@ -213,6 +213,8 @@ def test_a_call_records_its_function_version_only_from_version_2() -> None:
     assert "semantics" not in E.to_json(E.FunctionCall("LN", args))
     assert E.to_json(E.FunctionCall("LOG", args, semantics=2))["semantics"] == 2
     assert E.from_json({"kind": "call", "name": "LOG", "args": [E.to_json(args[0])]}).semantics == 1
+    assert "semantics" not in E.to_json(E.Cast(args[0], T.INTEGER))
+    assert E.to_json(E.Cast(args[0], T.DATE, semantics=2))["semantics"] == 2
 
 
 def test_a_plan_value_that_breaks_its_invariant_is_a_serde_error_naming_it() -> None:
