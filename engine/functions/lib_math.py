@@ -410,27 +410,19 @@ def _log_base(base: float, value: float) -> float:
 # LOG's version 1 took one argument as base 10 and divided by ln(1) = 0 for a base of 1; its
 # version 2 is ksqlDB's: the natural logarithm, and NaN for a base of 1 or at most 0. Plans
 # saved with version 1 keep it (engine.functions.registry).
+_IN_A_BASE = "Logarithm of the second argument in the base of the first."
+_LOG_VERSIONS: tuple[tuple[int, int | None, int, Callable[..., float], str], ...] = (
+    # (since, until, arity, implementation, description)
+    (1, 1, 1, java_log10, "Base-10 logarithm."),
+    (2, None, 1, java_ln, "Natural logarithm."),
+    (1, 1, 2, _log_base_v1, _IN_A_BASE),
+    (2, None, 2, _log_base, _IN_A_BASE),
+)
 for _t in _NUMERIC_PARAMS:
-    scalar("LOG", params=[_t], returns=T.DOUBLE, description="Base-10 logarithm.", until=1)(
-        _on_doubles(java_log10)
-    )
-    scalar("LOG", params=[_t], returns=T.DOUBLE, description="Natural logarithm.", since=2)(
-        _on_doubles(java_ln)
-    )
-    scalar(
-        "LOG",
-        params=[_t, _t],
-        returns=T.DOUBLE,
-        description="Logarithm of the second argument in the base of the first.",
-        until=1,
-    )(_on_doubles(_log_base_v1))
-    scalar(
-        "LOG",
-        params=[_t, _t],
-        returns=T.DOUBLE,
-        description="Logarithm of the second argument in the base of the first.",
-        since=2,
-    )(_on_doubles(_log_base))
+    for _since, _until, _arity, _log, _doc in _LOG_VERSIONS:
+        scalar(
+            "LOG", params=[_t] * _arity, returns=T.DOUBLE, description=_doc, since=_since, until=_until
+        )(_on_doubles(_log))
     scalar(
         "POWER",
         params=[_t, _t],
