@@ -362,7 +362,6 @@ def _from_string(target: SqlType, semantics: int) -> Converter:
         return parse_timestamp_text
     if tb is BaseType.DATE:
         return parse_date_text if semantics < 2 else _partial_date
-
     if tb is BaseType.TIME:
         return parse_time_text
     raise TypeCheckError(f"Cast of STRING to {target} is not supported.")
