@@ -88,6 +88,15 @@ class TypeCheckError(AnalysisError):
     """An expression's operand types do not fit its operator or function."""
 
 
+def newer_behaviour_error(what: str, version: int, known: int) -> TypeCheckError:
+    """A plan's function call or CAST records a version of its behaviour this engine does not
+    know: it is refused, never run with the current behaviour."""
+    return TypeCheckError(
+        f"{what} was planned with version {version} of its behaviour; this engine knows "
+        f"versions up to {known}. Run the plan on the kspark release that wrote it, or a later one."
+    )
+
+
 class UnknownFunctionError(AnalysisError):
     """A function call names a function the registry does not know."""
 

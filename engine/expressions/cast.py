@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import TypeCheckError
+from engine.errors import TypeCheckError, newer_behaviour_error
 from engine.plan import types as T
 from engine.plan.types import BaseType, SqlType
 from engine.values import (
@@ -289,11 +289,7 @@ def make_cast(source: SqlType | None, target: SqlType, semantics: int = 1) -> Co
     """A converter applying CAST semantics from ``source`` to ``target`` (NULL stays NULL),
     as version ``semantics`` of CAST's behaviour does (``CAST_SEMANTICS``)."""
     if semantics > CAST_SEMANTICS:
-        raise TypeCheckError(
-            f"A CAST was planned with version {semantics} of its behaviour; this engine knows "
-            f"versions up to {CAST_SEMANTICS}. Run the plan on the kspark release that wrote "
-            "it, or a later one."
-        )
+        raise newer_behaviour_error("A CAST", semantics, CAST_SEMANTICS)
     check_cast(source, target)
     if source is None or source == target:
         if isinstance(target, T.Decimal) and source is None:

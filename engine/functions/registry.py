@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import TypeCheckError, UnknownFunctionError
+from engine.errors import TypeCheckError, UnknownFunctionError, newer_behaviour_error
 from engine.plan import types as T
 from engine.plan.types import SqlType, can_implicitly_cast
 
@@ -206,11 +206,7 @@ class FunctionRegistry:
             raise UnknownFunctionError(f"Can't find any functions with the name '{name.upper()}'.")
         current = self.current_semantics(name)
         if semantics is not None and semantics > current:
-            raise TypeCheckError(
-                f"Function '{self.declared_name(name)}' was planned with version {semantics} of its "
-                f"behaviour; this engine knows versions up to {current}. Run the plan on the "
-                "kspark release that wrote it, or a later one."
-            )
+            raise newer_behaviour_error(f"Function '{self.declared_name(name)}'", semantics, current)
         return [s for s in sigs if s.implements(semantics)]
 
     def current_semantics(self, name: str) -> int:

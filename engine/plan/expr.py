@@ -31,7 +31,8 @@ ArithmeticOp = Annotated[str, OneOf(ARITHMETIC_OPS)]
 ComparisonOp = Annotated[str, OneOf(COMPARISON_OPS)]
 LogicalOp = Annotated[str, OneOf(LOGICAL_OPS)]
 TimeUnit = Annotated[str, OneOf(INTERVAL_UNITS)]
-FunctionVersion = Annotated[int, Minimum(1)]
+# The version of a function's or of CAST's behaviour an expression was planned with.
+BehaviourVersion = Annotated[int, Minimum(1)]
 
 
 class Expr:
@@ -277,7 +278,7 @@ class Cast(Expr):
     KIND: ClassVar[str] = "cast"
     operand: Expr
     type: SqlType
-    semantics: FunctionVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
+    semantics: BehaviourVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
 
 
 @_node
@@ -294,7 +295,7 @@ class FunctionCall(Expr):
     args: tuple[Expr, ...]
     star: bool = False
     distinct: bool = False
-    semantics: FunctionVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
+    semantics: BehaviourVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
 
 
 @_node
