@@ -298,7 +298,7 @@ def test_a_version_runs_with_its_saved_configs_and_the_case_properties_they_do_n
 
 
 def test_numbers_with_a_fraction_keep_every_digit_as_ksqldb_test_driver_reads_them(tmp_path: Path, spark: Any) -> None:
-    # A float would read 12345678987654321.2345678987654321 as 12345678987654322.
+    # A float would read 98765432123456789.1234567891234567 as 98765432123456784.
     wide = "`ID` INTEGER KEY, `V` DECIMAL(33, 16)"
     plan = json.loads(json.dumps(_plan()).replace(SCHEMA, wide).replace("(QTY + 1) AS QTY", "CAST(V AS BIGINT) AS B"))
     plan["plan"][1]["ddlCommand"]["schema"] = "`ID` INTEGER KEY, `B` BIGINT"
@@ -306,8 +306,8 @@ def test_numbers_with_a_fraction_keep_every_digit_as_ksqldb_test_driver_reads_th
     spec["schemas"] = {}
     spec["testCase"]["post"] = {}
     spec["testCase"]["inputs"][0]["value"] = {"V": "DIGITS"}
-    spec["testCase"]["outputs"][0]["value"] = {"B": 12345678987654321}
-    text = json.dumps(spec).replace('"DIGITS"', "12345678987654321.2345678987654321")
+    spec["testCase"]["outputs"][0]["value"] = {"B": 98765432123456789}
+    text = json.dumps(spec).replace('"DIGITS"', "98765432123456789.1234567891234567")
     folder = tmp_path / "project_-_wide_decimal" / "8.0.0_1"
     folder.mkdir(parents=True)
     (folder / "plan.json").write_text(json.dumps(plan))
