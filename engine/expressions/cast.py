@@ -192,10 +192,11 @@ def numeric_type_of_text(text: str) -> SqlType:
     _, digits, exponent = value.as_tuple()
     assert isinstance(exponent, int)
     if exponent >= 0:
+        # Whole to ksqlDB only at BigDecimal scale 0: '2e1' (scale -1) is DECIMAL(2, 0).
         integral = int(value)
-        if T.INT_MIN <= integral <= T.INT_MAX:
+        if exponent == 0 and T.INT_MIN <= integral <= T.INT_MAX:
             return T.INTEGER
-        if T.BIGINT_MIN <= integral <= T.BIGINT_MAX:
+        if exponent == 0 and T.BIGINT_MIN <= integral <= T.BIGINT_MAX:
             return T.BIGINT
         return T.Decimal(min(len(str(abs(integral))), 1000), 0)
     scale = -exponent

@@ -71,14 +71,17 @@ def test_cast_matrix(value: Any, source: T.SqlType | None, target: T.SqlType, ex
         ("-2147483648", T.INTEGER),
         ("2147483648", T.BIGINT),
         ("99999999999999999999", T.Decimal(20, 0)),
+        ("2e1", T.Decimal(2, 0)),  # BigDecimal scale -1: not a whole number to ksqlDB
+        ("2.0e1", T.INTEGER),  # scale 0
         ("1.50", T.Decimal(3, 2)),
         ("0.05", T.Decimal(2, 2)),
         ("-12.5", T.Decimal(3, 1)),
     ],
 )
 def test_numeric_text_takes_the_narrowest_literal_type(text: str, expected: T.SqlType) -> None:
-    # ksqlDB's literal rules: whole numbers are INTEGER, then BIGINT, then DECIMAL(n, 0);
-    # a fraction is a DECIMAL of its digits and scale.
+    # ksqlDB's literal rules: whole numbers (BigDecimal scale 0) are INTEGER, then BIGINT,
+    # then DECIMAL(n, 0); any other number (a fraction, or an exponent past its digits) is a
+    # DECIMAL of its digits and scale, a negative scale taken as 0.
     assert numeric_type_of_text(text) == expected
 
 
