@@ -49,7 +49,10 @@ def _match_fields(expected: dict[Any, Any], actual: dict[Any, Any]) -> dict[Any,
     """Pair each expected field with an actual one: exact name first, else ignoring case.
 
     ksqlDB's QTT compares field names of JSON objects without regard to case (cases write
-    ``{"json_v": ...}`` for a column ``JSON_V``); an exact match is always preferred.
+    ``{"json_v": ...}`` for a column ``JSON_V``); an exact match is always preferred. Like
+    ksqlDB's comparator, which checks the field count and then reads each expected field
+    from the actual object, an expected field found under no name reads as absent
+    (``ABSENT``), which matches an expected null.
     """
     if set(expected) == set(actual):
         return {k: k for k in expected}
@@ -63,11 +66,17 @@ def _match_fields(expected: dict[Any, Any], actual: dict[Any, Any]) -> dict[Any,
         by_upper[upper] = k
     pairs: dict[Any, Any] = {}
     for k in expected:
-        target = k if k in actual else by_upper.get(str(k).upper())
-        if target is None or target in pairs.values():
+        target = k if k in actual else by_upper.get(str(k).upper(), ABSENT)
+        if target is ABSENT and expected[k] is None:
+            pairs[k] = ABSENT
+            continue
+        if target is ABSENT or target in pairs.values():
             return None
         pairs[k] = target
     return pairs
+
+
+ABSENT = object()  # an expected field the actual object does not have (reads as null)
 
 
 def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
@@ -83,7 +92,8 @@ def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
             extra = [k for k in actual if k not in expected]
             return _join(path, str((missing or extra)[0]))
         for k in expected:
-            sub = find_difference(expected[k], actual[matched[k]], _join(path, str(k)))
+            value = None if matched[k] is ABSENT else actual[matched[k]]
+            sub = find_difference(expected[k], value, _join(path, str(k)))
             if sub is not None:
                 return sub
         return None

@@ -259,6 +259,16 @@ def test_field_names_match_without_regard_to_case_as_ksqldb_does():
     assert not values_equal({"a": 1, "A": 2}, {"a": 2, "A": 1})
 
 
+def test_an_expected_null_field_matches_an_absent_one_when_the_field_counts_agree():
+    # ksqlDB's comparator checks the field count, then reads each expected field from the
+    # actual object, where an absent field reads as null.
+    assert values_equal({"KQL_COL_0": None, "B": 1}, {"KSQL_COL_0": None, "B": 1})
+    assert values_equal({"X": None, "B": 1}, {"Y": 2, "B": 1})  # as ksqlDB: Y is never read
+    assert not values_equal({"X": 1, "B": 1}, {"Y": None, "B": 1})
+    assert not values_equal({"X": None, "B": 1}, {"B": 1})  # the counts differ
+    assert find_difference({"X": None}, {"Y": None, "Z": None}) == "X"
+
+
 # ---------------------------------------------------------------------------- decimals as ksqlDB reads them
 
 
