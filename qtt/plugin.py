@@ -156,7 +156,14 @@ class QttPlannedCaseStale(Exception):
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Tests asking for ``qtt_case_runs`` run after the QTT cases, which then keep their runs."""
+    """Tests asking for ``qtt_case_runs`` run after the QTT cases, which then keep their runs.
+
+    The QTT cases go first and those tests right after them, before every other test: such
+    a test (``qtt plans verify`` over the committed planned cases) is long, and under
+    pytest-xdist, which hands out test files in this order, it then runs alongside the rest
+    of the suite on the other workers instead of alone at the end. It gets the runs of the
+    QTT cases its own worker ran.
+    """
     users = [i for i in items if CASE_RUNS_FIXTURE in getattr(i, "fixturenames", ())]
     if not users or config.getoption("qtt_update"):
         return
@@ -164,7 +171,9 @@ def pytest_collection_modifyitems(
         from qtt.plans.case_runs import CaseRuns
 
         config.stash[_CASE_RUNS_KEY] = CaseRuns()
-    items[:] = [i for i in items if i not in users] + users
+    cases = [i for i in items if isinstance(i.parent, QttFileCollector)]
+    rest = [i for i in items if i not in users and not isinstance(i.parent, QttFileCollector)]
+    items[:] = cases + users + rest
 
 
 @pytest.fixture(name=CASE_RUNS_FIXTURE)

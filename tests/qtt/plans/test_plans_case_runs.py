@@ -144,7 +144,7 @@ def test_a_case_that_differs_from_its_saved_test_case_is_replayed_by_verify(
     assert "1 versions replayed" in report.summary() and "QTT run" not in report.summary()
 
 
-def test_the_plugin_runs_a_test_asking_for_the_case_runs_after_the_qtt_cases(
+def test_the_plugin_runs_a_test_asking_for_the_case_runs_after_the_qtt_cases_and_before_the_rest(
     recorded: tuple[Path, Path], pytester: pytest.Pytester
 ) -> None:
     cases, root = recorded
@@ -169,10 +169,12 @@ def test_the_plugin_runs_a_test_asking_for_the_case_runs_after_the_qtt_cases(
     run = pytester.runpytest_inprocess("-v", "-p", "no:randomly")
     run.assert_outcomes(passed=3)
     lines = [line for line in run.outlines if " PASSED" in line]
+    # The long test that uses the runs starts before the other tests, so that pytest-xdist,
+    # which hands out test files in this order, runs it alongside them.
     assert [line.split(" PASSED")[0].rsplit("::", 1)[-1] for line in lines] == [
-        "test_early",
         "orders - big orders",
         "test_sees_every_case_run",
+        "test_early",
     ]
 
 
