@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.engine import KsqlEngine
-from engine.errors import AnalysisError, ExecutionError, KsqlError
+from engine.errors import (
+    QUERY_FAILURE_TEXT,
+    AnalysisError,
+    ExecutionError,
+    KsqlError,
+    query_failure_in,
+)
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.parser import parse
@@ -408,7 +414,9 @@ def _await(handle: Any, query_id: str, error_file: Path | None = None) -> None:
     try:
         handle.awaitTermination()
     except StreamingQueryException as exc:
-        message = f"Query {query_id} failed: {_root_cause(exc)}"
+        stopped = query_failure_in(exc)
+        cause = _root_cause(exc) if stopped is None else f"{QUERY_FAILURE_TEXT}: {stopped}"
+        message = f"Query {query_id} failed: {cause}"
         if error_file is not None:
             try:
                 error_file.parent.mkdir(parents=True, exist_ok=True)

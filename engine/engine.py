@@ -14,11 +14,14 @@ from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
 from engine.errors import (
+    QUERY_FAILURE_TEXT,
     AnalysisError,
+    ExecutionError,
     InternalError,
     KsqlError,
     StatementPrepareError,
     UnsupportedFeatureError,
+    query_failure_in,
 )
 from engine.expressions import compile_expression, infer_type
 from engine.metastore import DataSource, InMemoryMetaStore
@@ -365,7 +368,15 @@ class KsqlEngine:
                 physical_plan=physical_plan_text(built.df),
                 internal_schemas=dict(built.internal_schemas),
             )
-            written = runtime.write_sink(sink_topic, built.df, window_type, built.codec)
+            try:
+                written = runtime.write_sink(sink_topic, built.df, window_type, built.codec)
+            except Exception as exc:
+                stopped = query_failure_in(exc)
+                if stopped is None:
+                    raise
+                raise ExecutionError(
+                    f"Query {query.query_id} failed: {QUERY_FAILURE_TEXT}: {stopped}"
+                ) from None
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:

@@ -125,6 +125,31 @@ class EvaluationError(ExecutionError):
     """An expression raised while evaluated against one record."""
 
 
+class QueryFailure(Exception):
+    """A record whose processing stops its query: where ksqlDB's stream thread stops with
+    "Exception caught in process" (a DECIMAL aggregate that overflows its type).
+
+    Deliberately not a ``KsqlError``: the handlers that log a record's error to the
+    processing log and go on catch ``KsqlError``, and must let this one through. A runtime
+    reports it as its query's failure (``query_failure_in``).
+    """
+
+
+# The words a failed query's message starts with, as Kafka Streams says them.
+QUERY_FAILURE_TEXT = "Exception caught in process"
+
+
+def query_failure_in(error: BaseException) -> str | None:
+    """The message of a ``QueryFailure`` a Spark job failed with, as it crossed from a Python
+    worker (in the text of the JVM's error), or None when ``error`` is another failure."""
+    marker = f"{QueryFailure.__module__}.{QueryFailure.__name__}: "
+    text = str(error)
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    return text[at + len(marker):].splitlines()[0].strip()
+
+
 class CommandLogError(KsqlError):
     """The command log could not be written, read or replayed."""
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.errors import AnalysisError, InternalError
+from engine.errors import AnalysisError, EvaluationError, InternalError, QueryFailure
 from engine.functions.lib_math import ANY_DECIMAL
 from engine.functions.registry import Generic, aggregate
 from engine.functions.udaf import (
@@ -175,11 +175,31 @@ def sum_double() -> SumAggregator:
     return SumAggregator(0.0, float)
 
 
-@aggregate("SUM", params=[ANY_DECIMAL], returns=_first_arg, supports_undo=True)
+class StoppingDecimalSumAggregator(DecimalSumAggregator):
+    """SUM over DECIMAL(p, s) from version 2: a sum beyond p digits stops the query, as
+    ksqlDB's does (its KsqlFunctionException ends the stream thread)."""
+
+    def _fit(self, x: decimal.Decimal) -> decimal.Decimal:
+        try:
+            return super()._fit(x)
+        except EvaluationError as exc:
+            raise QueryFailure(f"SUM over DECIMAL({self.precision}, {self.scale}): {exc}") from None
+
+
+@aggregate("SUM", params=[ANY_DECIMAL], returns=_first_arg, supports_undo=True, until=1)
 def sum_decimal(*, arg_types: ArgTypes = None) -> DecimalSumAggregator:
-    """Sum of DECIMAL values, in the column's own precision and scale."""
+    """Sum of DECIMAL values, in the column's own precision and scale (version 1: a sum
+    that overflows is logged, and the record left out of the sum)."""
     d = _decimal_type(arg_types, "SUM")
     return DecimalSumAggregator(d.precision, d.scale)
+
+
+@aggregate("SUM", params=[ANY_DECIMAL], returns=_first_arg, supports_undo=True, since=2)
+def sum_decimal_stopping(*, arg_types: ArgTypes = None) -> DecimalSumAggregator:
+    """Sum of DECIMAL values, in the column's own precision and scale; a sum that overflows
+    stops the query."""
+    d = _decimal_type(arg_types, "SUM")
+    return StoppingDecimalSumAggregator(d.precision, d.scale)
 
 
 class SumListAggregator(SumAggregator):

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import TypeCheckError, UnknownFunctionError, newer_behaviour_error
+from engine.errors import KsqlError, TypeCheckError, UnknownFunctionError, newer_behaviour_error
 from engine.plan import types as T
 from engine.plan.types import SqlType, can_implicitly_cast
 
@@ -212,6 +212,23 @@ class FunctionRegistry:
     def current_semantics(self, name: str) -> int:
         """The version of the function's behaviour new plans record (1 for unknown names)."""
         return max((s.since for s in self._by_name.get(name.upper(), ())), default=1)
+
+    def settled_semantics(self, name: str, arg_types: Sequence[SqlType | None], semantics: int) -> int:
+        """The version a call planned at ``semantics`` records once its argument types are
+        known: the lowest version that resolves the call to the same overload.
+
+        A new version that changes one overload (SUM over DECIMAL) then leaves the plans of
+        calls to the others (SUM over INTEGER) as they were: they record the version they
+        recorded before, and a saved plan and a new one of the same query stay equal.
+        """
+        chosen = self.resolve(name, arg_types, semantics).signature
+        for version in range(1, semantics):
+            try:
+                if self.resolve(name, arg_types, version).signature is chosen:
+                    return version
+            except KsqlError:
+                continue
+        return semantics
 
     def lambda_param_types(
         self, name: str, arg_types: Sequence[SqlType | None], index: int, semantics: int | None = None

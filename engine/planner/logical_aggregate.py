@@ -6,11 +6,13 @@ filter) -> projection -> (SuppressNode for EMIT FINAL) -> sink.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from engine.analysis.aggregate import AggregateAnalysis
 from engine.errors import AnalysisError, TypeCheckError
 from engine.expressions import infer_type
+from engine.functions.registry import REGISTRY
 from engine.functions.udaf import aggregate_spec
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -97,19 +99,23 @@ def plan_aggregation(
     )
     grouped_columns = grouped.columns()
     agg_columns = []
+    aggregates = []
     for name, call in aggregation.aggregates:
-        spec = aggregate_spec(
-            call.name, [infer_type(a, grouped_columns) for a in call.args], call.semantics
-        )
+        arg_types = [infer_type(a, grouped_columns) for a in call.args]
+        spec = aggregate_spec(call.name, arg_types, call.semantics)
         agg_columns.append(Column(name, spec.return_type))
         _check_intermediate(name, spec.intermediate_type, formats)
+        # The version of the overload it resolved to, not of the name: a new version of
+        # SUM over DECIMAL leaves the plans of SUM over INTEGER as they were.
+        settled = REGISTRY.settled_semantics(call.name, arg_types, call.semantics)
+        aggregates.append((name, dataclasses.replace(call, semantics=settled)))
     window = aggregation.window
     out: L.LogicalNode = AggregateNode(
         schema=aggregate_schema(key_columns, agg_columns),
         is_table=True,
         window=window_info(window),
         input=grouped,
-        aggregates=tuple(aggregation.aggregates),
+        aggregates=tuple(aggregates),
         window_spec=window,
         internal_formats=formats,
         having=aggregation.having,

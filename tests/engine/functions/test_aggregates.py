@@ -17,6 +17,7 @@ from engine.errors import (
     AnalysisError,
     EvaluationError,
     InternalError,
+    QueryFailure,
     TypeCheckError,
     UnknownFunctionError,
 )
@@ -198,8 +199,16 @@ def test_sum_decimal_keeps_scale():
     assert str(final("SUM", [T.Decimal(6, 2)], [])) == "0.00"
 
 
-def test_sum_decimal_overflow_raises_numeric_field_overflow():
+def test_sum_decimal_overflow_stops_the_query_with_numeric_field_overflow():
     agg = make("SUM", [T.Decimal(3, 1)])
+    acc = agg.add(agg.initial(), D("60.0"))
+    with pytest.raises(QueryFailure, match=r"SUM over DECIMAL\(3, 1\): Numeric field overflow"):
+        agg.add(acc, D("45.5"))
+
+
+def test_sum_decimal_overflow_at_version_1_is_a_record_error():
+    # What a plan saved before SUM's version 2 does: the handler logs it and goes on.
+    agg = aggregate_spec("SUM", [T.Decimal(3, 1)], 1).create((), None)
     acc = agg.add(agg.initial(), D("60.0"))
     with pytest.raises(EvaluationError, match="Numeric field overflow"):
         agg.add(acc, D("45.5"))

@@ -109,6 +109,16 @@ def test_a_call_resolves_among_the_overloads_of_its_version() -> None:
     assert registry.resolve("FIX", [T.STRING], 2).invoke(["a"]) == "a"
 
 
+def test_a_call_settles_on_the_lowest_version_resolving_to_the_same_overload() -> None:
+    registry = _versioned()
+    assert registry.settled_semantics("FIX", [T.INTEGER], 2) == 2  # its overload changed in 2
+    assert registry.settled_semantics("FIX", [T.STRING], 2) == 1  # unchanged since 1
+    assert registry.settled_semantics("FIX", [T.STRING], 1) == 1
+    # A version that resolves the call to nothing is passed over.
+    registry.register(Signature("FIX", (T.BOOLEAN,), T.BOOLEAN, lambda x: x, since=2))
+    assert registry.settled_semantics("FIX", [T.BOOLEAN], 2) == 2
+
+
 def test_the_current_version_lists_each_overload_once() -> None:
     assert [s.describe() for s in _versioned().signatures("FIX")] == ["FIX(INTEGER)", "FIX(STRING)"]
 
