@@ -153,6 +153,9 @@ def entry(query_id: str, ctx: str, message: str, now_ms: int, details: dict[str,
 # ---------------------------------------------------------------------- the Kafka handler
 
 
+DELIVERY_TIMEOUT_S = 10.0  # how long an entry may wait for the broker
+
+
 class KafkaProcessingLogHandler(logging.Handler):
     """Produces each ``kspark.processing`` record to the processing-log topic.
 
@@ -171,7 +174,16 @@ class KafkaProcessingLogHandler(logging.Handler):
         if self._producer is None or self._pid != os.getpid():
             from confluent_kafka import Producer
 
-            self._producer = Producer({"bootstrap.servers": self.target.bootstrap_servers, "linger.ms": 0})
+            from engine.kafka.client import client_config
+
+            # An entry the broker has not taken in DELIVERY_TIMEOUT_S is dropped: nothing
+            # stays queued to hold up the process's exit (librdkafka waits for queued records
+            # up to their timeout, 5 minutes by default, printing a connection error every
+            # half second when the broker is gone). Its log goes to Python logging.
+            self._producer = Producer(client_config(
+                self.target.bootstrap_servers,
+                **{"linger.ms": 0, "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)},
+            ))
             self._pid = os.getpid()
         return self._producer
 
@@ -183,7 +195,7 @@ class KafkaProcessingLogHandler(logging.Handler):
             value = entry(query_id, ctx, message, int(record.created * 1000), details)
             producer = self._open()
             producer.produce(self.target.topic, json.dumps(value).encode("utf-8"))
-            producer.flush(10)
+            producer.flush(DELIVERY_TIMEOUT_S + 1.0)  # librdkafka expires records once a second
         except Exception:  # noqa: BLE001 - a failing log must never fail the query
             self.handleError(record)
 

@@ -86,6 +86,19 @@ def test_install_keeps_one_kafka_handler() -> None:
     assert not [h for h in logger.handlers if isinstance(h, P.KafkaProcessingLogHandler)]
 
 
+def test_an_entry_the_broker_never_takes_is_dropped_silently_and_holds_up_no_exit(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # librdkafka keeps a queued record until its timeout (5 minutes by default) and waits for
+    # it when the process exits, printing a connection error every half second meanwhile.
+    monkeypatch.setattr(P, "DELIVERY_TIMEOUT_S", 1.0)
+    handler = P.KafkaProcessingLogHandler(P.ProcessingLogTopic("127.0.0.1:1", "gone"))
+    record = logging.LogRecord(P.LOGGER_NAME, logging.WARNING, __file__, 1, "%s %s: %s", ("Q", "Project", "bad"), None)
+    handler.emit(record)
+    assert len(handler._producer) == 0  # nothing left queued for the exit to wait on
+    assert "rdkafka" not in capfd.readouterr().err
+
+
 @pytest.mark.usefixtures("spark")
 def test_bad_records_are_skipped_and_logged_to_the_processing_log_topic(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
