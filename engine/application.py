@@ -32,7 +32,6 @@ from typing import Any
 
 from engine.engine import KsqlEngine
 from engine.errors import (
-    QUERY_FAILURE_TEXT,
     AnalysisError,
     ExecutionError,
     KsqlError,
@@ -414,9 +413,7 @@ def _await(handle: Any, query_id: str, error_file: Path | None = None) -> None:
     try:
         handle.awaitTermination()
     except StreamingQueryException as exc:
-        stopped = query_failure_in(exc)
-        cause = _root_cause(exc) if stopped is None else f"{QUERY_FAILURE_TEXT}: {stopped}"
-        message = f"Query {query_id} failed: {cause}"
+        message = f"Query {query_id} failed: {query_failure_in(exc) or _root_cause(exc)}"
         if error_file is not None:
             try:
                 error_file.parent.mkdir(parents=True, exist_ok=True)

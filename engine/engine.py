@@ -14,7 +14,6 @@ from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
 from engine.errors import (
-    QUERY_FAILURE_TEXT,
     AnalysisError,
     ExecutionError,
     InternalError,
@@ -374,9 +373,7 @@ class KsqlEngine:
                 stopped = query_failure_in(exc)
                 if stopped is None:
                     raise
-                raise ExecutionError(
-                    f"Query {query.query_id} failed: {QUERY_FAILURE_TEXT}: {stopped}"
-                ) from None
+                raise ExecutionError(f"Query {query.query_id} failed: {stopped}") from None
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:

@@ -135,19 +135,17 @@ class QueryFailure(Exception):
     """
 
 
-# The words a failed query's message starts with, as Kafka Streams says them.
-QUERY_FAILURE_TEXT = "Exception caught in process"
-
-
 def query_failure_in(error: BaseException) -> str | None:
-    """The message of a ``QueryFailure`` a Spark job failed with, as it crossed from a Python
-    worker (in the text of the JVM's error), or None when ``error`` is another failure."""
+    """Why a query stopped, when a Spark job failed with a ``QueryFailure`` (as it crossed
+    from a Python worker, in the text of the JVM's error): its message after Kafka Streams'
+    words for a stopped stream thread, "Exception caught in process". None when ``error`` is
+    another failure."""
     marker = f"{QueryFailure.__module__}.{QueryFailure.__name__}: "
     text = str(error)
     at = text.rfind(marker)
     if at < 0:
         return None
-    return text[at + len(marker):].splitlines()[0].strip()
+    return "Exception caught in process: " + text[at + len(marker):].splitlines()[0].strip()
 
 
 class CommandLogError(KsqlError):
