@@ -306,7 +306,7 @@ class ForeignKeySubscriptionHandler:
         new_fk = None if new is None else self.foreign_key(new)
         existed, old_fk = state.get("exists", False), state.get("fk")
         state["exists"], state["fk"] = new is not None, new_fk
-        changed = _hashable(new_fk) != _hashable(old_fk)
+        changed = hashable(new_fk) != hashable(old_fk)
         seq = list(record.seq)
 
         def event(op: int, fk: Any, step: int) -> Row:
@@ -363,14 +363,14 @@ class ForeignKeyJoinHandler:
         right = state.get("right")
         ts = row[R.ROWTIME] if right is None else max(row[R.ROWTIME], right[R.ROWTIME])
         if op in (UNSUBSCRIBE, DELETE):
-            subscribers.pop(_hashable(key), None)
+            subscribers.pop(hashable(key), None)
             if op == UNSUBSCRIBE:
                 return []
             return [self.shape.tombstone(key, ts=ts, seq=record.seq, trigger=row)]
         if row[R.DELETED]:
             return [self.shape.tombstone(key, ts=ts, seq=record.seq, trigger=row)]
         if row[FK_VALUE] is not None:
-            subscribers[_hashable(key)] = (serialized_order(key[0]), row)
+            subscribers[hashable(key)] = (serialized_order(key[0]), row)
         if right is None:
             if op == SUBSCRIBE_IF_MATCH:
                 return []
@@ -419,16 +419,17 @@ def _key_function(
             return None  # Kafka Streams drops records whose join key is null
         # The handlers read the key back from the row (the envelope pickles it after this).
         row[GROUP_KEY] = (value,)
-        return (_hashable(value), *(row[b] for b in bounds))
+        return (hashable(value), *(row[b] for b in bounds))
 
     return key_of
 
 
-def _hashable(value: Any) -> Any:
+def hashable(value: Any) -> Any:
+    """A hashable stand-in for a key value (arrays and maps as tagged tuples)."""
     if isinstance(value, list):
-        return ("__list", tuple(_hashable(v) for v in value))
+        return ("__list", tuple(hashable(v) for v in value))
     if isinstance(value, dict):
-        return ("__map", tuple((k, _hashable(v)) for k, v in value.items()))
+        return ("__map", tuple((k, hashable(v)) for k, v in value.items()))
     return value
 
 
@@ -525,7 +526,7 @@ def _foreign_key_function(expr: Any, side: Built, ctx: BuildContext, where: str)
 def _column_key(name: str) -> Callable[[Row], tuple[Any, ...] | None]:
     def key_of(row: Row) -> tuple[Any, ...] | None:
         value = row.get(name)
-        return None if value is None else (_hashable(value),)
+        return None if value is None else (hashable(value),)
 
     return key_of
 
@@ -535,8 +536,8 @@ def _subscription_key(left_key: str) -> Callable[[Row], tuple[Any, ...] | None]:
         fk = row[FK_VALUE]
         if fk is None:
             # Events without foreign key join no right row: one group per left key.
-            return (NO_FOREIGN_KEY, _hashable(row[left_key]))
-        return (_hashable(fk),)
+            return (NO_FOREIGN_KEY, hashable(row[left_key]))
+        return (hashable(fk),)
 
     return key_of
 

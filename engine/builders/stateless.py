@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engine.builders.context import BuildContext, Built, log_processing_error
+from engine.builders.joins import hashable
 from engine.builders.walker import builds
 from engine.errors import EvaluationError, PlanError
 from engine.expressions import compile_expression, infer_type
@@ -19,10 +21,12 @@ from engine.plan.steps import (
     StreamSelect,
     StreamSelectKey,
     TableFilter,
+    TableFilterV3,
     TableSelect,
 )
 from engine.plan.types import SqlType
 from engine.runtime import rows as R
+from engine.runtime.keyed import KeyedInput, KeyedRecord
 
 Evaluator = Callable[[dict[str, Any]], Any]
 
@@ -51,7 +55,7 @@ def _evaluate(fn: Evaluator, row: dict[str, Any], query_id: str, ctx: str) -> An
         return None
 
 
-def _predicate(step: StreamFilter | TableFilter, source: Built, ctx: BuildContext) -> Callable[[dict[str, Any]], bool]:
+def _predicate(step: StreamFilter | TableFilter | TableFilterV3, source: Built, ctx: BuildContext) -> Callable[[dict[str, Any]], bool]:
     fn = compile_expression(step.predicate, source.expression_columns())
     query_id, where = ctx.query_id, step.ctx
 
@@ -88,6 +92,47 @@ def build_table_filter(step: TableFilter, *, source: Built, ctx: BuildContext) -
 
     df = R.map_rows(
         source.df, input_schema=source.schema, output_schema=source.schema, fn=keep_or_delete, name=step.ctx
+    )
+    return source.with_df(df)
+
+
+@dataclass(frozen=True)
+class MatchedBeforeHandler:
+    """Per table key: a row that misses the predicate deletes the key's row only when the
+    key's last row matched (``tableFilterV3``)."""
+
+    holds: Callable[[dict[str, Any]], bool]
+    value_names: tuple[str, ...]
+
+    def process(self, state: dict[str, Any], record: KeyedRecord) -> list[dict[str, Any]]:
+        row = record.row
+        matched_before = state.get("matched", False)
+        matches = not row[R.DELETED] and self.holds(row)
+        state["matched"] = matches
+        if matches:
+            return [row]
+        if not matched_before:
+            return []
+        deleted = {**row, R.DELETED: True}
+        for n in self.value_names:
+            deleted[n] = None
+        return [deleted]
+
+
+@builds(TableFilterV3)
+def build_table_filter_v3(step: TableFilterV3, *, source: Built, ctx: BuildContext) -> Built:
+    holds = _predicate(step, source, ctx)
+    names = [c.name for c in source.schema.key]
+    if source.window is not None:
+        names += [R.WINDOWSTART, R.WINDOWEND]
+
+    def table_key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(hashable(row[n]) for n in names)
+
+    handler = MatchedBeforeHandler(holds, tuple(c.name for c in source.schema.value))
+    df = ctx.runtime.keyed(
+        [KeyedInput(source.df, source.schema, 0, table_key)],
+        handler=handler, output_schema=source.schema, name=step.ctx,
     )
     return source.with_df(df)
 

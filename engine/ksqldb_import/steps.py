@@ -9,6 +9,9 @@ ksqlDB shapes are fused because kspark's steps fold them in:
 - A ``tableFilterV1`` directly over an aggregation is HAVING: it becomes the kspark
   aggregate's ``having``.
 
+A ``tableFilterV1`` directly over a table-table join becomes ``tableFilterV3``: the join
+sends its old rows to the filter, so a miss deletes only a row that matched before.
+
 ksqlDB step versions whose behaviour no kspark step version has are reported as
 unsupported with the reason (``UNSUPPORTED_STEPS``); they need new kspark step versions.
 
@@ -222,7 +225,11 @@ def _filter(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         from dataclasses import replace
 
         return Imported(replace(inner, having=predicate), source.shape)
-    cls = S.TableFilter if node["@type"] == "tableFilterV1" else S.StreamFilter
+    cls: type[S.StreamFilter | S.TableFilter | S.TableFilterV3] = S.StreamFilter
+    if node["@type"] == "tableFilterV1":
+        # Kafka Streams' filter over a table-table join gets the join's old rows: a miss
+        # deletes only a row that matched before (tableFilterV3).
+        cls = S.TableFilterV3 if isinstance(inner, J.TableTableJoin) else S.TableFilter
     return Imported(cls(ctx=ctx, source=inner, predicate=predicate), source.shape)
 
 

@@ -213,6 +213,22 @@ class TableFilter(Step):
 
 @register_step
 @step_dataclass
+class TableFilterV3(Step):
+    """Keeps matching table rows; a row that does not match deletes the key's row only when
+    the key's last row matched.
+
+    Kafka Streams' filter over a table that sends its old values (a table-table join's
+    result): a change whose new and old rows both miss forwards nothing, where
+    ``tableFilterV1`` and ``tableFilterV2`` forward a delete for every miss.
+    """
+
+    TYPE: ClassVar[str] = "tableFilterV3"
+    source: Step
+    predicate: Expr
+
+
+@register_step
+@step_dataclass
 class StreamSelect(Step):
     """Projects each stream record onto new value columns, keeping the key columns."""
 

@@ -16,6 +16,7 @@ from engine.errors import InternalError
 from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.planner import logical as L
+from engine.planner import logical_join as LJ
 
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
@@ -92,7 +93,10 @@ def _source(node: L.SourceNode) -> S.Step:
 @rule(L.FilterNode)
 def _filter(node: L.FilterNode) -> S.Step:
     cls: type[S.Step]
-    if _NATIVE.get():
+    if isinstance(node.input, LJ.JoinNode) and node.input.kind == LJ.TABLE_TABLE:
+        # A table-table join sends its old rows: only a row that matched before is deleted.
+        cls = S.TableFilterV3
+    elif _NATIVE.get():
         cls = N.TableFilterV2 if node.input.is_table else N.StreamFilterV2
     else:
         cls = S.TableFilter if node.input.is_table else S.StreamFilter

@@ -83,6 +83,37 @@ def test_table_filter_turns_non_matching_rows_into_deletes(runtime):
     ]
 
 
+def test_table_filter_v3_deletes_only_rows_that_matched_before(spark):
+    runtime = BoundedRuntime(spark)
+    runtime.produce(
+        [
+            TopicRecord("input", "a", {"ID": 1, "NAME": "never"}, 10),  # miss, nothing before
+            TopicRecord("input", "a", {"ID": 2, "NAME": "never"}, 11),  # miss again: nothing
+            TopicRecord("input", "b", {"ID": 200, "NAME": "in"}, 20),
+            TopicRecord("input", "b", {"ID": 3, "NAME": "out"}, 21),  # matched before: delete
+            TopicRecord("input", "b", {"ID": 4, "NAME": "out"}, 22),  # miss after a delete
+            TopicRecord("input", "a", {"ID": 500, "NAME": "in"}, 23),
+            TopicRecord("input", "a", None, 24),  # delete of a row that matched: delete
+            TopicRecord("input", "b", None, 25),  # delete of a row that missed: nothing
+        ]
+    )
+    source = S.TableSource(ctx="KsqlTopic/Source", topic="input", formats=JSON_FORMATS, source_schema=SCHEMA)
+    predicate = E.Comparison(">", E.ColumnRef("ID"), E.Literal(100, T.INTEGER))
+    sink = S.TableSink(
+        ctx="KsqlTopic/Sink",
+        source=S.TableFilterV3(ctx="WhereFilter", source=source, predicate=predicate),
+        topic="output",
+        formats=JSON_FORMATS,
+    )
+    records = _run(runtime, sink)
+    assert [(r.key, r.value, r.timestamp) for r in records] == [
+        ("b", {"ID": 200, "NAME": "in"}, 20),
+        ("b", None, 21),
+        ("a", {"ID": 500, "NAME": "in"}, 23),
+        ("a", None, 24),
+    ]
+
+
 def test_flat_map_emits_one_record_per_element_in_order(runtime):
     explode = E.FunctionCall("EXPLODE", (E.CreateArray((E.ColumnRef("ID"), E.Literal(7, T.BIGINT))),))
     flat = S.StreamFlatMap(

@@ -304,6 +304,15 @@ def test_stream_table_and_table_table_joins_map_to_their_kspark_steps(kp: Any) -
     assert isinstance(step, J.TableTableJoin) and step.join_type == "FULL" and step.key_column == "ROWKEY"
 
 
+def test_a_table_filter_over_a_table_table_join_deletes_only_rows_that_matched(kp: Any) -> None:
+    left = _aliased(kp, kp.table_source(SOURCE, "left", "KafkaTopic_Left/Source"), "L", "Left", table=True)
+    right = _aliased(kp, kp.table_source(SOURCE, "right", "KafkaTopic_Right/Source"), "R", "Right", table=True)
+    join = kp.step("tableTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER")
+    where = kp.step("tableFilterV1", "WhereFilter", source=join, filterExpression="(R_QTY > 1)")
+    step = _chain(_root(kp, kp.sink(kp.select(where, ["R_QTY AS X"], None, table=True), table=True)))[2]
+    assert isinstance(step, S.TableFilterV3) and isinstance(step.source, J.TableTableJoin)
+
+
 def test_a_join_input_projection_that_is_not_a_prefix_is_unsupported(kp: Any) -> None:
     left = kp.select(kp.stream_source(SOURCE), ["UCASE(NAME) AS L_NAME"], ["L_ID"], ctx="PrependAliasLeft")
     right = _aliased(kp, kp.table_source(SOURCE, "right"), "R", "Right", table=True)

@@ -121,3 +121,25 @@ def test_saved_plans_apply_without_sql() -> None:
     replay.execute_plan(serde.loads_statement_plan(text))
     assert replay.source("COPY") is not None
     assert list(replay.queries) == ["CSAS_COPY_0"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "filter_type"),
+    [
+        # A table-table join sends its old rows: a miss deletes only a row that matched.
+        ("CREATE TABLE J AS SELECT A.ID, A.V, B.W FROM A JOIN B ON A.ID = B.ID WHERE A.V > 1;", "tableFilterV3"),
+        ("CREATE TABLE J AS SELECT A.ID, A.V, B.W FROM A LEFT JOIN B ON A.ID = B.ID WHERE B.W > 1;", "tableFilterV3"),
+        # A foreign-key join and a source table do not: every miss is a delete.
+        ("CREATE TABLE J AS SELECT A.ID, A.V, B.W FROM A JOIN B ON A.V = B.ID WHERE B.W > 1;", "tableFilterV2"),
+        ("CREATE TABLE J AS SELECT ID, V FROM A WHERE V > 1;", "tableFilterV2"),
+    ],
+)
+def test_a_table_filter_over_a_table_table_join_is_version_3(sql: str, filter_type: str) -> None:
+    engine = KsqlEngine()
+    for name in ("A", "B"):
+        engine.create_topic(TopicInfo(name.lower()))
+        engine.execute_sql(
+            f"CREATE TABLE {name} (ID INT PRIMARY KEY, V INT, W INT) WITH (kafka_topic='{name.lower()}', value_format='JSON');"
+        )
+    (result,) = engine.execute_sql(sql)
+    assert [s.TYPE for s in walk_steps(result.plan.query.root) if "Filter" in s.TYPE] == [filter_type]
