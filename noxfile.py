@@ -19,10 +19,17 @@ def tests(session: nox.Session) -> None:
     long kill -9 runs (``nox -s soak``). Two pytest-xdist workers, a test file each at a time:
     the suite waits on brokers, servers and streaming triggers more than it computes, so two
     share the 2 cores (13:40 in one process, 8:00 in two). Each worker starts its own
-    SparkSession, broker and registry.
+    SparkSession, broker and registry. Files go out in collection order
+    (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
+    tests first), which ``tests/conftest.py`` sets: the QTT cases and the verify test of the
+    planned cases, then the files with a test marked ``long``, then the rest. So the long
+    tests run beside the short ones instead of alone at the end.
     """
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "not cluster and not soak", "-n", "2", "--dist", "loadfile", *session.posargs)
+    session.run(
+        "pytest", "-m", "not cluster and not soak", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        *session.posargs,
+    )
 
 
 @nox.session(python=PYTHON)

@@ -17,6 +17,26 @@ def pytest_configure(config: pytest.Config) -> None:
     load_kafka_connector_by_default()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The test files holding a test marked ``long`` run right after the QTT cases and the
+    tests the qtt plugin puts with them, before every other file.
+
+    pytest-xdist (``--dist loadfile``) hands out test files in this order. A file of a
+    minute or two handed out last keeps one worker busy while the other has nothing left:
+    started early, it runs alongside the short tests instead.
+    """
+    from qtt.plugin import CASE_RUNS_FIXTURE, QttFileCollector
+
+    def rank(item: pytest.Item) -> int:
+        if isinstance(item.parent, QttFileCollector) or CASE_RUNS_FIXTURE in getattr(item, "fixturenames", ()):
+            return 0
+        return 1 if item.path in long_files else 2
+
+    long_files = {item.path for item in items if item.get_closest_marker("long") is not None}
+    items.sort(key=rank)  # stable: each rank keeps the collection order
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """The engine's shared local SparkSession (local[2], AQE off, UTC)."""

@@ -364,6 +364,7 @@ def _run_on_kafka(
     return results, leftover
 
 
+@pytest.mark.long
 def test_representative_project_cases_pass_on_kafka(kafka_broker: Any, schema_registry: Any, spark: Any) -> None:
     results, leftover = _run_on_kafka(kafka_broker.bootstrap_servers, spark, REPRESENTATIVE, schema_registry.url)
     assert [f"{r.case_id}: {r.reason}" for r in results if not r.passed] == []

@@ -60,6 +60,7 @@ def harness(kafka_broker: Any, schema_registry: Any, tmp_path_factory: pytest.Te
         yield opened
 
 
+@pytest.mark.long
 def test_the_project_registry_cases_pass(harness: RestHarness) -> None:
     assert harness.registry_url is not None
     cases = load_rest_file(CASES).cases

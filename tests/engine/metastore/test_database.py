@@ -12,6 +12,7 @@ import pytest
 from engine.engine import KsqlEngine
 from engine.errors import MetastoreError
 from engine.kafka.admin import TopicAdmin
+from engine.kafka.client import client_config
 from engine.metastore.database import (
     SOURCES,
     TYPES,
@@ -198,8 +199,8 @@ def test_a_non_owner_forwards_and_a_fenced_owner_answers_not_the_owner(kafka_bro
     zombie = owner._owned[SOURCES]
     from confluent_kafka import Producer
 
-    usurper = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers,
-                        "transactional.id": f"{service}-{owner.topics[SOURCES]}-0"})
+    usurper = Producer(client_config(kafka_broker.bootstrap_servers,
+                                     **{"transactional.id": f"{service}-{owner.topics[SOURCES]}-0"}))
     usurper.init_transactions(20)
     with pytest.raises(NotOwnerError, match="not the owner"):
         owner.write_as_owner(Write(SOURCES, "B", ROWS["B"]))

@@ -160,6 +160,7 @@ def _kafka_merge_order(inputs: Sequence[tuple[str, str | None, Any, int]], topic
     return [position for *_, position in sorted(keys)]
 
 
+@pytest.mark.long
 def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime(
     kafka_broker: Any, tmp_path: Path
 ) -> None:
@@ -301,6 +302,7 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
 # The V1 run is in the default suite. The native run (native sources and sinks, about 3 minutes
 # more) is marked soak and runs in ``nox -s soak``: both write through the same exactly-once
 # sink, whose replay rule was what lost records (issue 12; see tests/engine/runtime/test_kafka_sink.py).
+@pytest.mark.long
 @pytest.mark.parametrize(
     "native", [pytest.param(False, id="v1_steps"), pytest.param(True, id="native_steps", marks=pytest.mark.soak)]
 )

@@ -63,6 +63,7 @@ def test_a_jump_past_a_close_skips_the_window_only_with_retention(spark: Any, re
     assert got == _buffered(rows, 2, retention)
 
 
+@pytest.mark.long
 @settings(max_examples=15, deadline=None)
 @given(events=updates, grace=st.integers(0, 5), keep=st.booleans())
 def test_bounded_suppression_equals_the_kafka_buffer(spark: Any, events: list[tuple[str, int]], grace: int, keep: bool) -> None:

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaException, Producer
 from engine.commandlog import Command, CommandLog, QueuedCommand
 from engine.errors import CommandLogError
 from engine.kafka.admin import TopicAdmin
+from engine.kafka.client import client_config
 from engine.kafka.consume import read_topic
 
 
@@ -83,7 +84,9 @@ def test_a_zombie_producer_with_the_service_id_is_fenced_and_its_command_never_s
     log = _log(kafka_broker.bootstrap_servers, service)
     seen: list[QueuedCommand] = []
     log.replay(_applier(seen))
-    zombie = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers, "transactional.id": service})
+    # Its log goes to Python logging: the raised error's traceback keeps it alive to the end
+    # of the run, where it would print connection errors once the broker stops.
+    zombie = Producer(client_config(kafka_broker.bootstrap_servers, **{"transactional.id": service}))
     zombie.init_transactions(20)
     zombie.begin_transaction()
     zombie.produce(log.topic, key=b"zombie", value=_command("Z").value_bytes(), partition=0)

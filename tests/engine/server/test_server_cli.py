@@ -52,6 +52,7 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
         raise
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("extra", [(), ("--metastore", "command-topic")], ids=["default-tables", "command-topic"])
 def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topic(
     kafka_broker, tmp_path, extra: tuple[str, ...]

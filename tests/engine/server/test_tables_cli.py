@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from engine.metastore.database import SOURCES, MetastoreDatabase
 
@@ -51,6 +52,7 @@ def _create(name: str, topic: str) -> str:
     return f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);"
 
 
+@pytest.mark.long
 def test_servers_forward_ddl_to_the_owner_and_survive_its_kill_9(kafka_broker, tmp_path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     service_id = f"tcli_{uuid.uuid4().hex[:8]}"

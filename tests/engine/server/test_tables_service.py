@@ -236,6 +236,7 @@ def _sink_values(bootstrap: str, topic: str, expected: int, timeout: float = 180
     return values()
 
 
+@pytest.mark.long
 def test_an_insert_query_runs_stops_on_terminate_and_stays_stopped_after_a_restart(kafka_broker, service_id,
                                                                                    tmp_path, spark) -> None:
     from engine.kafka.admin import TopicAdmin
