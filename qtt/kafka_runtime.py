@@ -597,15 +597,17 @@ class KafkaHarness:
         """A harness on ``bootstrap_servers``, or on a broker started for it in a temp dir,
         and on the schema registry at ``registry_url``, or one started for it.
 
-        What it starts it stops at the end (the broker, the registry, and the SparkSession
-        unless ``spark`` was given), whatever happens; the temp dir (state dirs, the broker's
-        files) goes too.
+        What it starts it stops at the end (the broker, the registry, and the shared
+        SparkSession when it started it), whatever happens; the temp dir (state dirs, the
+        broker's files) goes too.
         """
         from engine.components.broker import Broker
         from engine.components.registry import SchemaRegistry
         from engine.kafka import check_connection
-        from engine.runtime.session import get_spark, stop_spark
+        from engine.runtime.session import get_spark, spark_started, stop_spark
 
+        # A session running before (a test run's, a caller's) is not this harness's to stop.
+        own_session = spark is None and not spark_started()
         work_dir = Path(tempfile.mkdtemp(prefix="qtt-kafka-"))
         broker: Broker | None = None
         registry: SchemaRegistry | None = None
@@ -631,7 +633,7 @@ class KafkaHarness:
         finally:
             if harness is not None:
                 harness.producer.close()
-            if spark is None:
+            if own_session:
                 stop_spark()
             if broker is not None:
                 broker.stop()

@@ -146,6 +146,11 @@ def _helpers_jar() -> str:
     return str(helpers_jar())
 
 
+def spark_started() -> bool:
+    """Whether the shared session is running (``stop_spark`` has not stopped it since)."""
+    return _session is not None
+
+
 def stop_spark() -> None:
     """Stop the shared session (end of a test run or CLI command)."""
     global _session

@@ -253,12 +253,14 @@ def test_properties_go_over_the_cases_own() -> None:
     assert seen == [{"kspark.native.steps": "false", "a": "1", "b": "2"}]
 
 
-def test_an_unreachable_broker_stops_the_run_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_broker_stops_the_run_with_one_line(capsys: pytest.CaptureFixture[str], spark: Any) -> None:
     argv = ["conformance", str(CASES), "--runtime", "kafka", "--bootstrap-servers", "127.0.0.1:1"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     # First, before a schema registry is fetched (on a new machine) or started for the run.
     assert err.startswith("qtt: Cannot reach the Kafka broker at 127.0.0.1:1"), err
+    # The session running before the run is not the run's to stop.
+    assert spark.range(3).count() == 3
 
 
 def test_the_report_records_the_runtime_and_the_sample(tmp_path: Path) -> None:

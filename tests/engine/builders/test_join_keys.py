@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from engine.builders.joins import _hashable, serialized_order
+from engine.builders.joins import hashable, serialized_order
 
 
 def test_keys_of_other_types_sort_by_their_text() -> None:
@@ -14,7 +14,7 @@ def test_keys_of_other_types_sort_by_their_text() -> None:
 
 
 def test_array_and_map_keys_become_hashable_and_stay_distinct() -> None:
-    a, b = _hashable([1, [2, 3]]), _hashable([1, [2, 4]])
+    a, b = hashable([1, [2, 3]]), hashable([1, [2, 4]])
     assert hash(a) != hash(b) and a != b
-    assert _hashable({"k": [1]}) == ("__map", (("k", ("__list", (1,))),))
-    assert _hashable([1]) != _hashable({"1": 1})
+    assert hashable({"k": [1]}) == ("__map", (("k", ("__list", (1,))),))
+    assert hashable([1]) != hashable({"1": 1})
