@@ -22,6 +22,7 @@ from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
 from engine.plan.steps_join import join_output_schema, prefixed
 from engine.planner import logical as L
 from engine.planner import logical_join as LJ
+from engine.serde.formats import SCHEMA_REGISTRY_FORMATS
 
 _JOIN_TEXT = {
     "INNER": "[INNER] JOIN",
@@ -381,7 +382,13 @@ def _check_windows(
         raise AnalysisError(
             f"Incompatible windowed sources.\nLeft source: {lw.type}\nRight source: {rw.type}\n{_SESSION_MIX}"
         )
-    if not (left_is_key and right_is_key) or lw != rw:
+    if not (left_is_key and right_is_key):
+        raise AnalysisError(_REPARTITION_WINDOWED)
+    # Windows of another type or size mean another key format, and a key join of windowed
+    # sources can only repartition into the left's key format when that is a schema-registry
+    # format: ksqlDB repartitions both sides then anyway, keeping the window start in the key
+    # (sides join on key and window start).
+    if lw != rw and left.sources[-1].formats.key_format not in SCHEMA_REGISTRY_FORMATS:
         raise AnalysisError(_REPARTITION_WINDOWED)
 
 

@@ -180,3 +180,26 @@ def test_invalid_joins_are_rejected_with_ksqldb_messages(
         analyze(sql, store)
     assert message in str(info.value)
 
+
+
+@pytest.mark.parametrize(
+    ("key_format", "allowed"), [("JSON_SR", True), ("AVRO", True), ("KAFKA", False), ("JSON", False)]
+)
+def test_a_key_join_of_windows_of_other_sizes_needs_a_schema_registry_key_format(
+    key_format: str, allowed: bool
+) -> None:
+    # Another window size is another key format: only a schema-registry key format repartitions
+    # both sides into the left's (the window start stays in the key), as ksqlDB does.
+    fmt = Formats(key_format=key_format, value_format="JSON")
+    store = InMemoryMetaStore()
+    store.put(source("HOP", "STREAM", "ID INT KEY, V INT", fmt=fmt,
+                     window=WindowInfo(type="HOPPING", size_ms=5000)))
+    store.put(source("TUMB2", "STREAM", "ID INT KEY, V INT", fmt=fmt, window=WindowInfo(type="TUMBLING", size_ms=2000)))
+    on_key = "SELECT * FROM HOP H JOIN TUMB2 T WITHIN 1 MINUTE ON H.ID = T.ID;"
+    if allowed:
+        assert isinstance(analyze(on_key, store).node, JoinNode)
+    else:
+        with pytest.raises(AnalysisError, match="Implicit repartitioning of windowed sources"):
+            analyze(on_key, store)
+    with pytest.raises(AnalysisError, match="Implicit repartitioning of windowed sources"):
+        analyze("SELECT * FROM HOP H JOIN TUMB2 T WITHIN 1 MINUTE ON H.ID = T.V;", store)
