@@ -16,10 +16,9 @@ def tests(session: nox.Session) -> None:
     """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
 
     The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
-    long kill -9 runs (``nox -s soak``). Two pytest-xdist workers, a test file each at a time:
-    the suite waits on brokers, servers and streaming triggers more than it computes, so two
-    share the 2 cores (13:40 in one process, 8:00 in two). Each worker starts its own
-    SparkSession, broker and registry. Files go out in collection order
+    long kill -9 runs (``nox -s soak``). Two pytest-xdist workers, a test file each at a time,
+    one per core (three or four were no faster: the two cores are 85% busy with two). Each
+    worker starts its own SparkSession, broker and registry. Files go out in collection order
     (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
     tests first), which ``tests/conftest.py`` sets: the QTT cases and the verify test of the
     planned cases, then the files with a test marked ``long``, then the rest. So the long

@@ -160,9 +160,10 @@ def pytest_collection_modifyitems(
 
     The QTT cases go first and those tests right after them, before every other test: such
     a test (``qtt plans verify`` over the committed planned cases) is long, and under
-    pytest-xdist, which hands out test files in this order, it then runs alongside the rest
-    of the suite on the other workers instead of alone at the end. It gets the runs of the
-    QTT cases its own worker ran.
+    pytest-xdist with ``--no-loadscope-reorder``, which hands out test files in this order, it
+    then runs alongside the rest of the suite on the other workers instead of alone at the
+    end (by default pytest-xdist hands out the files with the most tests first). It gets the
+    runs of the QTT cases its own worker ran.
     """
     users = [i for i in items if CASE_RUNS_FIXTURE in getattr(i, "fixturenames", ())]
     if not users or config.getoption("qtt_update"):
