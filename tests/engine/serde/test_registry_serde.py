@@ -175,3 +175,12 @@ def test_a_serde_without_columns_gets_no_wire_serde() -> None:
 
 def test_header_is_magic_byte_and_big_endian_id() -> None:
     assert split_header(b"\x00" + struct.pack(">i", 258) + b"x", "value") == (258, b"x")
+
+
+def test_a_registry_clients_error_is_quoted_by_its_first_line_cut_to_300_characters() -> None:
+    from engine.serde.registry import _message
+
+    assert _message(ValueError("Subject not found\n  at line 2")) == "Subject not found"
+    assert _message(KeyError()) == "KeyError"
+    cut = _message(RuntimeError("x" * 400))
+    assert cut == "x" * 297 + "..." and len(cut) == 300

@@ -31,6 +31,15 @@ def test_key_format_none_cannot_carry_key_columns() -> None:
         key_serde(FormatInfo("NONE"), [column])
 
 
+def test_values_are_described_by_their_json_type() -> None:
+    from decimal import Decimal
+
+    assert describe(Decimal("1.50")) == "number Decimal('1.50')"
+    assert describe(True) == "boolean True"
+    assert describe([1]) == "array [1]"
+    assert describe(b"\x01") == "bytes b'\\x01'"
+
+
 def test_long_values_are_cut_to_80_characters_in_messages() -> None:
     assert describe("x" * 78) == "string " + repr("x" * 78)
     cut = describe("x" * 79)  # repr adds quotes: 81 characters
