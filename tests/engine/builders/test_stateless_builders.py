@@ -65,16 +65,20 @@ def test_stream_null_values_pass_through_as_null_values(runtime):
     assert [(r.key, r.value is None) for r in records] == [("a", False), ("b", False), ("c", True), ("d", False)]
 
 
-def test_table_filter_turns_non_matching_rows_into_deletes(runtime):
+def _id_over_100(filter_step: type[S.TableFilter | S.TableFilterV3]) -> S.TableSink:
+    """A table of topic ``input`` filtered on ``ID > 100`` by ``filter_step``, into ``output``."""
     source = S.TableSource(ctx="KsqlTopic/Source", topic="input", formats=JSON_FORMATS, source_schema=SCHEMA)
     predicate = E.Comparison(">", E.ColumnRef("ID"), E.Literal(100, T.INTEGER))
-    sink = S.TableSink(
+    return S.TableSink(
         ctx="KsqlTopic/Sink",
-        source=S.TableFilter(ctx="WhereFilter", source=source, predicate=predicate),
+        source=filter_step(ctx="WhereFilter", source=source, predicate=predicate),
         topic="output",
         formats=JSON_FORMATS,
     )
-    records = _run(runtime, sink)
+
+
+def test_table_filter_turns_non_matching_rows_into_deletes(runtime):
+    records = _run(runtime, _id_over_100(S.TableFilter))
     assert [(r.key, r.value) for r in records] == [
         ("a", None),
         ("b", {"ID": 200, "NAME": "two hundred"}),
@@ -97,15 +101,7 @@ def test_table_filter_v3_deletes_only_rows_that_matched_before(spark):
             TopicRecord("input", "b", None, 25),  # delete of a row that missed: nothing
         ]
     )
-    source = S.TableSource(ctx="KsqlTopic/Source", topic="input", formats=JSON_FORMATS, source_schema=SCHEMA)
-    predicate = E.Comparison(">", E.ColumnRef("ID"), E.Literal(100, T.INTEGER))
-    sink = S.TableSink(
-        ctx="KsqlTopic/Sink",
-        source=S.TableFilterV3(ctx="WhereFilter", source=source, predicate=predicate),
-        topic="output",
-        formats=JSON_FORMATS,
-    )
-    records = _run(runtime, sink)
+    records = _run(runtime, _id_over_100(S.TableFilterV3))
     assert [(r.key, r.value, r.timestamp) for r in records] == [
         ("b", {"ID": 200, "NAME": "in"}, 20),
         ("b", None, 21),
