@@ -76,6 +76,11 @@ def build_stream_filter(step: StreamFilter, *, source: Built, ctx: BuildContext)
     return source.with_df(df)
 
 
+def _as_delete(row: dict[str, Any], value_names: Sequence[str]) -> dict[str, Any]:
+    """``row`` as the delete of its key: flagged deleted, its value columns NULL."""
+    return {**row, R.DELETED: True, **dict.fromkeys(value_names)}
+
+
 @builds(TableFilter)
 def build_table_filter(step: TableFilter, *, source: Built, ctx: BuildContext) -> Built:
     holds = _predicate(step, source, ctx)
@@ -84,11 +89,7 @@ def build_table_filter(step: TableFilter, *, source: Built, ctx: BuildContext) -
     def keep_or_delete(row: dict[str, Any]) -> list[dict[str, Any]]:
         if row[R.DELETED] or holds(row):
             return [row]
-        deleted = dict(row)
-        deleted[R.DELETED] = True
-        for n in value_names:
-            deleted[n] = None
-        return [deleted]
+        return [_as_delete(row, value_names)]
 
     df = R.map_rows(
         source.df, input_schema=source.schema, output_schema=source.schema, fn=keep_or_delete, name=step.ctx
@@ -113,10 +114,7 @@ class MatchedBeforeHandler:
             return [row]
         if not matched_before:
             return []
-        deleted = {**row, R.DELETED: True}
-        for n in self.value_names:
-            deleted[n] = None
-        return [deleted]
+        return [_as_delete(row, self.value_names)]
 
 
 @builds(TableFilterV3)
