@@ -494,3 +494,27 @@ def test_a_refused_statement_of_a_file_is_placed_at_its_line_in_the_file(kafka_b
         app.submit(sql)
     assert str(info.value) == "Line: 4, Col: 5: SELECT column 'NOPE' cannot be resolved."
     assert [s.text.split(" (")[0] for s in app.saved] == ["CREATE STREAM S"]  # the first one stays applied
+
+
+def test_sources_fetch_for_latency_and_the_described_plan_leaves_that_out(spark: Any) -> None:
+    """A source's consumer waits at most ``SOURCE_TUNING``'s 10 ms for an empty fetch (500 ms
+    by default, which every batch of a quiet stream waited); what the query's checkpoint
+    depends on (its described streaming plan) does not name the setting."""
+    from engine.application import build_streaming_query
+    from engine.runtime.kafka import SOURCE_TUNING
+
+    engine = KsqlEngine({})
+    engine.create_topic(TopicInfo("quiet", partitions=1))
+    engine.execute_sql(
+        "CREATE STREAM QUIET (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='quiet', VALUE_FORMAT='JSON');\n"
+        "CREATE STREAM OUT AS SELECT ID, N + 1 AS M FROM QUIET;"
+    )
+    query = engine.query_order()[0]
+    built = build_streaming_query(engine, query, spark, "broker:9092", tasks=1)
+    analysed = str(built.records._jdf.queryExecution().analyzed().toString())
+    assert SOURCE_TUNING == {"kafka.fetch.max.wait.ms": "10"}
+    assert "kafka.fetch.max.wait.ms=10" in analysed and "kafka.fetch.max.wait.ms -> 10" in analysed
+    described = built.describe()
+    assert "fetch.max.wait" not in described
+    assert "kafka.isolation.level=read_committed" in described and "failOnDataLoss=false" in described
+    assert ", ]" not in described and ", )" not in described and "[, " not in described
