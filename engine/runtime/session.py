@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from engine.errors import InternalError
 from engine.runtime.jvm_lookups import cache_jvm_lookups
+from engine.runtime.spark_home import use_spark_home
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
@@ -108,6 +109,7 @@ def get_spark(
         for key, value in conf.items():
             builder = builder.config(key, value)
         cache_jvm_lookups()
+        use_spark_home()
         _session = builder.getOrCreate()
         _session_has_kafka = kafka
         _session.sparkContext.setLogLevel("FATAL")
