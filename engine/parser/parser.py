@@ -358,8 +358,16 @@ def _syntax_error(exc: UnexpectedInput, text: str, chunk: _Chunk) -> ParseError:
         )
     expected = _expected(exc)
     tail = f": expected {expected}." if expected else "."
+    # ksqlDB's words first (its parser's "Syntax Error", and ANTLR's recovery message when one
+    # token is missing), then what kspark met and expected.
+    missing = None
+    if expected and _WORD.fullmatch(expected):  # one keyword
+        missing = f"'{expected}'"
+    elif expected and expected.startswith("'"):  # one punctuation token
+        missing = expected
+    head = "Syntax Error" + (f"\nmissing {missing} at '{offending}'" if missing else "")
     return ParseError(
-        f"Syntax error at or near {at} at line {whole_line}:{whole_col}{tail}",
+        f"{head}\nSyntax error at or near {at} at line {whole_line}:{whole_col}{tail}",
         line=whole_line,
         column=whole_col,
         snippet=snippet,

@@ -52,7 +52,8 @@ def statement_failure(exc: KsqlError, text: str) -> str:
         return str(exc)
     where = f"line {exc.line}:{exc.column}" if exc.line is not None else ""
     if exc.syntax:
-        if exc.reason.startswith("Syntax Error"):  # already ksqlDB's words (an unknown statement)
+        if exc.reason.startswith("Syntax Error\nUnknown statement"):  # ksqlDB's words alone
             return f"{where}: {exc.reason}" if where else exc.reason
-        return f"{where + ': ' if where else ''}Syntax Error\n\nStatement: {text.strip()}\n{exc.reason}"
+        detail = exc.reason.removeprefix("Syntax Error\n")
+        return f"{where + ': ' if where else ''}Syntax Error\n\nStatement: {text.strip()}\n{detail}"
     return f"Failed to prepare statement: {exc.reason}" + (f" ({where})" if where else "")

@@ -113,6 +113,13 @@ def test_a_clause_out_of_the_grammar_is_ksqldb_syntax_error_then_kspark_detail()
     assert "Syntax error at or near 'BY'" in message
 
 
+def test_a_missing_token_on_the_server_follows_the_statement_once() -> None:
+    text = "SELECT * FROM TRIPS WHERE (KM > 1;"
+    message = _failure(text)
+    assert message.startswith(f"line 1:34: Syntax Error\n\nStatement: {text}\nmissing ')' at ';'\n")
+    assert message.count("Syntax Error") == 1
+
+
 def test_an_unknown_statement_keeps_its_syntax_error_words() -> None:
     message = _failure("RUN SCRIPT 'x.sql';")
     assert message.startswith("line 1:1: Syntax Error\nUnknown statement 'RUN'")

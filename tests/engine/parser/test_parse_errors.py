@@ -22,6 +22,22 @@ def test_misspelt_keyword_points_at_the_token_and_lists_expected() -> None:
     assert "FROM" in str(err)
 
 
+def test_a_syntax_error_starts_with_ksqldb_words_then_says_what_kspark_met_and_expected() -> None:
+    err = error_of("CREATE TABLE T AS SELECT COUNT(*) FROM S\n  GROUP BY DATA AND ID;")
+    assert err.reason.split("\n") == [
+        "Syntax Error",
+        "Syntax error at or near 'AND' at line 2:17: expected one of EMIT, HAVING, LIMIT, PARTITION, ',', ';', '||'.",
+    ]
+    assert str(err).startswith("line 2:17: Syntax Error\nSyntax error at or near 'AND' at line 2:17")
+
+
+def test_one_missing_token_is_named_as_antlr_recovery_names_it() -> None:
+    err = error_of("CREATE TABLE T AS SELECT F1, COUNT(*) FROM S GROUP BY F3, (F2, F1);")
+    assert str(err).startswith("line 1:62: Syntax Error\nmissing ')' at ','\nSyntax error at or near ','")
+    at_end = error_of("SELECT * FROM S WHERE (X > 1")
+    assert "Syntax Error\nmissing ')' at '<EOF>'\n" in str(at_end)
+
+
 def test_positions_are_relative_to_the_whole_text() -> None:
     err = error_of(
         "CREATE STREAM a (x INT) WITH (kafka_topic='a');\nSELECT CAST(x AS NULL) FROM a;"
@@ -104,3 +120,9 @@ def test_unexpected_character_is_reported() -> None:
 
 def test_formatter_reserved_words_match_the_grammar() -> None:
     assert reserved_words() == RESERVED_WORDS
+
+
+def test_a_missing_keyword_is_quoted_and_a_missing_kind_of_token_is_not_called_missing() -> None:
+    assert "Syntax Error\nmissing 'BY' at 'X'\n" in str(error_of("SELECT * FROM S PARTITION X;"))
+    err = error_of("CREATE STREAM S (X INT) WITH (KAFKA_TOPIC=);")
+    assert err.reason.startswith("Syntax Error\nSyntax error at or near ')'") and "missing" not in err.reason
