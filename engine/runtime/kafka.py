@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import pickle
 import re
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,7 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
+from engine.runtime.lazy_processor import MAP, VALUE, LazyProcessor, StateVariable, register
 from engine.runtime.running import RunningCall, run_group, run_task
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 from engine.serde.windowed import (
@@ -202,7 +203,7 @@ class KafkaRuntime:
         processor = KeyedTaskProcessor(KeyedTask(handler, sides, closes), tuple(tasks.columns))
         self._describe(name, processor, f"{type(handler).__name__}, {sides} sides, closes={closes}")
         processed = tasks.groupBy(TASK).transformWithStateInPandas(
-            statefulProcessor=processor,
+            statefulProcessor=LazyProcessor(processor),
             outputStructType=OUT_SCHEMA,
             outputMode="Append",
             timeMode="None",
@@ -248,7 +249,7 @@ class KafkaRuntime:
             f"grouped by {', '.join(key_columns)}; state: {processor.STATE}"
         )
         return df.groupBy(*key_columns).transformWithStateInPandas(
-            statefulProcessor=processor,
+            statefulProcessor=LazyProcessor(processor),
             outputStructType=output,
             outputMode="Append",
             timeMode="None",
@@ -267,7 +268,7 @@ class KafkaRuntime:
         with_previous = "; each record with its group's previous results" if previous else ""
         self._describe(name, processor, f"{functions}; groups by {', '.join(key_columns)}{with_previous}")
         return self._task_of(df, *key_columns).groupBy(TASK).transformWithStateInPandas(
-            statefulProcessor=processor,
+            statefulProcessor=LazyProcessor(processor),
             outputStructType=output,
             outputMode="Append",
             timeMode="None",
@@ -302,7 +303,7 @@ class KafkaRuntime:
         retention = "" if retention_ms is None else f", retention {retention_ms} ms"
         self._describe(name, processor, f"grace {grace_ms} ms{retention}")
         processed = tasks.groupBy(TASK).transformWithStateInPandas(
-            statefulProcessor=processor,
+            statefulProcessor=LazyProcessor(processor),
             outputStructType=OUT_SCHEMA,
             outputMode="Append",
             timeMode="None",
@@ -554,15 +555,20 @@ class KeyedTaskProcessor(StatefulProcessor):
     """A keyed step's task in Spark's state store: group states, clock, outer-join entries."""
 
     STATE = "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>"
+    STATE_VARIABLES = (
+        StateVariable("groups", MAP, BLOB, GROUP_KEY), StateVariable("clock", VALUE, BLOB),
+        StateVariable("outer", VALUE, BLOB),
+    )
 
     def __init__(self, task: KeyedTask, columns: tuple[str, ...]) -> None:
         self.task = task
         self.columns = columns
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.groups = handle.getMapState("groups", GROUP_KEY, BLOB)
-        self.clock = handle.getValueState("clock", BLOB)
-        self.outer = handle.getValueState("outer", BLOB)
+        self.attach(register(handle, self.STATE_VARIABLES))
+
+    def attach(self, handles: Mapping[str, Any]) -> None:
+        self.groups, self.clock, self.outer = handles["groups"], handles["clock"], handles["outer"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         envelopes = [
@@ -591,6 +597,7 @@ class RunningAggregateProcessor(StatefulProcessor):
     """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state store."""
 
     STATE = "running ValueState<b binary>"
+    STATE_VARIABLES = (StateVariable("running", VALUE, BLOB),)
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
@@ -602,7 +609,10 @@ class RunningAggregateProcessor(StatefulProcessor):
         self.output = tuple(output.fieldNames())
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.state = handle.getValueState("running", BLOB)
+        self.attach(register(handle, self.STATE_VARIABLES))
+
+    def attach(self, handles: Mapping[str, Any]) -> None:
+        self.state = handles["running"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         frame = _one_frame(rows, self.columns)
@@ -625,6 +635,7 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
     store: each group's state in a MapState keyed by the group's key."""
 
     STATE = "groups MapState<g binary, b binary>"
+    STATE_VARIABLES = (StateVariable("groups", MAP, BLOB, GROUP_KEY),)
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
@@ -637,7 +648,10 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
         self.previous = previous
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.groups = handle.getMapState("groups", GROUP_KEY, BLOB)
+        self.attach(register(handle, self.STATE_VARIABLES))
+
+    def attach(self, handles: Mapping[str, Any]) -> None:
+        self.groups = handles["groups"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         frame = _one_frame(rows, self.columns)
@@ -656,6 +670,7 @@ class SuppressProcessor(StatefulProcessor):
     """EMIT FINAL's buffer for one task, in Spark's state store."""
 
     STATE = "buffer ValueState<b binary>"
+    STATE_VARIABLES = (StateVariable("buffer", VALUE, BLOB),)
 
     def __init__(self, grace_ms: int, columns: tuple[str, ...], retention_ms: int | None = None) -> None:
         self.grace_ms = grace_ms
@@ -663,7 +678,10 @@ class SuppressProcessor(StatefulProcessor):
         self.retention_ms = retention_ms
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        self.buffer = handle.getValueState("buffer", BLOB)
+        self.attach(register(handle, self.STATE_VARIABLES))
+
+    def attach(self, handles: Mapping[str, Any]) -> None:
+        self.buffer = handles["buffer"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         updates = [
