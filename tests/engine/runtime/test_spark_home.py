@@ -69,3 +69,19 @@ def test_the_shared_sessions_workers_import_pyspark_compiled(spark: SparkSession
     (row,) = spark.range(1).mapInArrow(loader, "loader string, path string").collect()
     assert row.loader == "SourceFileLoader", row
     assert f"{ARCHIVE}{os.sep}pyspark" in row.path and Path(row.path).resolve() == installed_spark_home() / "__init__.py"
+
+
+def test_processes_making_the_home_at_once_get_the_same_one_and_leave_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest-xdist's workers start their sessions together on a fresh cache.
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    script = (
+        "import sys; from pathlib import Path; from engine.runtime.spark_home import spark_home; "
+        "print(spark_home(Path(sys.argv[1])))"
+    )
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+            for _ in range(4)]
+    homes = {run.communicate(timeout=60)[0].strip() for run in runs}
+    assert len(homes) == 1 and homes != {"None"}
+    assert [p.name for p in (tmp_path / "spark-home").iterdir()] == [Path(homes.pop()).name]
