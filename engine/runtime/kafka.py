@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import pickle
 import re
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,6 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from engine.errors import KsqlError
 from engine.plan.schema import LogicalSchema
@@ -51,7 +50,13 @@ from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
-from engine.runtime.lazy_processor import MAP, VALUE, LazyProcessor, StateVariable, register
+from engine.runtime.lazy_processor import (
+    MAP,
+    VALUE,
+    DeclaredStateProcessor,
+    LazyProcessor,
+    StateVariable,
+)
 from engine.runtime.running import RunningCall, run_group, run_task
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
 from engine.serde.windowed import (
@@ -551,24 +556,20 @@ def _named(frames: Iterator[pd.DataFrame], columns: tuple[str, ...]) -> Iterator
         yield frame
 
 
-class KeyedTaskProcessor(StatefulProcessor):
+class KeyedTaskProcessor(DeclaredStateProcessor):
     """A keyed step's task in Spark's state store: group states, clock, outer-join entries."""
 
-    STATE = "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>"
     STATE_VARIABLES = (
         StateVariable("groups", MAP, BLOB, GROUP_KEY), StateVariable("clock", VALUE, BLOB),
         StateVariable("outer", VALUE, BLOB),
     )
+    groups: Any
+    clock: Any
+    outer: Any
 
     def __init__(self, task: KeyedTask, columns: tuple[str, ...]) -> None:
         self.task = task
         self.columns = columns
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.attach(register(handle, self.STATE_VARIABLES))
-
-    def attach(self, handles: Mapping[str, Any]) -> None:
-        self.groups, self.clock, self.outer = handles["groups"], handles["clock"], handles["outer"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         envelopes = [
@@ -593,11 +594,11 @@ class KeyedTaskProcessor(StatefulProcessor):
         pass
 
 
-class RunningAggregateProcessor(StatefulProcessor):
+class RunningAggregateProcessor(DeclaredStateProcessor):
     """One grouping key's running aggregates (``engine.runtime.running``) in Spark's state store."""
 
-    STATE = "running ValueState<b binary>"
     STATE_VARIABLES = (StateVariable("running", VALUE, BLOB),)
+    running: Any
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
@@ -608,18 +609,12 @@ class RunningAggregateProcessor(StatefulProcessor):
         self.columns = columns
         self.output = tuple(output.fieldNames())
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.attach(register(handle, self.STATE_VARIABLES))
-
-    def attach(self, handles: Mapping[str, Any]) -> None:
-        self.state = handles["running"]
-
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         frame = _one_frame(rows, self.columns)
         if frame.empty:
             return
-        out, state = run_group(self.calls, self.key_columns, frame, _load(self.state, None))
-        self.state.update((pickle.dumps(state),))
+        out, state = run_group(self.calls, self.key_columns, frame, _load(self.running, None))
+        self.running.update((pickle.dumps(state),))
         # Lists (MIN/MAX with NULLs, __seq) stay Python objects: a float column would lose integers.
         yield pd.DataFrame(
             {name: pd.Series(v, dtype=object) if isinstance(v, list) else v
@@ -630,12 +625,12 @@ class RunningAggregateProcessor(StatefulProcessor):
         pass
 
 
-class RunningAggregateTaskProcessor(StatefulProcessor):
+class RunningAggregateTaskProcessor(DeclaredStateProcessor):
     """One task's running aggregates (``engine.runtime.running.run_task``) in Spark's state
     store: each group's state in a MapState keyed by the group's key."""
 
-    STATE = "groups MapState<g binary, b binary>"
     STATE_VARIABLES = (StateVariable("groups", MAP, BLOB, GROUP_KEY),)
+    groups: Any
 
     def __init__(
         self, calls: tuple[RunningCall, ...], key_columns: tuple[str, ...], columns: tuple[str, ...],
@@ -646,12 +641,6 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
         self.columns = columns
         self.output = tuple(output.fieldNames())
         self.previous = previous
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.attach(register(handle, self.STATE_VARIABLES))
-
-    def attach(self, handles: Mapping[str, Any]) -> None:
-        self.groups = handles["groups"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         frame = _one_frame(rows, self.columns)
@@ -666,22 +655,16 @@ class RunningAggregateTaskProcessor(StatefulProcessor):
         pass
 
 
-class SuppressProcessor(StatefulProcessor):
+class SuppressProcessor(DeclaredStateProcessor):
     """EMIT FINAL's buffer for one task, in Spark's state store."""
 
-    STATE = "buffer ValueState<b binary>"
     STATE_VARIABLES = (StateVariable("buffer", VALUE, BLOB),)
+    buffer: Any
 
     def __init__(self, grace_ms: int, columns: tuple[str, ...], retention_ms: int | None = None) -> None:
         self.grace_ms = grace_ms
         self.columns = columns
         self.retention_ms = retention_ms
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.attach(register(handle, self.STATE_VARIABLES))
-
-    def attach(self, handles: Mapping[str, Any]) -> None:
-        self.buffer = handles["buffer"]
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         updates = [

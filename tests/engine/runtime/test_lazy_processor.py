@@ -92,3 +92,18 @@ def test_unpickling_a_lazy_processor_imports_neither_the_engine_runtime_nor_pand
     )
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert found.strip() == "[]"
+
+
+def test_the_state_text_streaming_plans_keep_is_derived_from_the_declared_variables() -> None:
+    assert KeyedTaskProcessor.STATE == (
+        "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>"
+    )
+    assert RunningAggregateProcessor.STATE == "running ValueState<b binary>"
+    assert RunningAggregateTaskProcessor.STATE == "groups MapState<g binary, b binary>"
+    assert SuppressProcessor.STATE == "buffer ValueState<b binary>"
+
+
+def test_attach_sets_each_handle_as_the_attribute_of_its_variable() -> None:
+    processor = SuppressProcessor(0, ("a",))
+    processor.init(Handle())
+    assert processor.buffer == "handle of buffer"
