@@ -43,7 +43,14 @@ from engine.parser import parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
 from engine.plan.steps import StreamSink, TableSink
-from engine.plan.steps_native import StreamSinkV2, StreamSinkV3, TableSinkV2, TableSinkV3
+from engine.plan.steps_native import (
+    StreamSinkV2,
+    StreamSinkV3,
+    StreamSinkV4,
+    TableSinkV2,
+    TableSinkV3,
+    TableSinkV4,
+)
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
@@ -362,9 +369,13 @@ def build_streaming_query(
         spark, bootstrap_servers, tasks=tasks, starting_offsets=starting_offsets, query_id=query.query_id,
         registry_url=None if registry_url is None else str(registry_url),
     )
-    built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config))
+    # A registry of the engine's own (the QTT harness's in-process one) when the config names none.
+    build_registry = registry_url or engine.schema_registry_url
+    built = build(query.root, BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config,
+                                           registry_url=None if build_registry is None else str(build_registry)))
     sink_step = query.root
-    if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2 | StreamSinkV3 | TableSinkV3):
+    if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2 | StreamSinkV3 | TableSinkV3
+                      | StreamSinkV4 | TableSinkV4):
         raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
     sink = engine.metastore.get(query.sink)
     key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)

@@ -356,7 +356,8 @@ class KsqlEngine:
         outputs: dict[str, list[TopicRecord]] = {}
         for query in self._query_order():
             self._create_internal_topics(query)
-            ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.config)
+            ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=self.config,
+                               registry_url=self.schema_registry_url)
             built = build(query.root, ctx)
             topic = self.metastore.get(query.sink)
             sink_topic = topic.topic if topic is not None else query.sink

@@ -47,7 +47,8 @@ def explain_queries(engine: KsqlEngine, *, physical_plan: bool = True) -> list[Q
     out = []
     runtime = engine.runtime()
     for query in engine.query_order():
-        ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config)
+        ctx = BuildContext(runtime=runtime, query_id=query.query_id, config=engine.config,
+                           registry_url=engine.schema_registry_url)
         order: list[Step] = []
         with collecting_reports() as reports, observing_builds(_appender(order)):
             built = build(query.root, ctx)

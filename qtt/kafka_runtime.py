@@ -235,7 +235,8 @@ class SourceSerdes:
         return TopicRecord(
             topic=topic,
             key=self.key.from_bytes(key_bytes),
-            value=self.value.from_bytes(record.value),
+            # As a consumer of the topic reads it: every field of the writer's registered schema.
+            value=getattr(self.value, "read_as_written", self.value.from_bytes)(record.value),
             timestamp=record.timestamp,
             partition=record.partition,
             window=window,

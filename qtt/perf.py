@@ -96,6 +96,8 @@ _V1 = {
     N.TableSourceV3: S.TableSource,
     N.StreamSinkV3: S.StreamSink,
     N.TableSinkV3: S.TableSink,
+    N.StreamSinkV4: S.StreamSink,
+    N.TableSinkV4: S.TableSink,
     N.StreamGroupByV2: A.StreamGroupBy,
     N.StreamGroupByKeyV2: A.StreamGroupByKey,
     N.TableGroupByV2: A.TableGroupBy,

@@ -25,6 +25,12 @@ class BuildContext:
     runtime: Runtime
     query_id: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    # The schema registry of a run whose config names none (the QTT harness's in-process one).
+    registry_url: str | None = None
+
+    def schema_registry_url(self) -> str | None:
+        """The registry the query's formats read and write schemas with, if any."""
+        return self.registry_url or self.config.get("ksql.schema.registry.url") or None
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,13 @@ from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.steps_native import (
     StreamSinkV2,
     StreamSinkV3,
+    StreamSinkV4,
     StreamSourceV2,
     StreamSourceV3,
     StreamSourceV4,
     TableSinkV2,
     TableSinkV3,
+    TableSinkV4,
     TableSourceV2,
     TableSourceV3,
 )
@@ -84,7 +86,7 @@ _FIELD = "__v"  # the field an unwrapped JSON value is read as
 SourceStep = StreamSourceV2 | TableSourceV2
 SinkStep = StreamSinkV2 | TableSinkV2
 AnySourceStep = SourceStep | StreamSourceV3 | TableSourceV3 | StreamSourceV4
-AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3
+AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
 
 
 # --------------------------------------------------------------------------- what is native

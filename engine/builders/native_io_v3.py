@@ -57,9 +57,11 @@ from engine.plan.steps import Step
 from engine.plan.steps_native import (
     PARTITION_ORDER_CONSUMERS,
     StreamSinkV3,
+    StreamSinkV4,
     StreamSourceV3,
     StreamSourceV4,
     TableSinkV3,
+    TableSinkV4,
     TableSourceV3,
 )
 from engine.runtime import rows as R
@@ -68,7 +70,8 @@ from engine.runtime.convert import spark_type
 from engine.serde import RecordSerde
 
 SourceStep = StreamSourceV3 | TableSourceV3
-SinkStep = StreamSinkV3 | TableSinkV3
+# (``streamSinkV4``/``tableSinkV4`` build as these when they write no registered schema's extra fields.)
+SinkStep = StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
 _KEYS_SEPARATOR = "\u0000"
 
 

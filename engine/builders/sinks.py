@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 from engine.builders.context import BuildContext, Built, log_processing_error
@@ -14,8 +15,16 @@ from engine.plan.schema import Namespace
 from engine.plan.steps import StreamSink, TableSink
 from engine.runtime import rows as R
 
+# What a later sink version does to a record's serialised (key, value) before it is written.
+Conform = Callable[[Any, Any], tuple[Any, Any]]
 
-def _build_sink(step: StreamSink | TableSink, source: Built, ctx: BuildContext) -> Built:
+
+def build_python_sink(
+    step: StreamSink | TableSink, source: Built, ctx: BuildContext, conform: Conform | None = None
+) -> Built:
+    """The V1 sink of ``step``: rows serialised in Python, key and value in QTT form. With
+    ``conform``, each serialised ``(key, value)`` goes through it before it is written (a
+    later sink version's extra work; V1 itself passes none)."""
     schema = source.schema
     key_serde, value_serde = serdes_for(step.formats, schema.columns)
     key_names = [c.name for c in schema.key]
@@ -32,6 +41,8 @@ def _build_sink(step: StreamSink | TableSink, source: Built, ctx: BuildContext) 
         except KsqlError as exc:
             log_processing_error(query_id, where, f"Failed to serialise the record: {exc}")
             return []
+        if conform is not None:
+            key, value = conform(key, value)
         ts = row[R.ROWTIME]
         if extract_ts is not None and not row[R.DELETED]:
             try:
@@ -66,9 +77,9 @@ def _build_sink(step: StreamSink | TableSink, source: Built, ctx: BuildContext) 
 
 @builds(StreamSink)
 def build_stream_sink(step: StreamSink, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_sink(step, source, ctx)
+    return build_python_sink(step, source, ctx)
 
 
 @builds(TableSink)
 def build_table_sink(step: TableSink, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_sink(step, source, ctx)
+    return build_python_sink(step, source, ctx)

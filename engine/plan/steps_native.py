@@ -195,6 +195,34 @@ class TableSinkV3(Step):
 
 @register_step
 @step_dataclass
+class StreamSinkV4(Step):
+    """Serialises stream records as ``streamSinkV3`` does, except that a key or value format
+    naming a registered schema (KEY/VALUE_SCHEMA_ID) writes that schema's every field: one the
+    sink has no column for takes what the schema gives it (AVRO: its default, else null when
+    it is nullable, else the query fails; PROTOBUF: proto3's default; JSON_SR: null)."""
+
+    TYPE: ClassVar[str] = "streamSinkV4"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSinkV4(Step):
+    """Serialises a table's changelog as ``tableSinkV3`` does, writing a registered schema's
+    every field as ``streamSinkV4`` does."""
+
+    TYPE: ClassVar[str] = "tableSinkV4"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
 class StreamGroupByV2(Step):
     """Re-keys a stream by grouping expressions computed as Spark Columns; null keys are dropped."""
 
@@ -312,10 +340,10 @@ IO_STEP_TYPES = frozenset(
     c.TYPE
     for c in (
         StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3,
-        StreamSourceV4,
+        StreamSourceV4, StreamSinkV4, TableSinkV4,
     )
 )
 
 # The steps that may read a ``streamSourceV4``'s records (directly or through one another):
 # none of them orders records of two partitions against each other.
-PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (StreamFilterV2, StreamSelectV2, StreamSinkV3)
+PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (StreamFilterV2, StreamSelectV2, StreamSinkV3, StreamSinkV4)

@@ -17,6 +17,7 @@ from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.planner import logical as L
 from engine.planner import logical_join as LJ
+from engine.serde.formats import SCHEMA_ID
 
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
@@ -140,12 +141,14 @@ def _project(node: L.ProjectNode) -> S.Step:
 @rule(L.SinkNode)
 def _sink(node: L.SinkNode) -> S.Step:
     cls: type[S.Step]
-    if _NATIVE.get():
+    if _NATIVE.get() and writes_registered_schema(node.formats):
+        cls = N.TableSinkV4 if node.input.is_table else N.StreamSinkV4
+    elif _NATIVE.get():
         cls = N.TableSinkV3 if node.input.is_table else N.StreamSinkV3
     else:
         cls = S.TableSink if node.input.is_table else S.StreamSink
     source = to_steps(node.input)
-    if cls is N.StreamSinkV3:
+    if cls is N.StreamSinkV3 or cls is N.StreamSinkV4:
         source = _in_partition_order(source)
     return cls(
         ctx="KsqlTopic/Sink",
@@ -154,6 +157,12 @@ def _sink(node: L.SinkNode) -> S.Step:
         formats=node.formats,
         timestamp_column=node.timestamp_column,
     )
+
+
+def writes_registered_schema(formats: S.Formats) -> bool:
+    """Whether a sink with ``formats`` writes with a registered schema (KEY/VALUE_SCHEMA_ID):
+    only ``streamSinkV4``/``tableSinkV4`` write that schema's fields the sink has no column for."""
+    return any(key == SCHEMA_ID for key, _ in formats.key_properties + formats.value_properties)
 
 
 def _in_partition_order(step: S.Step) -> S.Step:

@@ -303,7 +303,7 @@ class WireSerde(RecordSerde):
             return self._protobuf_bytes(data)
         return self._json_bytes(data)
 
-    def from_bytes(self, data: bytes | None) -> Any:
+    def from_bytes(self, data: bytes | None, *, as_written: bool = False) -> Any:
         if data is None:
             return None
         if self.format.name == PROTOBUF_NOSR:
@@ -334,8 +334,18 @@ class WireSerde(RecordSerde):
         if not isinstance(datum, dict):
             raise RecordSerdeError(f"The {self.what} with schema id {schema_id} is not a record.")
         upper = {str(k).upper(): v for k, v in datum.items()}
-        return {c.name: _from_avro(c.type, datum.get(c.name, upper.get(c.name.upper())))
-                for c in self.columns}
+        record = {c.name: _from_avro(c.type, datum.get(c.name, upper.get(c.name.upper())))
+                  for c in self.columns}
+        if as_written:  # the fields of the writer's schema that no column reads, as Avro gave them
+            names = {c.name.upper() for c in self.columns}
+            record.update({str(k): v for k, v in datum.items() if str(k).upper() not in names})
+        return record
+
+    def read_as_written(self, data: bytes | None) -> Any:
+        """``from_bytes``, keeping the fields of the writer's schema that no column reads (a
+        sink that wrote a registered schema's extra fields, as a consumer of the topic sees
+        them). JSON_SR and PROTOBUF records already come back with every field."""
+        return self.from_bytes(data, as_written=True)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -365,6 +375,10 @@ class WireSerde(RecordSerde):
             upper = {str(k).upper(): v for k, v in data.items()}
             datum: Any = {c.name: _to_avro(c.type, data.get(c.name, upper.get(c.name.upper())), c.name)
                           for c in self.columns}
+            # Fields past the columns (a sink writing a registered schema's extra fields,
+            # ``engine.builders.registered_sink``) go as they are: Avro writes those its schema has.
+            names = {c.name.upper() for c in self.columns}
+            datum.update({k: v for k, v in data.items() if str(k).upper() not in names})
         else:
             datum = _to_avro(self.columns[0].type, data, self.columns[0].name)
         field = MessageField.KEY if self.is_key else MessageField.VALUE

@@ -36,6 +36,7 @@ from qtt.plans.diff import (
 from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
+from qtt.schemas import use_case_registry
 from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
 
 
@@ -200,6 +201,9 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
     )
     engine = KsqlEngine(dict(saved.plan.get("configs", {})))
     try:
+        # The case's schemas in a fresh in-process registry, as when it was recorded: a sink
+        # that writes a registered schema (streamSinkV4) reads it when it is built.
+        use_case_registry(engine, case)
         create_topics(engine, case)
         for plan in plans:
             engine.execute_plan(plan)

@@ -184,3 +184,20 @@ def test_a_registry_clients_error_is_quoted_by_its_first_line_cut_to_300_charact
     assert _message(KeyError()) == "KeyError"
     cut = _message(RuntimeError("x" * 400))
     assert cut == "x" * 297 + "..." and len(cut) == 300
+
+
+def test_avro_writes_fields_past_the_columns_that_the_given_schema_has_and_reads_them_back_as_written() -> None:
+    url = _url()
+    schema = {"type": "record", "name": "Low", "fields": [
+        {"name": "QTY", "type": ["null", "int"], "default": None},
+        {"name": "reorder", "type": "int", "default": 50},
+        {"name": "supplier", "type": ["null", "string"], "default": None},
+    ]}
+    from confluent_kafka.schema_registry import Schema
+
+    schema_id = registry_client(url).register_schema("stock-value", Schema(json.dumps(schema), "AVRO"))
+    serde = _value("AVRO", "low", url, (Column("QTY", T.INTEGER),), properties={"schema_id": str(schema_id)})
+    data = serde.to_bytes({"QTY": 3, "reorder": 20, "supplier": None, "ignored": "x"})
+    assert serde.from_bytes(data) == {"QTY": 3}  # a query reading the topic sees its columns
+    assert serde.read_as_written(data) == {"QTY": 3, "reorder": 20, "supplier": None}
+    assert serde.read_as_written(serde.to_bytes({"QTY": 4})) == {"QTY": 4, "reorder": 50, "supplier": None}
