@@ -46,10 +46,13 @@ def case_registry_url(case: QttCase) -> str:
     return f"mock://qtt-{re.sub(r'[^A-Za-z0-9_.-]+', '_', case.id)[:60]}-{digest}"
 
 
-def use_case_registry(engine: Any, case: QttCase) -> None:
+def use_case_registry(engine: Any, case: QttCase, *, run: str | None = None) -> None:
     """Give a bounded engine its case's fresh in-process registry with the case's declared
     schemas registered (unless the case's properties name a registry of their own). An
-    engine facade with ``register_case_schemas`` (the Kafka runtime's) registers them itself."""
+    engine facade with ``register_case_schemas`` (the Kafka runtime's) registers them itself.
+
+    ``run`` names one run of the case among others at the same time (replays of several
+    saved versions of a case): each gets a registry of its own, which no other empties."""
     register = getattr(engine, "register_case_schemas", None)
     if register is not None:
         register(case)
@@ -59,7 +62,7 @@ def use_case_registry(engine: Any, case: QttCase) -> None:
     if case.properties.get(SCHEMA_REGISTRY_URL):
         url = str(case.properties[SCHEMA_REGISTRY_URL])
     else:
-        url = case_registry_url(case)
+        url = case_registry_url(case) + (f"-{run}" if run else "")
         from engine.serde.registry import forget_registry_client
 
         forget_registry_client(url)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -14,6 +15,7 @@ from typing import Any
 
 from engine.errors import InternalError, KsqlError
 from engine.records import TopicRecord
+from engine.serde.registry import forget_registry_client
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, StepSchema, saved_source_columns, step_schema
@@ -202,8 +204,9 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
     engine = KsqlEngine(dict(saved.plan.get("configs", {})))
     try:
         # The case's schemas in a fresh in-process registry, as when it was recorded: a sink
-        # that writes a registered schema (streamSinkV4) reads it when it is built.
-        use_case_registry(engine, case)
+        # that writes a registered schema (streamSinkV4) reads it when it is built. Its own
+        # registry: versions of one case replay at the same time.
+        use_case_registry(engine, case, run=uuid.uuid4().hex)
         create_topics(engine, case)
         for plan in plans:
             engine.execute_plan(plan)
@@ -214,6 +217,8 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         return case, observe(case, engine, built, produced, streaming=streaming)
     finally:
         engine.close()
+        if engine.schema_registry_url:
+            forget_registry_client(engine.schema_registry_url)
 
 
 @dataclass(frozen=True, slots=True)
