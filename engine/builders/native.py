@@ -1,4 +1,8 @@
-"""Builders of the native stateless steps (V2): expressions run as Spark Columns.
+"""Builders of the native stateless steps (V2, V3): expressions run as Spark Columns.
+
+The V2 filters and selects compile with the native compiler's level 1, the V3 ones
+(``streamFilterV3``, ``tableFilterV4``, ``streamSelectV3``, ``tableSelectV3``) with level 2;
+everything else is the same builder.
 
 Each expression is compiled by ``engine.expressions.native``. Those with an exact Spark
 form become Columns in one ``select`` / ``filter``; the others (each with the reason the
@@ -31,7 +35,16 @@ from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema
 from engine.plan.steps import SelectExpression
-from engine.plan.steps_native import StreamFilterV2, StreamSelectV2, TableFilterV2, TableSelectV2
+from engine.plan.steps_native import (
+    StreamFilterV2,
+    StreamFilterV3,
+    StreamSelectV2,
+    StreamSelectV3,
+    TableFilterV2,
+    TableFilterV4,
+    TableSelectV2,
+    TableSelectV3,
+)
 from engine.plan.types import SqlType
 from engine.runtime import rows as R
 from engine.runtime.convert import spark_type
@@ -110,14 +123,20 @@ def _with_python_columns(
 
 
 def _value_columns(
-    step_ctx: str, step_type: str, selects: Sequence[SelectExpression], source: Built, ctx: BuildContext
+    step_ctx: str,
+    step_type: str,
+    selects: Sequence[SelectExpression],
+    source: Built,
+    ctx: BuildContext,
+    level: int,
 ) -> tuple[DataFrame, list[SparkColumn]]:
-    """The input DataFrame (with any Python-evaluated columns) and one Column per select."""
+    """The input DataFrame (with any Python-evaluated columns) and one Column per select,
+    compiled with the native compiler's ``level``."""
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
     compiled: list[tuple[SelectExpression, NativeExpression]] = []
     for s in selects:
-        native = compile_native(s.expression, columns, user_columns=users)
+        native = compile_native(s.expression, columns, user_columns=users, level=level)
         _report(step_ctx, step_type, s.alias, native)
         compiled.append((s, native))
     fallbacks = [
@@ -137,9 +156,13 @@ def _type(expr: E.Expr, columns: dict[str, SqlType]) -> SqlType:
     return infer_type(expr, columns) or T.STRING
 
 
-def _build_select(step: StreamSelectV2 | TableSelectV2, source: Built, ctx: BuildContext) -> Built:
+_Select = StreamSelectV2 | TableSelectV2 | StreamSelectV3 | TableSelectV3
+_Filter = StreamFilterV2 | TableFilterV2 | StreamFilterV3 | TableFilterV4
+
+
+def _build_select(step: _Select, source: Built, ctx: BuildContext, level: int) -> Built:
     schema = projection_schema(source, step.key_column_names, step.select_expressions, step.ctx)
-    df, values = _value_columns(step.ctx, step.TYPE, step.select_expressions, source, ctx)
+    df, values = _value_columns(step.ctx, step.TYPE, step.select_expressions, source, ctx, level)
     keys = [
         F.col(R.spark_name(old.name)).alias(R.spark_name(new))
         for new, old in zip(step.key_column_names, source.schema.key, strict=True)
@@ -155,17 +178,27 @@ def _build_select(step: StreamSelectV2 | TableSelectV2, source: Built, ctx: Buil
 
 @builds(StreamSelectV2)
 def build_stream_select_v2(step: StreamSelectV2, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_select(step, source, ctx)
+    return _build_select(step, source, ctx, level=1)
 
 
 @builds(TableSelectV2)
 def build_table_select_v2(step: TableSelectV2, *, source: Built, ctx: BuildContext) -> Built:
-    return _build_select(step, source, ctx)
+    return _build_select(step, source, ctx, level=1)
 
 
-def _predicate(step: StreamFilterV2 | TableFilterV2, source: Built, ctx: BuildContext) -> tuple[DataFrame, SparkColumn]:
+@builds(StreamSelectV3)
+def build_stream_select_v3(step: StreamSelectV3, *, source: Built, ctx: BuildContext) -> Built:
+    return _build_select(step, source, ctx, level=2)
+
+
+@builds(TableSelectV3)
+def build_table_select_v3(step: TableSelectV3, *, source: Built, ctx: BuildContext) -> Built:
+    return _build_select(step, source, ctx, level=2)
+
+
+def _predicate(step: _Filter, source: Built, ctx: BuildContext, level: int) -> tuple[DataFrame, SparkColumn]:
     where = SelectExpression(alias="WHERE", expression=step.predicate)
-    df, (value,) = _value_columns(step.ctx, step.TYPE, [where], source, ctx)
+    df, (value,) = _value_columns(step.ctx, step.TYPE, [where], source, ctx, level)
     return df, F.coalesce(value, F.lit(False))
 
 
@@ -173,15 +206,33 @@ def _source_columns(source: Built) -> list[SparkColumn]:
     return [F.col(R.spark_name(c.name)) for c in source.schema.columns] + [F.col(m) for m in R.META_NAMES]
 
 
+def _filter_stream(step: StreamFilterV2 | StreamFilterV3, source: Built, ctx: BuildContext, level: int) -> Built:
+    df, holds = _predicate(step, source, ctx, level)
+    return source.with_df(df.filter(_not_deleted() & holds).select(*_source_columns(source)))
+
+
 @builds(StreamFilterV2)
 def build_stream_filter_v2(step: StreamFilterV2, *, source: Built, ctx: BuildContext) -> Built:
-    df, holds = _predicate(step, source, ctx)
-    return source.with_df(df.filter(_not_deleted() & holds).select(*_source_columns(source)))
+    return _filter_stream(step, source, ctx, level=1)
+
+
+@builds(StreamFilterV3)
+def build_stream_filter_v3(step: StreamFilterV3, *, source: Built, ctx: BuildContext) -> Built:
+    return _filter_stream(step, source, ctx, level=2)
 
 
 @builds(TableFilterV2)
 def build_table_filter_v2(step: TableFilterV2, *, source: Built, ctx: BuildContext) -> Built:
-    df, holds = _predicate(step, source, ctx)
+    return _filter_table(step, source, ctx, level=1)
+
+
+@builds(TableFilterV4)
+def build_table_filter_v4(step: TableFilterV4, *, source: Built, ctx: BuildContext) -> Built:
+    return _filter_table(step, source, ctx, level=2)
+
+
+def _filter_table(step: TableFilterV2 | TableFilterV4, source: Built, ctx: BuildContext, level: int) -> Built:
+    df, holds = _predicate(step, source, ctx, level)
     keep = ~_not_deleted() | holds
     value_names = {c.name for c in source.schema.value}
     out = []

@@ -19,6 +19,20 @@ fails a query for one record. So the compiler only emits forms that cannot raise
   integral and boolean to STRING); other casts fall back.
 
 A constructed Column references the step's Spark column names (``spark_name``).
+
+The compiler has *levels*, each frozen once a step version uses it (a planned case's physical
+plan shows every form): level 1 is the above, used by the V2 filter, select, group-by and
+aggregate steps. Level 2 (``streamFilterV3``, ``tableFilterV4``, ``streamSelectV3``,
+``tableSelectV3``) adds, each exact against the evaluator:
+
+- integer ``/`` and ``%`` by a non-zero constant divisor (Java truncation; ``/ -1`` wraps
+  like negation), DOUBLE ``/`` and ``%`` by any divisor (IEEE results for a zero divisor,
+  as Java gives them: an infinity signed by both operands, or NaN);
+- ``LEN`` of a STRING (UTF-16 code units, as Java's ``length``), ``TRIM``/``LTRIM``/``RTRIM``
+  (Java's ``trim``: every character up to U+0020), ``REPLACE`` with a constant non-empty
+  search text, ``CONCAT_WS`` of STRINGs;
+- ``SQRT``, ``SIGN`` (NaN is 0), ``CEIL``/``FLOOR`` of a DOUBLE, INTEGER or BIGINT, and
+  ``ROUND`` of a DOUBLE (``Math.round``: halves towards positive infinity, saturating).
 """
 
 from __future__ import annotations
@@ -31,7 +45,14 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from engine.errors import KsqlError
+from engine.errors import InternalError, KsqlError
+from engine.expressions.native_levels import (
+    LEVEL_2_FUNCTIONS,
+    NativeCall,
+    native_call,
+    nonzero_integral_literal,
+    nonzero_literal,
+)
 from engine.expressions.typer import Typer, is_timestamp_pseudo_column
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -83,15 +104,25 @@ class _Fallback(Exception):
     """A node with no exact Spark equivalent; the message says which and why."""
 
 
+LEVELS = (1, 2)
+
+
 def compile_native(
-    expr: E.Expr, columns: Mapping[str, SqlType], *, user_columns: Collection[str] | None = None
+    expr: E.Expr,
+    columns: Mapping[str, SqlType],
+    *,
+    user_columns: Collection[str] | None = None,
+    level: int = 1,
 ) -> NativeExpression:
     """Compile ``expr`` over ``columns`` into a Spark Column, or say why it cannot be.
 
     ``user_columns`` names the row's own columns; any other name in ``columns`` is a pseudo
     column (ROWTIME, ROWPARTITION, ROWOFFSET, WINDOWSTART, WINDOWEND), read from the row's
-    meta column of that name. ``None`` means every name is a user column.
+    meta column of that name. ``None`` means every name is a user column. ``level`` is the
+    compiler level the step version was built with (see the module's docstring).
     """
+    if level not in LEVELS:
+        raise KsqlError(f"Native expression compiler level {level} is unknown; known levels: {LEVELS}.")
     sql = E.format_sql(expr)
     typer = Typer(columns)
     try:
@@ -99,7 +130,7 @@ def compile_native(
     except KsqlError as exc:
         return NativeExpression(sql, None, f"not typed here ({exc})")
     try:
-        column = _Compiler(typer, user_columns).compile(expr)
+        column = _Compiler(typer, user_columns, level).compile(expr)
     except _Fallback as exc:
         return NativeExpression(sql, None, str(exc))
     return NativeExpression(sql, column, NATIVE)
@@ -119,9 +150,10 @@ def _no_null(column: Column) -> Column:
 class _Compiler:
     """Builds Spark Columns from a tree the Typer has typed."""
 
-    def __init__(self, typer: Typer, user_columns: Collection[str] | None = None) -> None:
+    def __init__(self, typer: Typer, user_columns: Collection[str] | None = None, level: int = 1) -> None:
         self.typer = typer
         self.user_columns = user_columns
+        self.level = level
 
     def type_of(self, expr: E.Expr) -> SqlType | None:
         return self.typer.known(expr)
@@ -192,12 +224,16 @@ class _Compiler:
         operand = self.compile(expr.operand)
         if t is not None and t.base is BaseType.DOUBLE:
             return -operand
-        if t is not None and t.base is BaseType.INTEGER:
-            return self._wrap(F.lit(0).cast("bigint") - operand.cast("bigint"), t)
-        if t is not None and t.base is BaseType.BIGINT:  # -MIN_VALUE wraps to MIN_VALUE
-            exact = F.lit(0).cast("decimal(19,0)") - operand.cast("decimal(19,0)")
-            return self._wrap(exact.cast("decimal(38,0)"), t)
+        if t is not None and t.base in _INTEGRAL:
+            return self._negated(operand, t)
         raise _Fallback(f"negating a {t} value")
+
+    def _negated(self, operand: Column, t: SqlType) -> Column:
+        """``-operand`` of an INTEGER or BIGINT, wrapping as Java does (-MIN_VALUE is MIN_VALUE)."""
+        if t.base is BaseType.INTEGER:
+            return self._wrap(F.lit(0).cast("bigint") - operand.cast("bigint"), t)
+        exact = F.lit(0).cast("decimal(19,0)") - operand.cast("decimal(19,0)")
+        return self._wrap(exact.cast("decimal(38,0)"), t)
 
     def _Arithmetic(self, expr: E.Arithmetic) -> Column:
         result = self.type_of(expr)
@@ -208,11 +244,15 @@ class _Compiler:
             left, right = self._as(expr.left, T.DOUBLE), self._as(expr.right, T.DOUBLE)
             if op in ("/", "%"):
                 divisor = expr.right
-                if not (isinstance(divisor, E.Literal) and divisor.value not in (None, 0)):
+                if not nonzero_literal(divisor):
+                    if self.level >= 2:
+                        return _java_double_divide(left, right) if op == "/" else _java_double_mod(left, right)
                     raise _Fallback(f"DOUBLE {op} by a divisor that may be zero (IEEE results)")
                 return left / right if op == "/" else left % right
             return _binary(op, left, right)
         if result.base in _INTEGRAL:
+            if op in ("/", "%") and self.level >= 2 and nonzero_integral_literal(expr.right):
+                return self._integral_divide(expr, result)
             if op not in ("+", "-", "*"):
                 raise _Fallback(f"integer {op} (Java truncation; a zero divisor is logged)")
             if result.base is BaseType.INTEGER:
@@ -230,6 +270,18 @@ class _Compiler:
         if result.base is BaseType.STRING and op == "+":
             return F.concat(self.compile(expr.left), self.compile(expr.right))
         raise _Fallback(f"{result} {op}")
+
+    def _integral_divide(self, expr: E.Arithmetic, result: SqlType) -> Column:
+        """Integer ``/`` or ``%`` by a non-zero constant: Java truncates towards zero, and
+        ``MIN / -1`` wraps (Spark's ANSI ``div`` would fail on it: it is a negation here)."""
+        target = T.INTEGER if result.base is BaseType.INTEGER else T.BIGINT
+        left, right = self._as(expr.left, target), self._as(expr.right, target)
+        assert isinstance(expr.right, E.Literal)
+        if expr.op == "%":
+            return left % right
+        if int(expr.right.value) == -1:
+            return self._negated(left, target)
+        return F.call_function("div", left, right).cast(spark_type(target))
 
     def _decimal(self, expr: E.Expr) -> Column:
         t = self.type_of(expr)
@@ -367,8 +419,17 @@ class _Compiler:
     def _FunctionCall(self, expr: E.FunctionCall) -> Column:
         resolved = self.typer.functions.get(id(expr))
         name = expr.name.upper()
-        native = None if resolved is None else _FUNCTIONS.get((name, resolved.signature.since))
-        if resolved is None or native is None:
+        if resolved is None:
+            raise _Fallback(f"function {name} runs in Python")
+        native = _FUNCTIONS.get((name, resolved.signature.since))
+        seen = native_call(self.typer, expr)
+        if native is None and self.level >= 2 and seen is not None and seen[0] in _FUNCTIONS_2:
+            key, call = seen
+            if not LEVEL_2_FUNCTIONS[key](call):
+                raise _Fallback(f"function {name} runs in Python for ({', '.join(map(str, call.params))})")
+            args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
+            return _FUNCTIONS_2[key](args, call)
+        if native is None:
             raise _Fallback(f"function {name} runs in Python")
         args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
         return native(args, resolved.return_type)
@@ -461,3 +522,85 @@ _FUNCTIONS: dict[tuple[str, int], Callable[[list[Column], SqlType], Column]] = {
     ("COALESCE", 1): _coalesce,
     ("ABS", 1): _abs,
 }
+
+
+# --------------------------------------------------------------------------- level 2
+
+_DOUBLE_INTEGRAL = float(1 << 52)  # every DOUBLE at least this large is integral
+_NAN, _INF = float("nan"), float("inf")
+
+
+def _java_double_divide(left: Column, right: Column) -> Column:
+    """Java's ``x / y`` on doubles: a zero divisor gives NaN (for 0 or NaN) or an infinity
+    whose sign is the XOR of both signs, -0.0 counting as negative (Spark's ANSI ``/`` fails)."""
+    negative_zero = right.cast("string").startswith("-")  # read only when right == 0
+    by_zero = (
+        F.when(F.isnan(left) | (left == 0), F.lit(_NAN))
+        .when((left < 0) != negative_zero, F.lit(-_INF))
+        .otherwise(F.lit(_INF))
+    )
+    return F.when(left.isNull() | right.isNull(), F.lit(None).cast("double")).when(right == 0, by_zero).otherwise(left / right)
+
+
+def _java_double_mod(left: Column, right: Column) -> Column:
+    """Java's ``x % y`` on doubles: NaN for a zero divisor (Spark's ANSI ``%`` fails)."""
+    return F.when(right == 0, F.lit(_NAN)).otherwise(left % right)
+
+
+_JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))  # what Java's String.trim() strips
+
+
+def _trim(side: str) -> Callable[[list[Column], NativeCall], Column]:
+    fn = {"both": F.trim, "leading": F.ltrim, "trailing": F.rtrim}[side]
+    return lambda args, _: fn(args[0], F.lit(_JAVA_WHITESPACE))
+
+
+def _utf16_length(args: list[Column], _: NativeCall) -> Column:
+    return F.shiftright(F.octet_length(F.encode(args[0], "UTF-16BE")), 1).cast("int")
+
+
+def _floor_or_ceil(fn: Callable[[Column], Column]) -> Callable[[list[Column], NativeCall], Column]:
+    def build(args: list[Column], call: NativeCall) -> Column:
+        x = args[0]
+        if call.returns.base in _INTEGRAL:
+            return x
+        # Spark's FLOOR of a DOUBLE is a BIGINT (saturating); doubles this large are integral.
+        return F.when(F.abs(x) < F.lit(_DOUBLE_INTEGRAL), fn(x).cast("double")).otherwise(x)
+
+    return build
+
+
+def _round_double(args: list[Column], _: NativeCall) -> Column:
+    x = args[0]
+    floor = F.floor(x)
+    up = F.when((x - floor.cast("double")) >= F.lit(0.5), F.lit(1)).otherwise(F.lit(0)).cast("bigint")
+    # NaN, infinities and doubles past 2^52: Spark's FLOOR saturates as Math.round does.
+    return F.when(F.abs(x) < F.lit(_DOUBLE_INTEGRAL), floor + up).otherwise(floor)
+
+
+def _sign(args: list[Column], call: NativeCall) -> Column:
+    x = args[0]
+    sign = F.signum(x).cast("int")
+    is_double = call.params[0] is not None and call.params[0].base is BaseType.DOUBLE
+    return F.when(F.isnan(x), F.lit(0)).otherwise(sign) if is_double else sign
+
+
+# The Spark form of each function level 2 runs natively; which calls each covers is
+# ``LEVEL_2_FUNCTIONS`` (``native_levels``), which the planner reads too.
+_FUNCTIONS_2: dict[tuple[str, int], Callable[[list[Column], NativeCall], Column]] = {
+    ("LEN", 1): _utf16_length,
+    ("TRIM", 1): _trim("both"),
+    ("LTRIM", 1): _trim("leading"),
+    ("RTRIM", 1): _trim("trailing"),
+    ("REPLACE", 1): lambda args, _: F.replace(*args),
+    ("CONCAT_WS", 1): lambda args, _: F.call_function("concat_ws", *args),
+    ("SQRT", 1): lambda args, _: F.sqrt(args[0].cast("double")),
+    ("SIGN", 1): _sign,
+    ("CEIL", 1): _floor_or_ceil(F.ceil),
+    ("FLOOR", 1): _floor_or_ceil(F.floor),
+    ("ROUND", 1): _round_double,
+}
+if _FUNCTIONS_2.keys() != LEVEL_2_FUNCTIONS.keys():
+    raise InternalError(
+        f"Level-2 functions without a Spark form or a rule: {sorted(_FUNCTIONS_2.keys() ^ LEVEL_2_FUNCTIONS.keys())} (a bug)."
+    )

@@ -8,7 +8,9 @@ an exact Spark form and evaluate only the others in Python. The source and sink 
 only the records those cannot read exactly to the V1 Python serdes. The source and sink V3
 builders (``engine.builders.native_io_v3``) do the same with less work per record: a typed
 ``from_json`` whose failures mark the records for Python, and a sink with no Python at all.
-The group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute
+The filter and select V3 versions (``tableFilterV4`` for tables, since ``tableFilterV3`` is the
+filter over a table-table join) build as V2 with the native compiler's level 2, which runs more
+operators and functions in Spark (``engine.expressions.native``). The group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute
 grouping keys as Spark Columns and, on bounded runs, running aggregates as window functions
 ordered by input position. The planner picks the newest of these for new queries
 (``kspark.native.steps``); saved plans keep their steps and builders.
@@ -75,6 +77,56 @@ class TableSelectV2(Step):
     """Projects each table row onto new value columns, keeping the keys (Spark Columns)."""
 
     TYPE: ClassVar[str] = "tableSelectV2"
+    source: Step
+    key_column_names: tuple[str, ...]
+    select_expressions: tuple[SelectExpression, ...]
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_unique_aliases(self.TYPE, self.key_column_names, self.select_expressions)
+
+
+@register_step
+@step_dataclass
+class StreamFilterV3(Step):
+    """Keeps the stream records for which the predicate is true (compiler level 2)."""
+
+    TYPE: ClassVar[str] = "streamFilterV3"
+    source: Step
+    predicate: Expr
+
+
+@register_step
+@step_dataclass
+class TableFilterV4(Step):
+    """Keeps matching table rows, others become deletes, as tableFilterV2 (compiler level 2)."""
+
+    TYPE: ClassVar[str] = "tableFilterV4"
+    source: Step
+    predicate: Expr
+
+
+@register_step
+@step_dataclass
+class StreamSelectV3(Step):
+    """Projects each stream record onto new value columns, keeping the keys (compiler level 2)."""
+
+    TYPE: ClassVar[str] = "streamSelectV3"
+    source: Step
+    key_column_names: tuple[str, ...]
+    select_expressions: tuple[SelectExpression, ...]
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_unique_aliases(self.TYPE, self.key_column_names, self.select_expressions)
+
+
+@register_step
+@step_dataclass
+class TableSelectV3(Step):
+    """Projects each table row onto new value columns, keeping the keys (compiler level 2)."""
+
+    TYPE: ClassVar[str] = "tableSelectV3"
     source: Step
     key_column_names: tuple[str, ...]
     select_expressions: tuple[SelectExpression, ...]
@@ -346,4 +398,11 @@ IO_STEP_TYPES = frozenset(
 
 # The steps that may read a ``streamSourceV4``'s records (directly or through one another):
 # none of them orders records of two partitions against each other.
-PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (StreamFilterV2, StreamSelectV2, StreamSinkV3, StreamSinkV4)
+PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (
+    StreamFilterV2,
+    StreamSelectV2,
+    StreamFilterV3,
+    StreamSelectV3,
+    StreamSinkV3,
+    StreamSinkV4,
+)

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from engine.errors import InternalError
+from engine.expressions.native_levels import level_2_forms
 from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.planner import logical as L
@@ -97,6 +98,8 @@ def _filter(node: L.FilterNode) -> S.Step:
     if isinstance(node.input, LJ.JoinNode) and node.input.kind == LJ.TABLE_TABLE:
         # A table-table join sends its old rows: only a row that matched before is deleted.
         cls = S.TableFilterV3
+    elif _NATIVE.get() and level_2_forms([node.predicate], node.input.columns()):
+        cls = N.TableFilterV4 if node.input.is_table else N.StreamFilterV3
     elif _NATIVE.get():
         cls = N.TableFilterV2 if node.input.is_table else N.StreamFilterV2
     else:
@@ -126,7 +129,10 @@ def _repartition(node: L.RepartitionNode) -> S.Step:
 def _project(node: L.ProjectNode) -> S.Step:
     selects = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.values)
     cls: type[S.Step]
-    if _NATIVE.get():
+    if _NATIVE.get() and level_2_forms([e for _, e in node.values], node.input.columns()):
+        # Level 2 of the native compiler runs some of these expressions in Spark.
+        cls = N.TableSelectV3 if node.input.is_table else N.StreamSelectV3
+    elif _NATIVE.get():
         cls = N.TableSelectV2 if node.input.is_table else N.StreamSelectV2
     else:
         cls = S.TableSelect if node.input.is_table else S.StreamSelect
@@ -171,7 +177,7 @@ def _in_partition_order(step: S.Step) -> S.Step:
     needs no merge order across them (cheaper on Kafka). Anything else stays as it is."""
     if isinstance(step, N.StreamSourceV3):
         return N.StreamSourceV4(**{f.name: getattr(step, f.name) for f in dataclasses.fields(step)})
-    if isinstance(step, N.StreamFilterV2 | N.StreamSelectV2):
+    if isinstance(step, N.StreamFilterV2 | N.StreamSelectV2 | N.StreamFilterV3 | N.StreamSelectV3):
         source = _in_partition_order(step.source)
         return step if source is step.source else dataclasses.replace(step, source=source)
     return step

@@ -6,7 +6,7 @@ from engine.cli import main
 
 SQL = (
     "CREATE STREAM S (ID BIGINT KEY, NAME STRING, V INT) WITH (kafka_topic='s', value_format='JSON'); "
-    "CREATE STREAM OUT AS SELECT ID, UCASE(NAME) AS N, V / 2 AS HALF FROM S WHERE V > 10;"
+    "CREATE STREAM OUT AS SELECT ID, UCASE(NAME) AS N, V / 2 AS HALF, V / ID AS Q FROM S WHERE V > 10;"
 )
 
 
@@ -20,13 +20,15 @@ def test_explain_lists_native_and_fallback_expressions_per_step(capsys, spark) -
         "    V: VALUE INTEGER -> native",
         "  WhereFilter (streamFilterV2): 1 of 1 expressions native",
         "    WHERE: (V > 10) -> native",
-        "  Project (streamSelectV2): 1 of 2 expressions native",
+        "  Project (streamSelectV3): 2 of 3 expressions native",
         "    N: UCASE(NAME) -> native",
-        "    HALF: (V / 2) -> fallback: integer / (Java truncation; a zero divisor is logged)",
-        "  KsqlTopic/Sink (streamSinkV3): 3 of 3 columns native",
+        "    HALF: (V / 2) -> native",
+        "    Q: (V / ID) -> fallback: integer / (Java truncation; a zero divisor is logged)",
+        "  KsqlTopic/Sink (streamSinkV3): 4 of 4 columns native",
         "    ID: KEY BIGINT -> native",
         "    N: VALUE STRING -> native",
         "    HALF: VALUE INTEGER -> native",
+        "    Q: VALUE BIGINT -> native",
     ]
 
 

@@ -32,10 +32,10 @@ CASES = {
             "name": "half in python",
             "statements": [
                 "CREATE STREAM S (ID INT KEY, V INT, N STRING) WITH (kafka_topic='s', value_format='JSON');",
-                "CREATE STREAM OUT AS SELECT ID, V / 2 AS HALF, UCASE(N) AS U FROM S WHERE V > 1;",
+                "CREATE STREAM OUT AS SELECT ID, V / ID AS HALF, UCASE(N) AS U FROM S WHERE V > 1;",
             ],
             "inputs": [{"topic": "s", "key": 1, "value": {"V": 4, "N": "a"}}],
-            "outputs": [{"topic": "OUT", "key": 1, "value": {"HALF": 2, "U": "A"}}],
+            "outputs": [{"topic": "OUT", "key": 1, "value": {"HALF": 4, "U": "A"}}],
         },
         {
             "name": "a windowed count",
@@ -67,7 +67,7 @@ def test_the_report_counts_steps_expressions_and_reasons(spark, tmp_path: Path, 
     assert data["steps"]["streamWindowedAggregateV1"] == {"python": 1}
     reasons = {r["reason"]: r for r in data["reasons"]}
     assert reasons["integer / (Java truncation; a zero divisor is logged)"]["example"] == (
-        "cases - half in python: HALF = (V / 2)"
+        "cases - half in python: HALF = (V / ID)"
     )
     assert reasons["streamWindowedAggregateV1: no native step version yet"]["count"] == 1
 

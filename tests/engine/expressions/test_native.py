@@ -7,8 +7,11 @@ from decimal import Decimal as D
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import types as ST
 
+from engine.errors import KsqlError
 from engine.expressions import compile_expression
 from engine.expressions.native import compile_native
 from engine.parser.parser import parse_expression
@@ -181,3 +184,130 @@ def test_a_native_form_follows_the_overload_not_the_version_a_call_records(spark
     assert compile_native(later, COLUMNS).column is not None
     log = compile_native(parse_expression("LOG(D)"), COLUMNS)
     assert log.column is None and "function LOG runs in Python" in log.report()
+
+
+# --------------------------------------------------------------------------- level 2
+
+LEVEL_2_ROWS: list[dict[str, Any]] = [
+    *ROWS,
+    {"I": -2, "B": -9, "D": 2.5, "S": " \t\x00a b\x1f ", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 9, "B": 7, "D": -2.5, "S": "x\U0001f600y\u2028 ", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 0, "B": 0, "D": 0.49999999999999994, "S": "aaa", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 3, "B": 1, "D": -0.5000000000000001, "S": "\u00a0a\u00a0", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 5, "B": 2, "D": 4503599627370497.0, "S": "ab", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": -5, "B": -2, "D": -1e300, "S": "a", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 6, "B": 3, "D": -math.inf, "S": "b", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": -6, "B": -3, "D": -1e-20, "S": "c", "DEC": None, "FLAG": None, "A": None, "ST": None},
+]
+
+# Forms only level 2 compiles natively: level 1 (the V2 steps' compiler) keeps them in Python.
+LEVEL_2 = [
+    "I / 2",
+    "I / -1",
+    "I % 3",
+    "I % -1",
+    "B / 3",
+    "B / -1",
+    "B % 2",
+    "I / 2 + B % 4",
+    "D / D",
+    "D / I",
+    "I / D",
+    "D % D",
+    "D % I",
+    "D / 0.0",
+    "LEN(S)",
+    "TRIM(S)",
+    "LTRIM(S)",
+    "RTRIM(S)",
+    "REPLACE(S, 'a', 'xy')",
+    "REPLACE(S, 'a', ST->Y)",
+    "CONCAT_WS('-', S, ST->Y, 'z')",
+    "CONCAT_WS(ST->Y, S, S)",
+    "SQRT(D)",
+    "SQRT(I)",
+    "SQRT(B)",
+    "SIGN(D)",
+    "SIGN(I)",
+    "SIGN(B)",
+    "CEIL(D)",
+    "FLOOR(D)",
+    "CEIL(I)",
+    "FLOOR(B)",
+    "ROUND(D)",
+    "ROUND(D * 10)",
+]
+
+LEVEL_2_FALLBACK = {
+    "I / 0": "integer /",
+    "I % B": "integer %",
+    "I / B": "integer /",
+    "REPLACE(S, '', 'x')": "function REPLACE runs in Python for",
+    "REPLACE(S, S, 'x')": "function REPLACE runs in Python for",
+    "ROUND(D, 2)": "function ROUND runs in Python for",
+    "ROUND(DEC)": "function ROUND runs in Python for",
+    "SIGN(DEC)": "function SIGN runs in Python for",
+    "LEN(TO_BYTES(S, 'utf8'))": "function LEN runs in Python for",
+    "DEC / 3": "DECIMAL /",
+}
+
+
+@pytest.fixture(scope="module")
+def level_2_frame(spark):
+    schema = ST.StructType([ST.StructField(n, spark_type(t)) for n, t in COLUMNS.items()])
+    return spark.createDataFrame([tuple(r[n] for n in COLUMNS) for r in LEVEL_2_ROWS], schema)
+
+
+def test_level_2_native_expressions_agree_with_the_evaluator(level_2_frame):
+    compiled = [(text, compile_native(parse_expression(text), COLUMNS, level=2)) for text in LEVEL_2]
+    not_native = [(text, c.reason) for text, c in compiled if c.column is None]
+    assert not not_native
+    got = level_2_frame.select(*[c.column.alias(f"c{i}") for i, (_, c) in enumerate(compiled)]).collect()
+    mismatches = []
+    for i, (text, _) in enumerate(compiled):
+        reference = compile_expression(parse_expression(text), COLUMNS)
+        for row, spark_row in zip(LEVEL_2_ROWS, got, strict=True):
+            g, w = spark_row[i], reference(row)
+            if not _same(g, w):
+                mismatches.append(f"{text} over {row}: Spark gave {g!r}, the evaluator {w!r}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_level_1_keeps_the_level_2_forms_in_python(spark):
+    # Level 1 is frozen with the V2 steps: a saved plan's physical plan must not change.
+    native_at_1 = [text for text in LEVEL_2 if compile_native(parse_expression(text), COLUMNS).is_native]
+    assert native_at_1 == []
+
+
+@pytest.mark.parametrize(("text", "reason"), sorted(LEVEL_2_FALLBACK.items()))
+def test_level_2_falls_back_where_spark_differs_with_its_reason(spark, text, reason):
+    compiled = compile_native(parse_expression(text), COLUMNS, level=2)
+    assert compiled.column is None
+    assert reason in compiled.report()
+
+
+def test_an_unknown_compiler_level_is_refused_with_the_known_ones(spark):
+    with pytest.raises(KsqlError, match=r"level 3 is unknown; known levels: \(1, 2\)"):
+        compile_native(parse_expression("I + 1"), COLUMNS, level=3)
+
+
+_DOUBLES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.5, -0.5, 1.5, -1.5, 0.0, -0.0, 2.0**52 + 1, -(2.0**53), 0.49999999999999994]),
+    st.integers(-(10**6), 10**6).map(lambda n: n / 4),
+)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.tuples(_DOUBLES, _DOUBLES), min_size=40, max_size=40))
+def test_level_2_double_forms_agree_with_the_evaluator_on_random_doubles(spark, pairs):
+    columns = {"X": T.DOUBLE, "Y": T.DOUBLE}
+    texts = ["ROUND(X)", "FLOOR(X)", "CEIL(X)", "SIGN(X)", "SQRT(X)", "X / Y", "X % Y"]
+    frame = spark.createDataFrame(pairs, "X double, Y double")
+    compiled = [compile_native(parse_expression(t), columns, level=2) for t in texts]
+    got = frame.select(*[c.column.alias(f"c{i}") for i, c in enumerate(compiled)]).collect()
+    for i, text in enumerate(texts):
+        reference = compile_expression(parse_expression(text), columns)
+        for (x, y), row in zip(pairs, got, strict=True):
+            want = reference({"X": x, "Y": y})
+            assert _same(row[i], want), f"{text} with X={x!r}, Y={y!r}: Spark gave {row[i]!r}, the evaluator {want!r}"

@@ -143,3 +143,29 @@ def test_a_table_filter_over_a_table_table_join_is_version_3(sql: str, filter_ty
         )
     (result,) = engine.execute_sql(sql)
     assert [s.TYPE for s in walk_steps(result.plan.query.root) if "Filter" in s.TYPE] == [filter_type]
+
+
+@pytest.mark.parametrize(
+    ("sql", "types"),
+    [
+        # Nothing level 2 adds: the V2 versions, whose builders compile at level 1.
+        ("CREATE STREAM O AS SELECT ID, V * 2 AS W FROM S WHERE V > 1;", ["streamFilterV2", "streamSelectV2"]),
+        # An integer division by a constant runs in Spark at level 2 only: that step is V3.
+        ("CREATE STREAM O AS SELECT ID, V / 2 AS W FROM S WHERE V > 1;", ["streamFilterV2", "streamSelectV3"]),
+        ("CREATE STREAM O AS SELECT ID, V AS W FROM S WHERE LEN(TRIM(N)) > 1;", ["streamFilterV3", "streamSelectV2"]),
+        # A varying integer divisor falls back at both levels.
+        ("CREATE STREAM O AS SELECT ID, V / ID AS W FROM S;", ["streamSelectV2"]),
+        ("CREATE TABLE O AS SELECT ID, ROUND(D) AS R FROM T WHERE D % ID > 0;", ["tableFilterV4", "tableSelectV3"]),
+    ],
+)
+def test_the_level_2_versions_are_planned_only_for_steps_with_a_form_only_level_2_runs_in_spark(sql, types) -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("s"))
+    engine.create_topic(TopicInfo("t"))
+    engine.execute_sql(
+        "CREATE STREAM S (ID INT KEY, V INT, N STRING) WITH (kafka_topic='s', value_format='JSON');"
+        "CREATE TABLE T (ID INT PRIMARY KEY, D DOUBLE) WITH (kafka_topic='t', value_format='JSON');"
+    )
+    (result,) = engine.execute_sql(sql)
+    steps = [s.TYPE for s in walk_steps(result.plan.query.root) if "Filter" in s.TYPE or "Select" in s.TYPE]
+    assert steps == types

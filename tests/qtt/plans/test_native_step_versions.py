@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from engine.engine import KsqlEngine, topics_declared_by
@@ -34,7 +35,11 @@ def test_a_plan_saved_before_native_steps_replays_with_its_python_builders_uncha
 
 
 def _planned_today(properties: dict[str, str]) -> list[str]:
-    spec = codec.read_json(_released_0_2_0().path / SPEC_FILE)
+    return _planned_today_in(CASE, properties)
+
+
+def _planned_today_in(case: Path, properties: dict[str, str]) -> list[str]:
+    spec = codec.read_json(saved_versions(case)[0].path / SPEC_FILE)
     text = "\n".join(spec["testCase"]["statements"])
     engine = KsqlEngine(properties)
     for topic, partitions in topics_declared_by(text):
@@ -96,3 +101,33 @@ def test_a_having_saved_with_streamaggregatev3_replays_with_v1s_handler_on_kafka
     assert "StreamAggregateHandler" in streaming and "RunningAggregate" not in streaming
     streaming = next((newer.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
     assert "RunningAggregateTaskProcessor (SUM; groups by ITEM; each record with its group's previous" in streaming
+
+
+MATHS = ROOT / "functions_math_functions"
+_FALLBACK_COLUMN = re.compile(r"__c_5f5f66616c6c6261636b5f(3[0-9])")  # __fallback_<i>, hex-named
+
+
+def _python_evaluated(physical: str) -> set[int]:
+    """Which select expressions (by position) a physical plan evaluates in Python."""
+    return {int(bytes.fromhex(m)) for m in _FALLBACK_COLUMN.findall(physical)}
+
+
+def test_a_plan_saved_with_the_level_1_compiler_replays_its_python_rounding_while_today_plans_level_2(spark):
+    # Released 0.7.0 planned streamSelectV2, whose compiler (level 1) evaluates ABS(N),
+    # ROUND(X), FLOOR(X), CEIL(X) and ROUND(X, 1) in Python (a MapInArrow pass before the
+    # projection). The saved version replays with that builder, its physical plan unchanged;
+    # the same SQL planned today gets streamSelectV3, whose compiler (level 2) runs ROUND(X),
+    # FLOOR(X) and CEIL(X) in Spark.
+    versions = saved_versions(MATHS)
+    old = next(v for v in versions if v.name.startswith("0.7.0_"))
+    assert '"streamSelectV2"' in (old.path / PLAN_FILE).read_text(encoding="utf-8")
+    result = replay(old)
+    assert result.ok, result.render()
+    assert _python_evaluated(next((old.path / "physical_plans").iterdir()).read_text(encoding="utf-8")) == {0, 1, 2, 3, 4}
+
+    assert _planned_today_in(MATHS, {}) == ["streamSourceV4", "streamSelectV3", "streamSinkV3"]
+    latest = versions[-1]
+    assert '"streamSelectV3"' in (latest.path / PLAN_FILE).read_text(encoding="utf-8")
+    today = next((latest.path / "physical_plans").iterdir()).read_text(encoding="utf-8")
+    assert _python_evaluated(today) == {0, 4}  # ABS of an INTEGER and ROUND(X, 1) stay in Python
+    assert "FLOOR(X#" in today

@@ -322,7 +322,7 @@ def test_a_new_required_field_in_a_published_step_is_breaking(
     (change,) = compare_schemas(schema, _with_step(monkeypatch, _StreamFilterWithRequired))
     assert change.verdict == BREAKING and change.change == "required field 'trace' added"
     # streamFilterV2 is taken (the native filter): the advice names the next free version
-    assert "streamFilterV3" in change.reason
+    assert "streamFilterV4" in change.reason
 
 
 def test_narrowing_an_annotated_enum_in_code_is_breaking(
