@@ -32,7 +32,8 @@ aggregate steps. Level 2 (``streamFilterV3``, ``tableFilterV4``, ``streamSelectV
   (Java's ``trim``: every character up to U+0020), ``REPLACE`` with a constant non-empty
   search text, ``CONCAT_WS`` of STRINGs;
 - ``SQRT``, ``SIGN`` (NaN is 0), ``CEIL``/``FLOOR`` of a DOUBLE, INTEGER or BIGINT, and
-  ``ROUND`` of a DOUBLE (``Math.round``: halves towards positive infinity, saturating).
+  ``ROUND`` of a DOUBLE (``Math.round``: halves towards positive infinity, saturating);
+- ``AS_VALUE`` (the value itself) and ``ARRAY_LENGTH``.
 """
 
 from __future__ import annotations
@@ -599,6 +600,8 @@ _FUNCTIONS_2: dict[tuple[str, int], Callable[[list[Column], NativeCall], Column]
     ("CEIL", 1): _floor_or_ceil(F.ceil),
     ("FLOOR", 1): _floor_or_ceil(F.floor),
     ("ROUND", 1): _round_double,
+    ("AS_VALUE", 1): lambda args, _: args[0],
+    ("ARRAY_LENGTH", 1): lambda args, _: F.when(args[0].isNotNull(), F.size(args[0])),
 }
 if _FUNCTIONS_2.keys() != LEVEL_2_FUNCTIONS.keys():
     raise InternalError(

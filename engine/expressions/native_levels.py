@@ -60,6 +60,8 @@ LEVEL_2_FUNCTIONS: dict[tuple[str, int], Callable[[NativeCall], bool]] = {
     ("CEIL", 1): _params_in(*_NUMBERS),
     ("FLOOR", 1): _params_in(*_NUMBERS),
     ("ROUND", 1): _round_accepts,
+    ("AS_VALUE", 1): lambda call: True,
+    ("ARRAY_LENGTH", 1): lambda call: True,
 }
 
 

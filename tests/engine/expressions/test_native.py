@@ -236,6 +236,9 @@ LEVEL_2 = [
     "FLOOR(B)",
     "ROUND(D)",
     "ROUND(D * 10)",
+    "AS_VALUE(S)",
+    "AS_VALUE(ST->X)",
+    "ARRAY_LENGTH(A)",
 ]
 
 LEVEL_2_FALLBACK = {
