@@ -33,7 +33,8 @@ aggregate steps. Level 2 (``streamFilterV3``, ``tableFilterV4``, ``streamSelectV
   search text, ``CONCAT_WS`` of STRINGs;
 - ``SQRT``, ``SIGN`` (NaN is 0), ``CEIL``/``FLOOR`` of a DOUBLE, INTEGER or BIGINT, and
   ``ROUND`` of a DOUBLE (``Math.round``: halves towards positive infinity, saturating);
-- ``AS_VALUE`` (the value itself) and ``ARRAY_LENGTH``.
+- ``TRUNC`` of a DOUBLE (Java's ``(long)`` cast), ``GREATEST``/``LEAST`` of INTEGERs, BIGINTs
+  or STRINGs (NULLs skipped), ``AS_VALUE`` (the value itself) and ``ARRAY_LENGTH``.
 """
 
 from __future__ import annotations
@@ -579,6 +580,17 @@ def _round_double(args: list[Column], _: NativeCall) -> Column:
     return F.when(F.abs(x) < F.lit(_DOUBLE_INTEGRAL), floor + up).otherwise(floor)
 
 
+def _trunc_double(args: list[Column], _: NativeCall) -> Column:
+    """Java's ``(long) x``: towards zero, NaN is 0, out of range saturates (Spark's ANSI cast fails)."""
+    x, limit = args[0], float(1 << 63)
+    return (
+        F.when(F.isnan(x), F.lit(0).cast("bigint"))
+        .when(x >= F.lit(limit), F.lit((1 << 63) - 1))
+        .when(x <= F.lit(-limit), F.lit(-(1 << 63)))
+        .otherwise(x.cast("bigint"))
+    )
+
+
 def _sign(args: list[Column], call: NativeCall) -> Column:
     x = args[0]
     sign = F.signum(x).cast("int")
@@ -600,6 +612,9 @@ _FUNCTIONS_2: dict[tuple[str, int], Callable[[list[Column], NativeCall], Column]
     ("CEIL", 1): _floor_or_ceil(F.ceil),
     ("FLOOR", 1): _floor_or_ceil(F.floor),
     ("ROUND", 1): _round_double,
+    ("TRUNC", 1): _trunc_double,
+    ("GREATEST", 1): lambda args, _: F.greatest(*args),
+    ("LEAST", 1): lambda args, _: F.least(*args),
     ("AS_VALUE", 1): lambda args, _: args[0],
     ("ARRAY_LENGTH", 1): lambda args, _: F.when(args[0].isNotNull(), F.size(args[0])),
 }

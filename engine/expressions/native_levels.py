@@ -42,8 +42,16 @@ def _replace_accepts(call: NativeCall) -> bool:
     return isinstance(search, E.Literal) and isinstance(search.value, str) and search.value != ""
 
 
-def _round_accepts(call: NativeCall) -> bool:
+def _one_double(call: NativeCall) -> bool:
     return len(call.params) == 1 and call.params[0] is not None and call.params[0].base is BaseType.DOUBLE
+
+
+def _extreme_accepts(call: NativeCall) -> bool:
+    # Spark's greatest/least skip NULLs as the evaluator does; DOUBLE is left out (NaN orders
+    # above every number in Spark, and nowhere in Python's max), and so are the temporal types.
+    # A NULL literal argument has no type of its own: Spark takes it as the others' type.
+    bases = {p.base for p in call.params if p is not None}
+    return len(bases) == 1 and bases <= {BaseType.INTEGER, BaseType.BIGINT, BaseType.STRING}
 
 
 # The functions level 2 runs in Spark, by name and function version (``Signature.since``),
@@ -59,7 +67,10 @@ LEVEL_2_FUNCTIONS: dict[tuple[str, int], Callable[[NativeCall], bool]] = {
     ("SIGN", 1): _params_in(*_NUMBERS),
     ("CEIL", 1): _params_in(*_NUMBERS),
     ("FLOOR", 1): _params_in(*_NUMBERS),
-    ("ROUND", 1): _round_accepts,
+    ("ROUND", 1): _one_double,
+    ("TRUNC", 1): _one_double,
+    ("GREATEST", 1): _extreme_accepts,
+    ("LEAST", 1): _extreme_accepts,
     ("AS_VALUE", 1): lambda call: True,
     ("ARRAY_LENGTH", 1): lambda call: True,
 }

@@ -236,6 +236,12 @@ LEVEL_2 = [
     "FLOOR(B)",
     "ROUND(D)",
     "ROUND(D * 10)",
+    "TRUNC(D)",
+    "TRUNC(D * 1e10)",
+    "GREATEST(I, 3, NULL)",
+    "LEAST(B, CAST(I AS BIGINT), CAST(-5 AS BIGINT))",
+    "GREATEST(S, ST->Y)",
+    "LEAST(S, 'b')",
     "AS_VALUE(S)",
     "AS_VALUE(ST->X)",
     "ARRAY_LENGTH(A)",
@@ -250,6 +256,8 @@ LEVEL_2_FALLBACK = {
     "ROUND(D, 2)": "function ROUND runs in Python for",
     "ROUND(DEC)": "function ROUND runs in Python for",
     "SIGN(DEC)": "function SIGN runs in Python for",
+    "GREATEST(D, 1.5)": "function GREATEST runs in Python for",
+    "LEAST(DEC, DEC)": "function LEAST runs in Python for",
     "LEN(TO_BYTES(S, 'utf8'))": "function LEN runs in Python for",
     "DEC / 3": "DECIMAL /",
 }
@@ -305,7 +313,7 @@ _DOUBLES = st.one_of(
 @given(pairs=st.lists(st.tuples(_DOUBLES, _DOUBLES), min_size=40, max_size=40))
 def test_level_2_double_forms_agree_with_the_evaluator_on_random_doubles(spark, pairs):
     columns = {"X": T.DOUBLE, "Y": T.DOUBLE}
-    texts = ["ROUND(X)", "FLOOR(X)", "CEIL(X)", "SIGN(X)", "SQRT(X)", "X / Y", "X % Y"]
+    texts = ["ROUND(X)", "TRUNC(X)", "FLOOR(X)", "CEIL(X)", "SIGN(X)", "SQRT(X)", "X / Y", "X % Y"]
     frame = spark.createDataFrame(pairs, "X double, Y double")
     compiled = [compile_native(parse_expression(t), columns, level=2) for t in texts]
     got = frame.select(*[c.column.alias(f"c{i}") for i, c in enumerate(compiled)]).collect()
