@@ -546,7 +546,8 @@ def _java_double_divide(left: Column, right: Column) -> Column:
 
 def _java_double_mod(left: Column, right: Column) -> Column:
     """Java's ``x % y`` on doubles: NaN for a zero divisor (Spark's ANSI ``%`` fails)."""
-    return F.when(right == 0, F.lit(_NAN)).otherwise(left % right)
+    null = left.isNull() | right.isNull()
+    return F.when(null, F.lit(None).cast("double")).when(right == 0, F.lit(_NAN)).otherwise(left % right)
 
 
 _JAVA_WHITESPACE = "".join(chr(c) for c in range(0x21))  # what Java's String.trim() strips

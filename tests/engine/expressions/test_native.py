@@ -197,6 +197,7 @@ LEVEL_2_ROWS: list[dict[str, Any]] = [
     {"I": 5, "B": 2, "D": 4503599627370497.0, "S": "ab", "DEC": None, "FLAG": None, "A": None, "ST": None},
     {"I": -5, "B": -2, "D": -1e300, "S": "a", "DEC": None, "FLAG": None, "A": None, "ST": None},
     {"I": 6, "B": 3, "D": -math.inf, "S": "b", "DEC": None, "FLAG": None, "A": None, "ST": None},
+    {"I": 0, "B": 0, "D": None, "S": None, "DEC": None, "FLAG": None, "A": None, "ST": None},
     {"I": -6, "B": -3, "D": -1e-20, "S": "c", "DEC": None, "FLAG": None, "A": None, "ST": None},
 ]
 
@@ -310,7 +311,7 @@ _DOUBLES = st.one_of(
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pairs=st.lists(st.tuples(_DOUBLES, _DOUBLES), min_size=40, max_size=40))
+@given(pairs=st.lists(st.tuples(st.one_of(st.none(), _DOUBLES), st.one_of(st.none(), _DOUBLES)), min_size=40, max_size=40))
 def test_level_2_double_forms_agree_with_the_evaluator_on_random_doubles(spark, pairs):
     columns = {"X": T.DOUBLE, "Y": T.DOUBLE}
     texts = ["ROUND(X)", "TRUNC(X)", "FLOOR(X)", "CEIL(X)", "SIGN(X)", "SQRT(X)", "X / Y", "X % Y"]
