@@ -119,11 +119,32 @@ FALLBACK = {
 }
 
 
+def _frame(spark, rows: list[dict[str, Any]]):
+    schema = ST.StructType([ST.StructField(n, spark_type(t)) for n, t in COLUMNS.items()])
+    return spark.createDataFrame([tuple(r[n] for n in COLUMNS) for r in rows], schema)
+
+
 @pytest.fixture(scope="module")
 def frame(spark):
-    schema = ST.StructType([ST.StructField(n, spark_type(t)) for n, t in COLUMNS.items()])
-    rows = [tuple(r[n] for n in COLUMNS) for r in ROWS]
-    return spark.createDataFrame(rows, schema)
+    return _frame(spark, ROWS)
+
+
+def _disagreements(frame, rows: list[dict[str, Any]], texts: list[str], level: int) -> list[str]:
+    """Compile every text at ``level`` and run them in one Spark job over ``rows``: each
+    expression that is not native, and each value that differs from the evaluator's."""
+    compiled = [(text, compile_native(parse_expression(text), COLUMNS, level=level)) for text in texts]
+    not_native = [f"{text}: {c.reason}" for text, c in compiled if c.column is None]
+    if not_native:
+        return not_native
+    got = frame.select(*[c.column.alias(f"c{i}") for i, (_, c) in enumerate(compiled)]).collect()
+    mismatches = []
+    for i, (text, _) in enumerate(compiled):
+        reference = compile_expression(parse_expression(text), COLUMNS)
+        for row, spark_row in zip(rows, got, strict=True):
+            g, w = spark_row[i], reference(row)
+            if not _same(g, w):
+                mismatches.append(f"{text} over {row}: Spark gave {g!r}, the evaluator {w!r}")
+    return mismatches
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -133,19 +154,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def test_native_expressions_agree_with_the_evaluator(frame):
-    compiled = [(text, compile_native(parse_expression(text), COLUMNS)) for text in NATIVE]
-    not_native = [(text, c.reason) for text, c in compiled if c.column is None]
-    assert not not_native
-    columns = [c.column.alias(f"c{i}") for i, (_, c) in enumerate(compiled) if c.column is not None]
-    got = frame.select(*columns).collect()  # one job for every expression
-    mismatches = []
-    for i, (text, _) in enumerate(compiled):
-        reference = compile_expression(parse_expression(text), COLUMNS)
-        for row, spark_row in zip(ROWS, got, strict=True):
-            g, w = spark_row[i], reference(row)
-            if not _same(g, w):
-                mismatches.append(f"{text} over {row}: Spark gave {g!r}, the evaluator {w!r}")
-    assert not mismatches, "\n".join(mismatches)
+    disagreements = _disagreements(frame, ROWS, NATIVE, level=1)
+    assert not disagreements, "\n".join(disagreements)
 
 
 @pytest.mark.parametrize(("text", "reason"), sorted(FALLBACK.items()))
@@ -266,23 +276,12 @@ LEVEL_2_FALLBACK = {
 
 @pytest.fixture(scope="module")
 def level_2_frame(spark):
-    schema = ST.StructType([ST.StructField(n, spark_type(t)) for n, t in COLUMNS.items()])
-    return spark.createDataFrame([tuple(r[n] for n in COLUMNS) for r in LEVEL_2_ROWS], schema)
+    return _frame(spark, LEVEL_2_ROWS)
 
 
 def test_level_2_native_expressions_agree_with_the_evaluator(level_2_frame):
-    compiled = [(text, compile_native(parse_expression(text), COLUMNS, level=2)) for text in LEVEL_2]
-    not_native = [(text, c.reason) for text, c in compiled if c.column is None]
-    assert not not_native
-    got = level_2_frame.select(*[c.column.alias(f"c{i}") for i, (_, c) in enumerate(compiled)]).collect()
-    mismatches = []
-    for i, (text, _) in enumerate(compiled):
-        reference = compile_expression(parse_expression(text), COLUMNS)
-        for row, spark_row in zip(LEVEL_2_ROWS, got, strict=True):
-            g, w = spark_row[i], reference(row)
-            if not _same(g, w):
-                mismatches.append(f"{text} over {row}: Spark gave {g!r}, the evaluator {w!r}")
-    assert not mismatches, "\n".join(mismatches)
+    disagreements = _disagreements(level_2_frame, LEVEL_2_ROWS, LEVEL_2, level=2)
+    assert not disagreements, "\n".join(disagreements)
 
 
 def test_level_1_keeps_the_level_2_forms_in_python(spark):
