@@ -110,10 +110,16 @@ def level_2_forms(expressions: Sequence[E.Expr], columns: Mapping[str, SqlType])
             typer.type_of(expression, {})
         except KsqlError:
             continue  # not typed here: both levels fall back
-        for node in E.walk(expression):
-            if _level_2_only(typer, node):
-                found.append(E.format_sql(node))
+        found.extend(E.format_sql(node) for node in _outside_lambdas(expression) if _level_2_only(typer, node))
     return found
+
+
+def _outside_lambdas(expr: E.Expr) -> list[E.Expr]:
+    """The nodes of ``expr``, pre-order, except lambda bodies: both levels run a lambda, and
+    so everything in it, in Python."""
+    if isinstance(expr, E.Lambda):
+        return []
+    return [expr, *(node for child in expr.children() for node in _outside_lambdas(child))]
 
 
 def _level_2_only(typer: Typer, node: E.Expr) -> bool:
@@ -126,9 +132,6 @@ def _level_2_only(typer: Typer, node: E.Expr) -> bool:
         return result.base is BaseType.DOUBLE and not nonzero_literal(node.right)
     if isinstance(node, E.FunctionCall):
         seen = native_call(typer, node)
-        if seen is None:
-            return False
-        key, call = seen
-        accepts = LEVEL_2_FUNCTIONS.get(key)
-        return accepts is not None and accepts(call)
+        accepts = None if seen is None else LEVEL_2_FUNCTIONS.get(seen[0])
+        return accepts is not None and seen is not None and accepts(seen[1])
     return False

@@ -49,3 +49,11 @@ def test_the_forms_are_named_by_their_sql() -> None:
 
 def test_an_untyped_expression_holds_none() -> None:
     assert level_2_forms([parse_expression("LEN(NO_SUCH_COLUMN)")], COLUMNS) == []
+
+
+def test_a_form_inside_a_lambda_does_not_count() -> None:
+    # Both levels run a lambda in Python, LEN in its body included.
+    assert level_2_forms([parse_expression("TRANSFORM(A, X => LEN(CAST(X AS STRING)))")], COLUMNS) == []
+    assert level_2_forms([parse_expression("ARRAY_LENGTH(TRANSFORM(A, X => X / 2))")], COLUMNS) == [
+        "ARRAY_LENGTH(TRANSFORM(A, (X) => (X / 2)))"
+    ]
