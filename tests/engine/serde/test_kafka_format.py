@@ -7,6 +7,7 @@ import pytest
 from engine.errors import RecordSerdeError
 from engine.plan.schema import Column, LogicalSchema
 from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
+from engine.serde.kafka_format import KafkaSerde
 
 KAFKA = FormatInfo("KAFKA")
 
@@ -68,3 +69,11 @@ def test_none_format_ignores_data_and_writes_null() -> None:
     assert serde.deserialize(None) is None
     assert serde.serialize({"X": 1}) is None
     assert serde.to_bytes("x") is None
+
+
+def test_the_serde_itself_refuses_two_columns_or_a_type_without_a_kafka_form() -> None:
+    # value_serde refuses these before (AnalysisError); the serde checks again when built directly.
+    with pytest.raises(RecordSerdeError, match=r"needs exactly one INTEGER, BIGINT, DOUBLE, STRING or BYTES column, got \['`A` INTEGER', '`B` INTEGER'\]"):
+        KafkaSerde(KAFKA, cols("A INT, B INT"), False, False)
+    with pytest.raises(RecordSerdeError, match=r"got \['`F` BOOLEAN'\]"):
+        KafkaSerde(KAFKA, cols("F BOOLEAN"), False, False)

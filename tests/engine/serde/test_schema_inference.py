@@ -132,6 +132,8 @@ def test_json_schema_enum_without_type_is_a_string_and_null_or_unknown_types_are
     assert json_schema_to_sql(schema) == _struct(C=T.STRING)
     with pytest.raises(SchemaTranslationError, match="^JSON schema type 'null' has no SQL type$"):
         json_schema_to_sql({"type": "null"})
+    with pytest.raises(SchemaTranslationError, match="^JSON schema type 'null' has no SQL type$"):
+        json_schema_to_sql({"oneOf": [{"type": "null"}]})
     with pytest.raises(SchemaTranslationError, match='^JSON schema type "date" is not supported$'):
         json_schema_to_sql({"type": "date"})
 
