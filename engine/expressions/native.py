@@ -124,7 +124,7 @@ def compile_native(
     compiler level the step version was built with (see the module's docstring).
     """
     if level not in LEVELS:
-        raise KsqlError(f"Native expression compiler level {level} is unknown; known levels: {LEVELS}.")
+        raise InternalError(f"Native expression compiler level {level} is unknown; known levels: {LEVELS} (a bug).")
     sql = E.format_sql(expr)
     typer = Typer(columns)
     try:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as ST
 
-from engine.errors import KsqlError
+from engine.errors import InternalError
 from engine.expressions import compile_expression
 from engine.expressions.native import compile_native
 from engine.parser.parser import parse_expression
@@ -298,7 +298,7 @@ def test_level_2_falls_back_where_spark_differs_with_its_reason(spark, text, rea
 
 
 def test_an_unknown_compiler_level_is_refused_with_the_known_ones(spark):
-    with pytest.raises(KsqlError, match=r"level 3 is unknown; known levels: \(1, 2\)"):
+    with pytest.raises(InternalError, match=r"level 3 is unknown; known levels: \(1, 2\) \(a bug\)"):
         compile_native(parse_expression("I + 1"), COLUMNS, level=3)
 
 
