@@ -46,28 +46,33 @@ def case_registry_url(case: QttCase) -> str:
     return f"mock://qtt-{re.sub(r'[^A-Za-z0-9_.-]+', '_', case.id)[:60]}-{digest}"
 
 
-def use_case_registry(engine: Any, case: QttCase, *, run: str | None = None) -> None:
+def use_case_registry(engine: Any, case: QttCase, *, run: str | None = None) -> str | None:
     """Give a bounded engine its case's fresh in-process registry with the case's declared
     schemas registered (unless the case's properties name a registry of their own). An
     engine facade with ``register_case_schemas`` (the Kafka runtime's) registers them itself.
 
     ``run`` names one run of the case among others at the same time (replays of several
-    saved versions of a case): each gets a registry of its own, which no other empties."""
+    saved versions of a case): each gets a registry of its own, which no other empties.
+
+    Returns the URL of the fresh registry made here, for the caller to forget when the run
+    is over; None when the registry is not the harness's own (or none was set)."""
     register = getattr(engine, "register_case_schemas", None)
     if register is not None:
         register(case)
-        return
+        return None
     if not hasattr(engine, "schema_registry_url"):
-        return
+        return None
+    fresh: str | None = None
     if case.properties.get(SCHEMA_REGISTRY_URL):
         url = str(case.properties[SCHEMA_REGISTRY_URL])
     else:
-        url = case_registry_url(case) + (f"-{run}" if run else "")
+        url = fresh = case_registry_url(case) + (f"-{run}" if run else "")
         from engine.serde.registry import forget_registry_client
 
         forget_registry_client(url)
     engine.schema_registry_url = url
     register_topic_schemas(runner_topics(case), url)
+    return fresh
 
 
 # Formats whose topics get a registered schema from a statement's columns.

@@ -202,11 +202,12 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         spec.get("statementRecords", []), "statementRecords"
     )
     engine = KsqlEngine(dict(saved.plan.get("configs", {})))
+    fresh_registry: str | None = None
     try:
         # The case's schemas in a fresh in-process registry, as when it was recorded: a sink
         # that writes a registered schema (streamSinkV4) reads it when it is built. Its own
         # registry: versions of one case replay at the same time.
-        use_case_registry(engine, case, run=uuid.uuid4().hex)
+        fresh_registry = use_case_registry(engine, case, run=uuid.uuid4().hex)
         create_topics(engine, case)
         for plan in plans:
             engine.execute_plan(plan)
@@ -217,8 +218,8 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         return case, observe(case, engine, built, produced, streaming=streaming)
     finally:
         engine.close()
-        if engine.schema_registry_url:
-            forget_registry_client(engine.schema_registry_url)
+        if fresh_registry is not None:  # a registry the case names itself is not ours to forget
+            forget_registry_client(fresh_registry)
 
 
 @dataclass(frozen=True, slots=True)
