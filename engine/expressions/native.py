@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import Column
@@ -51,6 +51,7 @@ from engine.errors import InternalError, KsqlError
 from engine.expressions.native_levels import (
     LEVEL_2_FUNCTIONS,
     NativeCall,
+    level_2_covers,
     native_call,
     nonzero_integral_literal,
     nonzero_literal,
@@ -424,17 +425,20 @@ class _Compiler:
         if resolved is None:
             raise _Fallback(f"function {name} runs in Python")
         native = _FUNCTIONS.get((name, resolved.signature.since))
-        seen = native_call(self.typer, expr)
-        if native is None and self.level >= 2 and seen is not None and seen[0] in _FUNCTIONS_2:
-            key, call = seen
-            if not LEVEL_2_FUNCTIONS[key](call):
-                raise _Fallback(f"function {name} runs in Python for ({', '.join(map(str, call.params))})")
-            args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
-            return _FUNCTIONS_2[key](args, call)
+        if native is None and self.level >= 2:
+            key, call = native_call(expr, resolved)
+            form = _FUNCTIONS_2.get(key)
+            if form is not None:
+                if not level_2_covers(key, call):
+                    raise _Fallback(f"function {name} runs in Python for ({', '.join(map(str, call.params))})")
+                return form(self._args(expr, resolved.param_types), call)
         if native is None:
             raise _Fallback(f"function {name} runs in Python")
-        args = [self._as(a, p) for a, p in zip(expr.args, resolved.param_types, strict=True)]
-        return native(args, resolved.return_type)
+        return native(self._args(expr, resolved.param_types), resolved.return_type)
+
+    def _args(self, expr: E.FunctionCall, params: Sequence[SqlType | None]) -> list[Column]:
+        """The call's arguments, each as a value of its parameter's type."""
+        return [self._as(a, p) for a, p in zip(expr.args, params, strict=True)]
 
 
 def wrap_integral(exact: Column, t: SqlType) -> Column:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from engine.errors import KsqlError
 from engine.expressions.typer import Typer
+from engine.functions.registry import ResolvedFunction
 from engine.plan import expr as E
 from engine.plan.types import BaseType, SqlType
 
@@ -91,13 +92,16 @@ def nonzero_literal(expr: E.Expr) -> bool:
     return isinstance(expr, E.Literal) and expr.value not in (None, 0)
 
 
-def native_call(typer: Typer, call: E.FunctionCall) -> tuple[tuple[str, int], NativeCall] | None:
-    """The level-2 table key and view of a call the typer resolved (None if it did not)."""
-    resolved = typer.functions.get(id(call))
-    if resolved is None or resolved.return_type is None:
-        return None
+def native_call(call: E.FunctionCall, resolved: ResolvedFunction) -> tuple[tuple[str, int], NativeCall]:
+    """The level-2 table key and view of a call as the typer resolved it."""
     key = (call.name.upper(), resolved.signature.since)
     return key, NativeCall(tuple(resolved.param_types), resolved.return_type, tuple(call.args))
+
+
+def level_2_covers(key: tuple[str, int], call: NativeCall) -> bool:
+    """Whether level 2 has a Spark form for this call (its function and overload)."""
+    accepts = LEVEL_2_FUNCTIONS.get(key)
+    return accepts is not None and accepts(call)
 
 
 def level_2_forms(expressions: Sequence[E.Expr], columns: Mapping[str, SqlType]) -> list[str]:
@@ -131,7 +135,6 @@ def _level_2_only(typer: Typer, node: E.Expr) -> bool:
             return nonzero_integral_literal(node.right)
         return result.base is BaseType.DOUBLE and not nonzero_literal(node.right)
     if isinstance(node, E.FunctionCall):
-        seen = native_call(typer, node)
-        accepts = None if seen is None else LEVEL_2_FUNCTIONS.get(seen[0])
-        return accepts is not None and seen is not None and accepts(seen[1])
+        resolved = typer.functions.get(id(node))
+        return resolved is not None and level_2_covers(*native_call(node, resolved))
     return False

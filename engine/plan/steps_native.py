@@ -10,10 +10,12 @@ builders (``engine.builders.native_io_v3``) do the same with less work per recor
 ``from_json`` whose failures mark the records for Python, and a sink with no Python at all.
 The filter and select V3 versions (``tableFilterV4`` for tables, since ``tableFilterV3`` is the
 filter over a table-table join) build as V2 with the native compiler's level 2, which runs more
-operators and functions in Spark (``engine.expressions.native``). The group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute
-grouping keys as Spark Columns and, on bounded runs, running aggregates as window functions
-ordered by input position. The planner picks the newest of these for new queries
-(``kspark.native.steps``); saved plans keep their steps and builders.
+operators and functions in Spark (``engine.expressions.native``). The group-by and aggregate
+V2 builders (``engine.builders.native_aggregate``) compute grouping keys as Spark Columns
+and, on bounded runs, running aggregates as window functions ordered by input position. The
+planner picks the newest of these for new queries (``kspark.native.steps``; the level-2
+versions only for steps with a form level 2 runs in Spark); saved plans keep their steps and
+builders.
 
 This module imports no pyspark.
 """
