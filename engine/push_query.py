@@ -54,6 +54,7 @@ TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a
 SOURCE_STEPS = (
     S.StreamSource, S.WindowedStreamSource, S.TableSource, S.WindowedTableSource,
     N.StreamSourceV2, N.TableSourceV2, N.StreamSourceV3, N.TableSourceV3, N.StreamSourceV4,
+    N.StreamSourceV5, N.StreamSourceV6, N.TableSourceV4,
 )
 _START_LOCK = threading.Lock()  # push queries of this process start one at a time
 

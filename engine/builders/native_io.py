@@ -41,6 +41,7 @@ from pyspark.sql import types as ST
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.formats import serdes_for
 from engine.builders.native import ExpressionReport, report_io
+from engine.builders.native_forms import native_reason
 from engine.builders.sinks import build_stream_sink, build_table_sink
 from engine.builders.sources import build_stream_source, build_table_source, timestamp_extractor
 from engine.builders.walker import builds
@@ -55,11 +56,14 @@ from engine.plan.steps_native import (
     StreamSourceV2,
     StreamSourceV3,
     StreamSourceV4,
+    StreamSourceV5,
+    StreamSourceV6,
     TableSinkV2,
     TableSinkV3,
     TableSinkV4,
     TableSourceV2,
     TableSourceV3,
+    TableSourceV4,
 )
 from engine.runtime import processing_log
 from engine.runtime import rows as R
@@ -67,10 +71,6 @@ from engine.runtime.adapter import TopicCodec
 from engine.runtime.convert import spark_type
 from engine.serde import RecordSerde
 
-_JSON_TYPES = frozenset(
-    {T.BaseType.BOOLEAN, T.BaseType.INTEGER, T.BaseType.BIGINT, T.BaseType.DOUBLE, T.BaseType.STRING}
-)
-_KAFKA_TYPES = frozenset({T.BaseType.INTEGER, T.BaseType.BIGINT, T.BaseType.STRING})
 _KAFKA_WIDTH = {T.BaseType.INTEGER: 4, T.BaseType.BIGINT: 8}
 _RANGES = {T.BaseType.INTEGER: (T.INT_MIN, T.INT_MAX), T.BaseType.BIGINT: (T.BIGINT_MIN, T.BIGINT_MAX)}
 # Text Spark and ksqlDB read alike for each type; other non-null text goes to Python.
@@ -85,43 +85,13 @@ _FIELD = "__v"  # the field an unwrapped JSON value is read as
 
 SourceStep = StreamSourceV2 | TableSourceV2
 SinkStep = StreamSinkV2 | TableSinkV2
-AnySourceStep = SourceStep | StreamSourceV3 | TableSourceV3 | StreamSourceV4
+AnySourceStep = (
+    SourceStep | StreamSourceV3 | TableSourceV3 | StreamSourceV4 | StreamSourceV5 | StreamSourceV6 | TableSourceV4
+)
 AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
 
 
 # --------------------------------------------------------------------------- what is native
-
-
-def _serde_reason(serde: RecordSerde, part: str) -> str | None:
-    """Why ``serde`` has no native form (None: it has one)."""
-    if not serde.columns:
-        return None
-    name = serde.format.name
-    types = {c.type.base for c in serde.columns}
-    if name == "JSON":
-        bad = [str(c.type) for c in serde.columns if c.type.base not in _JSON_TYPES]
-        return None if not bad else f"{part} type {bad[0]} has no native JSON form yet"
-    if name == "KAFKA":
-        return None if types <= _KAFKA_TYPES else f"{part} type {serde.columns[0].type} in KAFKA has no native form yet"
-    return f"{part} format {name} has no native form yet"
-
-
-def native_reason(
-    formats: S.Formats, schema: LogicalSchema, timestamp: S.TimestampColumn | None, *, windowed: bool = False
-) -> str | None:
-    """Why a source or sink with these formats and columns runs in Python (None: native)."""
-    if windowed:
-        return "windowed keys have no native form yet"
-    key, value = serdes_for(formats, schema.columns)
-    for serde, part in ((key, "key"), (value, "value")):
-        reason = _serde_reason(serde, part)
-        if reason is not None:
-            return reason
-    if timestamp is not None:
-        column = schema.find(timestamp.column)
-        if column is not None and column.type.base is not T.BaseType.BIGINT:
-            return f"a {column.type} timestamp column has no native form yet"
-    return None
 
 
 def _report(step: S.Step, schema_columns: Sequence[Column], reason: str | None) -> None:
@@ -381,11 +351,12 @@ def source_columns(
 
 
 def source_or_v1(
-    step: AnySourceStep, ctx: BuildContext, *, is_table: bool, native: Callable[..., Built]
+    step: AnySourceStep, ctx: BuildContext, *, is_table: bool, native: Callable[..., Built], level: int = 1
 ) -> Built:
     """A native source built by ``native(step, ctx, is_table=...)``, or exactly as its V1
-    version when its formats or columns have no native form; how each column runs is reported."""
-    reason = native_reason(step.formats, step.source_schema, step.timestamp_column)
+    version when its formats or columns have no native form at the step version's format
+    ``level`` (``engine.builders.native_forms``); how each column runs is reported."""
+    reason = native_reason(step.formats, step.source_schema, step.timestamp_column, level=level)
     _report(step, step.source_schema.columns, reason)
     if reason is not None:
         fields: dict[str, Any] = dict(

@@ -41,6 +41,9 @@ from pyspark.sql.pandas.types import to_arrow_type
 from engine.builders.context import BuildContext, Built
 from engine.builders.formats import serdes_for
 from engine.builders.native_io import (
+    _DOUBLE_TEXT,
+    _INTEGER_TEXT,
+    _RANGES,
     _STRING_SUSPECT,
     _any,
     _part_bytes,
@@ -51,7 +54,7 @@ from engine.builders.native_io import (
     source_or_v1,
 )
 from engine.builders.walker import builds, checks_consumers
-from engine.errors import PlanError
+from engine.errors import InternalError, PlanError
 from engine.plan import types as T
 from engine.plan.steps import Step
 from engine.plan.steps_native import (
@@ -60,9 +63,12 @@ from engine.plan.steps_native import (
     StreamSinkV4,
     StreamSourceV3,
     StreamSourceV4,
+    StreamSourceV5,
+    StreamSourceV6,
     TableSinkV3,
     TableSinkV4,
     TableSourceV3,
+    TableSourceV4,
 )
 from engine.runtime import rows as R
 from engine.runtime.adapter import PartitionOrderReads, TopicCodec
@@ -70,6 +76,8 @@ from engine.runtime.convert import spark_type
 from engine.serde import RecordSerde
 
 SourceStep = StreamSourceV3 | TableSourceV3
+# The sources that read in partition order (V4, V6) and those of format level 2 (V5, V6, table V4).
+AnySourceStep = SourceStep | StreamSourceV4 | StreamSourceV5 | StreamSourceV6 | TableSourceV4
 # (``streamSinkV4``/``tableSinkV4`` build as these when they write no registered schema's extra fields.)
 SinkStep = StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
 _KEYS_SEPARATOR = "\u0000"
@@ -129,6 +137,47 @@ def _read_json(text: SparkColumn, serde: RecordSerde, parsed: SparkColumn) -> tu
     return parse, values, _any(flags)
 
 
+def _delimited_field(field: SparkColumn, t: T.SqlType) -> tuple[SparkColumn, SparkColumn | None]:
+    """A DELIMITED field's value (NULL when empty) and whether the record needs Python for it
+    (None: never). Spark reads only the text V1 reads alike: Java's ``Boolean.parseBoolean``
+    (``true`` in any case, else false), integer digits in range, and plain decimal numbers;
+    V1 reads every other non-empty text, or fails on it, in Python."""
+    filled = field != F.lit("")
+    base = t.base
+    if base is T.BaseType.STRING:
+        return F.when(filled, field), None
+    if base is T.BaseType.BOOLEAN:
+        return F.when(filled, field.rlike("^[Tt][Rr][Uu][Ee]$")), None
+    if base in _RANGES:
+        low, high = _RANGES[base]
+        number = F.when(field.rlike(_INTEGER_TEXT), field.try_cast("bigint"))
+        fits = F.coalesce(number.between(low, high), F.lit(False))
+        return F.when(filled & fits, number).cast(spark_type(t)), filled & ~fits
+    ok = field.rlike(_DOUBLE_TEXT)
+    return F.when(filled & ok, field.try_cast("double")), filled & ~ok
+
+
+def _read_delimited(text: SparkColumn, serde: RecordSerde, parsed: SparkColumn) -> tuple[SparkColumn, dict[str, SparkColumn], SparkColumn]:
+    """A DELIMITED key or value split once at its delimiter (to be added to the rows and read
+    back as ``parsed``), each column's value from it, and whether the record needs Python.
+
+    A record with a quote or a line break goes to Python (quoting, and Commons CSV's end of
+    record), and so does one whose field count differs from the columns' (an error in V1).
+    Without them, V1's parse is exactly a split at every delimiter."""
+    delimiter = getattr(serde, "delimiter", None)
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise InternalError(f"The DELIMITED serde of the {serde.what} has no one-character delimiter (a bug).")
+    parse = F.split(text, "\\Q" + delimiter + "\\E", -1)
+    values: dict[str, SparkColumn] = {}
+    flags = [text.rlike('["\\r\\n]'), F.size(parsed) != F.lit(len(serde.columns))]
+    for index, column in enumerate(serde.columns):
+        value, check = _delimited_field(F.get(parsed, F.lit(index)), column.type)
+        values[column.name] = value
+        if check is not None:
+            flags.append(check)
+    return parse, values, _any(flags)
+
+
 def _arrow_reader(read: Callable[[Any], Any], result: ST.StructType) -> Any:
     """``read`` over a batch of records as an Arrow UDF: the records for Python are the
     non-null ones, and a batch without any costs one null count."""
@@ -142,12 +191,12 @@ def _arrow_reader(read: Callable[[Any], Any], result: ST.StructType) -> Any:
     return F.arrow_udf(read_batch, result).asNondeterministic()  # type: ignore[call-overload]
 
 
-def _build_source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_table: bool) -> Built:
+def _build_source(step: AnySourceStep, ctx: BuildContext, *, is_table: bool) -> Built:
     schema = step.source_schema
     codec = TopicCodec(*serdes_for(step.formats, schema.columns))
-    if isinstance(step, StreamSourceV4) and isinstance(ctx.runtime, PartitionOrderReads):
+    if isinstance(step, StreamSourceV4 | StreamSourceV6) and isinstance(ctx.runtime, PartitionOrderReads):
         raw = ctx.runtime.read_topic_bytes_in_partition_order(step.topic, codec)
-    else:  # V3; V4 on the bounded runtime, whose reads are in input order at no cost
+    else:  # V3, V5; V4 and V6 on the bounded runtime, whose reads are in input order at no cost
         raw = ctx.runtime.read_topic_bytes(step.topic, codec)
     deleted = F.col("__value").isNull()
     parses: list[SparkColumn] = []
@@ -165,7 +214,8 @@ def _build_source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_ta
             flags.append(read.python)
             continue
         text = F.col(data).cast("string")
-        parse, read_values, python = _read_json(text, serde, F.col(name))
+        reader = _read_delimited if serde.format.name == "DELIMITED" else _read_json
+        parse, read_values, python = reader(text, serde, F.col(name))
         parses.append(parse.alias(name))
         values.update(read_values)
         flags.append(present & (python | ~F.is_valid_utf8(text)))
@@ -200,8 +250,8 @@ def _build_source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_ta
     return Built(df=staged.select(*out), schema=schema, is_table=is_table)
 
 
-def _source(step: SourceStep | StreamSourceV4, ctx: BuildContext, *, is_table: bool) -> Built:
-    return source_or_v1(step, ctx, is_table=is_table, native=_build_source)
+def _source(step: AnySourceStep, ctx: BuildContext, *, is_table: bool, level: int = 1) -> Built:
+    return source_or_v1(step, ctx, is_table=is_table, native=_build_source, level=level)
 
 
 @builds(StreamSourceV3)
@@ -222,15 +272,35 @@ def build_stream_source_v4(step: StreamSourceV4, *, ctx: BuildContext) -> Built:
     return _source(step, ctx, is_table=False)
 
 
+@builds(StreamSourceV5)
+def build_stream_source_v5(step: StreamSourceV5, *, ctx: BuildContext) -> Built:
+    """V3's source with the native formats' level 2: DELIMITED keys and values read by Spark."""
+    return _source(step, ctx, is_table=False, level=2)
+
+
+@builds(StreamSourceV6)
+def build_stream_source_v6(step: StreamSourceV6, *, ctx: BuildContext) -> Built:
+    """V5's source over the runtime's read in partition order, as V4 is V3's."""
+    return _source(step, ctx, is_table=False, level=2)
+
+
+@builds(TableSourceV4)
+def build_table_source_v4(step: TableSourceV4, *, ctx: BuildContext) -> Built:
+    """V3's table source with the native formats' level 2: DELIMITED keys and values read by Spark."""
+    return _source(step, ctx, is_table=True, level=2)
+
+
 @checks_consumers(StreamSourceV4)
+@checks_consumers(StreamSourceV6)
 def check_stream_source_v4(step: Step, consumers: Sequence[Step]) -> None:
-    """A V4 source's records carry no merge order across partitions: every step that reads
-    them, up to the sink, must be a filter, a projection or a sink."""
+    """A V4 or V6 source's records carry no merge order across partitions: every step that
+    reads them, up to the sink, must be a filter, a projection or a sink."""
+    ordered = StreamSourceV5.TYPE if isinstance(step, StreamSourceV6) else StreamSourceV3.TYPE
     for consumer in consumers:
         if not isinstance(consumer, PARTITION_ORDER_CONSUMERS):
             raise PlanError(
                 f"Step {step.ctx} ({step.TYPE}) feeds step {consumer.ctx} ({consumer.TYPE}), which needs its "
-                "records in input order across partitions: plan streamSourceV3 for this query."
+                f"records in input order across partitions: plan {ordered} for this query."
             )
 
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from engine.builders import native_io_v3
 from engine.builders.context import BuildContext, Built
-from engine.builders.native_io import _report, native_reason
+from engine.builders.native_forms import native_reason
+from engine.builders.native_io import _report
 from engine.builders.sinks import build_python_sink
 from engine.builders.walker import builds
 from engine.errors import AnalysisError, ExecutionError, QueryFailure

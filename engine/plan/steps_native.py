@@ -10,12 +10,14 @@ builders (``engine.builders.native_io_v3``) do the same with less work per recor
 ``from_json`` whose failures mark the records for Python, and a sink with no Python at all.
 The filter and select V3 versions (``tableFilterV4`` for tables, since ``tableFilterV3`` is the
 filter over a table-table join) build as V2 with the native compiler's level 2, which runs more
-operators and functions in Spark (``engine.expressions.native``). The group-by and aggregate
-V2 builders (``engine.builders.native_aggregate``) compute grouping keys as Spark Columns
-and, on bounded runs, running aggregates as window functions ordered by input position. The
-planner picks the newest of these for new queries (``kspark.native.steps``; the level-2
-versions only for steps with a form level 2 runs in Spark); saved plans keep their steps and
-builders.
+operators and functions in Spark (``engine.expressions.native``). The source versions
+``streamSourceV5``/``V6`` and ``tableSourceV4`` build as V3 with the native formats' level 2
+(``engine.builders.native_forms``), which also reads DELIMITED keys and values in Spark. The
+group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping
+keys as Spark Columns and, on bounded runs, running aggregates as window functions ordered by
+input position. The planner picks the newest of these for new queries
+(``kspark.native.steps``; the level-2 versions only for steps with a form level 2 runs in
+Spark, or a source whose format level 2 reads); saved plans keep their steps and builders.
 
 This module imports no pyspark.
 """
@@ -225,6 +227,45 @@ class TableSourceV3(Step):
 
 @register_step
 @step_dataclass
+class StreamSourceV5(Step):
+    """Reads a stream as V3 does; Spark also reads DELIMITED keys and values (format level 2
+    of ``engine.builders.native_forms``)."""
+
+    TYPE: ClassVar[str] = "streamSourceV5"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class StreamSourceV6(Step):
+    """Reads a stream as V5 does, for a query that needs no order across its source's
+    partitions (as ``streamSourceV4`` to V3)."""
+
+    TYPE: ClassVar[str] = "streamSourceV6"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSourceV4(Step):
+    """Reads a table's changelog as V3 does; Spark also reads DELIMITED keys and values
+    (format level 2 of ``engine.builders.native_forms``)."""
+
+    TYPE: ClassVar[str] = "tableSourceV4"
+    topic: str
+    formats: Formats
+    source_schema: LogicalSchema
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
 class StreamSinkV3(Step):
     """Serialises stream records into a topic with Spark's encoders alone."""
 
@@ -394,12 +435,12 @@ IO_STEP_TYPES = frozenset(
     c.TYPE
     for c in (
         StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3,
-        StreamSourceV4, StreamSinkV4, TableSinkV4,
+        StreamSourceV4, StreamSinkV4, TableSinkV4, StreamSourceV5, StreamSourceV6, TableSourceV4,
     )
 )
 
-# The steps that may read a ``streamSourceV4``'s records (directly or through one another):
-# none of them orders records of two partitions against each other.
+# The steps that may read a ``streamSourceV4``'s or ``streamSourceV6``'s records (directly or
+# through one another): none of them orders records of two partitions against each other.
 PARTITION_ORDER_CONSUMERS: tuple[type[Step], ...] = (
     StreamFilterV2,
     StreamSelectV2,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from engine.builders.native_forms import level_2_reads
 from engine.errors import InternalError
 from engine.expressions.native_levels import level_2_forms
 from engine.plan import steps as S
@@ -85,6 +86,9 @@ def _source(node: L.SourceNode) -> S.Step:
         if src.is_table:
             return S.WindowedTableSource(window_info=src.window_info, **common)
         return S.WindowedStreamSource(window_info=src.window_info, **common)
+    if _NATIVE.get() and level_2_reads(src.formats, src.schema, src.timestamp_column):
+        # Level 2 of the native formats reads this source's format in Spark (DELIMITED).
+        return N.TableSourceV4(**common) if src.is_table else N.StreamSourceV5(**common)
     if _NATIVE.get():
         return N.TableSourceV3(**common) if src.is_table else N.StreamSourceV3(**common)
     if src.is_table:
@@ -172,11 +176,13 @@ def writes_registered_schema(formats: S.Formats) -> bool:
 
 
 def _in_partition_order(step: S.Step) -> S.Step:
-    """``step`` with its ``streamSourceV3`` read as ``streamSourceV4`` when only filters and
-    projections lie between them: such a query compares no records of two partitions, so it
-    needs no merge order across them (cheaper on Kafka). Anything else stays as it is."""
-    if isinstance(step, N.StreamSourceV3):
-        return N.StreamSourceV4(**{f.name: getattr(step, f.name) for f in dataclasses.fields(step)})
+    """``step`` with its ``streamSourceV3`` read as ``streamSourceV4`` (``V5`` as ``V6``) when
+    only filters and projections lie between them: such a query compares no records of two
+    partitions, so it needs no merge order across them (cheaper on Kafka). Anything else stays
+    as it is."""
+    if isinstance(step, N.StreamSourceV3 | N.StreamSourceV5):
+        cls = N.StreamSourceV4 if isinstance(step, N.StreamSourceV3) else N.StreamSourceV6
+        return cls(**{f.name: getattr(step, f.name) for f in dataclasses.fields(step)})
     if isinstance(step, N.StreamFilterV2 | N.StreamSelectV2 | N.StreamFilterV3 | N.StreamSelectV3):
         source = _in_partition_order(step.source)
         return step if source is step.source else dataclasses.replace(step, source=source)
