@@ -108,6 +108,8 @@ _V1 = {
     N.StreamGroupByV2: A.StreamGroupBy,
     N.StreamGroupByKeyV2: A.StreamGroupByKey,
     N.TableGroupByV2: A.TableGroupBy,
+    N.StreamGroupByV3: A.StreamGroupBy,
+    N.TableGroupByV3: A.TableGroupBy,
     N.StreamAggregateV2: A.StreamAggregate,
     N.StreamAggregateV3: A.StreamAggregate,
     N.StreamAggregateV4: A.StreamAggregate,

@@ -65,8 +65,10 @@ from engine.plan.steps_native import (
     StreamAggregateV4,
     StreamGroupByKeyV2,
     StreamGroupByV2,
+    StreamGroupByV3,
     TableAggregateV2,
     TableGroupByV2,
+    TableGroupByV3,
 )
 from engine.plan.types import BaseType, SqlType
 from engine.runtime import rows as R
@@ -121,14 +123,20 @@ def _null_key_logger(query_id: str, where: str) -> Any:
     return F.udf(log, ST.BooleanType(), useArrow=True).asNondeterministic()
 
 
+GroupByStep = StreamGroupByV2 | StreamGroupByV3
+TableGroupByStep = TableGroupByV2 | TableGroupByV3
+
+
 def _grouping_keys(
-    step: StreamGroupByV2 | TableGroupByV2, source: Built
+    step: GroupByStep | TableGroupByStep, source: Built, level: int
 ) -> tuple[list[tuple[str, NativeExpression]], list[Column], str | None]:
-    """Each grouping expression compiled, the key columns, and why the step cannot be native."""
+    """Each grouping expression compiled at the compiler's ``level``, the key columns, and why
+    the step cannot be native."""
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
     compiled = [
-        (k.alias, compile_native(k.expression, columns, user_columns=users)) for k in step.group_by_expressions
+        (k.alias, compile_native(k.expression, columns, user_columns=users, level=level))
+        for k in step.group_by_expressions
     ]
     key_cols, _ = _key_exprs(step.group_by_expressions, source)
     reason = next((f"{name}: {n.reason}" for name, n in compiled if not n.is_native), None)
@@ -141,7 +149,17 @@ def _grouping_keys(
 
 @builds(StreamGroupByV2)
 def build_stream_group_by_v2(step: StreamGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
-    compiled, key_cols, reason = _grouping_keys(step, source)
+    return _stream_group_by(step, source, ctx, level=1)
+
+
+@builds(StreamGroupByV3)
+def build_stream_group_by_v3(step: StreamGroupByV3, *, source: Built, ctx: BuildContext) -> Built:
+    """V2's stream group-by, its keys compiled with the native compiler's level 2."""
+    return _stream_group_by(step, source, ctx, level=2)
+
+
+def _stream_group_by(step: GroupByStep, source: Built, ctx: BuildContext, *, level: int) -> Built:
+    compiled, key_cols, reason = _grouping_keys(step, source, level)
     if reason is not None:
         _fallback_all(step.ctx, step.TYPE, compiled, reason)
         v1 = StreamGroupBy(
@@ -189,7 +207,17 @@ def build_stream_group_by_key_v2(step: StreamGroupByKeyV2, *, source: Built, ctx
 
 @builds(TableGroupByV2)
 def build_table_group_by_v2(step: TableGroupByV2, *, source: Built, ctx: BuildContext) -> Built:
-    compiled, key_cols, reason = _grouping_keys(step, source)
+    return _table_group_by(step, source, ctx, level=1)
+
+
+@builds(TableGroupByV3)
+def build_table_group_by_v3(step: TableGroupByV3, *, source: Built, ctx: BuildContext) -> Built:
+    """V2's table group-by, its keys compiled with the native compiler's level 2."""
+    return _table_group_by(step, source, ctx, level=2)
+
+
+def _table_group_by(step: TableGroupByStep, source: Built, ctx: BuildContext, *, level: int) -> Built:
+    compiled, key_cols, reason = _grouping_keys(step, source, level)
     if reason is None:
         reason = next(
             (f"a {c.type} table key" for c in source.schema.key if c.type.base not in _KEY_TYPES), None

@@ -166,7 +166,7 @@ def _read_delimited(text: SparkColumn, serde: RecordSerde, parsed: SparkColumn) 
     Without them, V1's parse is exactly a split at every delimiter."""
     delimiter = getattr(serde, "delimiter", None)
     if not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise InternalError(f"The DELIMITED serde of the {serde.what} has no one-character delimiter (a bug).")
+        raise InternalError(f"The serde of the {serde.what} has no one-character delimiter (a bug).")
     parse = F.split(text, "\\Q" + delimiter + "\\E", -1)
     values: dict[str, SparkColumn] = {}
     flags = [text.rlike('["\\r\\n]'), F.size(parsed) != F.lit(len(serde.columns))]

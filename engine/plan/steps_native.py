@@ -15,7 +15,7 @@ operators and functions in Spark (``engine.expressions.native``). The source ver
 (``engine.builders.native_forms``), which also reads DELIMITED keys and values in Spark. The
 group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping
 keys as Spark Columns and, on bounded runs, running aggregates as window functions ordered by
-input position. The planner picks the newest of these for new queries
+input position; the group-by V3 versions compile their keys with the compiler's level 2. The planner picks the newest of these for new queries
 (``kspark.native.steps``; the level-2 versions only for steps with a form level 2 runs in
 Spark, or a source whose format level 2 reads); saved plans keep their steps and builders.
 
@@ -347,6 +347,38 @@ class TableGroupByV2(Step):
     """Re-keys a table with Spark Columns: a change retracts the old row and adds the new one."""
 
     TYPE: ClassVar[str] = "tableGroupByV2"
+    source: Step
+    group_by_expressions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_keys(self.TYPE, self.group_by_expressions)
+
+
+@register_step
+@step_dataclass
+class StreamGroupByV3(Step):
+    """Re-keys a stream as V2 does, its grouping expressions compiled with the native
+    compiler's level 2."""
+
+    TYPE: ClassVar[str] = "streamGroupByV3"
+    source: Step
+    group_by_expressions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_keys(self.TYPE, self.group_by_expressions)
+
+
+@register_step
+@step_dataclass
+class TableGroupByV3(Step):
+    """Re-keys a table as V2 does, its grouping expressions compiled with the native
+    compiler's level 2."""
+
+    TYPE: ClassVar[str] = "tableGroupByV3"
     source: Step
     group_by_expressions: tuple[SelectExpression, ...]
     internal_formats: Formats

@@ -6,6 +6,7 @@ Query-context ids follow ksqlDB's: ``Aggregate/GroupBy``, ``Aggregate/Aggregate`
 
 from __future__ import annotations
 
+from engine.expressions.native_levels import level_2_forms
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_native as N
@@ -17,8 +18,10 @@ from engine.planner.physical import native_chosen, rule, to_steps
 def _group_by(node: GroupByNode) -> S.Step:
     source = to_steps(node.input)
     keys = tuple(S.SelectExpression(alias=a, expression=e) for a, e in node.keys)
+    # Level 2 of the native compiler runs some grouping expression in Spark: the V3 versions.
+    level_2 = native_chosen() and level_2_forms([e for _, e in node.keys], node.input.columns())
     if node.input.is_table:
-        table_group_by = N.TableGroupByV2 if native_chosen() else A.TableGroupBy
+        table_group_by = (N.TableGroupByV3 if level_2 else N.TableGroupByV2) if native_chosen() else A.TableGroupBy
         return table_group_by(
             ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
             internal_formats=node.internal_formats,
@@ -26,7 +29,7 @@ def _group_by(node: GroupByNode) -> S.Step:
     if node.by_key:
         by_key = N.StreamGroupByKeyV2 if native_chosen() else A.StreamGroupByKey
         return by_key(ctx="Aggregate/GroupBy", source=source, internal_formats=node.internal_formats)
-    group_by = N.StreamGroupByV2 if native_chosen() else A.StreamGroupBy
+    group_by = (N.StreamGroupByV3 if level_2 else N.StreamGroupByV2) if native_chosen() else A.StreamGroupBy
     return group_by(
         ctx="Aggregate/GroupBy", source=source, group_by_expressions=keys,
         internal_formats=node.internal_formats,

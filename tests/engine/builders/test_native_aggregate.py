@@ -106,16 +106,20 @@ KEY_FALLBACK = "fallback: the step runs in Python (a grouping key of a type Spar
 
 
 @pytest.mark.parametrize(
-    ("group_by", "native", "aggregate"),
+    ("group_by", "step_type", "native", "aggregate"),
     [
-        ("ITEM, F", True, "native"),
-        ("UCASE(ITEM)", True, "native"),
-        ("QTY + 1", True, "native"),
-        ("QTY / 2", False, "native"),  # integer division runs in Python: the grouping builds as V1
-        ("D", False, KEY_FALLBACK),  # a DOUBLE key groups NaN and -0.0 differently in Spark
+        ("ITEM, F", "streamGroupByV2", True, "native"),
+        ("UCASE(ITEM)", "streamGroupByV2", True, "native"),
+        ("QTY + 1", "streamGroupByV2", True, "native"),
+        # integer division by a constant: level 2 of the compiler runs it in Spark (V3)
+        ("QTY / 2", "streamGroupByV3", True, "native"),
+        ("LEN(ITEM), L % 3", "streamGroupByV3", True, "native"),
+        # one key level 2 runs in Spark, one it does not: the grouping builds as V1
+        ("QTY / 2, SUBSTRING(ITEM, 1, 1)", "streamGroupByV3", False, "native"),
+        ("D", "streamGroupByV2", False, KEY_FALLBACK),  # a DOUBLE key groups NaN and -0.0 differently in Spark
     ],
 )
-def test_grouping_keys_give_the_v1_records(spark, group_by, native, aggregate):
+def test_grouping_keys_give_the_v1_records(spark, group_by, step_type, native, aggregate):
     query = (
         f"CREATE TABLE OUT WITH (key_format='JSON') AS SELECT {group_by}, COUNT(*) AS C, SUM(QTY) AS SQ "
         f"FROM S GROUP BY {group_by};"
@@ -124,10 +128,36 @@ def test_grouping_keys_give_the_v1_records(spark, group_by, native, aggregate):
     (q,) = engine.queries.values()
     with collecting_reports() as reports:
         build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
-    grouping = [r for r in reports if r.step_type == "streamGroupByV2"]
-    assert grouping and all((r.how == "native") is native for r in grouping)
+    grouping = [r for r in reports if r.step_type.startswith("streamGroupBy")]
+    assert grouping and {r.step_type for r in grouping} == {step_type}
+    assert all((r.how == "native") is native for r in grouping)
     assert {r.how for r in reports if r.step_type == "streamAggregateV4"} == {aggregate}
     _same(query, _records(VALUES))
+
+
+@pytest.mark.parametrize("table", [False, True])
+def test_a_v2_grouping_keeps_level_1_where_v3_runs_level_2_in_spark(spark, table):
+    # Saved plans hold V2 group-bys: their keys compile at level 1, frozen, whatever the
+    # planner picks today. The same step as V3 runs the division in Spark.
+    from engine.plan import steps_native as N
+
+    source, name = (TABLE, "T") if table else (SOURCE, "S")
+    query = f"CREATE TABLE OUT AS SELECT QTY / 2 AS K, COUNT(*) AS C FROM {name} GROUP BY QTY / 2;"
+    engine = _engine(True, source + query)
+    (q,) = engine.queries.values()
+    v3 = next(s for s in walk_steps(q.root) if isinstance(s, N.StreamGroupByV3 | N.TableGroupByV3))
+    v2_cls = N.TableGroupByV2 if table else N.StreamGroupByV2
+    v2 = v2_cls(ctx=v3.ctx, source=v3.source, group_by_expressions=v3.group_by_expressions,
+                internal_formats=v3.internal_formats)
+    hows = {}
+    for step in (v3, v2):
+        with collecting_reports() as reports:
+            build(step, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
+        (hows[step.TYPE],) = [r.how for r in reports if r.step_type == step.TYPE]
+    assert hows[v3.TYPE] == "native"
+    assert hows[v2.TYPE] == "fallback: integer / (Java truncation; a zero divisor is logged)"
+    records = _changes(CHANGES) if table else _records(VALUES)
+    _same(query, records, source)
 
 
 def test_an_aggregate_without_a_spark_form_builds_the_step_as_v1_and_says_why(spark):
