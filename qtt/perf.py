@@ -114,6 +114,8 @@ _V1 = {
     N.StreamAggregateV3: A.StreamAggregate,
     N.StreamAggregateV4: A.StreamAggregate,
     N.TableAggregateV2: A.TableAggregate,
+    N.StreamAggregateV5: A.StreamAggregate,
+    N.TableAggregateV3: A.TableAggregate,
 }
 
 

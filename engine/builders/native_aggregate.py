@@ -63,10 +63,12 @@ from engine.plan.steps_native import (
     StreamAggregateV2,
     StreamAggregateV3,
     StreamAggregateV4,
+    StreamAggregateV5,
     StreamGroupByKeyV2,
     StreamGroupByV2,
     StreamGroupByV3,
     TableAggregateV2,
+    TableAggregateV3,
     TableGroupByV2,
     TableGroupByV3,
 )
@@ -297,11 +299,12 @@ _SIGN = "__sign"  # a table aggregate's input: -1 for a retraction, 1 for an add
 
 
 def _aggregate_column(
-    call: E.FunctionCall, columns: dict[str, SqlType], users: frozenset[str], *, signed: bool = False
+    call: E.FunctionCall, columns: dict[str, SqlType], users: frozenset[str], *, signed: bool = False, level: int = 1
 ) -> tuple[NativeExpression, Any]:
     """The call's report and a function from a window spec to its running value (None if not native).
 
     ``signed``: the rows carry ``__sign`` and a retraction (-1) undoes what an addition added.
+    ``level``: the native compiler's level the argument compiles with.
     """
     sql = E.format_sql(call)
     name = call.name.upper()
@@ -329,7 +332,7 @@ def _aggregate_column(
         if sign is not None:
             return NativeExpression(sql, F.lit(1), NATIVE), lambda w: F.sum(sign).over(w)
         return NativeExpression(sql, F.lit(1), NATIVE), lambda w: F.count(F.lit(1)).over(w)
-    arg = compile_native(call.args[0], columns, user_columns=users)
+    arg = compile_native(call.args[0], columns, user_columns=users, level=level)
     if arg.column is None:
         return fallback(arg.reason)
     t, param = arg_types[0], spec.column_types[0]
@@ -398,17 +401,17 @@ _STATE_STORE = "a streaming query keeps per-key state in Spark's state store"
 
 
 def _plan_aggregate(
-    step: _AnyStreamAggregate | TableAggregateV2, source: Built, *, signed: bool,
-    streaming_reason: str | None = _STATE_STORE,
+    step: _AnyStreamAggregate | _AnyTableAggregate, source: Built, *, signed: bool,
+    streaming_reason: str | None = _STATE_STORE, level: int = 1,
 ) -> _AggregatePlan:
-    """How the step runs natively; on a streaming source ``streaming_reason`` (if any) says
-    why it cannot."""
+    """How the step runs natively, its arguments and HAVING compiled at the native compiler's
+    ``level``; on a streaming source ``streaming_reason`` (if any) says why it cannot."""
     columns = source.expression_columns()
     users = frozenset(c.name for c in source.schema.columns)
     plan = _AggregatePlan([], [])
     for a in step.aggregation_functions:
         assert isinstance(a.expression, E.FunctionCall)  # the step checks it
-        report, run = _aggregate_column(a.expression, columns, users, signed=signed)
+        report, run = _aggregate_column(a.expression, columns, users, signed=signed, level=level)
         plan.calls.append((a.alias, report))
         plan.runners.append(run)
     key_cols = [source.schema.find(k) for k in step.key_column_names]
@@ -424,7 +427,9 @@ def _plan_aggregate(
         if step.having is not None:
             having_columns = dict(PSEUDO_COLUMNS)
             having_columns.update(plan.schema.types())
-            plan.having = compile_native(step.having, having_columns, user_columns=frozenset(plan.schema.types()))
+            plan.having = compile_native(
+                step.having, having_columns, user_columns=frozenset(plan.schema.types()), level=level
+            )
             plan.calls.append(("HAVING", plan.having))
             if plan.having.column is None:
                 plan.reason = f"HAVING: {plan.having.reason}"
@@ -445,7 +450,8 @@ def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: Bu
     return _stream_aggregate(step, source, _running(_live(step, source), step.key_column_names, plan), plan)
 
 
-_AnyStreamAggregate = StreamAggregateV2 | StreamAggregateV3 | StreamAggregateV4
+_AnyStreamAggregate = StreamAggregateV2 | StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5
+_AnyTableAggregate = TableAggregateV2 | TableAggregateV3
 
 
 def _as_v1(step: _AnyStreamAggregate, source: Built, ctx: BuildContext) -> Built:
@@ -490,14 +496,21 @@ def build_stream_aggregate_v4(step: StreamAggregateV4, *, source: Built, ctx: Bu
     return _running_aggregate(step, source, ctx, streaming_reason=None)
 
 
+@builds(StreamAggregateV5)
+def build_stream_aggregate_v5(step: StreamAggregateV5, *, source: Built, ctx: BuildContext) -> Built:
+    """V4, its arguments and HAVING compiled with the native compiler's level 2."""
+    return _running_aggregate(step, source, ctx, streaming_reason=None, level=2)
+
+
 def _running_aggregate(
-    step: StreamAggregateV3 | StreamAggregateV4, source: Built, ctx: BuildContext, *, streaming_reason: str | None
+    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5, source: Built, ctx: BuildContext, *,
+    streaming_reason: str | None, level: int = 1,
 ) -> Built:
     """Window functions on the bounded runtime, the runtime's running aggregates on Kafka,
     or V1's handler (when ``streaming_reason`` or the plan gives a reason)."""
     if streaming_reason is None and not isinstance(ctx.runtime, RunningAggregates):
         streaming_reason = "this runtime keeps no running aggregates"
-    plan = _plan_aggregate(step, source, signed=False, streaming_reason=streaming_reason)
+    plan = _plan_aggregate(step, source, signed=False, streaming_reason=streaming_reason, level=level)
     if plan.reason is not None or plan.schema is None:
         return _as_v1(step, source, ctx)
     live = _live(step, source)
@@ -530,7 +543,7 @@ def _running_call(
 
 
 def _running_in_state_store(
-    step: StreamAggregateV3 | StreamAggregateV4, source: Built, live: DataFrame, plan: _AggregatePlan,
+    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5, source: Built, live: DataFrame, plan: _AggregatePlan,
     runtime: RunningAggregates,
 ) -> DataFrame:
     """``_running``'s rows from the runtime's per-key state instead of window functions:
@@ -557,7 +570,7 @@ def _running_in_state_store(
     if having is not None:
         fields += [ST.StructField(previous_column(i), f.dataType) for i, f in enumerate(result_fields)]
         fields.append(ST.StructField(HAS_PREVIOUS, ST.BooleanType()))
-    if isinstance(step, StreamAggregateV4):
+    if isinstance(step, StreamAggregateV4 | StreamAggregateV5):
         running = runtime.running_aggregate_by_task(
             live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields),
             name=step.ctx, previous=having is not None,
@@ -596,7 +609,17 @@ def _running_in_state_store(
 
 @builds(TableAggregateV2)
 def build_table_aggregate_v2(step: TableAggregateV2, *, source: Built, ctx: BuildContext) -> Built:
-    plan = _plan_aggregate(step, source, signed=True)
+    return _table_aggregate(step, source, ctx, level=1)
+
+
+@builds(TableAggregateV3)
+def build_table_aggregate_v3(step: TableAggregateV3, *, source: Built, ctx: BuildContext) -> Built:
+    """V2, its arguments and HAVING compiled with the native compiler's level 2."""
+    return _table_aggregate(step, source, ctx, level=2)
+
+
+def _table_aggregate(step: _AnyTableAggregate, source: Built, ctx: BuildContext, *, level: int) -> Built:
+    plan = _plan_aggregate(step, source, signed=True, level=level)
     if plan.reason is not None or plan.schema is None:
         v1 = TableAggregate(
             ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,

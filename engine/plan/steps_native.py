@@ -15,7 +15,8 @@ operators and functions in Spark (``engine.expressions.native``). The source ver
 (``engine.builders.native_forms``), which also reads DELIMITED keys and values in Spark. The
 group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping
 keys as Spark Columns and, on bounded runs, running aggregates as window functions ordered by
-input position; the group-by V3 versions compile their keys with the compiler's level 2. The planner picks the newest of these for new queries
+input position; the group-by V3 versions compile their keys, ``streamAggregateV5`` and
+``tableAggregateV3`` their arguments and HAVING, with the compiler's level 2. The planner picks the newest of these for new queries
 (``kspark.native.steps``; the level-2 versions only for steps with a form level 2 runs in
 Spark, or a source whose format level 2 reads); saved plans keep their steps and builders.
 
@@ -451,6 +452,42 @@ class StreamAggregateV4(Step):
     the group's row only when the results before it passed (bounded runs build exactly as V3)."""
 
     TYPE: ClassVar[str] = "streamAggregateV4"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class StreamAggregateV5(Step):
+    """``streamAggregateV4`` with its arguments and HAVING compiled with the native compiler's
+    level 2."""
+
+    TYPE: ClassVar[str] = "streamAggregateV5"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class TableAggregateV3(Step):
+    """``tableAggregateV2`` with its arguments and HAVING compiled with the native compiler's
+    level 2."""
+
+    TYPE: ClassVar[str] = "tableAggregateV3"
     source: Step
     key_column_names: tuple[str, ...]
     aggregation_functions: tuple[SelectExpression, ...]

@@ -10,6 +10,8 @@ from engine.expressions.native_levels import level_2_forms
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_native as N
+from engine.plan.schema import PSEUDO_COLUMNS
+from engine.plan.types import SqlType
 from engine.planner.logical_aggregate import AggregateNode, GroupByNode, SuppressNode
 from engine.planner.physical import native_chosen, rule, to_steps
 
@@ -50,13 +52,28 @@ def _aggregate(node: AggregateNode) -> S.Step:
     )
     if node.input.is_table:
         if native_chosen():
-            return N.TableAggregateV2(**common)  # type: ignore[arg-type]
+            table_aggregate = N.TableAggregateV3 if _aggregate_level_2(node) else N.TableAggregateV2
+            return table_aggregate(**common)  # type: ignore[arg-type]
         return A.TableAggregate(**common)  # type: ignore[arg-type]
     if node.window_spec is not None:
         return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
     if native_chosen():
-        return N.StreamAggregateV4(**common)  # type: ignore[arg-type]
+        stream_aggregate = N.StreamAggregateV5 if _aggregate_level_2(node) else N.StreamAggregateV4
+        return stream_aggregate(**common)  # type: ignore[arg-type]
     return A.StreamAggregate(**common)  # type: ignore[arg-type]
+
+
+def _aggregate_level_2(node: AggregateNode) -> bool:
+    """Whether level 2 of the native compiler runs an argument or the HAVING in Spark (over
+    the grouped rows and over the results, as the builders compile them)."""
+    arguments = [arg for _, call in node.aggregates for arg in call.args]
+    if level_2_forms(arguments, node.input.columns()):
+        return True
+    if node.having is None:
+        return False
+    results: dict[str, SqlType] = dict(PSEUDO_COLUMNS)
+    results.update(node.schema.types())
+    return bool(level_2_forms([node.having], results))
 
 
 @rule(SuppressNode)

@@ -296,6 +296,10 @@ def test_random_table_changes_aggregate_alike(spark, changes):
         ("", "V3", "RunningAggregateProcessor (COUNT, SUM, AVG, MIN, MAX); grouped by ITEM; state"),
         (" HAVING COUNT(*) > 1", "V3", "KeyedTaskProcessor"),  # V3 keeps V1's handler for HAVING
         ("", "V2", "KeyedTaskProcessor"),  # the frozen V2 runs V1's handler on Kafka
+        # V5 runs as V4 (its arguments and HAVING compiled with level 2)
+        (" HAVING COUNT(*) > 1", "V5",
+         "RunningAggregateTaskProcessor (COUNT, SUM, AVG, MIN, MAX; groups by ITEM; each record with its group's "
+         "previous results); grouped by __task"),
     ],
 )
 def test_on_the_kafka_runtime_each_aggregate_version_runs_its_own_operator(spark, having, version, operator):
@@ -315,3 +319,48 @@ def test_on_the_kafka_runtime_each_aggregate_version_runs_its_own_operator(spark
     (plan,) = streaming_plans(engine).values()
     (line,) = [x for x in plan.splitlines() if x.startswith("operator") and "Aggregate" in x]
     assert operator in line
+
+
+@pytest.mark.parametrize(
+    ("source", "query", "step_type"),
+    [
+        (SOURCE, "SELECT ITEM, SUM(QTY / 2) AS H, AVG(L % 3) AS R, COUNT(LEN(ITEM)) AS N FROM S GROUP BY ITEM",
+         "streamAggregateV5"),
+        (SOURCE, "SELECT ITEM, SUM(QTY) AS SQ FROM S GROUP BY ITEM HAVING SUM(QTY) / 2 <> 0", "streamAggregateV5"),
+        (SOURCE, "SELECT ITEM, SUM(QTY) AS SQ FROM S GROUP BY ITEM HAVING SUM(QTY) > 2", "streamAggregateV4"),
+        (TABLE, "SELECT ITEM, SUM(QTY % 3) AS R, COUNT(*) AS C FROM T GROUP BY ITEM HAVING COUNT(*) / 2 < 1",
+         "tableAggregateV3"),
+        (TABLE, "SELECT ITEM, SUM(QTY) AS SQ FROM T GROUP BY ITEM", "tableAggregateV2"),
+    ],
+)
+def test_aggregate_arguments_and_having_with_level_2_forms_run_in_spark_as_v1(spark, source, query, step_type):
+    statement = f"CREATE TABLE OUT AS {query};"
+    engine = _engine(True, source + statement)
+    (q,) = engine.queries.values()
+    with collecting_reports() as reports:
+        build(q.root, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
+    hows = {r.how for r in reports if r.step_type == step_type}
+    assert hows == {"native"}
+    records = _changes(CHANGES) if source is TABLE else _records(VALUES * 2)
+    _same(statement, records, source)
+
+
+@pytest.mark.parametrize("table", [False, True])
+def test_a_v4_or_v2_aggregate_keeps_level_1_where_the_level_2_version_runs_in_spark(spark, table):
+    from engine.plan import steps_native as N
+
+    source, name = (TABLE, "T") if table else (SOURCE, "S")
+    statement = f"CREATE TABLE OUT AS SELECT ITEM, SUM(QTY / 2) AS H FROM {name} GROUP BY ITEM;"
+    engine = _engine(True, source + statement)
+    (q,) = engine.queries.values()
+    (new,) = [s for s in walk_steps(q.root) if isinstance(s, N.StreamAggregateV5 | N.TableAggregateV3)]
+    old_cls = N.TableAggregateV2 if table else N.StreamAggregateV4
+    old = old_cls(**{f: getattr(new, f) for f in (
+        "ctx", "source", "key_column_names", "aggregation_functions", "internal_formats", "having")})
+    hows = {}
+    for step in (new, old):
+        with collecting_reports() as reports:
+            build(step, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
+        (hows[step.TYPE],) = [r.how for r in reports if r.step_type == step.TYPE]
+    assert hows[new.TYPE] == "native"
+    assert hows[old.TYPE] == "fallback: integer / (Java truncation; a zero divisor is logged)"
