@@ -1,10 +1,10 @@
 """DELIMITED keys and values read by Spark (format level 2: ``streamSourceV5``/``V6``,
 ``tableSourceV4``) give the records their V1 versions give.
 
-As in ``test_native_io.py`` (whose helpers it uses): each test plans the same statements with the native step
-versions and without, runs both over the same input records on the bounded runtime and
-compares the outputs record for record (a record V1 skips with a processing-log entry must
-be skipped too). The inputs reach every way a record goes to Python: quotes, line breaks, a
+As in ``test_native_io.py``, whose helpers it uses: each test plans the same statements with
+the native step versions and without, runs both over the same input records on the bounded
+runtime and compares the outputs record for record (a record V1 skips with a processing-log
+entry must be skipped too). The inputs reach every way a record goes to Python: quotes, line breaks, a
 wrong field count, text Spark reads otherwise than Java (signs, spaces, non-ASCII digits,
 ``NaN``, suffixes, out-of-range numbers).
 """
