@@ -19,6 +19,7 @@ import copy
 import gc
 import hashlib
 import importlib
+import sys
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -334,15 +335,54 @@ _FUNCTIONS: dict[str, dict[str, list[types.FunctionType]]] = {}
 
 
 def _functions(filename: str) -> dict[str, list[types.FunctionType]]:
-    """The loaded function objects of one file by qualname (module-level and methods)."""
+    """The loaded function objects of one file by qualname (module-level and methods).
+
+    The collector's objects, and what the file's modules hold: ``gc.get_objects()`` leaves
+    out the objects ``gc.freeze()`` moved to the permanent generation, and kspark's Python
+    workers fork from a daemon that freezes everything it imported.
+    """
     if filename not in _FUNCTIONS:
         table: dict[str, list[types.FunctionType]] = {}
-        for obj in gc.get_objects():
+        seen: set[int] = set()
+
+        def add(obj: object) -> None:
             if isinstance(obj, types.FunctionType) and obj.__code__.co_filename == filename:
-                if "<locals>" not in obj.__code__.co_qualname:
+                if "<locals>" not in obj.__code__.co_qualname and id(obj) not in seen:
+                    seen.add(id(obj))
                     table.setdefault(obj.__code__.co_qualname, []).append(obj)
+
+        for obj in gc.get_objects():
+            add(obj)
+        for module in [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == filename]:
+            for obj in _module_functions(vars(module), set()):
+                add(obj)
         _FUNCTIONS[filename] = table
     return _FUNCTIONS[filename]
+
+
+def _module_functions(namespace: dict[str, Any], classes: set[int]) -> Iterator[object]:
+    """The functions a module or class namespace holds: plain ones, the ones behind
+    decorators (``__wrapped__``), static and class methods, properties' functions, and those
+    of the classes it defines (each class once)."""
+    for value in list(namespace.values()):
+        if isinstance(value, staticmethod | classmethod):
+            value = value.__func__
+        if isinstance(value, property):
+            yield from (f for f in (value.fget, value.fset, value.fdel) if f is not None)
+            continue
+        if isinstance(value, type):
+            if id(value) not in classes:
+                classes.add(id(value))
+                yield from _module_functions(dict(vars(value)), classes)
+            continue
+        for _ in range(_MAX_WRAPPERS):  # a wrapper's own __dict__ names what it wraps
+            yield value
+            value = getattr(value, "__dict__", {}).get("__wrapped__")
+            if value is None:
+                break
+
+
+_MAX_WRAPPERS = 16
 
 
 class Applied:

@@ -116,6 +116,30 @@ def test_applied_mutant_changes_every_reference_and_revert_restores_it(toy: Path
     assert user.above(2, 2) is False
 
 
+def test_a_mutant_applies_to_functions_frozen_out_of_the_collector(toy: Path) -> None:
+    # kspark's Python workers fork from a daemon that calls gc.freeze() after its imports, and
+    # gc.get_objects() leaves frozen objects out: the swap must still find the functions
+    # (it raised "no loaded function", the worker died, and the mutant counted as caught).
+    import gc
+
+    user = importlib.import_module("toymut.user")
+    gc.freeze()
+    try:
+        applied = Applied(_one(toy, "Box.keep", "boolean", "return flag"))
+        try:
+            assert user.Box().keep(True) is True
+        finally:
+            applied.revert()
+        assert user.Box().keep(True) is False
+        applied = Applied(_one(toy, "double", "arithmetic", "x / 2"))  # behind lru_cache's wrapper
+        try:
+            assert user.double(4) == 2
+        finally:
+            applied.revert()
+    finally:
+        gc.unfreeze()
+
+
 def test_a_mutant_drawn_before_its_file_changed_is_refused_not_misapplied(toy: Path) -> None:
     importlib.import_module("toymut.user")
     mutant = _one(toy, "above", "compare", ">=")
