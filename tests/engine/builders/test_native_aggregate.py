@@ -8,6 +8,8 @@ overflow of SUM, -0.0 and fractional doubles, and HAVING turning misses into del
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,6 +137,16 @@ def test_grouping_keys_give_the_v1_records(spark, group_by, step_type, native, a
     _same(query, _records(VALUES))
 
 
+def _only_reports(engine: KsqlEngine, query_id: str, *steps: Any) -> dict[str, str]:
+    """Each step, built alone, by its type: how its one reported expression runs."""
+    hows = {}
+    for step in steps:
+        with collecting_reports() as reports:
+            build(step, BuildContext(runtime=engine.runtime(), query_id=query_id))
+        (hows[step.TYPE],) = [r.how for r in reports if r.step_type == step.TYPE]
+    return hows
+
+
 @pytest.mark.parametrize("table", [False, True])
 def test_a_v2_grouping_keeps_level_1_where_v3_runs_level_2_in_spark(spark, table):
     # Saved plans hold V2 group-bys: their keys compile at level 1, frozen, whatever the
@@ -149,11 +161,7 @@ def test_a_v2_grouping_keeps_level_1_where_v3_runs_level_2_in_spark(spark, table
     v2_cls = N.TableGroupByV2 if table else N.StreamGroupByV2
     v2 = v2_cls(ctx=v3.ctx, source=v3.source, group_by_expressions=v3.group_by_expressions,
                 internal_formats=v3.internal_formats)
-    hows = {}
-    for step in (v3, v2):
-        with collecting_reports() as reports:
-            build(step, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
-        (hows[step.TYPE],) = [r.how for r in reports if r.step_type == step.TYPE]
+    hows = _only_reports(engine, q.query_id, v3, v2)
     assert hows[v3.TYPE] == "native"
     assert hows[v2.TYPE] == "fallback: integer / (Java truncation; a zero divisor is logged)"
     records = _changes(CHANGES) if table else _records(VALUES)
@@ -357,10 +365,6 @@ def test_a_v4_or_v2_aggregate_keeps_level_1_where_the_level_2_version_runs_in_sp
     old_cls = N.TableAggregateV2 if table else N.StreamAggregateV4
     old = old_cls(**{f: getattr(new, f) for f in (
         "ctx", "source", "key_column_names", "aggregation_functions", "internal_formats", "having")})
-    hows = {}
-    for step in (new, old):
-        with collecting_reports() as reports:
-            build(step, BuildContext(runtime=engine.runtime(), query_id=q.query_id))
-        (hows[step.TYPE],) = [r.how for r in reports if r.step_type == step.TYPE]
+    hows = _only_reports(engine, q.query_id, new, old)
     assert hows[new.TYPE] == "native"
     assert hows[old.TYPE] == "fallback: integer / (Java truncation; a zero divisor is logged)"
