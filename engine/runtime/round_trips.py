@@ -1,0 +1,144 @@
+"""Fewer Py4J round trips while a query's DataFrames are built.
+
+Every call PySpark makes into the JVM is a Py4J round trip, and the JVM keeps every object
+Py4J hands out until Python's finalizer thread sends one more command to release it. A QTT
+case's build made about 420 round trips (half a millisecond each on 2 cores), and three
+kinds of them carry no work:
+
+- **Lists.** Py4J converts a Python list argument (``PythonUtils.toSeq([...])``, which every
+  ``select``, ``struct``, ``coalesce`` or UDF call makes) into a ``java.util.ArrayList`` with
+  one ``add`` per element. Here it is built from ``java.util.List.of`` chunks of up to 10
+  elements: 2 round trips for up to 10 elements instead of one per element plus one.
+- **Data types.** ``Column.cast(DataType)`` asks the JVM for the active session, whether it
+  is defined, and to parse the type's JSON before it casts: 4 round trips. The JVM data
+  type of each JSON text is kept, so a cast is one round trip.
+- **Names and literals.** ``functions.col(name)`` and ``functions.lit(value)`` of a string,
+  integer, float or boolean return an immutable Column that depends on nothing but the
+  argument; the Column of the last 4,096 such calls is kept and handed out again. A float
+  is kept by its ``repr`` (``-0.0`` is not ``0.0``), and an ``int`` and a ``bool`` are told
+  apart by type.
+
+The JVM builds the same expressions and plans either way (``tests/engine/runtime/
+test_round_trips.py`` compares them and counts the round trips); PySpark internals used here
+are those of the pinned PySpark 4.1.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from py4j.java_collections import ListConverter
+from py4j.java_gateway import JavaClass, JavaMember
+from pyspark.sql.classic.column import Column
+from pyspark.sql.types import DataType
+
+_CHUNK = 10  # java.util.List.of has fixed-arity overloads for up to 10 elements
+_FUNCTIONS = "z:org.apache.spark.sql.functions"
+_KEPT_FUNCTIONS = frozenset({"col", "lit"})
+_KEYABLE = (str, int, float, bool)
+MEMO_SIZE = 4096
+
+_installed = False
+_lock = threading.Lock()
+
+
+def install() -> None:
+    """Patch Py4J's list conversion, ``Column.cast``/``try_cast`` and ``functions.col``/``lit``
+    calls as the module docstring says (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    ListConverter.convert = _convert_list  # type: ignore[method-assign]
+    JavaMember.__call__ = _memo_call(JavaMember.__call__)  # type: ignore[method-assign]
+    Column.cast = _typed(Column.cast, "cast")  # type: ignore[method-assign]
+    Column.try_cast = _typed(Column.try_cast, "try_cast")  # type: ignore[method-assign]
+
+
+def _client_state(gateway_client: Any) -> dict[str, Any]:
+    """What is kept for one Py4J client (so one JVM): dies with the client."""
+    state = getattr(gateway_client, "_kspark_round_trips", None)
+    if state is None:
+        state = {
+            "ArrayList": JavaClass("java.util.ArrayList", gateway_client),
+            "List": JavaClass("java.util.List", gateway_client),
+            "types": {},
+            "memo": OrderedDict(),
+        }
+        gateway_client._kspark_round_trips = state
+    return state
+
+
+def _convert_list(self: ListConverter, items: Iterable[Any], gateway_client: Any) -> Any:
+    """A ``java.util.ArrayList`` of ``items``, built from ``List.of`` chunks (which refuse
+    NULL elements: a list holding ``None`` is built one ``add`` at a time, as Py4J does)."""
+    values = list(items)
+    state = _client_state(gateway_client)
+    array_list = state["ArrayList"]
+    if len(values) < 3 or any(v is None for v in values):
+        java_list = array_list()
+        for value in values:
+            java_list.add(value)
+        return java_list
+    list_of = state["List"].of
+    if len(values) <= _CHUNK:
+        return array_list(list_of(*values))
+    java_list = array_list(len(values))
+    for start in range(0, len(values), _CHUNK):
+        java_list.addAll(list_of(*values[start : start + _CHUNK]))
+    return java_list
+
+
+def _memo_call(call: Any) -> Any:
+    def memo_call(self: JavaMember, *args: Any) -> Any:
+        if self.name not in _KEPT_FUNCTIONS or self.target_id != _FUNCTIONS or len(args) != 1:
+            return call(self, *args)
+        (arg,) = args
+        kind = type(arg)
+        if kind not in _KEYABLE:
+            return call(self, *args)
+        key = (self.name, kind, repr(arg) if kind is float else arg)
+        memo = _client_state(self.gateway_client)["memo"]
+        with _lock:
+            found = memo.get(key)
+            if found is not None:
+                memo.move_to_end(key)
+                return found
+        found = call(self, *args)
+        with _lock:
+            memo[key] = found
+            while len(memo) > MEMO_SIZE:
+                memo.popitem(last=False)
+        return found
+
+    memo_call.__doc__ = call.__doc__
+    return memo_call
+
+
+def _typed(method: Any, name: str) -> Any:
+    def typed(self: Column, dataType: Any) -> Any:  # noqa: N803 - PySpark's parameter name
+        if not isinstance(dataType, DataType):
+            return method(self, dataType)
+        return Column(getattr(self._jc, name)(_jvm_type(self._jc._gateway_client, dataType)))
+
+    typed.__doc__ = method.__doc__
+    return typed
+
+
+def _jvm_type(gateway_client: Any, data_type: DataType) -> Any:
+    """The JVM's ``DataType`` for ``data_type``, parsed once per JSON text."""
+    types = _client_state(gateway_client)["types"]
+    text = data_type.json()
+    found = types.get(text)
+    if found is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession._getActiveSessionOrCreate()
+        found = spark._jsparkSession.parseDataType(text)
+        if len(types) >= MEMO_SIZE:
+            types.clear()
+        types[text] = found
+    return found

@@ -1,0 +1,134 @@
+"""Fewer Py4J round trips: lists in chunks, data types parsed once, names and literals kept."""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from py4j.clientserver import JavaClient
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as ST
+
+from engine.runtime import round_trips
+
+
+class _Trips:
+    """Counts the Py4J commands a call sends (not the releases Py4J's finalizer thread sends)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        send = JavaClient.send_command
+
+        def counting(client: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+            if not command.startswith("m\nd\n"):
+                self.sent.append(command)
+            return send(client, command, *args, **kwargs)
+
+        monkeypatch.setattr(JavaClient, "send_command", counting)
+
+    def of(self, call: Callable[[], Any]) -> tuple[int, Any]:
+        self.sent.clear()
+        result = call()
+        return len(self.sent), result
+
+
+@pytest.fixture
+def trips(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> _Trips:
+    round_trips.install()  # the shared session installs it; a second call changes nothing
+    return _Trips(monkeypatch)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 10, 11, 25])
+def test_a_list_reaches_the_jvm_whole_and_in_order(spark: SparkSession, trips: _Trips, size: int) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    values = [f"v{i}" for i in range(size)]
+    jvm.PythonUtils.toSeq(["warm", "the", "lookups"])  # first lookups of a class are round trips of their own
+    count, seq = trips.of(lambda: jvm.PythonUtils.toSeq(values))
+    assert seq.toString() == f"List({', '.join(values)})"
+    # One add per element used to follow the ArrayList's constructor: size + 2 in all.
+    assert count <= (size + 2 if size < 3 else 2 + 2 * -(-size // 10) + 1)
+
+
+def test_a_list_holding_none_and_nested_lists_still_converts(spark: SparkSession, trips: _Trips) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    _, seq = trips.of(lambda: jvm.PythonUtils.toSeq(["a", None, "b", "c"]))
+    assert seq.toString() == "List(a, null, b, c)"
+    _, nested = trips.of(lambda: jvm.PythonUtils.toSeq([[1, 2, 3], [4], [5, 6, 7, 8]]))
+    assert nested.toString() == "List([1, 2, 3], [4], [5, 6, 7, 8])"
+
+
+def test_a_select_of_many_columns_gives_the_same_frame(spark: SparkSession, trips: _Trips) -> None:
+    df = spark.range(2).selectExpr("id AS a", "id * 2 AS b")
+    names = ["a", "b"] * 8
+
+    def select() -> Any:
+        return df.select(*[F.col(n).alias(f"{n}{i}") for i, n in enumerate(names)])
+
+    select()  # first lookups of classes and settings are round trips of their own
+    count, out = trips.of(select)
+    assert out.columns == [f"{n}{i}" for i, n in enumerate(names)]
+    assert out.collect()[1] == tuple([1, 2] * 8)
+    # 16 aliases and the select's list: 16 + 5, where one add per element made it 16 + 18.
+    assert count <= 16 + 8
+
+
+@pytest.mark.parametrize("method", ["cast", "try_cast"])
+@pytest.mark.parametrize(
+    ("data_type", "name"),
+    [
+        (ST.LongType(), "bigint"),
+        (ST.DecimalType(12, 3), "decimal(12,3)"),
+        (ST.ArrayType(ST.StringType()), "array<string>"),
+        (ST.StructType([ST.StructField("X", ST.IntegerType())]), "struct<X:int>"),
+    ],
+)
+def test_a_cast_to_a_data_type_builds_the_cast_to_its_name_in_one_round_trip(
+    trips: _Trips, method: str, data_type: ST.DataType, name: str
+) -> None:
+    column = F.col("a")
+    by_type = getattr(column, method)(data_type)
+    count, again = trips.of(lambda: getattr(column, method)(data_type))
+    assert count == 1
+    assert str(again) == str(by_type) == str(getattr(column, method)(name))
+
+
+def test_a_cast_to_something_else_fails_as_pyspark_says(trips: _Trips) -> None:
+    with pytest.raises(Exception, match="NOT_DATATYPE_OR_STR"):
+        F.col("a").cast(3)  # type: ignore[arg-type]
+
+
+def test_names_and_literals_are_asked_for_once(trips: _Trips) -> None:
+    F.col("kept_name")
+    F.lit("kept text")
+    assert trips.of(lambda: F.col("kept_name"))[0] == 0
+    assert trips.of(lambda: F.lit("kept text"))[0] == 0
+    assert trips.of(lambda: F.col("kept_name") + F.lit("kept text"))[0] == 1  # the plus only
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [(0.0, -0.0), (1, True), (0, False), (1, 1.0), ("1", 1), (float("nan"), float("inf"))],
+)
+def test_literals_that_python_finds_equal_stay_apart(spark: SparkSession, trips: _Trips, one: Any, other: Any) -> None:
+    (row,) = spark.range(1).select(F.lit(one).alias("one"), F.lit(other).alias("other")).collect()
+    assert repr(row.one) == repr(one) and repr(row.other) == repr(other)
+    assert str(F.lit(one)) != str(F.lit(other))
+
+
+def test_other_literals_are_asked_for_each_time(trips: _Trips) -> None:
+    F.lit(decimal.Decimal("1.50"))
+    assert trips.of(lambda: F.lit(decimal.Decimal("1.50")))[0] == 1
+    assert str(F.lit(decimal.Decimal("1.50"))) == "Column<'1.50'>"
+
+
+def test_kept_columns_are_bounded(trips: _Trips, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(round_trips, "MEMO_SIZE", 3)
+    for i in range(5):
+        F.col(f"bounded_{i}")
+    assert trips.of(lambda: F.col("bounded_4"))[0] == 0
+    assert trips.of(lambda: F.col("bounded_0"))[0] == 1  # evicted: asked again
