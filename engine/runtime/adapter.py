@@ -34,7 +34,7 @@ from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
 from engine.runtime.local_frames import local_dataframe
 from engine.runtime.rows import HEADERS, RAW_SCHEMA, SEQ, arrow_schema_of
 from engine.runtime.running import RunningCall
-from engine.runtime.session import session_conf
+from engine.runtime.session import name_call_site, session_conf
 from engine.runtime.suppress import suppress_until_window_closes
 from engine.serde import RecordSerde
 
@@ -425,6 +425,7 @@ class BoundedRuntime:
         With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
         (``codec`` decodes them) and with their bytes.
         """
+        name_call_site(self.spark, f"kspark: write {topic}")
         if codec is None:
             collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
             collected.sort(key=lambda pair: pair[0])

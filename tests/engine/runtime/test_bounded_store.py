@@ -114,3 +114,14 @@ def test_the_collector_is_paused_for_the_block_and_left_as_it_was() -> None:
         assert not gc.isenabled()  # it was off before: it stays off
     finally:
         gc.enable()
+
+
+def test_a_sink_job_is_named_for_its_topic(spark: SparkSession) -> None:
+    from engine.runtime.local_frames import local_dataframe
+    from engine.runtime.rows import RAW_SCHEMA
+
+    runtime = BoundedRuntime(spark, TopicStore())
+    assert runtime.write_sink("NAMED_SINK", local_dataframe(spark, [], RAW_SCHEMA)) == []
+    # Spark takes each job's and RDD's long call site from this name, not from a walk of the
+    # stack (PySpark sets the short one around each action and clears it after).
+    assert spark.sparkContext._jsc.sc().getCallSite().longForm() == "kspark: write NAMED_SINK"

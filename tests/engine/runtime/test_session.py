@@ -10,9 +10,10 @@ import pyarrow as pa
 import pytest
 from py4j.clientserver import JavaClient
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from engine.runtime import session as session_module
-from engine.runtime.session import INTERPRETED_CONF, session_conf
+from engine.runtime.session import INTERPRETED_CONF, name_call_site, session_conf
 
 
 def test_python_workers_start_with_the_engine_frozen_out_of_the_collector(spark: SparkSession) -> None:
@@ -82,7 +83,7 @@ def test_a_spark_function_is_looked_up_once_and_a_static_field_each_time(
     commands = jvm_commands.start()
     column = F.upper(F.col("x"))
     assert not [c for c in commands if c.startswith("r\n")]  # no reflection: calls only
-    assert len(commands) == 2  # col, upper
+    assert len(commands) == 1  # upper (col("x") is kept: engine.runtime.round_trips)
     assert str(column) == "Column<'upper(x)'>"
     commands.clear()
     assert jvm.java.lang.Integer.MAX_VALUE == 2**31 - 1
@@ -142,3 +143,22 @@ def test_a_long_running_session_compiles_with_c2_and_a_short_one_with_c1_only(
     assert ("-XX:TieredStopAtLevel=1" in options) is not long_running
     assert "-XX:ReservedCodeCacheSize=256m" in options
     assert builder.conf["spark.python.sql.dataFrameDebugging.enabled"] == "false"
+    assert builder.conf["spark.sql.dataFrameQueryContext.enabled"] == "false"
+
+
+def test_columns_are_built_without_walking_the_jvm_stack_for_their_call_site(spark: SparkSession) -> None:
+    # With the DataFrame query context on, Spark would record the stack it walked.
+    assert not F.col("x")._jc.node().origin().stackTrace().isDefined()
+
+
+def test_a_named_call_site_holds_for_the_calling_thread_only(spark: SparkSession) -> None:
+    import threading
+
+    jsc = spark.sparkContext._jsc.sc()
+    name_call_site(spark, "kspark: write OUTPUT")
+    assert jsc.getCallSite().shortForm() == jsc.getCallSite().longForm() == "kspark: write OUTPUT"
+    elsewhere: list[str] = []
+    thread = threading.Thread(target=lambda: elsewhere.append(jsc.getCallSite().shortForm()))
+    thread.start()
+    thread.join()
+    assert elsewhere and elsewhere[0] != "kspark: write OUTPUT"
