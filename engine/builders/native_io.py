@@ -123,14 +123,19 @@ def _read_text(raw: SparkColumn, t: T.SqlType) -> _Read:
         ok = low.isin("true", "false")
         return _Read(F.when(ok, low == F.lit("true")), present & ~ok)
     if base in _RANGES:
-        low_bound, high_bound = _RANGES[base]
-        # try_cast gives NULL beyond BIGINT's range; the pattern refuses what Spark's cast
-        # accepts but ksqlDB does not (surrounding white space).
-        number = F.when(raw.rlike(_INTEGER_TEXT), raw.try_cast("bigint"))
-        fits = F.coalesce(number.between(low_bound, high_bound), F.lit(False))
+        number, fits = integer_text(raw, t)
         return _Read(F.when(fits, number).cast(spark_type(t)), present & ~fits)
     ok = raw.rlike(_DOUBLE_TEXT)
     return _Read(F.when(ok, raw.try_cast("double")), present & ~ok)
+
+
+def integer_text(text: SparkColumn, t: T.SqlType) -> tuple[SparkColumn, SparkColumn]:
+    """The number an INT or BIGINT column's text reads as (a BIGINT) and whether it is one
+    that fits ``t``'s range (never NULL). ``try_cast`` gives NULL beyond BIGINT's range; the
+    pattern refuses what Spark's cast accepts but ksqlDB does not (surrounding white space)."""
+    low_bound, high_bound = _RANGES[t.base]
+    number = F.when(text.rlike(_INTEGER_TEXT), text.try_cast("bigint"))
+    return number, F.coalesce(number.between(low_bound, high_bound), F.lit(False))
 
 
 def _read_kafka(data: SparkColumn, t: T.SqlType) -> _Read:

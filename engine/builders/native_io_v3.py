@@ -42,13 +42,13 @@ from engine.builders.context import BuildContext, Built
 from engine.builders.formats import serdes_for
 from engine.builders.native_io import (
     _DOUBLE_TEXT,
-    _INTEGER_TEXT,
     _RANGES,
     _STRING_SUSPECT,
     _any,
     _part_bytes,
     _python_source_reader,
     _read_kafka,
+    integer_text,
     sink_or_v1,
     source_columns,
     source_or_v1,
@@ -149,9 +149,7 @@ def _delimited_field(field: SparkColumn, t: T.SqlType) -> tuple[SparkColumn, Spa
     if base is T.BaseType.BOOLEAN:
         return F.when(filled, field.rlike("^[Tt][Rr][Uu][Ee]$")), None
     if base in _RANGES:
-        low, high = _RANGES[base]
-        number = F.when(field.rlike(_INTEGER_TEXT), field.try_cast("bigint"))
-        fits = F.coalesce(number.between(low, high), F.lit(False))
+        number, fits = integer_text(field, t)
         return F.when(filled & fits, number).cast(spark_type(t)), filled & ~fits
     ok = field.rlike(_DOUBLE_TEXT)
     return F.when(filled & ok, field.try_cast("double")), filled & ~ok
