@@ -179,6 +179,21 @@ def test_kafka_bytes_of_the_wrong_width_or_bad_utf8_go_to_python(spark):
                 assert value == want, (name, data)
 
 
+def test_absent_json_fields_are_read_natively_and_only_texts_spark_reads_otherwise_go_to_python(spark):
+    # A field's JSON text (NULL: absent or JSON null) -> (value, whether Python reads it).
+    cases = {
+        T.BOOLEAN: [(None, None, False), ("true", True, False), ("FALSE", False, False), ("yes", None, True)],
+        T.INTEGER: [(None, None, False), ("12", 12, False), ("2147483648", None, True), (" 1", None, True)],
+        T.DOUBLE: [(None, None, False), ("1.5", 1.5, False), ("NaN", None, True)],
+        T.STRING: [(None, None, False), ("text", "text", False)],
+    }
+    for sql_type, expected in cases.items():
+        df = spark.createDataFrame([(text,) for text, _, _ in expected], "t string")
+        read = native_io._read_text(F.col("t"), sql_type)
+        got = [tuple(row) for row in df.select(read.value, read.python).collect()]
+        assert got == [(value, python) for _, value, python in expected], sql_type
+
+
 def test_json_keys_unwrapped_values_and_a_bigint_timestamp(spark):
     statements = """
     CREATE STREAM S (K STRING KEY, T BIGINT) WITH (kafka_topic='s', key_format='JSON', value_format='JSON',
