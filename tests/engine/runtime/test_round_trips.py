@@ -3,46 +3,27 @@
 from __future__ import annotations
 
 import decimal
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from py4j.clientserver import JavaClient
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.runtime import round_trips
-
-
-class _Trips:
-    """Counts the Py4J commands a call sends (not the releases Py4J's finalizer thread sends)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.sent: list[str] = []
-        send = JavaClient.send_command
-
-        def counting(client: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-            if not command.startswith("m\nd\n"):
-                self.sent.append(command)
-            return send(client, command, *args, **kwargs)
-
-        monkeypatch.setattr(JavaClient, "send_command", counting)
-
-    def of(self, call: Callable[[], Any]) -> tuple[int, Any]:
-        self.sent.clear()
-        result = call()
-        return len(self.sent), result
+from tests.engine.runtime.test_session import _Commands
 
 
 @pytest.fixture
-def trips(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> _Trips:
+def trips(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> _Commands:
     round_trips.install()  # the shared session installs it; a second call changes nothing
-    return _Trips(monkeypatch)
+    commands = _Commands(monkeypatch)
+    commands.start()
+    return commands
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 3, 10, 11, 25])
-def test_a_list_reaches_the_jvm_whole_and_in_order(spark: SparkSession, trips: _Trips, size: int) -> None:
+def test_a_list_reaches_the_jvm_whole_and_in_order(spark: SparkSession, trips: _Commands, size: int) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     values = [f"v{i}" for i in range(size)]
@@ -53,7 +34,7 @@ def test_a_list_reaches_the_jvm_whole_and_in_order(spark: SparkSession, trips: _
     assert count <= (size + 2 if size < 3 else 2 + 2 * -(-size // 10) + 1)
 
 
-def test_a_list_holding_none_and_nested_lists_still_converts(spark: SparkSession, trips: _Trips) -> None:
+def test_a_list_holding_none_and_nested_lists_still_converts(spark: SparkSession, trips: _Commands) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     _, seq = trips.of(lambda: jvm.PythonUtils.toSeq(["a", None, "b", "c"]))
@@ -62,7 +43,7 @@ def test_a_list_holding_none_and_nested_lists_still_converts(spark: SparkSession
     assert nested.toString() == "List([1, 2, 3], [4], [5, 6, 7, 8])"
 
 
-def test_a_select_of_many_columns_gives_the_same_frame(spark: SparkSession, trips: _Trips) -> None:
+def test_a_select_of_many_columns_gives_the_same_frame(spark: SparkSession, trips: _Commands) -> None:
     df = spark.range(2).selectExpr("id AS a", "id * 2 AS b")
     names = ["a", "b"] * 8
 
@@ -88,7 +69,7 @@ def test_a_select_of_many_columns_gives_the_same_frame(spark: SparkSession, trip
     ],
 )
 def test_a_cast_to_a_data_type_builds_the_cast_to_its_name_in_one_round_trip(
-    trips: _Trips, method: str, data_type: ST.DataType, name: str
+    trips: _Commands, method: str, data_type: ST.DataType, name: str
 ) -> None:
     column = F.col("a")
     by_type = getattr(column, method)(data_type)
@@ -97,12 +78,12 @@ def test_a_cast_to_a_data_type_builds_the_cast_to_its_name_in_one_round_trip(
     assert str(again) == str(by_type) == str(getattr(column, method)(name))
 
 
-def test_a_cast_to_something_else_fails_as_pyspark_says(trips: _Trips) -> None:
+def test_a_cast_to_something_else_fails_as_pyspark_says(trips: _Commands) -> None:
     with pytest.raises(Exception, match="NOT_DATATYPE_OR_STR"):
         F.col("a").cast(3)  # type: ignore[arg-type]
 
 
-def test_names_and_literals_are_asked_for_once(trips: _Trips) -> None:
+def test_names_and_literals_are_asked_for_once(trips: _Commands) -> None:
     F.col("kept_name")
     F.lit("kept text")
     assert trips.of(lambda: F.col("kept_name"))[0] == 0
@@ -114,19 +95,19 @@ def test_names_and_literals_are_asked_for_once(trips: _Trips) -> None:
     ("one", "other"),
     [(0.0, -0.0), (1, True), (0, False), (1, 1.0), ("1", 1), (float("nan"), float("inf"))],
 )
-def test_literals_that_python_finds_equal_stay_apart(spark: SparkSession, trips: _Trips, one: Any, other: Any) -> None:
+def test_literals_that_python_finds_equal_stay_apart(spark: SparkSession, trips: _Commands, one: Any, other: Any) -> None:
     (row,) = spark.range(1).select(F.lit(one).alias("one"), F.lit(other).alias("other")).collect()
     assert repr(row.one) == repr(one) and repr(row.other) == repr(other)
     assert str(F.lit(one)) != str(F.lit(other))
 
 
-def test_other_literals_are_asked_for_each_time(trips: _Trips) -> None:
+def test_other_literals_are_asked_for_each_time(trips: _Commands) -> None:
     F.lit(decimal.Decimal("1.50"))
     assert trips.of(lambda: F.lit(decimal.Decimal("1.50")))[0] == 1
     assert str(F.lit(decimal.Decimal("1.50"))) == "Column<'1.50'>"
 
 
-def test_kept_columns_are_bounded(trips: _Trips, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_columns_are_bounded(trips: _Commands, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(round_trips, "MEMO_SIZE", 3)
     for i in range(5):
         F.col(f"bounded_{i}")

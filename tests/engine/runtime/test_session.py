@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,21 +30,29 @@ def test_python_workers_start_with_the_engine_frozen_out_of_the_collector(spark:
 
 
 class _Commands:
-    """The Py4J commands sent to the JVM once ``start`` is called."""
+    """The Py4J commands sent to the JVM once ``start`` is called. The releases Py4J's
+    finalizer thread sends, whenever Python drops a JVM object, are kept apart."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[str] = []
+        self.releases: list[str] = []
         self._monkeypatch = monkeypatch
 
     def start(self) -> list[str]:
         send = JavaClient.send_command
 
         def counting(client: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-            self.sent.append(command)
+            (self.releases if command.startswith("m\nd\n") else self.sent).append(command)
             return send(client, command, *args, **kwargs)
 
         self._monkeypatch.setattr(JavaClient, "send_command", counting)
         return self.sent
+
+    def of(self, call: Callable[[], Any]) -> tuple[int, Any]:
+        """How many commands ``call`` sends (counting must have started), and its result."""
+        self.sent.clear()
+        result = call()
+        return len(self.sent), result
 
 
 @pytest.fixture
