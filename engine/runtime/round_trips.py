@@ -17,6 +17,16 @@ kinds of them carry no work:
   argument; the Column of the last 4,096 such calls is kept and handed out again. A float
   is kept by its ``repr`` (``-0.0`` is not ``0.0``), and an ``int`` and a ``bool`` are told
   apart by type.
+- **Python UDFs.** Creating one (every Python step, every source's fallback reader) asked
+  the JVM for the active session, the broadcast threshold, a new map of the worker's
+  environment, two new lists and the return type, and each call of it read two profiler
+  settings: 16 round trips for a one-column UDF. Those answers do not change while the
+  SparkContext lives, so they are asked once: 6 round trips. A UDF whose pickled function holds broadcast variables or passes the broadcast
+  threshold, or that is called with keyword arguments or with a Python profiler on, goes
+  PySpark's own way.
+- **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
+  trip of its own (``df[name]``) to pass them to the function; here they are
+  ``functions.col(name)`` (kept, as above), resolved by the analyser to the same attributes.
 
 The JVM builds the same expressions and plans either way (``tests/engine/runtime/
 test_round_trips.py`` compares them and counts the round trips); PySpark internals used here
@@ -30,10 +40,14 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
-from py4j.java_collections import ListConverter
+from py4j.java_collections import ListConverter, MapConverter
 from py4j.java_gateway import JavaClass, JavaMember
-from pyspark.sql.classic.column import Column
+from pyspark import SparkContext
+from pyspark.serializers import CloudPickleSerializer
+from pyspark.sql.classic.column import Column, _to_java_column, _to_seq
+from pyspark.sql.pandas.map_ops import PandasMapOpsMixin
 from pyspark.sql.types import DataType
+from pyspark.sql.udf import UserDefinedFunction
 
 _CHUNK = 10  # java.util.List.of has fixed-arity overloads for up to 10 elements
 _FUNCTIONS = "z:org.apache.spark.sql.functions"
@@ -56,6 +70,9 @@ def install() -> None:
     JavaMember.__call__ = _memo_call(JavaMember.__call__)  # type: ignore[method-assign]
     Column.cast = _typed(Column.cast, "cast")  # type: ignore[method-assign]
     Column.try_cast = _typed(Column.try_cast, "try_cast")  # type: ignore[method-assign]
+    UserDefinedFunction._create_judf = _create_judf(UserDefinedFunction._create_judf)  # type: ignore[method-assign]
+    UserDefinedFunction.__call__ = _udf_call(UserDefinedFunction.__call__)  # type: ignore[method-assign]
+    PandasMapOpsMixin.mapInArrow = _map_in_arrow(PandasMapOpsMixin.mapInArrow)  # type: ignore[method-assign]
 
 
 def _client_state(gateway_client: Any) -> dict[str, Any]:
@@ -142,3 +159,101 @@ def _jvm_type(gateway_client: Any, data_type: DataType) -> Any:
             types.clear()
         types[text] = found
     return found
+
+
+def _client_of(sc: SparkContext) -> Any:
+    gateway = sc._gateway
+    assert gateway is not None
+    return gateway._gateway_client
+
+
+def _context_state(sc: SparkContext) -> dict[str, Any]:
+    """What a running SparkContext answers the same way every time, asked once per client:
+    its broadcast threshold, whether a Python profiler is on, and the (read-only) JVM map of
+    the worker environment, list of includes and empty list of broadcast variables a
+    ``SimplePythonFunction`` takes, by the environment and includes they hold."""
+    state = _client_state(_client_of(sc))
+    context = state.get("context")
+    if context is None or context["sc"] is not sc:
+        jvm = sc._jvm
+        assert jvm is not None
+        context = {
+            "sc": sc,
+            "threshold": int(jvm.PythonUtils.getBroadcastThreshold(sc._jsc)),
+            "profiling": any(
+                sc._conf.get(key, "false") == "true"
+                for key in ("spark.python.profile", "spark.python.profile.memory")
+            ),
+            "no_broadcasts": ListConverter().convert([], _client_of(sc)),
+            "environments": {},
+        }
+        state["context"] = context
+    return context
+
+
+def _worker_environment(sc: SparkContext, context: dict[str, Any]) -> tuple[Any, Any]:
+    key = (tuple(sorted(sc.environment.items())), tuple(sc._python_includes or ()))
+    found = context["environments"].get(key)
+    if found is None:
+        client = _client_of(sc)
+        found = (MapConverter().convert(dict(key[0]), client), ListConverter().convert(list(key[1]), client))
+        context["environments"][key] = found
+    return found
+
+
+def _create_judf(original: Any) -> Any:
+    def create_judf(self: UserDefinedFunction, func: Any) -> Any:
+        """PySpark's ``_create_judf`` (``pyspark.sql.udf``) with the context's answers kept."""
+        sc = SparkContext._active_spark_context
+        if sc is None or sc._jvm is None:
+            return original(self, func)
+        context = _context_state(sc)
+        pickled = CloudPickleSerializer().dumps((func, self.returnType))
+        broadcasts = next(iter(sc._pickled_broadcast_vars), None) is not None  # a registry, never empty to bool()
+        if broadcasts or len(pickled) > context["threshold"]:
+            sc._pickled_broadcast_vars.clear()
+            return original(self, func)  # broadcasts: PySpark's own way, pickled again
+        environment, includes = _worker_environment(sc, context)
+        jvm = sc._jvm
+        wrapped = jvm.SimplePythonFunction(
+            bytearray(pickled), environment, includes, sc.pythonExec, sc.pythonVer,
+            context["no_broadcasts"], sc._javaAccumulator,
+        )
+        return getattr(jvm, "org.apache.spark.sql.execution.python.UserDefinedPythonFunction")(
+            self._name, wrapped, _jvm_type(_client_of(sc), self.returnType), self.evalType,
+            self.deterministic,
+        )
+
+    create_judf.__doc__ = original.__doc__
+    create_judf.__wrapped__ = original  # type: ignore[attr-defined]
+    return create_judf
+
+
+def _udf_call(original: Any) -> Any:
+    def call(self: UserDefinedFunction, *args: Any, **kwargs: Any) -> Column:
+        sc = SparkContext._active_spark_context
+        if kwargs or sc is None or sc._jvm is None or _context_state(sc)["profiling"]:
+            return original(self, *args, **kwargs)
+        return Column(self._judf.apply(_to_seq(sc, [_to_java_column(arg) for arg in args])))
+
+    call.__doc__ = original.__doc__
+    call.__wrapped__ = original  # type: ignore[attr-defined]
+    return call
+
+
+def _map_in_arrow(original: Any) -> Any:
+    def map_in_arrow(self: Any, func: Any, schema: Any, barrier: bool = False, profile: Any = None) -> Any:
+        from pyspark.sql import functions as F
+        from pyspark.sql.classic.dataframe import DataFrame
+        from pyspark.sql.pandas.functions import pandas_udf
+        from pyspark.util import PythonEvalType
+
+        if profile is not None:
+            return original(self, func, schema, barrier, profile)
+        udf = pandas_udf(func, returnType=schema, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # type: ignore[call-overload]
+        udf_column = udf(*[F.col(name) for name in self.columns])
+        return DataFrame(self._jdf.mapInArrow(udf_column._jc, barrier, None), self.sparkSession)
+
+    map_in_arrow.__doc__ = original.__doc__
+    map_in_arrow.__wrapped__ = original  # type: ignore[attr-defined]
+    return map_in_arrow

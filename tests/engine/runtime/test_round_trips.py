@@ -5,6 +5,7 @@ from __future__ import annotations
 import decimal
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -113,3 +114,76 @@ def test_kept_columns_are_bounded(trips: _Commands, monkeypatch: pytest.MonkeyPa
         F.col(f"bounded_{i}")
     assert trips.of(lambda: F.col("bounded_4"))[0] == 0
     assert trips.of(lambda: F.col("bounded_0"))[0] == 1  # evicted: asked again
+
+
+def _analysed(df: Any) -> str:
+    """The analysed plan with expression ids numbered in order of appearance."""
+    import re
+
+    text = str(df._jdf.queryExecution().analyzed().toString())
+    ids: dict[str, str] = {}
+    return re.sub(r"#\d+", lambda m: ids.setdefault(m.group(0), f"#{len(ids)}"), text)
+
+
+def _plus_one(values: pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.add(values, 1)
+
+
+def test_a_python_udf_is_created_and_called_in_six_round_trips(spark: SparkSession, trips: _Commands) -> None:
+    from pyspark.sql.udf import UserDefinedFunction
+
+    df = spark.range(3).selectExpr("id AS a")
+    F.arrow_udf(_plus_one, ST.LongType())(F.col("a"))  # first lookups of classes and settings
+    count, column = trips.of(lambda: F.arrow_udf(_plus_one, ST.LongType())(F.col("a")))
+    # PySpark asked for the session (2), the broadcast threshold, a new environment map (2),
+    # two lists and the return type besides the function (2), and two profiler settings
+    # before the call (4): 16 round trips. Now the function, the UDF, and the call with its
+    # list of one column (4).
+    assert count == 6
+    pyspark_column = UserDefinedFunction.__call__.__wrapped__(  # type: ignore[attr-defined]
+        F.arrow_udf(_plus_one, ST.LongType())._unwrapped, F.col("a")  # type: ignore[attr-defined]
+    )
+    ours, theirs = df.select(column.alias("b")), df.select(pyspark_column.alias("b"))
+    assert _analysed(ours) == _analysed(theirs)
+    assert [r.b for r in ours.collect()] == [r.b for r in theirs.collect()] == [1, 2, 3]
+
+
+def test_a_python_udf_holding_a_broadcast_variable_goes_pysparks_own_way(spark: SparkSession) -> None:
+    offset = spark.sparkContext.broadcast(10)
+
+    def shifted(values: pa.Array) -> pa.Array:
+        import pyarrow.compute as pc
+
+        return pc.add(values, offset.value)
+
+    out = spark.range(2).select(F.arrow_udf(shifted, ST.LongType())(F.col("id")).alias("b"))
+    assert [r.b for r in out.collect()] == [10, 11]
+    # Nothing of it is left behind for the next UDF to carry.
+    plain = spark.range(1).select(F.arrow_udf(_plus_one, ST.LongType())(F.col("id")).alias("b"))
+    assert plain.collect()[0].b == 1
+
+
+def _batches_plus_one(batches: Any) -> Any:
+    import pyarrow.compute as pc
+
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays(
+            [pc.add(batch.column(0), 1), batch.column(1)], names=["__seq", "KSQL_COL_0"]
+        )
+
+
+def test_map_in_arrow_passes_the_columns_by_name_to_the_same_plan(spark: SparkSession, trips: _Commands) -> None:
+    from pyspark.sql.pandas.map_ops import PandasMapOpsMixin
+
+    df = spark.range(3).selectExpr("id AS __seq", "CAST(id AS STRING) AS KSQL_COL_0")
+    schema = df.schema
+    df.mapInArrow(_batches_plus_one, schema)  # first lookups of classes and settings
+    count, ours = trips.of(lambda: df.mapInArrow(_batches_plus_one, schema))
+    pyspark_count, theirs = trips.of(
+        lambda: PandasMapOpsMixin.mapInArrow.__wrapped__(df, _batches_plus_one, schema)  # type: ignore[attr-defined]
+    )
+    assert count <= pyspark_count - len(schema.fields)  # one round trip less per column
+    assert _analysed(ours) == _analysed(theirs)
+    assert ours.collect() == theirs.collect() == [(1, "0"), (2, "1"), (3, "2")]

@@ -201,3 +201,21 @@ def test_avro_writes_fields_past_the_columns_that_the_given_schema_has_and_reads
     assert serde.from_bytes(data) == {"QTY": 3}  # a query reading the topic sees its columns
     assert serde.read_as_written(data) == {"QTY": 3, "reorder": 20, "supplier": None}
     assert serde.read_as_written(serde.to_bytes({"QTY": 4})) == {"QTY": 4, "reorder": 50, "supplier": None}
+
+
+def test_an_in_process_registry_client_loads_no_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    from engine.serde.registry import forget_registry_client
+
+    def refuse(*_args: object, **_kwargs: object) -> ssl.SSLContext:
+        raise AssertionError("a mock:// registry client loaded a CA bundle")
+
+    monkeypatch.setattr(ssl, "create_default_context", refuse)
+    url = f"mock://no-ca-{uuid.uuid4().hex}"
+    try:
+        client = registry_client(url)
+        assert client is registry_client(url)  # one client per URL and process
+        assert client.get_subjects() == []
+    finally:
+        forget_registry_client(url)
