@@ -11,7 +11,8 @@ kinds of them carry no work:
   elements: 2 round trips for up to 10 elements instead of one per element plus one.
 - **Data types.** ``Column.cast(DataType)`` asks the JVM for the active session, whether it
   is defined, and to parse the type's JSON before it casts: 4 round trips. The JVM data
-  type of each JSON text is kept, so a cast is one round trip.
+  type of each JSON text is kept, so a cast is one round trip; a type not seen before is
+  parsed by ``DataType.fromJson`` (what the session's ``parseDataType`` calls): 2.
 - **Names and literals.** ``functions.col(name)`` and ``functions.lit(value)`` of a string,
   integer, float or boolean return an immutable Column that depends on nothing but the
   argument; the Column of the last 4,096 such calls is kept and handed out again. A float
@@ -82,6 +83,7 @@ def _client_state(gateway_client: Any) -> dict[str, Any]:
         state = {
             "ArrayList": JavaClass("java.util.ArrayList", gateway_client),
             "List": JavaClass("java.util.List", gateway_client),
+            "DataType": JavaClass("org.apache.spark.sql.types.DataType", gateway_client),
             "types": {},
             "memo": OrderedDict(),
         }
@@ -151,10 +153,8 @@ def _jvm_type(gateway_client: Any, data_type: DataType) -> Any:
     text = data_type.json()
     found = types.get(text)
     if found is None:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession._getActiveSessionOrCreate()
-        found = spark._jsparkSession.parseDataType(text)
+        # What ``SparkSession.parseDataType`` does (Spark 4.1), without asking for the session.
+        found = _client_state(gateway_client)["DataType"].fromJson(text)
         if len(types) >= MEMO_SIZE:
             types.clear()
         types[text] = found

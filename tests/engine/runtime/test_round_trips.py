@@ -79,6 +79,17 @@ def test_a_cast_to_a_data_type_builds_the_cast_to_its_name_in_one_round_trip(
     assert str(again) == str(by_type) == str(getattr(column, method)(name))
 
 
+def test_a_cast_to_a_data_type_not_seen_before_parses_it_without_asking_for_the_session(trips: _Commands) -> None:
+    import uuid
+
+    F.col("a").cast(ST.LongType())  # first lookups of classes
+    new_type = ST.StructType([ST.StructField(f"F_{uuid.uuid4().hex}", ST.DecimalType(7, 2))])
+    count, column = trips.of(lambda: F.col("a").cast(new_type))
+    assert count == 2  # DataType.fromJson and the cast; PySpark's way made 4
+    assert not any("getActiveSession" in c for c in trips.sent)
+    assert str(column) == str(F.col("a").cast(new_type.simpleString()))
+
+
 def test_a_cast_to_something_else_fails_as_pyspark_says(trips: _Commands) -> None:
     with pytest.raises(Exception, match="NOT_DATATYPE_OR_STR"):
         F.col("a").cast(3)  # type: ignore[arg-type]
