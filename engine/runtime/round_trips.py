@@ -8,7 +8,10 @@ kinds of them carry no work:
 - **Lists.** Py4J converts a Python list argument (``PythonUtils.toSeq([...])``, which every
   ``select``, ``struct``, ``coalesce`` or UDF call makes) into a ``java.util.ArrayList`` with
   one ``add`` per element. Here it is built from ``java.util.List.of`` chunks of up to 10
-  elements: 2 round trips for up to 10 elements instead of one per element plus one.
+  elements: 2 round trips for up to 10 elements instead of one per element plus one. A list
+  of up to 10 elements for ``PythonUtils.toSeq`` or ``toList``, which copy it into a Scala
+  collection, is a ``java.util.List.of`` without the ``ArrayList`` around it: the call and
+  its list are 2 round trips.
 - **Data types.** ``Column.cast(DataType)`` asks the JVM for the active session, whether it
   is defined, and to parse the type's JSON before it casts: 4 round trips. The JVM data
   type of each JSON text is kept, so a cast is one round trip; a type not seen before is
@@ -22,7 +25,7 @@ kinds of them carry no work:
   the JVM for the active session, the broadcast threshold, a new map of the worker's
   environment, two new lists and the return type, and each call of it read two profiler
   settings: 16 round trips for a one-column UDF. Those answers do not change while the
-  SparkContext lives, so they are asked once: 6 round trips. A UDF whose pickled function holds broadcast variables or passes the broadcast
+  SparkContext lives, so they are asked once: 5 round trips. A UDF whose pickled function holds broadcast variables or passes the broadcast
   threshold, or that is called with keyword arguments or with a Python profiler on, goes
   PySpark's own way.
 - **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
@@ -53,6 +56,8 @@ from pyspark.sql.udf import UserDefinedFunction
 _CHUNK = 10  # java.util.List.of has fixed-arity overloads for up to 10 elements
 _FUNCTIONS = "z:org.apache.spark.sql.functions"
 _KEPT_FUNCTIONS = frozenset({"col", "lit"})
+_PYTHON_UTILS = "z:org.apache.spark.api.python.PythonUtils"
+_SEQUENCES = frozenset({"toSeq", "toList"})  # PythonUtils' copies of a java.util.List into Scala
 _KEYABLE = (str, int, float, bool)
 MEMO_SIZE = 4096
 
@@ -113,6 +118,12 @@ def _convert_list(self: ListConverter, items: Iterable[Any], gateway_client: Any
 
 def _memo_call(call: Any) -> Any:
     def memo_call(self: JavaMember, *args: Any) -> Any:
+        if self.name in _SEQUENCES and self.target_id == _PYTHON_UTILS and len(args) == 1:
+            (values,) = args
+            if type(values) is list and 0 < len(values) <= _CHUNK and not any(v is None for v in values):
+                # toSeq/toList copy their argument: an immutable List.of does, one round trip.
+                return call(self, _client_state(self.gateway_client)["List"].of(*values))
+            return call(self, *args)
         if self.name not in _KEPT_FUNCTIONS or self.target_id != _FUNCTIONS or len(args) != 1:
             return call(self, *args)
         (arg,) = args
