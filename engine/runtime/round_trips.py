@@ -2,7 +2,7 @@
 
 Every call PySpark makes into the JVM is a Py4J round trip, and the JVM keeps every object
 Py4J hands out until Python's finalizer thread sends one more command to release it. A QTT
-case's build made about 420 round trips (half a millisecond each on 2 cores), and three
+case's build made about 420 round trips (half a millisecond each on 2 cores), and these
 kinds of them carry no work:
 
 - **Lists.** Py4J converts a Python list argument (``PythonUtils.toSeq([...])``, which every
@@ -25,9 +25,9 @@ kinds of them carry no work:
   the JVM for the active session, the broadcast threshold, a new map of the worker's
   environment, two new lists and the return type, and each call of it read two profiler
   settings: 16 round trips for a one-column UDF. Those answers do not change while the
-  SparkContext lives, so they are asked once: 5 round trips. A UDF whose pickled function holds broadcast variables or passes the broadcast
-  threshold, or that is called with keyword arguments or with a Python profiler on, goes
-  PySpark's own way.
+  SparkContext lives, so they are asked once: 5 round trips. A UDF whose pickled function
+  holds broadcast variables or passes the broadcast threshold, or that is called with
+  keyword arguments or with a Python profiler on, goes PySpark's own way.
 - **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
   trip of its own (``df[name]``) to pass them to the function; here they are
   ``functions.col(name)`` (kept, as above), resolved by the analyser to the same attributes.
