@@ -219,3 +219,21 @@ def test_an_in_process_registry_client_loads_no_ca_bundle(monkeypatch: pytest.Mo
         assert client.get_subjects() == []
     finally:
         forget_registry_client(url)
+
+
+def test_a_forgotten_in_process_registry_starts_empty_again() -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    from engine.serde.registry import forget_registry_client
+
+    url = f"mock://forgotten-{uuid.uuid4().hex}"
+    first = registry_client(url)
+    first.register_schema("t-value", Schema('{"type": "string"}', "AVRO"))
+    assert first.get_subjects() == ["t-value"]
+    forget_registry_client(url)
+    try:
+        again = registry_client(url)
+        assert again is not first
+        assert again.get_subjects() == []
+    finally:
+        forget_registry_client(url)
