@@ -52,8 +52,11 @@ class QueryReport:
 
 
 def physical_plan_text(df: Any) -> str:
-    """The Spark physical plan of a DataFrame, as ``explain()`` prints it (not normalised)."""
-    return str(df._jdf.queryExecution().executedPlan().toString())
+    """The Spark physical plan of a DataFrame, as ``explain()`` prints it (not normalised),
+    with whole-stage code generation (``engine.runtime.session.physical_plan_text``)."""
+    from engine.runtime.session import physical_plan_text as text
+
+    return text(df)
 
 
 class KsqlEngine:

@@ -7,8 +7,9 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from engine.errors import InternalError
 from engine.runtime import round_trips
@@ -19,6 +20,8 @@ _lock = threading.Lock()
 _session: SparkSession | None = None
 _session_has_kafka = False
 _kafka_by_default = False
+# Sessions made from the shared one (``_derived_session``), by (id of the shared one, role).
+_derived: dict[tuple[int, str], SparkSession] = {}
 
 
 def load_kafka_connector_by_default() -> None:
@@ -137,6 +140,65 @@ records per query) this cuts the JVM's CPU by about a fifth. Physical plans then
 ``*(n)`` whole-stage markers, so planned cases are never recorded under it."""
 
 
+def interpreted_session() -> SparkSession:
+    """A session on the shared session's SparkContext whose jobs run ``INTERPRETED_CONF``.
+
+    Replays run many small saved queries: each compiled classes for generated code it ran
+    for a handful of records (472 compilations in 120 replays, 11% of their time). On their
+    own session they run interpreted without changing the shared session's settings, which
+    other threads' queries read meanwhile. ``physical_plan_text`` still shows their plans
+    with the whole-stage stages a session with generated code would run.
+    """
+    return _derived_session("interpreted", INTERPRETED_CONF)
+
+
+def _derived_session(role: str, conf: Mapping[str, str]) -> SparkSession:
+    """A session made once per shared session by ``newSession`` (the same SparkContext and
+    startup settings, its own runtime settings), with ``conf`` set on it."""
+    spark = get_spark()
+    with _lock:
+        key = (id(spark), role)
+        derived = _derived.get(key)
+        if derived is None:
+            derived = spark.newSession()
+            for name, value in conf.items():
+                derived.conf.set(name, value)
+            _derived[key] = derived
+        return derived
+
+
+_WHOLE_STAGE = "spark.sql.codegen.wholeStage"
+
+
+def physical_plan_text(df: DataFrame) -> str:
+    """The physical plan Spark runs ``df`` with, as ``explain()`` prints it (not normalised),
+    with whole-stage code generation even when ``df``'s session runs interpreted.
+
+    There the plan that runs has no whole-stage stages (``*(n)``), so the plan Spark planned
+    for ``df`` is prepared for execution again on a session that generates code, as the
+    Kafka runtime runs it. Preparation only: no code is generated or compiled. Both are
+    prepared without adaptive execution, which the sessions here keep off.
+    """
+    query = df._jdf.queryExecution()
+    if df.sparkSession.conf.get(_WHOLE_STAGE, "true") != "false":
+        return str(query.executedPlan().toString())
+    planner = _derived_session("whole-stage", {_WHOLE_STAGE: "true"})
+    jvm: Any = planner._jvm
+    sessions = jvm.org.apache.spark.sql.classic.SparkSession
+    execution = getattr(getattr(jvm.org.apache.spark.sql.execution, "QueryExecution$"), "MODULE$")
+    # Preparation rules read the settings of the thread's active session.
+    previous = sessions.getActiveSession()
+    sessions.setActiveSession(planner._jsparkSession)
+    try:
+        rules = execution.preparations(planner._jsparkSession, jvm.scala.Option.empty(), False)
+        return str(execution.prepareForExecution(rules, query.sparkPlan()).toString())
+    finally:
+        if previous.isDefined():
+            sessions.setActiveSession(previous.get())
+        else:
+            sessions.clearActiveSession()
+
+
 @contextmanager
 def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
     """Set runtime SQL settings on ``spark`` for the block and restore the earlier values."""
@@ -182,6 +244,7 @@ def stop_spark() -> None:
     """Stop the shared session (end of a test run or CLI command)."""
     global _session
     with _lock:
+        _derived.clear()
         if _session is not None:
             _session.stop()
             _session = None

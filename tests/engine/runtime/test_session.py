@@ -170,3 +170,39 @@ def test_a_named_call_site_holds_for_the_calling_thread_only(spark: SparkSession
     thread.start()
     thread.join()
     assert elsewhere and elsewhere[0] != "kspark: write OUTPUT"
+
+
+def _compilations(spark: SparkSession) -> int:
+    return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def test_the_interpreted_session_compiles_nothing_and_shows_the_whole_stage_plan(spark: SparkSession) -> None:
+    from qtt.plans.normalise import normalise_physical_plan
+
+    interpreted = session_module.interpreted_session()
+    assert interpreted is session_module.interpreted_session()  # made once
+    factor = 104_729  # a literal no other test compiles code for
+
+    def query(on: SparkSession) -> Any:
+        return on.range(5).selectExpr(f"id * {factor} AS x").filter("x > 0")
+
+    before = _compilations(spark)
+    assert [r.x for r in query(interpreted).collect()] == [factor * i for i in range(1, 5)]
+    assert _compilations(spark) == before
+    text = session_module.physical_plan_text(query(interpreted))
+    assert "*(1)" in text
+    assert normalise_physical_plan(text) == normalise_physical_plan(
+        session_module.physical_plan_text(query(spark))
+    )
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"  # the shared one unchanged
+
+
+def test_the_whole_stage_plan_leaves_the_thread_s_active_session_as_it_was(spark: SparkSession) -> None:
+    sessions = spark._jvm.org.apache.spark.sql.classic.SparkSession
+    interpreted = session_module.interpreted_session()
+    sessions.setActiveSession(interpreted._jsparkSession)
+    try:
+        session_module.physical_plan_text(interpreted.range(2).selectExpr("id + 1 AS y"))
+        assert sessions.getActiveSession().get().equals(interpreted._jsparkSession)
+    finally:
+        sessions.setActiveSession(spark._jsparkSession)
