@@ -28,6 +28,11 @@ kinds of them carry no work:
   SparkContext lives, so they are asked once: 5 round trips. A UDF whose pickled function
   holds broadcast variables or passes the broadcast threshold, or that is called with
   keyword arguments or with a Python profiler on, goes PySpark's own way.
+- **Releases.** Py4J's finalizer thread tells the JVM that Python dropped an object with a
+  round trip of its own, one at a time: 61,000 of the 128,000 round trips of 120 planned-case
+  replays. Here it sends what has queued up (up to ``RELEASE_BATCH``) in one write and then
+  reads the answers: the JVM reads its commands line by line and answers each in turn, so
+  they need not wait for each other.
 - **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
   trip of its own (``df[name]``) to pass them to the function; here they are
   ``functions.col(name)`` (kept, as above), resolved by the analyser to the same attributes.
@@ -39,11 +44,14 @@ are those of the pinned PySpark 4.1.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
+from py4j import clientserver, protocol
 from py4j.java_collections import ListConverter, MapConverter
 from py4j.java_gateway import JavaClass, JavaMember
 from pyspark import SparkContext
@@ -60,6 +68,7 @@ _PYTHON_UTILS = "z:org.apache.spark.api.python.PythonUtils"
 _SEQUENCES = frozenset({"toSeq", "toList"})  # PythonUtils' copies of a java.util.List into Scala
 _KEYABLE = (str, int, float, bool)
 MEMO_SIZE = 4096
+RELEASE_BATCH = 1000  # object releases sent in one write
 
 _installed = False
 _lock = threading.Lock()
@@ -79,6 +88,62 @@ def install() -> None:
     UserDefinedFunction._create_judf = _create_judf(UserDefinedFunction._create_judf)  # type: ignore[method-assign]
     UserDefinedFunction.__call__ = _udf_call(UserDefinedFunction.__call__)  # type: ignore[method-assign]
     PandasMapOpsMixin.mapInArrow = _map_in_arrow(PandasMapOpsMixin.mapInArrow)  # type: ignore[method-assign]
+    # Before the gateway starts: its finalizer thread runs the method the class has then.
+    clientserver.FinalizerWorker.run = _release_in_batches  # type: ignore[method-assign]
+
+
+_LOG = logging.getLogger(__name__)
+_RELEASE = protocol.MEMORY_COMMAND_NAME + protocol.MEMORY_DEL_SUBCOMMAND_NAME
+_UNRELEASABLE = frozenset({protocol.ENTRY_POINT_OBJECT_ID, protocol.GATEWAY_SERVER_OBJECT_ID})
+
+
+def _release_in_batches(worker: Any) -> None:
+    """``FinalizerWorker.run``: take what the finalizers queued (oldest first, up to
+    ``RELEASE_BATCH``), release each client's objects in one write, and sleep as Py4J's
+    worker does when nothing is queued. Stops at Py4J's shutdown marker."""
+    queued = worker.deque
+    while True:
+        batch: list[Any] = []
+        try:
+            while len(batch) < RELEASE_BATCH:
+                batch.append(queued.pop())
+        except IndexError:
+            pass
+        if not batch:
+            time.sleep(clientserver.DEFAULT_WORKER_SLEEP_TIME)
+            continue
+        stop = clientserver.SHUTDOWN_FINALIZER_WORKER in (t for t in batch if isinstance(t, str))
+        by_client: dict[int, tuple[Any, list[str]]] = {}
+        for task in batch:
+            if not isinstance(task, str):
+                client, target_id = task
+                by_client.setdefault(id(client), (client, []))[1].append(target_id)
+        for client, target_ids in by_client.values():
+            release_objects(client, target_ids)
+        if stop:
+            return
+
+
+def release_objects(client: Any, target_ids: list[str]) -> None:
+    """Tell the JVM behind Py4J ``client`` that Python no longer holds ``target_ids``: the
+    release commands in one write on the thread's connection, then one answer per command.
+    A failure closes that connection and drops the batch, logged, as Py4J drops a release
+    that fails (the JVM then keeps those objects)."""
+    ids = [i for i in target_ids if i not in _UNRELEASABLE]
+    if not ids or not client.is_connected:
+        return
+    connection = client._get_connection()
+    try:
+        connection.socket.sendall("".join(f"{_RELEASE}{i}\ne\n" for i in ids).encode("utf-8"))
+        for _ in ids:
+            answer = protocol.smart_decode(connection.stream.readline()[:-1])
+            if not answer.startswith(protocol.RETURN_MESSAGE):
+                raise protocol.Py4JNetworkError(f"Unexpected answer to a release: {answer!r}")
+    except Exception:  # noqa: BLE001 - as Py4J: a failed release is logged, never raised
+        _LOG.debug("Releasing %d JVM objects failed", len(ids), exc_info=True)
+        connection.close(True)
+        return
+    client._give_back_connection(connection)
 
 
 def _client_state(gateway_client: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
@@ -199,3 +200,42 @@ def test_map_in_arrow_passes_the_columns_by_name_to_the_same_plan(spark: SparkSe
     assert count <= pyspark_count - len(schema.fields)  # one round trip less per column
     assert _analysed(ours) == _analysed(theirs)
     assert ours.collect() == theirs.collect() == [(1, "0"), (2, "1"), (3, "2")]
+
+
+def _held_by_the_jvm(spark: SparkSession, target_ids: list[str]) -> list[str]:
+    bindings = spark.sparkContext._gateway.java_gateway_server.getGateway().getBindings()
+    return [i for i in target_ids if bindings.containsKey(i)]
+
+
+def test_released_objects_are_dropped_by_the_jvm_in_one_write(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    jvm = spark.sparkContext._jvm
+    client = spark.sparkContext._gateway._gateway_client
+    held = [jvm.java.util.ArrayList() for _ in range(50)]
+    ids = [obj._target_id for obj in held]
+    assert _held_by_the_jvm(spark, ids) == ids
+    connection = client._get_connection()
+    client._give_back_connection(connection)
+    writes: list[bytes] = []
+    send = connection.socket.sendall
+    monkeypatch.setattr(connection, "socket", SimpleNamespace(sendall=lambda data: (writes.append(data), send(data))))
+    round_trips.release_objects(client, ids)
+    monkeypatch.undo()
+    assert len(writes) == 1 and writes[0].count(b"m\nd\n") == 50
+    assert _held_by_the_jvm(spark, ids) == []
+    assert jvm.java.lang.Math.max(2, 3) == 3  # the connection still answers in turn
+
+
+def test_py4j_s_finalizer_thread_releases_in_batches(spark: SparkSession) -> None:
+    import gc
+    import time
+
+    from py4j import clientserver
+
+    assert clientserver.FinalizerWorker.run is round_trips._release_in_batches
+    jvm = spark.sparkContext._jvm
+    ids = [jvm.java.util.ArrayList()._target_id for _ in range(30)]  # dropped at once
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _held_by_the_jvm(spark, ids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _held_by_the_jvm(spark, ids) == []
