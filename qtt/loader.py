@@ -10,6 +10,7 @@ import base64
 import binascii
 import decimal
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,43 +77,26 @@ class QttFile:
 # ---------------------------------------------------------------------------- JSON text
 
 
+# A string, a line comment, a closed block comment, or a block comment never closed: the
+# first that matches where the scan is, so comment marks inside strings stay text.
+_STRING_OR_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|/\*', re.DOTALL)
+
+
 def strip_json_comments(text: str) -> str:
     """Blank out ``//`` and ``/* */`` comments outside strings, keeping line and column."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        ch = text[i]
-        if in_string:
-            out.append(ch)
-            if ch == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if ch == '"':
-                in_string = False
-            i += 1
-            continue
-        if ch == '"':
-            in_string = True
-            out.append(ch)
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            end = n if end < 0 else end
-            out.append(" " * (end - i))
-            i = end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                line = text.count("\n", 0, i) + 1
-                raise QttFormatError(f"Comment opened at line {line} is never closed with '*/'.")
-            out.append("".join(c if c == "\n" else " " for c in text[i : end + 2]))
-            i = end + 2
-        else:
-            out.append(ch)
-            i += 1
-    return "".join(out)
+    if "/" not in text:
+        return text
+    return _STRING_OR_COMMENT.sub(lambda m: _blank(m, text), text)
+
+
+def _blank(match: re.Match[str], text: str) -> str:
+    found = match.group()
+    if found.startswith('"'):
+        return found
+    if found == "/*":
+        line = text.count("\n", 0, match.start()) + 1
+        raise QttFormatError(f"Comment opened at line {line} is never closed with '*/'.")
+    return "".join(c if c == "\n" else " " for c in found)
 
 
 def parse_qtt_json(text: str) -> Any:

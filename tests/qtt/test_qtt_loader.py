@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from engine.records import Header, Window
@@ -323,3 +323,75 @@ def test_filter_keeps_matching_cases_only(tmp_path: Path) -> None:
     write(tmp_path / "f.json", {"tests": [case("alpha"), case("beta")]})
     [loaded] = load_paths([tmp_path], filter="bet")
     assert [c.id for c in loaded.cases] == ["f - beta"]
+
+
+def _scan_comments(text: str) -> str | None:
+    """Comments blanked by a character-by-character scan (None: a block comment never closed)."""
+    out, i, in_string = [], 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(text[i : i + 2] if ch == "\\" else ch)
+            in_string = ch != '"'
+            i += 2 if ch == "\\" else 1
+        elif ch == '"':
+            in_string = True
+            out.append(ch)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return None
+            out.append("".join(c if c == "\n" else " " for c in text[i : end + 2]))
+            i = end + 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+_PIECES = st.sampled_from(['"', '\\"', "\\\\", "//", "/*", "*/", "/", "*", "\n", "a"])
+
+
+@given(st.lists(_PIECES, max_size=16).map("".join))
+@example('"\\"//"')
+@example('"//" /* "*/ x')
+@example('"\\\\" // c\n"a"')
+@example("a\n/* b")
+@settings(max_examples=400)
+def test_stripping_comments_matches_a_character_scan(text: str) -> None:
+    # Texts whose strings all close: an unclosed string is a JSON error either way.
+    assume(_closes_strings(text))
+    expected = _scan_comments(text)
+    if expected is None:
+        with pytest.raises(QttFormatError, match="never closed"):
+            strip_json_comments(text)
+    else:
+        assert strip_json_comments(text) == expected
+
+
+def _closes_strings(text: str) -> bool:
+    i, in_string = 0, False
+    while i < len(text):
+        if in_string and text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == '"':
+            in_string = not in_string
+        elif not in_string and text.startswith("//", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif not in_string and text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return True
+            i = end + 2
+            continue
+        i += 1
+    return not in_string
