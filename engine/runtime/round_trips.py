@@ -30,9 +30,10 @@ kinds of them carry no work:
   keyword arguments or with a Python profiler on, goes PySpark's own way.
 - **Releases.** Py4J's finalizer thread tells the JVM that Python dropped an object with a
   round trip of its own, one at a time: 61,000 of the 128,000 round trips of 120 planned-case
-  replays. Here it sends what has queued up (up to ``RELEASE_BATCH``) in one write and then
-  reads the answers: the JVM reads its commands line by line and answers each in turn, so
-  they need not wait for each other.
+  replays, about 130 µs of CPU each between the two processes. Here it sends what has
+  queued up (up to ``RELEASE_BATCH``) in one write and then reads the answers: the JVM reads
+  its commands line by line and answers each in turn, so they need not wait for each other.
+  20,000 releases took 2.2-2.6 s of CPU one at a time, 0.19-0.24 s this way.
 - **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
   trip of its own (``df[name]``) to pass them to the function; here they are
   ``functions.col(name)`` (kept, as above), resolved by the analyser to the same attributes.
