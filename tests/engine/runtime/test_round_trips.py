@@ -239,3 +239,26 @@ def test_py4j_s_finalizer_thread_releases_in_batches(spark: SparkSession) -> Non
     while _held_by_the_jvm(spark, ids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _held_by_the_jvm(spark, ids) == []
+
+
+def test_plain_arguments_skip_the_input_converters(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    from py4j.java_collections import ListConverter
+
+    jvm = spark.sparkContext._jvm
+    offered: list[Any] = []
+    can_convert = ListConverter.can_convert
+
+    def watched(self: Any, value: Any) -> bool:
+        offered.append(value)
+        return bool(can_convert(self, value))
+
+    monkeypatch.setattr(ListConverter, "can_convert", watched)
+    assert jvm.java.lang.Integer.sum(2, 3) == 5
+    assert jvm.java.lang.Double.sum(1.5, 2.0) == 3.5
+    assert jvm.java.lang.Boolean.logicalAnd(True, False) is False
+    assert jvm.java.lang.String.valueOf("x") == "x"
+    assert jvm.java.util.Objects.isNull(None) is True
+    assert jvm.java.util.Objects.toString(b"ab").startswith("[B")
+    assert offered == []
+    assert jvm.java.util.Collections.max(["b", "c", "a"]) == "c"  # a list still converts
+    assert offered == [["b", "c", "a"]]
