@@ -140,7 +140,11 @@ def release_objects(client: Any, target_ids: list[str]) -> None:
     ids = [i for i in target_ids if i not in _UNRELEASABLE]
     if not ids or not client.is_connected:
         return
-    connection = client._get_connection()
+    try:
+        connection = client._get_connection()
+    except Exception:  # noqa: BLE001 - the JVM is gone or going: nothing left to release
+        _LOG.debug("No connection to release %d JVM objects", len(ids), exc_info=True)
+        return
     try:
         connection.socket.sendall("".join(f"{_RELEASE}{i}\ne\n" for i in ids).encode("utf-8"))
         for _ in ids:

@@ -171,16 +171,18 @@ _WHOLE_STAGE = "spark.sql.codegen.wholeStage"
 
 
 def physical_plan_text(df: DataFrame) -> str:
-    """The physical plan Spark runs ``df`` with, as ``explain()`` prints it (not normalised),
-    with whole-stage code generation even when ``df``'s session runs interpreted.
+    """The physical plan Spark runs ``df`` with, as ``explain()`` prints it (not normalised);
+    for a DataFrame of ``interpreted_session()``, the plan with whole-stage code generation.
 
-    There the plan that runs has no whole-stage stages (``*(n)``), so the plan Spark planned
-    for ``df`` is prepared for execution again on a session that generates code, as the
-    Kafka runtime runs it. Preparation only: no code is generated or compiled. Both are
-    prepared without adaptive execution, which the sessions here keep off.
+    That session's plans have no whole-stage stages (``*(n)``), so the plan Spark planned for
+    ``df`` is prepared for execution again on a session that generates code, as planned cases
+    save it and the Kafka runtime runs it. Preparation only: no code is generated or
+    compiled. Both are prepared without adaptive execution, which the sessions here keep
+    off. Other sessions' plans are the ones they run (a run that sets ``INTERPRETED_CONF`` on
+    the shared session, as ``qtt conformance`` does, records no physical plan).
     """
     query = df._jdf.queryExecution()
-    if df.sparkSession.conf.get(_WHOLE_STAGE, "true") != "false":
+    if df.sparkSession is not _derived.get((id(_session), "interpreted")):
         return str(query.executedPlan().toString())
     planner = _derived_session("whole-stage", {_WHOLE_STAGE: "true"})
     jvm: Any = planner._jvm
