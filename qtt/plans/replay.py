@@ -117,22 +117,19 @@ def replay_alike(versions: Sequence[SavedVersion]) -> list[ReplayResult]:
     comparing is the failure of the version being compared.
     """
     start = time.perf_counter()
-    seen: list[tuple[QttCase, Observation]] = []
-    loaded: list[SavedCase] = []
+    seen: list[tuple[SavedCase, QttCase, Observation]] = []
 
     def run() -> tuple[list[Change], str]:
-        loaded.append(load_saved(versions[0]))
+        first = load_saved(versions[0])
         streaming = any(v.path.joinpath(STREAMING_DIR).is_dir() for v in versions)
-        seen.append(_observe(loaded[0], streaming=streaming))
+        seen.append((first, *_observe(first, streaming=streaming)))
         return [], ""
 
     failed, _ = _guarded(run)
     results = []
-    for i, version in enumerate(versions):
-        # The first version was read to run it; the others are read to compare them.
-        read = (lambda: loaded[0]) if i == 0 and loaded else partial(load_saved, version)
+    for version in versions:
         changes, rendered = (
-            (failed, "") if failed else _guarded(partial(_compare_saved, read, *seen[0]))
+            (failed, "") if failed else _guarded(partial(_compare_saved, version, *seen[0]))
         )
         results.append(ReplayResult(version, tuple(changes), 0.0, rendered))
     seconds = (time.perf_counter() - start) / len(versions)
@@ -140,9 +137,12 @@ def replay_alike(versions: Sequence[SavedVersion]) -> list[ReplayResult]:
 
 
 def _compare_saved(
-    saved: Callable[[], SavedCase], case: QttCase, seen: Observation
+    version: SavedVersion, first: SavedCase, case: QttCase, seen: Observation
 ) -> tuple[list[Change], str]:
-    return compare(saved(), case, seen)
+    """``compare`` for ``version``: the first version of the run was read to run it, the
+    others are read now."""
+    saved = first if version == first.version else load_saved(version)
+    return compare(saved, case, seen)
 
 
 def _guarded(work: Callable[[], tuple[list[Change], str]]) -> tuple[list[Change], str]:
