@@ -68,6 +68,8 @@ from pyspark.sql.pandas.map_ops import PandasMapOpsMixin
 from pyspark.sql.types import DataType
 from pyspark.sql.udf import UserDefinedFunction
 
+from engine.runtime import deferred_calls
+
 _CHUNK = 10  # java.util.List.of has fixed-arity overloads for up to 10 elements
 _FUNCTIONS = "z:org.apache.spark.sql.functions"
 _KEPT_FUNCTIONS = frozenset({"col", "lit"})
@@ -89,7 +91,7 @@ def install() -> None:
         return
     _installed = True
     ListConverter.convert = _convert_list  # type: ignore[method-assign]
-    JavaMember.__call__ = _memo_call(JavaMember.__call__)  # type: ignore[method-assign]
+    JavaMember.__call__ = _memo_call(deferred_calls.install(JavaMember.__call__))  # type: ignore[method-assign]
     JavaMember._get_args = _plain_args(JavaMember._get_args)  # type: ignore[method-assign]
     Column.cast = _typed(Column.cast, "cast")  # type: ignore[method-assign]
     Column.try_cast = _typed(Column.try_cast, "try_cast")  # type: ignore[method-assign]
@@ -225,7 +227,10 @@ def _memo_call(call: Any) -> Any:
         memo = _client_state(self.gateway_client)["memo"]
         with _lock:
             found = memo.get(key)
-            if found is not None:
+            # A result still queued by another thread is not named here before that queue runs.
+            if found is not None and (
+                not isinstance(found, deferred_calls.DeferredObject) or found._queued_here()
+            ):
                 memo.move_to_end(key)
                 return found
         found = call(self, *args)

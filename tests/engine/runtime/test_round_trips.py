@@ -12,13 +12,16 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from engine.runtime import round_trips
+from engine.runtime import deferred_calls, round_trips
 from tests.engine.runtime.test_session import _Commands
 
 
 @pytest.fixture
 def trips(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> _Commands:
     round_trips.install()  # the shared session installs it; a second call changes nothing
+    # Counted one call at a time: queued calls (tests/engine/runtime/test_deferred_calls.py)
+    # would make no round trip until a call uses them.
+    monkeypatch.setattr(deferred_calls, "ENABLED", False)
     commands = _Commands(monkeypatch)
     commands.start()
     return commands
