@@ -94,7 +94,7 @@ def test_a_failing_queued_call_raises_pysparks_exception_where_it_is_used(
     for column in (bad, named):
         with pytest.raises(ParseException) as queued:
             df.select(column)
-        assert queued.value.getErrorClass() == alone.value.getErrorClass()
+        assert queued.value.getCondition() == alone.value.getCondition()
     assert df.select(fine).columns == ["N"]
 
 

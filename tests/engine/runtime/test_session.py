@@ -81,10 +81,13 @@ def test_a_cached_jvm_class_still_constructs_and_calls(spark: SparkSession) -> N
 
 
 def test_a_spark_function_is_looked_up_once_and_a_static_field_each_time(
-    spark: SparkSession, jvm_commands: _Commands
+    spark: SparkSession, jvm_commands: _Commands, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pyspark.sql import functions as F
 
+    from engine.runtime import deferred_calls
+
+    monkeypatch.setattr(deferred_calls, "ENABLED", False)  # each call sent as it is made
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     F.upper(F.col("x"))  # looked up here, if no test did before
