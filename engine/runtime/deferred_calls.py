@@ -26,6 +26,7 @@ exception) where its result is first used rather than where it was made.
 from __future__ import annotations
 
 import importlib.resources
+import logging
 import os
 import threading
 import weakref
@@ -63,6 +64,7 @@ _GATEWAY_SERVER = "GATEWAY_SERVER"
 # Py4J answers that return a JVM object: a reference, array, set, list, map or iterator.
 _OBJECT_TYPES = frozenset("rthlag")
 
+_LOG = logging.getLogger(__name__)
 _lock = threading.RLock()  # queues change under it; a queue runs under it
 _local = threading.local()  # .queue: this thread's queue; .placeholders: the queue being written
 
@@ -235,8 +237,11 @@ def _pipeline(client: Any) -> JavaObject | None:
     return found  # type: ignore[no-any-return]
 
 
-def _compile_pipeline(client: Any) -> JavaObject | None:
-    source = importlib.resources.files("engine.runtime").joinpath("java/CallPipeline.java").read_text()
+def _compile_pipeline(client: Any, source: str | None = None) -> JavaObject | None:
+    """``CallPipeline`` compiled from ``source`` (the shipped ``java/CallPipeline.java``); None,
+    logged, if it does not compile."""
+    if source is None:
+        source = importlib.resources.files("engine.runtime").joinpath("java/CallPipeline.java").read_text()
     try:
         gateway = JavaObject(_GATEWAY_SERVER, client).getGateway()
         compiler = JavaClass("org.codehaus.janino.SimpleCompiler", client)()
@@ -244,8 +249,11 @@ def _compile_pipeline(client: Any) -> JavaObject | None:
         compiler.cook(source)
         pipeline = compiler.getClassLoader().loadClass("CallPipeline").newInstance()
         pipeline.setGateway(gateway)
-    except protocol.Py4JError:
-        return None  # calls go one at a time, as Py4J sends them
+    except protocol.Py4JError as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        reason = next((line for line in lines if "Exception" in line), lines[0])
+        _LOG.warning("Column calls go to the JVM one at a time: CallPipeline.java did not compile: %s", reason)
+        return None
     return pipeline  # type: ignore[no-any-return]
 
 

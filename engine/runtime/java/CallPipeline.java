@@ -40,6 +40,10 @@ public final class CallPipeline {
         StringBuilder command = new StringBuilder();
         String failed = null;
         boolean target = true;
+        CallCommand call = new CallCommand();
+        call.init(gateway, null);
+        StringWriter out = new StringWriter();
+        BufferedWriter writer = new BufferedWriter(out, 256);
         for (int i = 0; i < lines.length; i++) {
             String line = lines[i];
             if (line.length() == 0 && i == lines.length - 1) {
@@ -64,7 +68,7 @@ public final class CallPipeline {
             target = false;
             command.append(line).append('\n');
             if (line.equals("e")) {
-                String answer = failed != null ? failed : call(command.toString());
+                String answer = failed != null ? failed : call(command.toString(), call, out, writer);
                 answers.add(answer);
                 ids.add(isObject(answer) ? answer.substring(3, answer.length() - 1) : null);
                 command.setLength(0);
@@ -81,11 +85,11 @@ public final class CallPipeline {
                 }
             }
         }
-        StringBuilder out = new StringBuilder();
+        StringBuilder result = new StringBuilder();
         for (int i = 0; i < answers.size(); i++) {
-            out.append((String) answers.get(i));
+            result.append((String) answers.get(i));
         }
-        return out.toString();
+        return result.toString();
     }
 
     /** Whether a Py4J answer returns a JVM object: a reference, array, set, list, map or iterator. */
@@ -93,12 +97,11 @@ public final class CallPipeline {
         return answer.startsWith("!y") && answer.length() > 4 && "rthlag".indexOf(answer.charAt(2)) >= 0;
     }
 
-    private String call(String command) throws Exception {
-        CallCommand call = new CallCommand();
-        call.init(gateway, null);
-        StringWriter out = new StringWriter();
-        BufferedWriter writer = new BufferedWriter(out);
-        call.execute("c", new BufferedReader(new StringReader(command)), writer);
+    private String call(String command, CallCommand call, StringWriter out, BufferedWriter writer)
+            throws Exception {
+        out.getBuffer().setLength(0);
+        // A reader sized to the command: the default 8 KB buffer cost more than the call.
+        call.execute("c", new BufferedReader(new StringReader(command), command.length() + 1), writer);
         writer.flush();
         return out.toString();
     }

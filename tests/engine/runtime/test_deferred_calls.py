@@ -143,3 +143,14 @@ def test_calls_go_one_at_a_time_when_the_queue_is_off(
     count, column = trips.of(lambda: name.alias("I"))
     assert count == 1
     assert not isinstance(column._jc, deferred_calls.DeferredObject)
+
+
+def test_a_pipeline_that_does_not_compile_is_logged_and_calls_go_alone(
+    spark: SparkSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    with caplog.at_level("WARNING", logger=deferred_calls.__name__):
+        found = deferred_calls._compile_pipeline(gateway._gateway_client, "public class CallPipeline {")
+    assert found is None
+    assert "CallPipeline.java did not compile" in caplog.text and "CompileException" in caplog.text
