@@ -65,7 +65,7 @@ _GATEWAY_SERVER = "GATEWAY_SERVER"
 _OBJECT_TYPES = frozenset("rthlag")
 
 _LOG = logging.getLogger(__name__)
-_lock = threading.RLock()  # queues change under it; a queue runs under it
+_lock = threading.RLock()  # queues take calls and close under it (they run outside it)
 _local = threading.local()  # .queue: this thread's queue; .placeholders: the queue being written
 
 
@@ -197,6 +197,8 @@ class _Queue:
                     result._error = exc
             raise
         finally:
+            self.commands.clear()
+            self.results.clear()
             self.keep.clear()
             self.temporary.clear()
             self.done.set()
@@ -211,7 +213,7 @@ def _queue_for(client: Any) -> _Queue | None:
     """This thread's open queue for ``client`` (a new one if it has none), or None where the
     JVM has no call pipeline."""
     queue = _open_queue_of_thread()
-    if queue is not None and queue.client is client:
+    if queue is not None and queue.client is client and ENABLED:
         return queue
     if queue is not None:
         queue.run()
