@@ -39,6 +39,8 @@ kinds of them carry no work:
   map converters ask ``inspect.getattr_static`` whether it iterates or has keys, about 10 µs
   each. A call whose arguments are all JVM objects, strings, numbers, booleans, bytes or None
   (by exact type) goes to the JVM as it is: no converter takes those.
+- **Column calls** that a ``select`` or another operation will use are queued and sent in
+  one round trip when it needs them: ``engine.runtime.deferred_calls``.
 - **``mapInArrow``'s inputs.** PySpark resolves each of the frame's columns with a round
   trip of its own (``df[name]``) to pass them to the function; here they are
   ``functions.col(name)`` (kept, as above), resolved by the analyser to the same attributes.

@@ -18,7 +18,7 @@ import py4j.commands.CallCommand;
  * registered exactly as for a call sent alone. A command that names the result of a command
  * that failed does not run: its answer is that command's (the same exception).
  *
- * <p>Compiled by Spark's Janino when the engine starts: plain Java, no lambdas.
+ * <p>Compiled by Spark's Janino the first time a call is queued: plain Java, no lambdas.
  */
 public final class CallPipeline {
     private Gateway gateway;
