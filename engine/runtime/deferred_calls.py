@@ -40,7 +40,9 @@ from py4j.java_gateway import JavaClass, JavaMember, JavaObject
 
 from engine.errors import InternalError
 
+# Py4J's targets of static calls: the Column functions and PySpark's collection helpers.
 FUNCTIONS = "z:org.apache.spark.sql.functions"
+PYTHON_UTILS = "z:org.apache.spark.api.python.PythonUtils"
 # functions' static methods that read session state or do not make a Column.
 FUNCTIONS_NOT_QUEUED = frozenset({"expr", "broadcast", "udf", "udaf"})
 COLUMN_METHODS = frozenset({
@@ -52,9 +54,7 @@ COLUMN_METHODS = frozenset({
     "otherwise", "over", "plus", "rlike", "startsWith", "substr", "try_cast", "when",
     "withField",
 })
-_SEQUENCES = (("z:org.apache.spark.api.python.PythonUtils", "toSeq"),
-              ("z:org.apache.spark.api.python.PythonUtils", "toList"),
-              ("z:java.util.List", "of"))
+_SEQUENCES = ((PYTHON_UTILS, "toSeq"), (PYTHON_UTILS, "toList"), ("z:java.util.List", "of"))
 COLUMN, OTHER = "column", "other"
 MAX_QUEUED = 2000  # a longer queue runs at once
 QUEUE_ENV = "KSPARK_QUEUE_COLUMN_CALLS"

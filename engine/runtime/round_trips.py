@@ -73,9 +73,7 @@ from pyspark.sql.udf import UserDefinedFunction
 from engine.runtime import deferred_calls
 
 _CHUNK = 10  # java.util.List.of has fixed-arity overloads for up to 10 elements
-_FUNCTIONS = "z:org.apache.spark.sql.functions"
 _KEPT_FUNCTIONS = frozenset({"col", "lit"})
-_PYTHON_UTILS = "z:org.apache.spark.api.python.PythonUtils"
 _SEQUENCES = frozenset({"toSeq", "toList"})  # PythonUtils' copies of a java.util.List into Scala
 _KEYABLE = (str, int, float, bool)
 MEMO_SIZE = 4096
@@ -213,13 +211,13 @@ def _convert_list(self: ListConverter, items: Iterable[Any], gateway_client: Any
 
 def _memo_call(call: Any) -> Any:
     def memo_call(self: JavaMember, *args: Any) -> Any:
-        if self.name in _SEQUENCES and self.target_id == _PYTHON_UTILS and len(args) == 1:
+        if self.name in _SEQUENCES and self.target_id == deferred_calls.PYTHON_UTILS and len(args) == 1:
             (values,) = args
             if type(values) is list and 0 < len(values) <= _CHUNK and not any(v is None for v in values):
                 # toSeq/toList copy their argument: an immutable List.of does, one round trip.
                 return call(self, _client_state(self.gateway_client)["List"].of(*values))
             return call(self, *args)
-        if self.name not in _KEPT_FUNCTIONS or self.target_id != _FUNCTIONS or len(args) != 1:
+        if self.name not in _KEPT_FUNCTIONS or self.target_id != deferred_calls.FUNCTIONS or len(args) != 1:
             return call(self, *args)
         (arg,) = args
         kind = type(arg)
