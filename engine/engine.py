@@ -7,9 +7,10 @@ without its SQL text (``execute_plan``), which is how legacy plans replay.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from copy import deepcopy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
@@ -44,11 +45,20 @@ from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 
 @dataclass(frozen=True)
 class QueryReport:
-    """What running a query showed: its Spark physical plan and its internal state schemas."""
+    """What running a query showed: its Spark physical plan and its internal state schemas.
+
+    The plan's text is made when first read (``plan_text``, once): a run that never reads it
+    (``qtt conformance``) does not prepare it again for whole-stage code generation. Spark
+    keeps the plan it planned for the query, so the text is the same before and after its job.
+    """
 
     query_id: str
-    physical_plan: str
+    plan_text: Callable[[], str] = field(repr=False, compare=False)
     internal_schemas: dict[str, str]
+
+    @cached_property
+    def physical_plan(self) -> str:
+        return self.plan_text()
 
 
 def physical_plan_text(df: Any) -> str:
@@ -368,7 +378,7 @@ class KsqlEngine:
             window_type = None if window is None else ("SESSION" if window == "SESSION" else "TIME")
             self.query_reports[query.query_id] = QueryReport(
                 query_id=query.query_id,
-                physical_plan=physical_plan_text(built.df),
+                plan_text=partial(physical_plan_text, built.df),
                 internal_schemas=dict(built.internal_schemas),
             )
             try:

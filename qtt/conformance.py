@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,7 +29,15 @@ from rich.table import Table
 
 from qtt.loader import QttFile
 from qtt.model import QttCase
-from qtt.runner import CaseResult, EngineFactory, Status, problem_result, run_case
+from qtt.runner import (
+    CaseResult,
+    EngineFactory,
+    Status,
+    installed_engine_factory,
+    interpreted_engine_factory,
+    problem_result,
+    run_case,
+)
 
 STATUSES: tuple[Status, ...] = (Status.PASSED, Status.FAILED, Status.ERROR, Status.UNSUPPORTED)
 
@@ -193,13 +201,15 @@ def run_conformance(
         disable=not progress,
         transient=True,
     )
+    bounded = _interpreted_factory(runtime)
+
     def run_one(job: tuple[QttFile, QttCase]) -> CaseResult:
         f, case = job
-        factory = engine_factory_for(case) if engine_factory_for is not None else None
+        factory = engine_factory_for(case) if engine_factory_for is not None else bounded
         return run_case(case, strict=strict, file=f.display_name, engine_factory=factory)
 
     jobs = [(f, case) for f in files for case in f.cases]
-    with bar, _interpreted(runtime, jobs), _in_order(run_one, jobs, count) as results:
+    with bar, _in_order(run_one, jobs, count) as results:
         task = bar.add_task("QTT cases", total=total)
         for f in files:
             counts = run.files.setdefault(f.display_name, Counts())
@@ -217,15 +227,13 @@ def run_conformance(
     return run
 
 
-def _interpreted(runtime: str, jobs: Sequence[Any]) -> AbstractContextManager[Any]:
-    """Bounded cases run with Spark's interpreted operators: they record no physical plan,
-    and their few records cost less than the code generated for them (see
-    ``engine.runtime.session.INTERPRETED_CONF``)."""
-    if runtime != "bounded" or not jobs:
-        return nullcontext()
-    from engine.runtime.session import INTERPRETED_CONF, get_spark, session_conf
-
-    return session_conf(get_spark(), INTERPRETED_CONF)
+def _interpreted_factory(runtime: str) -> EngineFactory | None:
+    """Bounded cases run on engines of ``interpreted_session()`` (Spark's interpreted
+    operators: a case's few records cost less than the code generated for them), unless a
+    factory of engines is installed (``set_engine_factory``), whose engines they keep."""
+    if runtime != "bounded" or installed_engine_factory() is not None:
+        return None
+    return interpreted_engine_factory
 
 
 WORKERS_ENV = "KSPARK_QTT_WORKERS"

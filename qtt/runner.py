@@ -95,6 +95,23 @@ def default_engine_factory(properties: Mapping[str, Any]) -> Any:
     return KsqlEngine(properties)
 
 
+def interpreted_engine_factory(properties: Mapping[str, Any]) -> Any:
+    """A new bounded ``KsqlEngine`` whose jobs run on ``interpreted_session()``: for runs of
+    many small cases, whose few records cost less than the code Spark would generate and
+    compile for them. The shared session's settings stay as they are."""
+    from engine.engine import KsqlEngine
+    from engine.runtime.adapter import BoundedRuntime
+    from engine.runtime.session import interpreted_session
+
+    runtime = BoundedRuntime(interpreted_session())
+    return KsqlEngine(properties, runtime=runtime, topics=runtime.store)
+
+
+def installed_engine_factory() -> EngineFactory | None:
+    """The factory ``set_engine_factory`` installed, or None (the default's)."""
+    return _engine_factory
+
+
 def set_engine_factory(factory: EngineFactory | None) -> EngineFactory | None:
     """Install the factory new engines come from (None: the default); returns the old one."""
     global _engine_factory

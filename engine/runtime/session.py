@@ -178,8 +178,7 @@ def physical_plan_text(df: DataFrame) -> str:
     ``df`` is prepared for execution again on a session that generates code, as planned cases
     save it and the Kafka runtime runs it. Preparation only: no code is generated or
     compiled. Both are prepared without adaptive execution, which the sessions here keep
-    off. Other sessions' plans are the ones they run (a run that sets ``INTERPRETED_CONF`` on
-    the shared session, as ``qtt conformance`` does, records no physical plan).
+    off. Other sessions' plans are the ones they run.
     """
     query = df._jdf.queryExecution()
     if df.sparkSession is not _derived.get((id(_session), "interpreted")):

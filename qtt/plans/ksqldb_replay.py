@@ -436,11 +436,12 @@ class ConfigReads(dict[str, Any]):
 def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
     """Build and run an imported plan on its case's topics and inputs; the engine stays open."""
     from engine.builders.walker import observing_builds
-    from engine.engine import KsqlEngine
+    from qtt.runner import interpreted_engine_factory
     from qtt.verify import avro_decimals_as_numbers
 
     imported, case = loaded.imported, loaded.case
-    engine = KsqlEngine(configs)
+    # No physical plan is compared here, so the small jobs run interpreted.
+    engine = interpreted_engine_factory(configs)
     reads = ConfigReads(engine.config)
     engine.config = reads
     built: dict[str, str] = {}
@@ -706,11 +707,10 @@ def replay_all(
             cases[-1].append(saved)
         else:
             cases.append([saved])
-    from engine.runtime.session import INTERPRETED_CONF, get_spark, session_conf
+    from engine.runtime.session import get_spark
 
-    # One session for the run, started before the workers share it; no physical plan is
-    # recorded here, so its small jobs run interpreted.
-    with session_conf(get_spark(), INTERPRETED_CONF), ThreadPoolExecutor(
+    get_spark()  # one session for the run, started before the workers share it
+    with ThreadPoolExecutor(
         max_workers=max(1, workers), thread_name_prefix="ksqldb-replay"
     ) as pool:
         done = map(replay_case, cases) if workers <= 1 else pool.map(replay_case, cases)

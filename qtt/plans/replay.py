@@ -38,6 +38,7 @@ from qtt.plans.diff import (
 from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
+from qtt.runner import interpreted_engine_factory
 from qtt.schemas import use_case_registry
 from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
 
@@ -193,7 +194,6 @@ _STACK_FRAME = re.compile(r"^(at \S+\(.*\)|\.\.\. \d+ more)$")
 
 def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation]:
     """Build and run ``saved``'s plans on its inputs on a new engine; what it observed."""
-    from engine.engine import KsqlEngine
     from engine.plan.serde import statement_plan_from_json
 
     spec = saved.spec
@@ -204,8 +204,11 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
     statement_records = codec.records_from_json(
         spec.get("statementRecords", []), "statementRecords"
     )
-    runtime = _interpreted_runtime()
-    engine = KsqlEngine(dict(saved.plan.get("configs", {})), runtime=runtime, topics=runtime.store)
+    # Its jobs run interpreted (a replay's few records cost less than the code Spark would
+    # generate and compile for them). Its physical plans are still the ones with whole-stage
+    # code generation that planned cases save, and its outputs are compared with outputs
+    # recorded with generated code.
+    engine = interpreted_engine_factory(dict(saved.plan.get("configs", {})))
     fresh_registry: str | None = None
     try:
         # The case's schemas in a fresh in-process registry, as when it was recorded: a sink
@@ -224,17 +227,6 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         engine.close()
         if fresh_registry is not None:  # a registry the case names itself is not ours to forget
             forget_registry_client(fresh_registry)
-
-
-def _interpreted_runtime() -> Any:
-    """A bounded runtime whose jobs run interpreted (``interpreted_session``): a replay's few
-    records cost less than the code Spark would generate and compile for them. Its physical
-    plans are still the ones with whole-stage code generation that planned cases save, and
-    its outputs are compared with outputs recorded with generated code."""
-    from engine.runtime.adapter import BoundedRuntime
-    from engine.runtime.session import interpreted_session
-
-    return BoundedRuntime(interpreted_session())
 
 
 @dataclass(frozen=True, slots=True)

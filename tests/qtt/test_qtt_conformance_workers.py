@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from engine.runtime.session import interpreted_session
+from qtt import conformance
 from qtt.conformance import case_workers, run_conformance
 from qtt.loader import load_paths
+from qtt.runner import default_engine_factory, interpreted_engine_factory, set_engine_factory
 
 _STREAM = "CREATE STREAM S (ID INT KEY, ITEM STRING, PRICE INT) WITH (kafka_topic='s', value_format='JSON');"
 _INPUTS = [
@@ -113,13 +117,41 @@ def test_workers_come_from_the_argument_the_environment_or_three(
     assert case_workers(None, own_factories=True) == 1
 
 
-def test_bounded_cases_run_interpreted_and_leave_the_session_as_it_was(spark: SparkSession, mixed: Path) -> None:
+def test_bounded_cases_run_on_the_interpreted_session_and_leave_the_shared_one_as_it_was(
+    spark: SparkSession, mixed: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions: list[object] = []
+
+    def factory(properties: Any) -> Any:
+        engine = interpreted_engine_factory(properties)
+        sessions.append(engine.runtime().spark)
+        return engine
+
+    monkeypatch.setattr(conformance, "interpreted_engine_factory", factory)
     seen: list[str] = []
-
-    def observe(result: object) -> None:
-        seen.append(spark.conf.get("spark.sql.codegen.wholeStage"))
-
     before = spark.conf.get("spark.sql.codegen.wholeStage")
-    run_conformance(load_paths([mixed]), workers=1, on_result=observe)
-    assert set(seen) == {"false"}
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+    run_conformance(
+        load_paths([mixed]), workers=1,
+        on_result=lambda _: seen.append(spark.conf.get("spark.sql.codegen.wholeStage")),
+    )
+    assert sessions and all(s is interpreted_session() for s in sessions)
+    assert interpreted_session().conf.get("spark.sql.codegen.wholeStage") == "false"
+    assert seen and set(seen) == {before}
+
+
+def test_an_installed_engine_factory_keeps_its_engines_in_a_conformance_run(
+    spark: SparkSession, mixed: Path
+) -> None:
+    made: list[object] = []
+
+    def factory(properties: Any) -> Any:
+        engine = default_engine_factory(properties)
+        made.append(engine)
+        return engine
+
+    previous = set_engine_factory(factory)
+    try:
+        run_conformance(load_paths([mixed]), workers=1)
+    finally:
+        set_engine_factory(previous)
+    assert len(made) == len(_CASES)  # one engine a case, all of them the factory's

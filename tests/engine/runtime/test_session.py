@@ -212,6 +212,6 @@ def test_the_whole_stage_plan_leaves_the_thread_s_active_session_as_it_was(spark
 
 
 def test_other_sessions_show_the_plan_they_run(spark: SparkSession) -> None:
-    with session_conf(spark, INTERPRETED_CONF):  # as qtt conformance runs: no plan recorded
+    with session_conf(spark, INTERPRETED_CONF):  # a session whose settings a block changed
         text = session_module.physical_plan_text(spark.range(3).selectExpr("id * 3 AS z"))
     assert "Project" in text and "*(" not in text

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.records import TopicInfo
 from qtt.cli import main
 from qtt.plans.ksqldb_replay import (
@@ -275,12 +277,26 @@ def test_cases_replayed_side_by_side_keep_the_corpus_order(tmp_path: Path, spark
     assert replay.to_json()["sharedRuns"] == 2 and replay.counts()[PASSED] == 4
 
 
-def test_the_replay_runs_interpreted_and_leaves_the_session_as_it_was(tmp_path: Path, spark: Any) -> None:
+def test_the_replay_runs_on_the_interpreted_session_and_leaves_the_shared_one_as_it_was(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import qtt.runner
+    from engine.runtime.session import interpreted_session
+
+    sessions: list[object] = []
+    real = qtt.runner.interpreted_engine_factory
+
+    def factory(properties: Any) -> Any:
+        engine = real(properties)
+        sessions.append(engine.runtime().spark)
+        return engine
+
+    monkeypatch.setattr(qtt.runner, "interpreted_engine_factory", factory)
     seen: list[str] = []
     before = spark.conf.get("spark.sql.codegen.wholeStage")
     run(_corpus(tmp_path), workers=2, on_result=lambda _: seen.append(spark.conf.get("spark.sql.codegen.wholeStage")))
-    assert seen and set(seen) == {"false"}
-    assert spark.conf.get("spark.sql.codegen.wholeStage") == before
+    assert sessions and all(s is interpreted_session() for s in sessions)
+    assert seen and set(seen) == {before}
 
 
 def test_a_version_runs_with_its_saved_configs_and_the_case_properties_they_do_not_set() -> None:

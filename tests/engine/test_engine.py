@@ -1,0 +1,34 @@
+"""``engine.engine.KsqlEngine``: what a bounded run reports about its queries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import engine.engine as engine_module
+from engine.engine import KsqlEngine
+from engine.records import TopicInfo, TopicRecord
+
+
+def test_a_query_report_makes_its_physical_plan_text_once_when_first_read(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[object] = []
+    real = engine_module.physical_plan_text
+    monkeypatch.setattr(engine_module, "physical_plan_text", lambda df: made.append(df) or real(df))
+    engine = KsqlEngine()
+    for topic in ("s", "OUT"):
+        engine.create_topic(TopicInfo(topic))
+    engine.execute_sql(
+        "CREATE STREAM S (ID BIGINT KEY, V INT) WITH (kafka_topic='s', value_format='JSON');"
+        "CREATE STREAM OUT AS SELECT ID, V * 2 AS W FROM S WHERE V > 1;"
+    )
+    for i in range(3):
+        engine.store.append(TopicRecord("s", i, {"V": i}, 100 + i))
+    assert [r.value for r in engine.run()["OUT"]] == [{"W": 4}]
+    (report,) = engine.query_reports.values()
+    assert made == []  # the run itself never needed it
+    text = report.physical_plan
+    assert "Filter" in text and report.physical_plan is text
+    assert len(made) == 1
