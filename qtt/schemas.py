@@ -77,6 +77,10 @@ def use_case_registry(engine: Any, case: QttCase, *, run: str | None = None) -> 
 
 # Formats whose topics get a registered schema from a statement's columns.
 SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
+# Any text that could name one of them, in any case (a superset: PROTOBUF_NOSR matches too).
+_REGISTRY_FORMAT_NAME = re.compile("|".join(sorted(SCHEMA_REGISTRY_FORMATS)), re.IGNORECASE)
+DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
+DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 
 
 def runner_topics(case: QttCase) -> tuple[TopicSpec, ...]:
@@ -107,6 +111,9 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     from engine.plan.schema import Column, Namespace
     from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
 
+    defaults = (properties.get(DEFAULT_KEY_FORMAT), properties.get(DEFAULT_VALUE_FORMAT))
+    if not _REGISTRY_FORMAT_NAME.search(" ".join([text, *map(str, defaults)])):
+        return None  # no format that registers a schema can be named: not worth a parse
     try:
         parsed = parse(text)
     except KsqlError:
@@ -117,8 +124,8 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     props = {str(k).upper(): v for k, v in stmt.properties.items()}
     topic = props.get("KAFKA_TOPIC")
     fmt = props.get("FORMAT")
-    key_fmt = str(props.get("KEY_FORMAT") or fmt or properties.get("ksql.persistence.default.format.key") or "KAFKA")
-    value_fmt = str(props.get("VALUE_FORMAT") or fmt or properties.get("ksql.persistence.default.format.value") or "")
+    key_fmt = str(props.get("KEY_FORMAT") or fmt or defaults[0] or "KAFKA")
+    value_fmt = str(props.get("VALUE_FORMAT") or fmt or defaults[1] or "")
     if not isinstance(topic, str):
         return None
     keys = [Column(e.name, e.type, Namespace.KEY) for e in stmt.elements if e.constraint in ("KEY", "PRIMARY KEY")]

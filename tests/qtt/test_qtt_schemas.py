@@ -152,3 +152,26 @@ def test_a_protobuf_create_with_columns_registers_ksqldbs_full_proto3_schema() -
     assert "message ConnectDefault1" in spec.value_schema and "ConnectDefault2 A = 1;" in spec.value_schema
     assert "confluent.type.Decimal P = 2" in spec.value_schema and "repeated int64 L = 3;" in spec.value_schema
     assert "string K = 1;" in spec.key_schema
+
+
+def test_only_statements_that_can_name_a_registry_format_are_parsed_for_their_schemas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import engine.parser
+    from qtt.schemas import _statement_topic
+
+    parsed: list[str] = []
+    real = engine.parser.parse
+    monkeypatch.setattr(engine.parser, "parse", lambda text: parsed.append(text) or real(text))
+    create = "CREATE STREAM S (K STRING KEY, V INT) WITH (kafka_topic='s'{});"
+    assert _statement_topic(create.format(", value_format='JSON'"), {}) is None
+    assert _statement_topic(create.format(", value_format='Delimited'"), {}) is None
+    assert parsed == []  # neither can name AVRO, JSON_SR or PROTOBUF
+    spec = _statement_topic(create.format(", value_format='Avro'"), {})
+    assert spec is not None and spec.value_format == "AVRO" and spec.key_schema is None
+    # A default format from the case's properties counts as named.
+    spec = _statement_topic(create.format(""), {"ksql.persistence.default.format.value": "json_sr"})
+    assert spec is not None and spec.value_format == "JSON_SR"
+    spec = _statement_topic(create.format(", value_format='JSON'"), {"ksql.persistence.default.format.key": "AVRO"})
+    assert spec is not None and spec.key_format == "AVRO" and spec.value_schema is None
+    assert len(parsed) == 3
