@@ -28,7 +28,7 @@ from rich.table import Table
 
 from qtt.conformance import case_workers, run_conformance
 from qtt.loader import load_paths
-from qtt.runner import default_engine_factory, execute_sql_at, set_engine_factory
+from qtt.runner import execute_sql_at, interpreted_engine_factory, set_engine_factory
 
 
 @dataclass
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     times = PhaseTimes()
 
     def factory(properties: Mapping[str, Any]) -> Any:
-        return TimedEngine(default_engine_factory(properties), times)
+        return TimedEngine(interpreted_engine_factory(properties), times)  # as qtt conformance runs them
 
     files = load_paths([Path(p) for p in args.paths])
     from engine.runtime.session import get_spark

@@ -60,3 +60,34 @@ def test_the_benchmark_reports_its_figures_with_the_floor_measured_in_the_same_r
     assert figures["floor_jobs_per_second"] > 0
     out = capsys.readouterr().out
     assert f"1 at a time: {figures['floor_jobs_per_second']:.2f} jobs/s" in out
+
+
+def test_the_benchmark_times_the_engines_qtt_conformance_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cases run on the interpreted session, as ``qtt conformance`` runs them."""
+    from engine.runtime.session import interpreted_session
+    from qtt import benchmark
+
+    sessions: list[object] = []
+    real = benchmark.interpreted_engine_factory
+
+    def factory(properties: object) -> object:
+        engine = real(properties)  # type: ignore[arg-type]
+        sessions.append(engine.runtime().spark)
+        return engine
+
+    monkeypatch.setattr(benchmark, "interpreted_engine_factory", factory)
+    case = {
+        "name": "a projection",
+        "statements": [
+            "CREATE STREAM S (ID INT KEY, V INT) WITH (kafka_topic='s', value_format='JSON');",
+            "CREATE STREAM D AS SELECT ID, V * 2 AS W FROM S;",
+        ],
+        "inputs": [{"topic": "s", "key": 1, "value": {"V": 2}}],
+        "outputs": [{"topic": "D", "key": 1, "value": {"W": 4}}],
+    }
+    cases = tmp_path / "double.json"
+    cases.write_text(json.dumps({"tests": [case]}), encoding="utf-8")
+    assert main([str(cases), "--workers", "1"]) == 0
+    assert sessions and all(s is interpreted_session() for s in sessions)
