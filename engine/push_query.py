@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.engine import KsqlEngine
@@ -169,13 +170,18 @@ class PushQuery:
             query_id=self.query_id, registry_url=None if registry_url is None else str(registry_url),
         )
         built = build(self.plan.root, BuildContext(runtime=runtime, query_id=self.query_id, config=config))
+        # The window metadata under names of its own: a result column may be named
+        # WINDOWSTART or WINDOWEND (a windowed source's bounds, as the SELECT list computed
+        # them), which the metadata under its own name would replace in the row function.
+        windows = [F.col(meta).alias(copy) for meta, copy in _WINDOW_COPIES.items()]
         rows = R.map_rows(
-            built.df,
+            built.df.select("*", *windows),
             input_schema=built.schema,
             output_schema=None,
             output_spark_schema=_DELIVERED,
             fn=_deliverer(self.plan),
             name="PushQuery",
+            input_fields=(R.SEQ, R.DELETED, *_WINDOW_COPIES.values()),
         )
         self._checkpoint = Path(tempfile.mkdtemp(prefix=f"kspark-{self.query_id}-"))
         writer = (
@@ -295,10 +301,15 @@ _DELIVERED = ST.StructType(
 )
 
 
+# The row's window bounds (metadata) -> the names the row function reads them by.
+_WINDOW_COPIES = {R.WINDOWSTART: "__window_start", R.WINDOWEND: "__window_end"}
+
+
 def _deliverer(plan: TransientQueryPlan) -> Any:
     """The row function turning a typed row into (seq, pickled (columns, tombstone))."""
     names = [c.name for c in plan.schema.columns]
-    keys = plan.tombstone_keys
+    # A deletion's window bounds come from the row's metadata: its value columns are null.
+    keys = [_WINDOW_COPIES.get(key, key) if key is not None else None for key in plan.tombstone_keys]
     is_table = plan.is_table
 
     def deliver(row: dict[str, Any]) -> list[dict[str, Any]]:

@@ -135,7 +135,8 @@ class TransientQueryPlan:
     hold ``schema``'s columns (the SELECT list, in order, all value columns as ksqlDB's
     push-query header shows them) and the query's key columns under hidden names.
     ``tombstone_keys`` gives, per result column, the hidden key column it shows when a
-    table row is deleted (None: the column is null in a deletion).
+    table row is deleted, or ``WINDOWSTART``/``WINDOWEND`` for a window bound, which a
+    deletion of a windowed row shows too (None: the column is null in a deletion).
     """
 
     query_id: str

@@ -567,8 +567,10 @@ class Planner:
         for name, equal in key_equivalents(project.input).items():
             for other in equal:
                 keys.setdefault(other, keys[name])
+        # A windowed row's bounds are part of its key: a deletion shows them too.
         tombstone_keys = tuple(
-            keys.get(e.name) if isinstance(e, E.ColumnRef) else None for _, e in project.values
+            (keys.get(e.name) or (e.name if e.name in WINDOW_BOUNDS else None)) if isinstance(e, E.ColumnRef) else None
+            for _, e in project.values
         )
         return TransientQueryPlan(
             query_id=query_id,

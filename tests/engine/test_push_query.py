@@ -113,6 +113,30 @@ def test_a_deleted_table_row_arrives_as_a_tombstone_showing_only_its_key(kafka_b
     assert rows == [PushRow(("ann", "u1")), PushRow((None, "u1"), tombstone=True), PushRow(("bob", "u2"))]
 
 
+@pytest.mark.usefixtures("spark")
+def test_a_windowed_table_s_rows_and_deletions_show_their_window_bounds(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("scores")
+    TopicAdmin(bootstrap).create_topic(topic, 1)
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    app.submit(f"CREATE STREAM SCORES (PLAYER STRING KEY, POINTS INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');")
+    # 8 passes HAVING, 8 - 9 misses it (a deletion of that window's row), 8 - 9 + 7 passes again.
+    _produce(bootstrap, topic, [("p1", {"POINTS": 8}, 20_001), ("p1", {"POINTS": -9}, 20_002), ("p1", {"POINTS": 7}, 20_003)])
+    query = PushQuery.on_application(
+        app,
+        "SELECT WINDOWSTART AS FROM_MS, PLAYER, SUM(POINTS) AS TOTAL, WINDOWEND FROM SCORES "
+        "WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY PLAYER HAVING SUM(POINTS) > 5 EMIT CHANGES LIMIT 3;",
+        properties={"auto.offset.reset": "earliest"},
+    )
+    with query:
+        rows = list(query.rows())
+    assert rows == [
+        PushRow((20_000, "p1", 8, 30_000)),
+        PushRow((20_000, "p1", None, 30_000), tombstone=True),
+        PushRow((20_000, "p1", 6, 30_000)),
+    ]
+
+
 def test_row_values_take_ksqldb_rest_json_forms() -> None:
     struct = T.Struct((T.Field("AT", T.TIMESTAMP), T.Field("RAW", T.BYTES)))
     at = dt.datetime(2021, 3, 4, 12, 34, 56, 789_000)

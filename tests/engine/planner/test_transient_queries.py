@@ -76,6 +76,18 @@ def test_window_bounds_of_a_windowed_aggregate_can_be_selected(engine: KsqlEngin
     assert str(plan.schema) == "`WINDOWSTART` BIGINT, `USERID` STRING, `N` BIGINT"
 
 
+def test_a_windowed_deletion_shows_the_window_bounds_it_selects(engine: KsqlEngine) -> None:
+    plan = _plan(
+        engine,
+        "SELECT USERID, WINDOWEND AS UNTIL, COUNT(*) AS N, WINDOWSTART FROM PAGEVIEWS "
+        "WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY USERID EMIT CHANGES;",
+    )
+    assert str(plan.schema) == "`USERID` STRING, `UNTIL` BIGINT, `N` BIGINT, `WINDOWSTART` BIGINT"
+    key, until, count, start = plan.tombstone_keys
+    assert key is not None and key not in ("USERID", "UNTIL", "N", "WINDOWSTART")  # a hidden key column
+    assert (until, count, start) == ("WINDOWEND", None, "WINDOWSTART")  # the bounds, however named
+
+
 def test_a_persistent_query_still_needs_its_key_in_the_projection(engine: KsqlEngine) -> None:
     with pytest.raises(AnalysisError, match="must include the grouping expression USERID"):
         engine.execute_sql("CREATE TABLE C AS SELECT COUNT(*) AS N FROM PAGEVIEWS GROUP BY USERID;")
