@@ -33,9 +33,11 @@ from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
 from engine.plan import steps_ksqldb as K
+from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
 from engine.plan.types import SqlType
+from engine.planner.physical import writes_registered_schema
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
 
@@ -396,12 +398,20 @@ def _sink(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     importer.last_projection = node.get("source")
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
-    cls = S.TableSink if node["@type"] == "tableSinkV1" else S.StreamSink
+    formats = V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}")
+    table = node["@type"] == "tableSinkV1"
+    cls: type[S.Step]
+    if writes_registered_schema(formats):
+        # ksqlDB (7.2 and later) writes a KEY/VALUE_SCHEMA_ID sink with the registered schema,
+        # filling the fields the query has no column for: kspark's V4 sinks.
+        cls = N.TableSinkV4 if table else N.StreamSinkV4
+    else:
+        cls = S.TableSink if table else S.StreamSink
     step = cls(
         ctx=ctx,
         source=source.step,
         topic=str(V.require(node, "topicName", f"step {ctx}")),
-        formats=V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}"),
+        formats=formats,
         timestamp_column=V.timestamp_column(node.get("timestampColumn")),
     )
     return Imported(step, source.shape)

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,7 @@ from engine.errors import KsqlError, UnsupportedFeatureError
 from engine.records import TopicInfo
 from qtt.loader import parse_qtt_json
 from qtt.model import PostConditions, QttCase, version_tuple
+from qtt.schemas import use_case_registry
 
 PLAN_FILE = "plan.json"
 SPEC_FILE = "spec.json"
@@ -186,6 +188,7 @@ class _Run:
     configs: Mapping[str, str]
     reads: ConfigReads
     label: str
+    registry: str | None  # the run's own registry, forgotten when its engine closes
 
 
 def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
@@ -230,7 +233,7 @@ def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
     finally:
         for group in runs.values():
             for ran in group:
-                ran.engine.close()
+                _close(ran.engine, ran.registry)
     return results
 
 
@@ -297,19 +300,22 @@ def _load(saved: SavedPlan) -> _Loaded:
     steps = step_types(plan)
     imported = import_plan(plan, release=release)
     case = case_of(spec, saved.path)
-    return _Loaded(saved, spec, release, steps, imported, case, run_key(imported.statements, spec))
+    return _Loaded(saved, spec, release, steps, imported, case, run_key(imported.statements, spec, case))
 
 
-def run_key(statements: Sequence[Any], spec: Mapping[str, Any]) -> str:
+def run_key(statements: Sequence[Any], spec: Mapping[str, Any], case: QttCase | None = None) -> str:
     """What a run computes from, apart from its configs (``ConfigReads`` checks those).
 
     Every field of every imported statement plan (commands, query ids, every step and its
     expressions, formats, windows), the case's topics (schemas, partitions), inputs and
-    properties, and the topics its outputs name (the run creates them). A statement's text
-    counts only through its ``PARTITIONS`` (the sink topic's partitions): a restored plan
-    is built from its steps, never from its text, which ksqlDB re-formatted between releases.
+    properties, the topics its outputs name (the run creates them), and the schemas the
+    run's registry holds for ``case`` (``qtt.schemas.runner_topics``, in registration
+    order: a sink naming a schema id reads one). A statement's text counts only through its
+    ``PARTITIONS`` (the sink topic's partitions): a restored plan is built from its steps,
+    never from its text, which ksqlDB re-formatted between releases.
     """
     from engine.plan.serde import to_json_value
+    from qtt.schemas import runner_topics
 
     test = spec.get("testCase") or {}
     plans = []
@@ -323,6 +329,7 @@ def run_key(statements: Sequence[Any], spec: Mapping[str, Any]) -> str:
         "inputs": test.get("inputs"),
         "properties": test.get("properties"),
         "outputTopics": sorted({str(r.get("topic")) for r in test.get("outputs") or () if isinstance(r, Mapping)}),
+        "registered": [] if case is None else [repr(t) for t in runner_topics(case)],
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -445,6 +452,10 @@ def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
     reads = ConfigReads(engine.config)
     engine.config = reads
     built: dict[str, str] = {}
+    # The case's schemas in a registry of the run's own, registered in ksqlDB's runner's order
+    # so that their ids match (a sink naming VALUE_SCHEMA_ID reads its schema). It replaces the
+    # registry the saved configs name: ksqlDB's test driver's, which no run here reaches.
+    registry = use_case_registry(engine, case, run=uuid.uuid4().hex)
 
     def observe(step: Any, ctx: Any, result: Any) -> None:
         built[f"{ctx.query_id}.{step.ctx.replace('/', '.')}"] = _schema_text(result.schema)
@@ -467,9 +478,20 @@ def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
             # ksqlDB's runner read AVRO decimals with the Avro deserializer: numbers with a scale.
             produced = avro_decimals_as_numbers(engine.run() or {}, engine.sources())
     except BaseException:
-        engine.close()
+        _close(engine, registry)
         raise
-    return _Run(engine, produced, built, configs, reads, loaded.saved.label)
+    return _Run(engine, produced, built, configs, reads, loaded.saved.label, registry)
+
+
+def _close(engine: Any, registry: str | None) -> None:
+    """Close a run's engine and forget the registry made for it (``use_case_registry``)."""
+    from engine.serde.registry import forget_registry_client
+
+    try:
+        engine.close()
+    finally:
+        if registry is not None:
+            forget_registry_client(registry)
 
 
 def _configs(loaded: _Loaded) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from engine.plan import steps_ksqldb as K
 from engine.plan.plan import CreateStreamCommand, CreateTableCommand
 from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
+from engine.plan.steps_native import StreamSinkV4, TableSinkV4
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
 
@@ -393,3 +394,14 @@ def test_saved_schema_texts_are_parsed_once_and_a_bad_one_fails_every_time() -> 
     for _ in range(2):
         with pytest.raises(PlanError, match="Unknown type 'NOT_A_TYPE'"):
             V.schema("`K` NOT_A_TYPE KEY")
+
+
+def test_a_sink_naming_a_registered_schema_id_imports_as_the_v4_sink_that_writes_its_fields(kp: Any) -> None:
+    for table, expected in ((False, StreamSinkV4), (True, TableSinkV4)):
+        physical = kp.sink(kp.select(kp.table_source(SOURCE) if table else kp.stream_source(SOURCE),
+                                     ["QTY AS X"], ["ID"], table=table), table=table)
+        physical["formats"]["valueFormat"] = {"format": "AVRO", "properties": {"schemaId": "2"}}
+        sink = _root(kp, physical, table=table)
+        assert type(sink) is expected and dict(sink.formats.value_properties) == {"schema_id": "2"}
+    plain = _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"])))
+    assert type(plain) is S.StreamSink  # no schema id: the V1 sink, as before

@@ -330,3 +330,38 @@ def test_numbers_with_a_fraction_keep_every_digit_as_ksqldb_test_driver_reads_th
     (folder / "spec.json").write_text(text)
     [result] = run(tmp_path, workers=1).results
     assert result.status == PASSED, result.details
+
+
+def test_a_sink_naming_a_schema_id_writes_the_fields_of_the_schema_the_case_registered(
+    tmp_path: Path, spark: Any
+) -> None:
+    avro = {"keyFormat": {"format": "KAFKA", "properties": {}},
+            "valueFormat": {"format": "AVRO", "properties": {"schemaId": "1"}}}
+    plan = _plan()
+    plan["plan"][1]["queryPlan"]["physicalPlan"]["formats"] = avro
+    spec = _spec("7.2.0", 2)
+    registered = {"type": "record", "name": "blah", "fields": [
+        {"name": "QTY", "type": ["null", "int"], "default": None}, {"name": "EXTRA", "type": "int", "default": 100}]}
+    spec["testCase"]["topics"][1].update(valueSchema=registered, valueFormat="AVRO")
+    spec["testCase"]["outputs"][0]["value"] = {"QTY": 2, "EXTRA": 100}
+    del spec["testCase"]["post"]
+    _write(tmp_path, "elements_-_extra_field_with_default", "7.2.0_1", plan, spec)
+    (result,) = run(tmp_path, workers=1).results
+    assert result.status == PASSED, result.details
+
+
+def test_the_run_key_covers_the_schemas_the_run_registers() -> None:
+    from engine.ksqldb_import import import_plan
+
+    def key(spec: dict[str, Any]) -> str:
+        return run_key(import_plan(_plan()).statements, spec, case_of(spec, Path("spec.json")))
+
+    base = _spec("8.0.0", 2)
+    # The test case's own statements are not in the plans, but the runner registers the
+    # schema of a topic a CREATE of theirs declares in a registry format.
+    avro = _spec("8.0.0", 2)
+    avro["testCase"]["statements"] = ["CREATE STREAM S (ID INT KEY, QTY INT) WITH (kafka_topic='other', value_format='AVRO');"]
+    json_only = _spec("8.0.0", 2)
+    json_only["testCase"]["statements"] = ["CREATE STREAM S (ID INT KEY, QTY INT) WITH (kafka_topic='other', value_format='JSON');"]
+    assert key(avro) != key(base)
+    assert key(json_only) == key(base)
