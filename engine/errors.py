@@ -80,6 +80,11 @@ class AnalysisError(KsqlError):
         return f"{before}{where}{self.reason}"
 
 
+class UnsupportedSchemaError(AnalysisError):
+    """A key or value format cannot carry the columns given to it (ksqlDB's "Key format
+    does not support schema."): the message names the format, the columns and why."""
+
+
 class StatementPrepareError(AnalysisError):
     """A statement refused while it is prepared, before anything runs (ksqlDB's "Failed to prepare statement")."""
 

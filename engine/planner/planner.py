@@ -19,11 +19,13 @@ from engine.analysis.query import (
     is_null_literal,
     rewrite,
 )
+from engine.analysis.statement_text import format_create_as_select
 from engine.errors import (
     AnalysisError,
     InternalError,
     TypeCheckError,
     UnsupportedFeatureError,
+    UnsupportedSchemaError,
 )
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
@@ -481,7 +483,11 @@ class Planner:
         topic = props.string("KAFKA_TOPIC") or (
             str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
         )
-        formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema, stmt.name)
+        try:
+            formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema, stmt.name)
+        except UnsupportedSchemaError as exc:
+            # ksqlDB quotes the statement it planned, rewritten (engine.analysis.statement_text).
+            raise UnsupportedSchemaError(f"{exc.reason}\nStatement: {self._planned_text(stmt, analysis)}") from None
         sink_ids = self._sink_schema_ids(props, formats, projected.schema, topic)
         if sink_ids:
             formats = _with_schema_ids(formats, sink_ids)
@@ -582,6 +588,19 @@ class Planner:
             tombstone_keys=tombstone_keys,
             limit=query.limit,
         )
+
+    def _planned_text(self, stmt: ast.CreateAsSelect, analysis: AnalyzedQuery) -> str:
+        """``stmt`` as ksqlDB prints the statement it plans (``format_create_as_select``)."""
+
+        def columns_of(name: str) -> list[str]:
+            source = self.metastore.get(name)
+            if source is None:
+                return []
+            return [*(c.name for c in source.schema.columns), *PSEUDO_COLUMNS, *(WINDOW_BOUNDS if source.window_info else ())]
+
+        stars = any(isinstance(item, ast.AllColumns) for item in stmt.query.select)
+        aliases = [] if stars else [s.alias for s in analysis.select]
+        return format_create_as_select(stmt, columns_of, aliases)
 
     def _sink_formats(
         self, props: WithProperties, source: DataSource, schema: LogicalSchema, name: str

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import AnalysisError
+from engine.errors import AnalysisError, UnsupportedSchemaError
 from engine.plan import types as T
 from engine.plan.schema import Column
 
@@ -216,7 +216,7 @@ def check_key_schema(fmt: FormatInfo, columns: Sequence[Column]) -> None:
             )
     reason = format_reason(fmt, columns)
     if reason is not None:
-        raise AnalysisError(_persistence_text("Key", fmt, columns, (), reason))
+        raise UnsupportedSchemaError(_persistence_text("Key", fmt, columns, (), reason))
 
 
 def wraps_single_value(fmt: FormatInfo, features: SerdeFeatures) -> bool:
@@ -250,7 +250,7 @@ def check_value_schema(fmt: FormatInfo, columns: Sequence[Column], features: Ser
         feature_names: tuple[str, ...] = ()
         if wrap is not None:
             feature_names = ("WRAP_SINGLES",) if wrap else ("UNWRAP_SINGLES",)
-        raise AnalysisError(_persistence_text("Value", fmt, columns, feature_names, reason))
+        raise UnsupportedSchemaError(_persistence_text("Value", fmt, columns, feature_names, reason))
 
 
 def describe(value: Any) -> str:

@@ -49,3 +49,25 @@ def test_query_errors_use_ksqldb_messages(engine, sql, message) -> None:
 
 def test_arithmetic_without_null_literals_still_plans(engine) -> None:
     _plan(engine, "SELECT LEVEL + 1, RATE * 2, CAST(NULL AS BIGINT) + LEVEL FROM GAUGES EMIT CHANGES;")
+
+
+def test_a_sink_key_format_that_cannot_carry_the_key_quotes_the_statement_as_ksqldb_planned_it(
+    engine: KsqlEngine,
+) -> None:
+    from engine.errors import UnsupportedSchemaError
+
+    with pytest.raises(UnsupportedSchemaError) as caught:
+        engine.execute_sql(
+            "CREATE TABLE PER_RATE AS SELECT rate, level + 1, COUNT(*) FROM gauges GROUP BY rate, level + 1;"
+        )
+    message = str(caught.value)
+    assert message.startswith("Key format does not support schema.\nformat: KAFKA\n")
+    assert message.endswith(
+        "\nStatement: CREATE TABLE PER_RATE AS SELECT\n"
+        "  GAUGES.RATE RATE,\n"
+        "  (GAUGES.LEVEL + 1) KSQL_COL_0,\n"
+        "  COUNT(*) KSQL_COL_1\n"
+        "FROM GAUGES GAUGES\n"
+        "GROUP BY GAUGES.RATE, (GAUGES.LEVEL + 1)\n"
+        "EMIT CHANGES"
+    )
