@@ -6,6 +6,7 @@ without its SQL text (``execute_plan``), which is how legacy plans replay.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from copy import deepcopy
@@ -328,7 +329,23 @@ class KsqlEngine:
                 raise AnalysisError(
                     f"Expected type {types[name]} for column {name} but got {E.format_sql(value_expr)}: {exc}"
                 ) from None
-        self._publish_row(source, row, timestamp)
+        self._publish_row(source, self._registered_defaults(source, row), timestamp)
+
+    def _registered_defaults(self, source: DataSource, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` with the defaults of the registered AVRO value schema a source names
+        (VALUE_SCHEMA_ID) in the value fields it leaves null (``with_avro_defaults``)."""
+        from engine.serde.formats import AVRO, SCHEMA_ID
+        from engine.serde.registry import with_avro_defaults
+        from engine.serde.schema_inference import SCHEMA_REGISTRY_URL, fetch_schema
+
+        schema_id = dict(source.formats.value_properties).get(SCHEMA_ID)
+        if source.formats.value_format != AVRO or schema_id is None:
+            return row
+        url = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL) or None
+        registered = fetch_schema(None if url is None else str(url), source.topic, is_key=False,
+                                  schema_id=int(schema_id))
+        values = {c.name: row.get(c.name) for c in source.schema.columns if c.namespace is Namespace.VALUE}
+        return {**row, **with_avro_defaults(values, json.loads(registered.text))}
 
     def insert_row(self, target: str, row: Mapping[str, Any], timestamp: int = 0) -> None:
         """Write one row (engine values by column name; missing columns are null) to a source's topic."""

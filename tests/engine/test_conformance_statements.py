@@ -85,3 +85,25 @@ def test_the_new_query_planner_orders_key_columns_as_the_projection_does() -> No
     engine.execute_sql("CREATE STREAM P (A INT KEY, B INT KEY, V STRING) WITH (kafka_topic='p', format='JSON');")
     engine.execute_sql("CREATE STREAM BA AS SELECT B, A, V FROM P;")
     assert str(engine.metastore.get("BA").schema) == "`B` INTEGER KEY, `A` INTEGER KEY, `V` STRING"  # type: ignore[union-attr]
+
+
+def test_insert_values_fills_a_struct_field_left_out_with_the_registered_schema_default() -> None:
+    import json
+    import uuid
+
+    from confluent_kafka.schema_registry import Schema
+
+    from engine.serde.registry import registry_client
+
+    url = f"mock://{uuid.uuid4().hex}"
+    vote = {"type": "record", "name": "Vote", "fields": [
+        {"name": "NUM", "type": "long", "default": 10}, {"name": "EMAIL", "type": "string"}]}
+    schema = {"type": "record", "name": "Row", "fields": [{"name": "ID", "type": "string"}, {"name": "VOTE", "type": vote}]}
+    schema_id = registry_client(url).register_schema("votes-value", Schema(json.dumps(schema), "AVRO"))
+    engine = KsqlEngine()
+    engine.schema_registry_url = url
+    engine.create_topic(TopicInfo("votes"))
+    engine.execute_sql(f"CREATE STREAM VOTES WITH (kafka_topic='votes', value_format='AVRO', value_schema_id={schema_id});")
+    engine.execute_sql("INSERT INTO VOTES (ID, VOTE) VALUES ('a', STRUCT(EMAIL:='x@y'));")
+    (record,) = [r.record for r in engine.store.read("votes")]
+    assert record.value == {"ID": "a", "VOTE": {"NUM": 10, "EMAIL": "x@y"}}

@@ -237,3 +237,26 @@ def test_a_forgotten_in_process_registry_starts_empty_again() -> None:
         assert again.get_subjects() == []
     finally:
         forget_registry_client(url)
+
+
+def test_null_fields_of_a_registered_avro_record_take_their_defaults_at_every_depth() -> None:
+    from engine.serde.registry import with_avro_defaults
+
+    inner = {"type": "record", "name": "Vote", "namespace": "com.acme", "fields": [
+        {"name": "num", "type": "long", "default": 10}, {"name": "email", "type": "string"}]}
+    schema = {"type": "record", "name": "Row", "fields": [
+        {"name": "ID", "type": "string"},
+        {"name": "VOTE", "type": inner},
+        {"name": "MAYBE", "type": ["null", "Vote"], "default": None},
+        {"name": "MANY", "type": {"type": "array", "items": "Vote"}, "default": []},
+        {"name": "BY_NAME", "type": {"type": "map", "values": "com.acme.Vote"}},
+        {"name": "LEVEL", "type": "int", "default": 3},
+    ]}
+    value = {"ID": "a", "VOTE": {"EMAIL": "x@y", "NUM": None}, "MAYBE": None,
+             "MANY": [{"email": "z", "num": None}], "BY_NAME": {"k": {"email": "w"}}, "LEVEL": None}
+    filled = with_avro_defaults(value, schema)
+    assert filled == {"ID": "a", "VOTE": {"EMAIL": "x@y", "NUM": 10}, "MAYBE": None,
+                      "MANY": [{"email": "z", "num": 10}], "BY_NAME": {"k": {"email": "w", "num": 10}},
+                      "LEVEL": 3}
+    assert value["LEVEL"] is None  # the caller's row is left as it was
+    assert with_avro_defaults(None, schema) is None
