@@ -41,10 +41,16 @@ class SourceNode(LogicalNode):
 
 @dataclass(frozen=True, kw_only=True)
 class FilterNode(LogicalNode):
-    """Keeps the rows for which ``predicate`` holds."""
+    """Keeps the rows for which ``predicate`` holds.
+
+    ``old_values``: the table it filters comes with each key's old row (a push query's table:
+    ksqlDB forwards a table's changes to a push query with their old values), so a row that
+    misses deletes the key's row only when the key's last row matched (``tableFilterV3``).
+    """
 
     input: LogicalNode
     predicate: E.Expr
+    old_values: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -99,7 +99,8 @@ def _source(node: L.SourceNode) -> S.Step:
 @rule(L.FilterNode)
 def _filter(node: L.FilterNode) -> S.Step:
     cls: type[S.Step]
-    if isinstance(node.input, LJ.JoinNode) and node.input.kind == LJ.TABLE_TABLE:
+    if node.input.is_table and (node.old_values or (isinstance(node.input, LJ.JoinNode)
+                                                    and node.input.kind == LJ.TABLE_TABLE)):
         # A table-table join sends its old rows: only a row that matched before is deleted.
         cls = S.TableFilterV3
     elif _NATIVE.get() and level_2_forms([node.predicate], node.input.columns()):

@@ -631,6 +631,9 @@ class Planner:
             node = L.FilterNode(
                 schema=node.schema, is_table=node.is_table, window=node.window,
                 input=node, predicate=analysis.where,
+                # A push query of a table's rows (no aggregation) shows a miss only as the
+                # deletion of a row it showed.
+                old_values=transient and node.is_table and analysis.aggregation is None,
             )
         if analysis.aggregation is not None:
             from engine.planner.logical_aggregate import finish_aggregation, plan_aggregation

@@ -146,3 +146,23 @@ def test_row_values_take_ksqldb_rest_json_forms() -> None:
     assert json_value(decimal.Decimal("1.50"), T.Decimal(4, 2)) == decimal.Decimal("1.50")
     assert json_value(float("nan"), T.DOUBLE) == "NaN"
     assert json_value(None, T.STRING) is None
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_table_row_that_misses_the_where_shows_only_as_the_deletion_of_a_row_it_showed(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("stock")
+    TopicAdmin(bootstrap).create_topic(topic, 1)
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    app.submit(f"CREATE TABLE STOCK (ID STRING PRIMARY KEY, QTY INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');")
+    # s1 never matches: nothing; s2 matches, then misses: its row, then its deletion.
+    _produce(bootstrap, topic, [("s1", {"QTY": 1}, 1_000), ("s2", {"QTY": 7}, 1_001), ("s2", {"QTY": 2}, 1_002),
+                                ("s3", {"QTY": 9}, 1_003)])
+    query = PushQuery.on_application(
+        app, "SELECT ID, QTY FROM STOCK WHERE QTY > 5 EMIT CHANGES LIMIT 3;", properties={"auto.offset.reset": "earliest"}
+    )
+    with query:
+        rows = list(query.rows())
+    assert rows == [PushRow(("s2", 7)), PushRow(("s2", None), tombstone=True), PushRow(("s3", 9))]

@@ -6,6 +6,7 @@ import pytest
 
 from engine.engine import KsqlEngine
 from engine.errors import AnalysisError, ParseError, TypeCheckError
+from engine.parser import parse
 from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_native as N
@@ -169,3 +170,24 @@ def test_the_level_2_versions_are_planned_only_for_steps_with_a_form_only_level_
     (result,) = engine.execute_sql(sql)
     steps = [s.TYPE for s in walk_steps(result.plan.query.root) if "Filter" in s.TYPE or "Select" in s.TYPE]
     assert steps == types
+
+
+@pytest.mark.parametrize(
+    ("sql", "filter_type"),
+    [
+        # ksqlDB forwards a table's changes to a push query with their old values: a miss
+        # shows only as the deletion of a row that matched.
+        ("SELECT * FROM A WHERE V > 1 EMIT CHANGES;", "tableFilterV3"),
+        # An aggregation's input filter and a stream's filter are planned as for a CREATE ... AS.
+        ("SELECT ID, COUNT(*) FROM A WHERE V > 1 GROUP BY ID EMIT CHANGES;", "tableFilterV2"),
+        ("SELECT * FROM S WHERE V > 1 EMIT CHANGES;", "streamFilterV2"),
+    ],
+)
+def test_a_push_query_filters_a_table_as_one_that_sends_its_old_rows(sql: str, filter_type: str) -> None:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("a"))
+    engine.execute_sql("CREATE TABLE A (ID INT PRIMARY KEY, V INT) WITH (kafka_topic='a', value_format='JSON');")
+    engine.execute_sql("CREATE STREAM S (ID INT KEY, V INT) WITH (kafka_topic='a', value_format='JSON');")
+    parsed = parse(sql)[0]
+    plan = engine.plan_transient_query(parsed.statement, parsed.text)
+    assert [s.TYPE for s in walk_steps(plan.root) if "Filter" in s.TYPE] == [filter_type]
