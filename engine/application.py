@@ -38,7 +38,7 @@ from engine.errors import (
     query_failure_in,
 )
 from engine.kafka.admin import TopicAdmin
-from engine.kafka.produce import ProducerRecord, RecordProducer
+from engine.kafka.produce import ProducerRecord, RecordProducer, UnknownPartitionError
 from engine.parser import parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
@@ -103,17 +103,24 @@ class KafkaTopics:
     def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
         key_serde = self._wire(codec.key, record.topic)
         value_serde = self._wire(codec.value, record.topic)
-        if self._producer is None:
-            self._producer = RecordProducer(self.bootstrap_servers)
-        self._producer.send(
-            record.topic,
-            ProducerRecord(
-                key=key_serde.to_bytes(record.key),
-                value=value_serde.to_bytes(record.value),
-                timestamp=record.timestamp or None,
-            ),
+        produced = ProducerRecord(
+            key=key_serde.to_bytes(record.key),
+            value=value_serde.to_bytes(record.value),
+            timestamp=record.timestamp or None,
         )
-        self._producer.flush()
+        for attempt in (1, 2):
+            if self._producer is None:
+                self._producer = RecordProducer(self.bootstrap_servers)
+            try:
+                self._producer.send(record.topic, produced)
+                self._producer.flush()
+                return
+            except UnknownPartitionError:
+                if attempt == 2:
+                    raise
+                # The producer partitioned by a view of the topic older than the topic (made
+                # again with fewer partitions since): a new producer reads the topic afresh.
+                self._producer = None
 
 
 @dataclass

@@ -34,6 +34,12 @@ PRODUCER_CONFIG: dict[str, Any] = {
 }
 
 
+class UnknownPartitionError(KafkaClientError):
+    """Records went to partitions the topic does not have. For a record without a partition,
+    the producer's view of the topic is older than the topic (deleted and made again with
+    fewer partitions): a new producer reads the topic afresh."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProducerRecord:
     """One record to produce: raw key and value bytes (None for null), optional placement."""
@@ -89,6 +95,7 @@ class RecordProducer:
         self._initialised = False
         self._sent: list[Delivered | None] = []
         self._errors: list[str] = []
+        self._all_unknown_partition = True  # every error of the records queued was one
 
     def send(self, topic: str, record: ProducerRecord) -> None:
         """Queue ``record`` for ``topic``; ``flush`` waits for it and reports its delivery."""
@@ -101,6 +108,7 @@ class RecordProducer:
         def delivered(error: KafkaError | None, message: Any) -> None:
             if error is not None:
                 self._errors.append(f"Cannot produce to topic '{where}': {error_text(error)}.")
+                self._all_unknown_partition &= error.code() == KafkaError._UNKNOWN_PARTITION
             else:
                 self._sent[index] = Delivered(
                     message.topic(), message.partition(), message.offset(), message.timestamp()[1]
@@ -120,7 +128,9 @@ class RecordProducer:
             except BufferError:  # local queue full: let deliveries drain, then retry
                 self._producer.poll(0.1)
             except KafkaException as exc:
-                raise KafkaClientError(f"Cannot produce to topic '{where}': {error_text(exc)}.") from None
+                unknown = exc.args[0].code() == KafkaError._UNKNOWN_PARTITION
+                kind = UnknownPartitionError if unknown else KafkaClientError
+                raise kind(f"Cannot produce to topic '{where}': {error_text(exc)}.") from None
         self._producer.poll(0)
 
     def flush(self) -> list[Delivered]:
@@ -128,9 +138,10 @@ class RecordProducer:
         remaining = self._producer.flush(self.timeout)
         errors, self._errors = self._errors, []
         sent, self._sent = self._sent, []
+        unknown, self._all_unknown_partition = self._all_unknown_partition, True
         if errors:
             more = f" ({len(errors) - 1} more failed)" if len(errors) > 1 else ""
-            raise KafkaClientError(errors[0] + more)
+            raise (UnknownPartitionError if unknown else KafkaClientError)(errors[0] + more)
         if remaining:
             raise KafkaClientError(
                 f"{remaining} records were not delivered to {self.bootstrap_servers} within "

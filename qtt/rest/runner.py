@@ -6,8 +6,9 @@
 A case runs as ksqlDB's own REST test runner runs it:
 
 1. **Topics.** The case's ``topics`` (with their partitions), the topics its CREATE
-   STREAM/TABLE statements name, its input topics and its output topics that no query
-   writes are created on the broker (1 partition unless said otherwise).
+   STREAM/TABLE statements name (their PARTITIONS, else 4, as ksqlDB's runner makes them), its
+   input topics and its output topics that no query writes are created on the broker (1
+   partition unless said otherwise).
 2. **Statements**, in order, each as its own request with the case's ``properties`` (and
    ``auto.offset.reset=earliest`` unless the case sets it): queries (``SELECT``, ``PRINT``)
    to ``/query``, everything else to ``/ksql`` with the last ``commandSequenceNumber`` seen,
@@ -61,7 +62,7 @@ from qtt.rest.responses import (
     unsupported_feature,
 )
 from qtt.rest.server import ServerProcess, ServerStartError
-from qtt.runner import CaseResult, Status, describe_exception, one_line
+from qtt.runner import STATEMENT_TOPIC_PARTITIONS, CaseResult, Status, describe_exception, one_line
 from qtt.verify import Verification, verify_outputs
 
 OFFSET_RESET = "auto.offset.reset"
@@ -420,7 +421,9 @@ class _CaseRun:
         case = self.case
         wanted: dict[str, int] = {t.name: t.partitions for t in case.topics}
         for statement in case.statements:
-            for name, partitions in topics_declared_by(statement):
+            # As ksqlDB's runner: PARTITIONS, else 4 (a record's ROWPARTITION and a pull
+            # query's scan order, partition by partition, follow from it).
+            for name, partitions in topics_declared_by(statement, STATEMENT_TOPIC_PARTITIONS):
                 wanted.setdefault(name, partitions)
         for record in case.inputs:
             wanted.setdefault(record.topic, 1)

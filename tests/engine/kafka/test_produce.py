@@ -96,3 +96,33 @@ def _java_partition(key: bytes, partitions: int) -> int:
     h = (h * m) & 0xFFFFFFFF
     h ^= h >> 15
     return (h & 0x7FFFFFFF) % partitions
+
+
+def test_a_topic_made_again_with_fewer_partitions_takes_the_next_record(
+    bootstrap: str, admin: TopicAdmin, topic: str
+) -> None:
+    """A long-lived writer (the server's INSERT VALUES) whose producer still sees the topic's
+    old partitions: the record is sent again by a producer that reads the topic afresh."""
+    import time
+
+    from engine.application import KafkaTopics
+    from engine.plan import types as T
+    from engine.plan.schema import Column, Namespace
+    from engine.records import TopicRecord
+    from engine.runtime.adapter import TopicCodec
+    from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
+
+    key = key_serde(FormatInfo("KAFKA"), [Column("K", T.STRING, Namespace.KEY)])
+    value = value_serde(FormatInfo("JSON"), [Column("V", T.INTEGER)], SerdeFeatures())
+    topics = KafkaTopics(bootstrap)
+    admin.create_topic(topic, partitions=4)
+    # "x" goes to partition 2 of 4 (murmur2), a partition the topic made again does not have.
+    topics.publish(TopicRecord(topic, {"K": "x"}, {"V": 1}, 1), TopicCodec(key, value))
+    admin.delete_topic(topic)
+    deadline = time.monotonic() + 30
+    while admin.topic_exists(topic) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    admin.create_topic(topic, partitions=1)
+    topics.publish(TopicRecord(topic, {"K": "x"}, {"V": 2}, 2), TopicCodec(key, value))
+    (record,) = read_topic(bootstrap, topic)
+    assert (record.partition, record.value) == (0, b'{"V":2}')
