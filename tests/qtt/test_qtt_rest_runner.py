@@ -323,3 +323,24 @@ def test_the_producer_line_protocol_encodes_nulls_and_headers() -> None:
 
     line = encode_line("t", partition=None, timestamp=0, key=None, value=b"v", headers=[Header("h", None)])
     assert line == "t\t-\t0\t-\tdg==\taA==:-\n"
+
+
+def test_a_topic_a_create_statement_names_gets_its_partitions_else_four_as_in_ksqldb_runner(
+    stand_in: tuple[StandIn, RestHarness], tmp_path: Path, kafka_broker: Broker
+) -> None:
+    fake, harness = stand_in
+    admin = TopicAdmin(kafka_broker.bootstrap_servers)
+    counts: list[tuple[int, int]] = []
+
+    def query(statement: str) -> tuple[int, list[str]]:
+        counts.append((admin.partition_count("rest_in"), admin.partition_count("rest_two")))
+        return 200, _streamed([HEADER, {"row": {"columns": ["a", 1]}}, {"row": {"columns": ["b", 2]}},
+                               {"finalMessage": "Limit Reached"}])
+
+    fake.query = query
+    case = _push_case([["a", 1], ["b", 2]])
+    case["statements"].insert(1, "CREATE STREAM T (K STRING KEY, V INT) WITH (kafka_topic='rest_two', value_format='JSON', partitions=2);")
+    case["responses"].insert(1, {"admin": {"@type": "currentStatus"}})
+    result = run_rest_case(_case(tmp_path, case), harness)
+    assert result.status is Status.PASSED, result.reason
+    assert counts == [(4, 2)]
