@@ -101,7 +101,8 @@ def _filter(node: L.FilterNode) -> S.Step:
     cls: type[S.Step]
     if node.input.is_table and (node.old_values or (isinstance(node.input, LJ.JoinNode)
                                                     and node.input.kind == LJ.TABLE_TABLE)):
-        # A table-table join sends its old rows: only a row that matched before is deleted.
+        # A table-table join (and a push query's table) sends its old rows: only a row that
+        # matched before is deleted.
         cls = S.TableFilterV3
     elif _NATIVE.get() and level_2_forms([node.predicate], node.input.columns()):
         cls = N.TableFilterV4 if node.input.is_table else N.StreamFilterV3
