@@ -530,50 +530,28 @@ def with_avro_defaults(value: Any, schema: Any) -> Any:
     ``get`` answers a null field with the field's default: INSERT VALUES into a source with
     VALUE_SCHEMA_ID writes the default of a STRUCT field the statement leaves out. Field names
     match exactly, else ignoring case (as the serde's columns do); a type named again by its
-    (full) name is the record declared with it.
+    name is the record declared with it (fastavro's ``expand_schema``).
     """
-    named: dict[str, dict[str, Any]] = {}
-    _named_types(schema, None, named)
-    return _filled(value, schema, named)
+    from fastavro.schema import expand_schema
+
+    return _filled(value, expand_schema(schema))
 
 
-def _named_types(schema: Any, namespace: str | None, out: dict[str, dict[str, Any]]) -> None:
-    if isinstance(schema, list):
-        for branch in schema:
-            _named_types(branch, namespace, out)
-    if not isinstance(schema, dict):
-        return
-    kind = schema.get("type")
-    if kind in ("record", "enum", "fixed") and isinstance(schema.get("name"), str):
-        name = str(schema["name"])
-        space = schema.get("namespace", namespace) if "." not in name else name.rsplit(".", 1)[0]
-        out[name.rsplit(".", 1)[-1]] = out[name if "." in name or not space else f"{space}.{name}"] = schema
-        namespace = space
-    for field in schema.get("fields", ()) if kind == "record" else ():
-        _named_types(field.get("type"), namespace, out)
-    for key in ("items", "values"):
-        _named_types(schema.get(key), namespace, out)
-    if isinstance(kind, dict | list):
-        _named_types(kind, namespace, out)
-
-
-def _filled(value: Any, schema: Any, named: Mapping[str, dict[str, Any]]) -> Any:
+def _filled(value: Any, schema: Any) -> Any:
     if value is None:
         return None
-    if isinstance(schema, str):
-        schema = named.get(schema, schema)
     if isinstance(schema, list):  # a union: the one branch the value can be
         branches = [b for b in schema if b != "null"]
-        return _filled(value, branches[0], named) if len(branches) == 1 else value
+        return _filled(value, branches[0]) if len(branches) == 1 else value
     if not isinstance(schema, dict):
         return value
     kind = schema.get("type")
     if isinstance(kind, dict | list):
-        return _filled(value, kind, named)
+        return _filled(value, kind)
     if kind == "array" and isinstance(value, list):
-        return [_filled(v, schema.get("items"), named) for v in value]
+        return [_filled(v, schema.get("items")) for v in value]
     if kind == "map" and isinstance(value, dict):
-        return {k: _filled(v, schema.get("values"), named) for k, v in value.items()}
+        return {k: _filled(v, schema.get("values")) for k, v in value.items()}
     if kind != "record" or not isinstance(value, dict):
         return value
     out = dict(value)
@@ -585,7 +563,7 @@ def _filled(value: Any, schema: Any, named: Mapping[str, dict[str, Any]]) -> Any
         if current is None and field.get("default") is not None:
             out[key] = field["default"]
         elif current is not None:
-            out[key] = _filled(current, field.get("type"), named)
+            out[key] = _filled(current, field.get("type"))
     return out
 
 

@@ -244,7 +244,7 @@ def test_null_fields_of_a_registered_avro_record_take_their_defaults_at_every_de
 
     inner = {"type": "record", "name": "Vote", "namespace": "com.acme", "fields": [
         {"name": "num", "type": "long", "default": 10}, {"name": "email", "type": "string"}]}
-    schema = {"type": "record", "name": "Row", "fields": [
+    schema = {"type": "record", "name": "Row", "namespace": "com.acme", "fields": [
         {"name": "ID", "type": "string"},
         {"name": "VOTE", "type": inner},
         {"name": "MAYBE", "type": ["null", "Vote"], "default": None},
