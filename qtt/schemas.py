@@ -75,6 +75,18 @@ def use_case_registry(engine: Any, case: QttCase, *, run: str | None = None) -> 
     return fresh
 
 
+def close_engine(engine: Any, registry: str | None) -> None:
+    """Close ``engine`` and forget ``registry``, the fresh registry ``use_case_registry`` made
+    for its run (None: a registry the case names itself, which is not the run's to forget)."""
+    from engine.serde.registry import forget_registry_client
+
+    try:
+        engine.close()
+    finally:
+        if registry is not None:
+            forget_registry_client(registry)
+
+
 # Formats whose topics get a registered schema from a statement's columns.
 SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
 # Any text that could name one of them, in any case (a superset: PROTOBUF_NOSR matches too).

@@ -36,7 +36,7 @@ from engine.errors import KsqlError, UnsupportedFeatureError
 from engine.records import TopicInfo
 from qtt.loader import parse_qtt_json
 from qtt.model import PostConditions, QttCase, version_tuple
-from qtt.schemas import use_case_registry
+from qtt.schemas import close_engine, use_case_registry
 
 PLAN_FILE = "plan.json"
 SPEC_FILE = "spec.json"
@@ -233,7 +233,7 @@ def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
     finally:
         for group in runs.values():
             for ran in group:
-                _close(ran.engine, ran.registry)
+                close_engine(ran.engine, ran.registry)
     return results
 
 
@@ -478,20 +478,9 @@ def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
             # ksqlDB's runner read AVRO decimals with the Avro deserializer: numbers with a scale.
             produced = avro_decimals_as_numbers(engine.run() or {}, engine.sources())
     except BaseException:
-        _close(engine, registry)
+        close_engine(engine, registry)
         raise
     return _Run(engine, produced, built, configs, reads, loaded.saved.label, registry)
-
-
-def _close(engine: Any, registry: str | None) -> None:
-    """Close a run's engine and forget the registry made for it (``use_case_registry``)."""
-    from engine.serde.registry import forget_registry_client
-
-    try:
-        engine.close()
-    finally:
-        if registry is not None:
-            forget_registry_client(registry)
 
 
 def _configs(loaded: _Loaded) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from typing import Any
 
 from engine.errors import InternalError, KsqlError
 from engine.records import TopicRecord
-from engine.serde.registry import forget_registry_client
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, StepSchema, saved_source_columns, step_schema
@@ -39,7 +38,7 @@ from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, 
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
 from qtt.runner import interpreted_engine_factory
-from qtt.schemas import use_case_registry
+from qtt.schemas import close_engine, use_case_registry
 from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
 
 
@@ -224,9 +223,7 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
             produced = engine.run() or {}
         return case, observe(case, engine, built, produced, streaming=streaming)
     finally:
-        engine.close()
-        if fresh_registry is not None:  # a registry the case names itself is not ours to forget
-            forget_registry_client(fresh_registry)
+        close_engine(engine, fresh_registry)
 
 
 @dataclass(frozen=True, slots=True)
