@@ -37,6 +37,7 @@ from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
 from engine.plan.types import SqlType
+from engine.analysis.query import is_null_literal
 from engine.planner.physical import writes_registered_schema
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
@@ -334,7 +335,8 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     texts = _key_expressions(node, "keyExpression")
-    exprs = [importer.expr(t, node, source.shape) for t in texts]
+    # PARTITION BY NULL: the re-keyed stream has no key columns, as kspark's planner makes it.
+    exprs = [e for t in texts if not is_null_literal(e := importer.expr(t, node, source.shape))]
     if node["@type"] == "streamSelectKeyV1":
         # Before multi-column keys the new key was always named ROWKEY.
         if len(exprs) != 1:

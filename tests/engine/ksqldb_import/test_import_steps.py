@@ -112,6 +112,14 @@ def test_select_key_names_the_new_key_as_ksqldb_did(kp: Any, wire: str, expressi
     assert isinstance(select, S.StreamSelect) and select.key_column_names == (key,)
 
 
+@pytest.mark.parametrize("expression", ["null", ["null"]])
+def test_partition_by_null_imports_as_a_select_key_without_key_columns(kp: Any, expression: Any) -> None:
+    rekeyed = kp.step("streamSelectKeyV2", "PartitionBy", source=kp.stream_source(SOURCE), keyExpression=expression)
+    _, select, select_key, _ = _chain(_root(kp, kp.sink(kp.select(rekeyed, ["QTY AS X", "ID AS ID"], None))))
+    assert isinstance(select_key, S.StreamSelectKey) and select_key.key_expressions == ()
+    assert isinstance(select, S.StreamSelect) and select.key_column_names == ()
+
+
 def _aggregate(kp: Any, group: dict[str, Any], agg_wire: str = "streamAggregateV1", **agg: Any) -> dict[str, Any]:
     fields = dict(source=group, internalFormats=kp.fmt(), nonAggregateColumns=["QTY"], aggregationFunctions=["SUM(QTY)"])
     fields.update(agg)
