@@ -516,24 +516,23 @@ def _verdict(loaded: _Loaded, ran: _Run) -> dict[str, Any]:
 
 
 SINK_PARTITIONS = 4
-"""Partitions of a query's sink topic in ksqlDB's test runner when the statement names none:
-every post-condition of the corpus on such a topic says 4, whatever its sources had."""
+"""Partitions of a query's sink topic in ksqlDB's test runner when the query's statement names
+none: every post-condition of the corpus on such a topic says 4, whatever its sources had, and
+so do those on the sink of an INSERT INTO, even where the statement that created the stream
+declared ``PARTITIONS=1``."""
 
 
 def _sink_topics(statements: Sequence[Any]) -> dict[str, int]:
     """Topic -> partitions of each query's sink topic, as ksqlDB's test runner created it.
 
-    Topic creation is no part of a saved plan: a ``PARTITIONS`` in the statement counts,
-    else ``SINK_PARTITIONS``.
+    Topic creation is no part of a saved plan: a ``PARTITIONS`` in the query's statement
+    counts, else ``SINK_PARTITIONS``.
     """
-    from engine.plan.plan import CreateStreamCommand, CreateTableCommand
-
     found: dict[str, int] = {}
     for statement in statements:
-        command = statement.command
-        if statement.query is None or not isinstance(command, CreateStreamCommand | CreateTableCommand):
-            continue
-        found.setdefault(command.topic, _declared_partitions(statement.statement_text) or SINK_PARTITIONS)
+        topic = getattr(statement.query.root, "topic", None) if statement.query is not None else None
+        if isinstance(topic, str):
+            found.setdefault(topic, _declared_partitions(statement.statement_text) or SINK_PARTITIONS)
     return found
 
 

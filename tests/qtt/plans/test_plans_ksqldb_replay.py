@@ -177,6 +177,21 @@ def test_a_query_sink_topic_gets_the_statement_partitions_else_four_as_ksqldb_te
     assert _sink_topics(import_plan(plan).statements) == {"OUTPUT": 3}
 
 
+def test_an_insert_into_sink_topic_gets_four_partitions_whatever_its_create_statement_declared() -> None:
+    from engine.ksqldb_import import import_plan
+
+    plan = _plan()
+    create, query = plan["plan"]
+    plan["plan"] = [
+        create,
+        {**create, "statementText": "CREATE STREAM OUTPUT (ID INT KEY, QTY BIGINT) WITH (KAFKA_TOPIC='OUTPUT', PARTITIONS=1);",
+         "ddlCommand": _create("OUTPUT", "OUTPUT")},
+        {**query, "statementText": "INSERT INTO OUTPUT SELECT * FROM INPUT;", "ddlCommand": None,
+         "queryPlan": {**query["queryPlan"], "queryId": "INSERTQUERY_0"}},
+    ]
+    assert _sink_topics(import_plan(plan).statements) == {"OUTPUT": 4}
+
+
 def test_post_conditions_see_a_topic_in_the_formats_of_its_source_not_of_its_declared_schema() -> None:
     from types import SimpleNamespace
 
