@@ -245,10 +245,14 @@ def _select(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
 
 def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) -> Imported:
     ctx = importer.ctx(node)
+    rekeyed = _rekeyed_to_selected_keys(node, source, ctx)
     selects = tuple(
-        importer.select(t, node, source.shape) for t in V.require(node, "selectExpressions", f"step {ctx}")
+        importer.select(t, node, rekeyed.shape) for t in V.require(node, "selectExpressions", f"step {ctx}")
     )
-    keys = tuple(str(k) for k in node.get("keyColumnNames") or source.shape.keys)
+    if rekeyed is not source:
+        source, keys = rekeyed, rekeyed.shape.keys
+    else:
+        keys = tuple(str(k) for k in node.get("keyColumnNames") or source.shape.keys)
     if (
         not node.get("keyColumnNames")
         and importer.sink_keys == ("ROWKEY",)
@@ -285,6 +289,26 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     step = cls(ctx=ctx, source=source.step, key_column_names=keys, select_expressions=selects)
     shape = Shape(keys, tuple(s.alias for s in selects), source.shape.table, source.shape.window)
     return Imported(step, shape)
+
+
+def _rekeyed_to_selected_keys(node: Mapping[str, Any], source: Imported, ctx: str) -> Imported:
+    """``source`` re-keyed as ksqlDB 7.2 and later project a stream whose projection leaves out
+    key columns: its ``selectedKeys`` become the key, in their order, and a projection that
+    selects none writes a null key (``StreamSelectBuilder``). That is kspark's StreamSelectKey
+    before the projection, as its planner plans it; ``source`` itself when nothing changes."""
+    selected = node.get("selectedKeys")
+    if (
+        node["@type"] != "streamSelectV1"
+        or not isinstance(selected, list)
+        or source.shape.window is not None  # ksqlDB's builder re-keys unwindowed keys only
+        or set(source.shape.keys) <= {str(k) for k in selected}
+    ):
+        return source
+    names = tuple(str(k) for k in selected)
+    keys = tuple(S.SelectExpression(alias=n, expression=E.ColumnRef(n)) for n in names)
+    step = S.StreamSelectKey(ctx=f"{ctx}/SelectedKeys", source=source.step, key_expressions=keys)
+    values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n not in names)
+    return Imported(step, Shape(names, values, False, None))
 
 
 def _feeds_sink(importer: StepImporter, node: Mapping[str, Any]) -> bool:

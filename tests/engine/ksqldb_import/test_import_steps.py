@@ -112,6 +112,23 @@ def test_select_key_names_the_new_key_as_ksqldb_did(kp: Any, wire: str, expressi
     assert isinstance(select, S.StreamSelect) and select.key_column_names == (key,)
 
 
+@pytest.mark.parametrize(("selected", "key"), [([], ()), (["ID"], ("ID",))])
+def test_a_stream_projection_leaving_out_its_key_re_keys_to_the_selected_keys_as_ksqldb_7_2(
+    kp: Any, selected: list[str], key: tuple[str, ...]
+) -> None:
+    project = kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"])
+    project["selectedKeys"] = selected
+    chain = _chain(_root(kp, kp.sink(project)))
+    select = chain[1]
+    assert isinstance(select, S.StreamSelect) and select.key_column_names == key
+    if key:  # the key is selected: nothing to re-key
+        assert not any(isinstance(s, S.StreamSelectKey) for s in chain)
+    else:  # none selected: ksqlDB writes a null key
+        rekey = chain[2]
+        assert isinstance(rekey, S.StreamSelectKey) and rekey.key_expressions == ()
+        assert rekey.ctx == "Project/SelectedKeys"
+
+
 @pytest.mark.parametrize("expression", ["null", ["null"]])
 def test_partition_by_null_imports_as_a_select_key_without_key_columns(kp: Any, expression: Any) -> None:
     rekeyed = kp.step("streamSelectKeyV2", "PartitionBy", source=kp.stream_source(SOURCE), keyExpression=expression)
