@@ -22,9 +22,11 @@ ksqlDB derives its generated key names from (``KSQL_COL_n``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from engine.analysis.query import is_null_literal
+from engine.analysis.scope import rewrite
 from engine.errors import PlanError, UnsupportedFeatureError
 from engine.ksqldb_import import values as V
 from engine.ksqldb_import.expressions import alias_of, aliased, column_name, expression
@@ -37,7 +39,6 @@ from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
 from engine.plan.types import SqlType
-from engine.analysis.query import is_null_literal
 from engine.planner.physical import writes_registered_schema
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
@@ -60,6 +61,10 @@ class Shape:
     table: bool = False
     window: A.WindowSpec | S.WindowInfo | None = None
     dropped: frozenset[str] = frozenset()
+    # (name, column): a step reading the values reads ``column`` for ``name``. ksqlDB's value
+    # copy of ROWKEY where the key changed under it (after a streamSelectKeyV1), and that copy
+    # through a join's alias.
+    value_reads: tuple[tuple[str, str], ...] = ()
 
     def names(self) -> set[str]:
         return set(self.keys) | set(self.values)
@@ -221,12 +226,12 @@ def _windowed_source(importer: StepImporter, node: Mapping[str, Any]) -> Importe
 def _filter(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
-    predicate = importer.expr(V.require(node, "filterExpression", f"step {ctx}"), node, source.shape)
+    predicate = _reading_values(
+        importer.expr(V.require(node, "filterExpression", f"step {ctx}"), node, source.shape), source.shape
+    )
     inner = source.step
     if node["@type"] == "tableFilterV1" and isinstance(inner, _AGGREGATES) and inner.having is None:
         # HAVING: ksqlDB filters the aggregate's output table; kspark's aggregate does it.
-        from dataclasses import replace
-
         return Imported(replace(inner, having=predicate), source.shape)
     cls: type[S.StreamFilter | S.TableFilter | S.TableFilterV3] = S.StreamFilter
     if node["@type"] == "tableFilterV1":
@@ -247,7 +252,9 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     ctx = importer.ctx(node)
     rekeyed = _rekeyed_to_selected_keys(node, source, ctx)
     selects = tuple(
-        importer.select(t, node, rekeyed.shape) for t in V.require(node, "selectExpressions", f"step {ctx}")
+        replace(item, expression=_reading_values(item.expression, rekeyed.shape))
+        for t in V.require(node, "selectExpressions", f"step {ctx}")
+        if (item := importer.select(t, node, rekeyed.shape))
     )
     if rekeyed is not source:
         source, keys = rekeyed, rekeyed.shape.keys
@@ -361,11 +368,15 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     texts = _key_expressions(node, "keyExpression")
     # PARTITION BY NULL: the re-keyed stream has no key columns, as kspark's planner makes it.
     exprs = [e for t in texts if not is_null_literal(e := importer.expr(t, node, source.shape))]
+    value_reads: tuple[tuple[str, str], ...] = ()
     if node["@type"] == "streamSelectKeyV1":
         # Before multi-column keys the new key was always named ROWKEY.
         if len(exprs) != 1:
             raise PlanError(f"Step {ctx}: streamSelectKeyV1 takes one key expression, got {len(exprs)}.")
         names = ["ROWKEY"]
+        if "ROWKEY" in source.shape.keys:
+            source = _with_rowkey_value(ctx, source)
+            value_reads = (("ROWKEY", source.shape.values[-1]),)
     else:
         aliases = _Aliases(source.shape.names())
         names = [aliases.for_expression(e) for e in exprs]
@@ -375,7 +386,37 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     values = tuple(
         n for n in (*source.shape.values, *source.shape.keys) if n not in taken
     )
-    return Imported(step, Shape(tuple(names), values, False, source.shape.window))
+    return Imported(step, Shape(tuple(names), values, False, source.shape.window, value_reads=value_reads))
+
+
+def _with_rowkey_value(ctx: str, source: Imported) -> Imported:
+    """``source`` with its ROWKEY copied into a value column of its own (the last value).
+
+    ksqlDB before 0.10 (5.5, and 6.0 builds until the spring of 2020) kept a copy of ROWKEY in
+    every record's value, and ``streamSelectKeyV1`` changed the record's key only: the steps
+    after it read the old key as ROWKEY (a join's ``ROWKEY AS L_ROWKEY``). The copy, made by a
+    projection before the re-keying (``<ctx>/RowKeyValue``), is what they read here.
+    """
+    taken = source.shape.names()
+    hidden = next(n for i in range(len(taken) + 1) if (n := f"KSQL_ROWKEY_VALUE_{i}") not in taken)
+    selects = (
+        *(S.SelectExpression(alias=n, expression=E.ColumnRef(n)) for n in source.shape.values),
+        S.SelectExpression(alias=hidden, expression=E.ColumnRef("ROWKEY")),
+    )
+    step = S.StreamSelect(
+        ctx=f"{ctx}/RowKeyValue", source=source.step, key_column_names=source.shape.keys,
+        select_expressions=selects,
+    )
+    shape = Shape(source.shape.keys, (*source.shape.values, hidden), False, source.shape.window)
+    return Imported(step, shape)
+
+
+def _reading_values(expr: E.Expr, shape: Shape) -> E.Expr:
+    """``expr`` as a step reading ``shape``'s values evaluates it (``Shape.value_reads``)."""
+    if not shape.value_reads:
+        return expr
+    reads = {name: E.ColumnRef(column) for name, column in shape.value_reads}
+    return rewrite(expr, lambda e: reads.get(e.name) if isinstance(e, E.ColumnRef) and e.source is None else None)
 
 
 @translates("tableSelectKeyV1")
@@ -584,6 +625,7 @@ class _Side:
     alias: str
     key: E.Expr
     names: tuple[str, ...]  # the side's columns as the join outputs them
+    value_reads: tuple[tuple[str, str], ...] = ()  # Shape.value_reads through the alias
 
 
 def _join_side(importer: StepImporter, node: Mapping[str, Any], which: str) -> _Side:
@@ -600,7 +642,8 @@ def _join_side(importer: StepImporter, node: Mapping[str, Any], which: str) -> _
                 f"Step {ctx}: the join input has key columns {', '.join(inner.shape.keys)}; kspark joins on one.",
             )
         names = tuple(s.alias for s in selects) + tuple(str(k) for k in node.get("keyColumnNames") or ())
-        return _Side(inner, alias, E.ColumnRef(inner.shape.keys[0]), names)
+        reads = tuple((f"{alias}_{name}", f"{alias}_{column}") for name, column in inner.shape.value_reads)
+        return _Side(inner, alias, E.ColumnRef(inner.shape.keys[0]), names, reads)
     imported = importer.visit(node)
     if len(imported.shape.keys) != 1:
         raise UnsupportedFeatureError(
@@ -654,7 +697,7 @@ def _join_common(importer: StepImporter, node: Mapping[str, Any]) -> tuple[dict[
 
 def _join_shape(key: str, left: _Side, right: _Side, *, table: bool, window: Any) -> Shape:
     values = tuple(n for n in (*left.names, *right.names) if n != key)
-    return Shape((key,), tuple(dict.fromkeys(values)), table, window)
+    return Shape((key,), tuple(dict.fromkeys(values)), table, window, value_reads=left.value_reads + right.value_reads)
 
 
 @translates("streamStreamJoinV1")

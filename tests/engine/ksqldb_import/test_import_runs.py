@@ -193,3 +193,28 @@ def test_a_grouping_column_selected_under_its_own_name_before_key_column_names_i
         TopicRecord("input", 2, {"NAME": "a", "QTY": 1}, 20),
     ])
     assert outputs == {"OUTPUT": [("a", {"NAME": "a", "N": 1}), ("a", {"NAME": "a", "N": 2})]}
+
+
+def test_after_a_v1_re_keying_rowkey_in_the_values_is_still_the_old_key_as_in_ksqldb_5_5(spark: Any, kp: Any) -> None:
+    """ksqlDB 5.5 kept a copy of ROWKEY in each value and streamSelectKeyV1 changed only the
+    record key: a join's ``ROWKEY AS L_ROWKEY`` after re-keying by L0 read the old key."""
+    schema = "`ROWKEY` STRING KEY, `L0` INTEGER, `L1` INTEGER"
+
+    def side(alias: str, topic: str, which: str) -> dict[str, Any]:
+        source = kp.stream_source(schema, topic, f"KafkaTopic_{which}/Source")
+        keyed = kp.step("streamSelectKeyV1", f"{which}SourceKeyed", source=source, keyExpression="L0")
+        exprs = [f"L0 AS {alias}_L0", f"L1 AS {alias}_L1", f"ROWTIME AS {alias}_ROWTIME", f"ROWKEY AS {alias}_ROWKEY"]
+        return kp.select(keyed, exprs, None, ctx=f"PrependAlias{which}")
+
+    join = kp.step("streamStreamJoinV1", "Join", leftSource=side("L", "left", "Left"),
+                   rightSource=side("R", "right", "Right"), joinType="INNER",
+                   leftInternalFormats=kp.fmt(), rightInternalFormats=kp.fmt(), beforeMillis=11.0, afterMillis=11.0)
+    physical = kp.sink(kp.select(join, ["L_ROWKEY AS L_ROWKEY", "R_ROWKEY AS R_ROWKEY", "L_L1 AS L1"], None))
+    out = kp.create("OUTPUT", "`ROWKEY` INTEGER KEY, `L_ROWKEY` STRING, `R_ROWKEY` STRING, `L1` INTEGER", "OUTPUT")
+    plan = kp.query_plan(physical, out, [kp.create("L", schema, "left"), kp.create("R", schema, "right")],
+                         sources=("L", "R"))
+    outputs = _run(plan, [
+        TopicRecord("left", "a", {"L0": 10, "L1": 1}, 0),
+        TopicRecord("right", "b", {"L0": 10, "L1": 2}, 5),
+    ])
+    assert outputs == {"OUTPUT": [(10, {"L_ROWKEY": "a", "R_ROWKEY": "b", "L1": 1})]}

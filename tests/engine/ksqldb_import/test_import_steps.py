@@ -112,6 +112,23 @@ def test_select_key_names_the_new_key_as_ksqldb_did(kp: Any, wire: str, expressi
     assert isinstance(select, S.StreamSelect) and select.key_column_names == (key,)
 
 
+def test_a_projection_after_a_v1_re_keying_reads_rowkey_from_a_copy_of_the_old_key(kp: Any) -> None:
+    schema = "`ROWKEY` STRING KEY, `L0` INTEGER"
+    source = kp.stream_source(schema)
+    rekeyed = kp.step("streamSelectKeyV1", "PartitionBy", source=source, keyExpression="L0")
+    project = kp.select(rekeyed, ["ROWKEY AS OLD", "L0 AS L0"], None)
+    out = kp.create("OUTPUT", "`ROWKEY` INTEGER KEY, `OLD` STRING, `L0` INTEGER", "OUTPUT")
+    query = import_plan(kp.query_plan(kp.sink(project), out, [kp.create("INPUT", schema, "input")])).statements[-1].query
+    assert query is not None
+    _, select, select_key, copy, _ = _chain(query.root)
+    assert isinstance(copy, S.StreamSelect) and copy.ctx == "PartitionBy/RowKeyValue"
+    assert [(s.alias, s.expression) for s in copy.select_expressions] == [
+        ("L0", E.ColumnRef("L0")), ("KSQL_ROWKEY_VALUE_0", E.ColumnRef("ROWKEY"))]
+    assert isinstance(select_key, S.StreamSelectKey) and select_key.key_expressions[0].alias == "ROWKEY"
+    assert isinstance(select, S.StreamSelect)
+    assert select.select_expressions[0].expression == E.ColumnRef("KSQL_ROWKEY_VALUE_0")
+
+
 @pytest.mark.parametrize(("selected", "key"), [([], ()), (["ID"], ("ID",))])
 def test_a_stream_projection_leaving_out_its_key_re_keys_to_the_selected_keys_as_ksqldb_7_2(
     kp: Any, selected: list[str], key: tuple[str, ...]
