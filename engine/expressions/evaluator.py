@@ -489,7 +489,7 @@ class _Compiler:
             if target is not None and source is not None and source != target:
                 fn = _then(fn, make_coercion(source, target))
             args.append(fn)
-        invoke = resolved.invoke
+        invoke = resolved.bound()  # a stateful function's own instance for this call site
 
         def call(row: Row, scope: Scope) -> Any:
             values = [a(row, scope) for a in args]

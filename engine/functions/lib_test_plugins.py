@@ -4,9 +4,9 @@ ksqlDB's query translation tests use them to exercise UDF plumbing: overload res
 (exact matches before implicit casts, variadic overloads last), NULL literal arguments,
 STRUCT parameters and results, table functions over every type, and functions that throw.
 Their behaviour here is what those tests observe; they are not ksqlDB's documented
-functions. ``BAD_UDF``'s STRING overload (NULL every other call, a per-instance counter in
-ksqlDB) is left out: a counter shared by Spark's reused Python workers would not be
-deterministic.
+functions. ``BAD_UDF``'s STRING overload (NULL every other call) keeps a counter per call site,
+as ksqlDB keeps one per UDF instance (``scalar(..., stateful=True)``); it starts afresh in
+each Spark task, so it counts as ksqlDB's does over one partition in one run.
 """
 
 from __future__ import annotations
@@ -94,6 +94,18 @@ def bad_udf_boolean(value: Any) -> int:
     if value:
         raise TestFunctionError("BAD_UDF(BOOLEAN) throws on true.")
     return 0
+
+
+@scalar("BAD_UDF", params=[T.STRING], returns=T.STRING, null_propagating=False, stateful=True)
+class BadUdfString:
+    """Test UDF: NULL on every other call of a call site, starting with the first; else the argument."""
+
+    def __init__(self) -> None:
+        self.calls = 0  # ksqlDB's per-instance counter
+
+    def __call__(self, value: Any) -> Any:
+        self.calls += 1
+        return None if self.calls % 2 == 1 else value
 
 
 # --------------------------------------------------------------------------- TEST_UDTF

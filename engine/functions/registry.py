@@ -117,6 +117,9 @@ class Signature:
     # ``FunctionRegistry``): from ``since`` to ``until`` (None: still current).
     since: int = 1
     until: int | None = None
+    # ``impl`` is a class whose instances keep state between calls: each call site gets its
+    # own instance (``ResolvedFunction.bound``), as ksqlDB makes one UDF instance per call.
+    stateful: bool = False
 
     def implements(self, semantics: int | None) -> bool:
         """Whether this overload serves calls planned with ``semantics`` (None: current)."""
@@ -152,6 +155,23 @@ class ResolvedFunction:
         if self.signature.null_propagating and any(a is None for a in args):
             return None
         return self.signature.impl(*args)
+
+    def bound(self) -> Callable[[Sequence[Any]], Any]:
+        """``invoke`` for one call site. A stateful function (``Signature.stateful``) gets an
+        instance of its own here: a compiled expression carries it to each Spark task, so
+        its state starts afresh in every task (one per partition and micro-batch; ksqlDB's
+        instance lives as long as its stream task)."""
+        if not self.signature.stateful:
+            return self.invoke
+        instance = self.signature.impl()
+        null_propagating = self.signature.null_propagating
+
+        def call(args: Sequence[Any]) -> Any:
+            if null_propagating and any(a is None for a in args):
+                return None
+            return instance(*args)
+
+        return call
 
 
 @dataclass
@@ -519,15 +539,17 @@ def scalar(
     description: str = "",
     since: int = 1,
     until: int | None = None,
+    stateful: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated callable as one overload of scalar function ``name``,
-    implementing versions ``since`` to ``until`` of its behaviour (see ``FunctionRegistry``)."""
+    implementing versions ``since`` to ``until`` of its behaviour (see ``FunctionRegistry``).
+    ``stateful``: the decorated callable is a class, instantiated once per call site."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _register(
             name, fn, fn, description,
             params=tuple(params), returns=returns, variadic=variadic,
-            null_propagating=null_propagating, since=since, until=until,
+            null_propagating=null_propagating, since=since, until=until, stateful=stateful,
         )
         return fn
 

@@ -48,6 +48,28 @@ def test_bad_udf_throws_for_integers_and_for_true() -> None:
     assert call("BAD_UDF", [T.BOOLEAN], False) == 0
 
 
+def test_bad_udf_of_a_string_is_null_on_every_other_call_of_each_call_site() -> None:
+    from pyspark import cloudpickle
+
+    resolved = REGISTRY.resolve("BAD_UDF", [T.STRING])
+    first, second = resolved.bound(), resolved.bound()
+    assert [first([v]) for v in ("a", "b", "c", "d")] == [None, "b", None, "d"]
+    assert second(["x"]) is None  # its own counter
+    # A compiled expression carries its call site to each Spark task: the count starts there.
+    shipped = resolved.bound()
+    assert [cloudpickle.loads(cloudpickle.dumps(shipped))([v]) for v in ("a", "b")] == [None, None]
+
+
+def test_a_compiled_expression_calls_a_stateful_function_through_its_own_instance() -> None:
+    from engine.expressions import compile_expression
+    from engine.plan import expr as E
+
+    call_site = E.FunctionCall("BAD_UDF", (E.ColumnRef("S"),))
+    fn, other = (compile_expression(call_site, {"S": T.STRING}) for _ in range(2))
+    assert [fn({"S": v}) for v in ("a", "b", "c")] == [None, "b", None]
+    assert other({"S": "z"}) is None
+
+
 def test_test_udtf_gives_each_argument_as_java_text() -> None:
     assert REGISTRY.kind_of("TEST_UDTF") is FunctionKind.TABLE
     types = [T.INTEGER, T.BIGINT, T.DOUBLE, T.BOOLEAN, T.STRING, T.Decimal(20, 10), _A]
