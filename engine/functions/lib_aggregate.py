@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.errors import AnalysisError, EvaluationError, InternalError, QueryFailure
 from engine.functions.lib_math import ANY_DECIMAL
-from engine.functions.registry import Generic, aggregate
+from engine.functions.registry import REGISTRY, Generic, aggregate
 from engine.functions.udaf import (
     BaseAggregator,
     config_int,
@@ -598,6 +598,46 @@ def _register_by_offset(name: str, latest: bool) -> None:
 
 _register_by_offset("LATEST_BY_OFFSET", latest=True)
 _register_by_offset("EARLIEST_BY_OFFSET", latest=False)
+
+
+# --------------------------------------------------------------------------- non-aggregate columns
+
+
+class LastAppliedAggregator(BaseAggregator):
+    """The value of the row last added to or retracted from the group.
+
+    What a ksqlDB table aggregate keeps in a non-aggregate column: its aggregator and its undo
+    aggregator both copy the row they apply (a grouping column's value is the group's own).
+    """
+
+    supports_undo = True
+
+    def initial(self) -> Any:
+        return None
+
+    def add(self, acc: Any, value: Any) -> Any:
+        return value
+
+    def undo(self, acc: Any, value: Any) -> Any:
+        return value
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return b
+
+    def result(self, acc: Any) -> Any:
+        return acc
+
+
+NON_AGGREGATE_VALUE = "KSQL_NON_AGGREGATE_VALUE"
+
+
+@aggregate(NON_AGGREGATE_VALUE, params=[_T], returns=_T, supports_undo=True)
+def non_aggregate_value() -> LastAppliedAggregator:
+    """Internal: a table aggregate's non-aggregate column, as ksqlDB's plans keep it."""
+    return LastAppliedAggregator()
+
+
+REGISTRY.declare_internal(NON_AGGREGATE_VALUE)
 
 
 # --------------------------------------------------------------------------- TOPK / TOPKDISTINCT

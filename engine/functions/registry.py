@@ -189,6 +189,12 @@ class FunctionRegistry:
     # Functions whose ksqlDB declaration names them in upper case (its test plugins); the
     # built-in functions are declared in lower case, and its messages name them so.
     _declared_upper: set[str] = field(default_factory=set)
+    _internal: set[str] = field(default_factory=set)
+
+    def declare_internal(self, *names: str) -> None:
+        """Leave these functions out of ``names`` (SHOW FUNCTIONS): kspark's own, for plans
+        it imports, not ksqlDB's."""
+        self._internal.update(n.upper() for n in names)
 
     def declare_upper_case(self, *names: str) -> None:
         """Name these functions in upper case in messages, as ksqlDB's declarations do."""
@@ -212,7 +218,8 @@ class FunctionRegistry:
         existing.append(signature)
 
     def names(self) -> list[str]:
-        return sorted(self._by_name)
+        """The functions ksqlDB users see (internal ones left out)."""
+        return sorted(n for n in self._by_name if n not in self._internal)
 
     def kind_of(self, name: str) -> FunctionKind | None:
         sigs = self._by_name.get(name.upper())

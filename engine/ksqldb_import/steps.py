@@ -28,6 +28,7 @@ from typing import Any
 from engine.analysis.query import is_null_literal
 from engine.analysis.scope import rewrite
 from engine.errors import PlanError, UnsupportedFeatureError
+from engine.functions.lib_aggregate import NON_AGGREGATE_VALUE
 from engine.ksqldb_import import values as V
 from engine.ksqldb_import.expressions import alias_of, aliased, column_name, expression
 from engine.plan import expr as E
@@ -42,6 +43,7 @@ from engine.plan.types import SqlType
 from engine.planner.physical import writes_registered_schema
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
+_ROW_POSITION = ("ROWPARTITION", "ROWOFFSET")
 
 UNSUPPORTED_STEPS: dict[str, str] = {
     "foreignKeyTableTableJoinV1": (
@@ -54,13 +56,12 @@ UNSUPPORTED_STEPS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """Names of a step's output columns, and what kspark's step leaves out of them."""
+    """Names of a step's output columns."""
 
     keys: tuple[str, ...]
     values: tuple[str, ...]
     table: bool = False
     window: A.WindowSpec | S.WindowInfo | None = None
-    dropped: frozenset[str] = frozenset()
     # (name, column): a step reading the values reads ``column`` for ``name``. ksqlDB's value
     # copy of ROWKEY where the key changed under it (after a streamSelectKeyV1), and that copy
     # through a join's alias.
@@ -119,17 +120,11 @@ class StepImporter:
             raise PlanError(f"Query {self.query_id}: step {node.get('@type')} has no properties.queryContext.")
         return str(context)
 
-    def expr(self, text: Any, node: Mapping[str, Any], shape: Shape | None = None) -> E.Expr:
-        parsed = expression(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
-        if shape is not None:
-            _check_refs(parsed, shape, node, self)
-        return parsed
+    def expr(self, text: Any, node: Mapping[str, Any]) -> E.Expr:
+        return expression(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
 
-    def select(self, text: Any, node: Mapping[str, Any], shape: Shape | None = None) -> S.SelectExpression:
-        item = aliased(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
-        if shape is not None:
-            _check_refs(item.expression, shape, node, self)
-        return item
+    def select(self, text: Any, node: Mapping[str, Any]) -> S.SelectExpression:
+        return aliased(text, f"{node.get('@type')} {self.ctx(node)}", self.types)
 
 
 Translator = Callable[[StepImporter, Mapping[str, Any]], Imported]
@@ -147,24 +142,6 @@ def translates(*wires: str) -> Callable[[Translator], Translator]:
         return fn
 
     return wrap
-
-
-def _check_refs(node: E.Expr, shape: Shape, step: Mapping[str, Any], importer: StepImporter) -> None:
-    """A reference to a column kspark's input step does not produce is unsupported, named."""
-    if not shape.dropped:
-        return
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        name = column_name(current)
-        if name is not None and name in shape.dropped and name not in shape.names():
-            raise UnsupportedFeatureError(
-                "reading an aggregate's non-aggregate column",
-                f"Step {importer.ctx(step)} reads `{name}`, a non-aggregate column of the "
-                "aggregation below it (the latest input value); kspark's aggregates keep only "
-                "their key and aggregate columns.",
-            )
-        stack.extend(current.children())
 
 
 # --------------------------------------------------------------------------- sources
@@ -227,7 +204,7 @@ def _filter(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     predicate = _reading_values(
-        importer.expr(V.require(node, "filterExpression", f"step {ctx}"), node, source.shape), source.shape
+        importer.expr(V.require(node, "filterExpression", f"step {ctx}"), node), source.shape
     )
     inner = source.step
     if node["@type"] == "tableFilterV1" and isinstance(inner, _AGGREGATES) and inner.having is None:
@@ -253,8 +230,7 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     rekeyed = _rekeyed_to_selected_keys(node, source, ctx)
     selects = tuple(
         replace(item, expression=_reading_values(item.expression, rekeyed.shape))
-        for t in V.require(node, "selectExpressions", f"step {ctx}")
-        if (item := importer.select(t, node, rekeyed.shape))
+        for item in (importer.select(t, node) for t in V.require(node, "selectExpressions", f"step {ctx}"))
     )
     if rekeyed is not source:
         source, keys = rekeyed, rekeyed.shape.keys
@@ -367,7 +343,7 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     texts = _key_expressions(node, "keyExpression")
     # PARTITION BY NULL: the re-keyed stream has no key columns, as kspark's planner makes it.
-    exprs = [e for t in texts if not is_null_literal(e := importer.expr(t, node, source.shape))]
+    exprs = [e for t in texts if not is_null_literal(e := importer.expr(t, node))]
     value_reads: tuple[tuple[str, str], ...] = ()
     if node["@type"] == "streamSelectKeyV1":
         # Before multi-column keys the new key was always named ROWKEY.
@@ -428,7 +404,7 @@ def _table_select_key(importer: StepImporter, node: Mapping[str, Any]) -> Import
     table) has no kspark step version yet and is unsupported, named."""
     ctx = importer.ctx(node)
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
-    exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "keyExpression")]
+    exprs = [importer.expr(t, node) for t in _key_expressions(node, "keyExpression")]
     names = tuple(e.name if isinstance(e, E.ColumnRef) else None for e in exprs)
     if source.shape.table and names == source.shape.keys:
         return source
@@ -444,7 +420,7 @@ def _flat_map(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
     functions = tuple(
-        S.SelectExpression(alias=f"KSQL_SYNTH_{i}", expression=importer.expr(t, node, source.shape))
+        S.SelectExpression(alias=f"KSQL_SYNTH_{i}", expression=importer.expr(t, node))
         for i, t in enumerate(V.require(node, "tableFunctions", f"step {ctx}"))
     )
     step = S.StreamFlatMap(ctx=ctx, source=source.step, table_functions=functions)
@@ -499,7 +475,7 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     wire = str(node["@type"])
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
-    exprs = [importer.expr(t, node, source.shape) for t in _key_expressions(node, "groupByExpressions")]
+    exprs = [importer.expr(t, node) for t in _key_expressions(node, "groupByExpressions")]
     table = wire.startswith("table")
     old_naming = wire.endswith("V1")
     aliases = _Aliases(source.shape.names() | (importer.reserved if old_naming else frozenset()))
@@ -513,7 +489,12 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         )
         values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n != name)
         return Imported(joined, Shape((name,), values, table, source.shape.window))
-    names = [aliases.for_expression(e) for e in exprs]
+    # GROUP BY ROWPARTITION or ROWOFFSET (ksqlDB 7.1 and later) names the key like the pseudo
+    # column, which kspark's V1 aggregates carry in each row under that name (and reset): the
+    # key gets a generated name instead, and the projection above names it (positionally).
+    names = [
+        aliases.generated() if n in _ROW_POSITION else n for n in (aliases.for_expression(e) for e in exprs)
+    ]
     keys = tuple(S.SelectExpression(alias=n, expression=e) for n, e in zip(names, exprs, strict=True))
     formats = _internal_formats(node, importer)
     cls = A.TableGroupBy if table else A.StreamGroupBy
@@ -531,10 +512,10 @@ def _group_by_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     return Imported(step, source.shape)
 
 
-def _aggregations(importer: StepImporter, node: Mapping[str, Any], source: Imported) -> tuple[S.SelectExpression, ...]:
+def _aggregations(importer: StepImporter, node: Mapping[str, Any]) -> tuple[S.SelectExpression, ...]:
     out = []
     for i, text in enumerate(V.require(node, "aggregationFunctions", f"step {importer.ctx(node)}")):
-        call = importer.expr(text, node, source.shape)
+        call = importer.expr(text, node)
         out.append(S.SelectExpression(alias=f"KSQL_AGG_VARIABLE_{i}", expression=call))
     return tuple(out)
 
@@ -544,27 +525,29 @@ def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     ctx = importer.ctx(node)
     wire = str(node["@type"])
     source = importer.visit(V.require(node, "source", f"step {ctx}"))
-    aggregations = _aggregations(importer, node, source)
+    aggregations = _aggregations(importer, node)
     keys = source.shape.keys
     # Pseudo columns (ROWTIME) stay the aggregate's own: kspark's rows carry them.
     non_aggregate = [
         str(c) for c in node.get("nonAggregateColumns") or () if str(c) not in keys and str(c) not in PSEUDO
     ]
-    if wire != "tableAggregateV1":
-        # A stream aggregate's non-aggregate columns hold the latest record's value (nulls
-        # included), which is LATEST_BY_OFFSET(col, false); ksqlDB stores them before the
-        # aggregates.
-        latest = tuple(
-            S.SelectExpression(
-                alias=name,
-                expression=E.FunctionCall(
-                    "LATEST_BY_OFFSET", (E.ColumnRef(name), E.Literal(False, T.BOOLEAN))
-                ),
-            )
-            for name in dict.fromkeys(non_aggregate)
+    # ksqlDB stores the non-aggregate columns before the aggregates. A stream aggregate's
+    # hold the latest record's value (nulls included), which is LATEST_BY_OFFSET(col, false);
+    # a table aggregate's, the value of the row it last added or retracted (its undo
+    # aggregator copies the retracted row), kspark's internal KSQL_NON_AGGREGATE_VALUE.
+    table_aggregate = wire == "tableAggregateV1"
+    latest = tuple(
+        S.SelectExpression(
+            alias=name,
+            expression=(
+                E.FunctionCall(NON_AGGREGATE_VALUE, (E.ColumnRef(name),))
+                if table_aggregate
+                else E.FunctionCall("LATEST_BY_OFFSET", (E.ColumnRef(name), E.Literal(False, T.BOOLEAN)))
+            ),
         )
-        aggregations = latest + aggregations
-        non_aggregate = []
+        for name in dict.fromkeys(non_aggregate)
+    )
+    aggregations = latest + aggregations
     common: dict[str, Any] = dict(
         ctx=ctx,
         source=source.step,
@@ -594,8 +577,7 @@ def _aggregate(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         step = A.TableAggregate(**common)
     else:
         step = A.StreamAggregate(**common)
-    shape = Shape(keys, tuple(a.alias for a in aggregations), True, window, frozenset(non_aggregate))
-    return Imported(step, shape)
+    return Imported(step, Shape(keys, tuple(a.alias for a in aggregations), True, window))
 
 
 @translates("tableSuppressV1")

@@ -132,3 +132,18 @@ def test_overloads_of_one_version_cannot_be_registered_twice() -> None:
 def test_a_version_newer_than_the_engine_knows_is_refused_not_run_as_the_current_one() -> None:
     with pytest.raises(TypeCheckError, match=r"'fix' was planned with version 3 .* up to 2"):
         _versioned().resolve("FIX", [T.INTEGER], 3)
+
+
+def test_an_internal_function_resolves_but_is_not_listed() -> None:
+    from engine.functions import REGISTRY
+
+    assert "KSQL_NON_AGGREGATE_VALUE" not in REGISTRY.names() and "COUNT" in REGISTRY.names()
+    assert REGISTRY.resolve("KSQL_NON_AGGREGATE_VALUE", [T.INTEGER]).return_type == T.INTEGER
+
+
+def test_the_non_aggregate_value_is_the_row_last_added_or_retracted() -> None:
+    from engine.functions.lib_aggregate import LastAppliedAggregator
+
+    agg = LastAppliedAggregator()
+    acc = agg.add(agg.add(agg.initial(), 1), 5)
+    assert agg.result(acc) == 5 and agg.result(agg.undo(acc, 1)) == 1

@@ -218,3 +218,20 @@ def test_after_a_v1_re_keying_rowkey_in_the_values_is_still_the_old_key_as_in_ks
         TopicRecord("right", "b", {"L0": 10, "L1": 2}, 5),
     ])
     assert outputs == {"OUTPUT": [(10, {"L_ROWKEY": "a", "R_ROWKEY": "b", "L1": 1})]}
+
+
+def test_a_table_aggregate_non_aggregate_column_holds_the_row_it_last_added_or_retracted(spark: Any, kp: Any) -> None:
+    group = kp.step("tableGroupByV2", "Aggregate/GroupBy", source=kp.table_source(SOURCE), internalFormats=kp.fmt(),
+                    groupByExpressions=["NAME"])
+    agg = kp.step("tableAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["NAME", "QTY"], aggregationFunctions=["COUNT(QTY)"])
+    project = kp.select(agg, ["QTY AS LAST", "KSQL_AGG_VARIABLE_0 AS N"], ["NAME"], ctx="Aggregate/Project", table=True)
+    out = kp.create("OUTPUT", "`NAME` STRING KEY, `LAST` INTEGER, `N` BIGINT", "OUTPUT", table=True)
+    plan = kp.query_plan(kp.sink(project, table=True), out, [kp.create("INPUT", SOURCE, "input", table=True)],
+                         query_id="CTAS_OUTPUT_0")
+    outputs = _run(plan, [
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 1}, 10),
+        TopicRecord("input", 1, {"NAME": "a", "QTY": 5}, 20),  # within the group: the new row's value
+        TopicRecord("input", 1, None, 30),  # retracted: the value of the row taken out
+    ])
+    assert outputs == {"OUTPUT": [("a", {"LAST": 1, "N": 1}), ("a", {"LAST": 5, "N": 1}), ("a", {"LAST": 5, "N": 0})]}

@@ -165,6 +165,16 @@ def _group(kp: Any, wire: str, exprs: Any, source: dict[str, Any] | None = None)
                    internalFormats=kp.fmt(), groupByExpressions=exprs)
 
 
+def test_a_grouping_key_named_like_rowoffset_gets_a_generated_name_the_projection_renames(kp: Any) -> None:
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["ROWOFFSET"]), nonAggregateColumns=["QTY", "ROWOFFSET"])
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], ["RO"], ctx="Aggregate/Project", table=True)
+    _, select, aggregate, group, _ = _chain(_root(kp, kp.sink(project, table=True), table=True))
+    assert isinstance(group, A.StreamGroupBy)
+    assert [(k.alias, k.expression) for k in group.group_by_expressions] == [("KSQL_COL_0", E.ColumnRef("ROWOFFSET"))]
+    assert isinstance(aggregate, A.StreamAggregate) and aggregate.key_column_names == ("KSQL_COL_0",)
+    assert isinstance(select, S.TableSelect) and select.key_column_names == ("RO",)
+
+
 def test_group_by_v2_names_keys_like_ksqldb_and_the_aggregate_numbers_its_results(kp: Any) -> None:
     agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME", "LEN(NAME)"]))
     project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], ["NAME", "LEN"], ctx="Aggregate/Project", table=True)
@@ -243,10 +253,16 @@ def test_group_by_key_and_table_group_by_map_to_their_kspark_steps(kp: Any) -> N
     assert isinstance(chain[2], A.TableAggregate) and isinstance(chain[3], A.TableGroupBy)
 
 
-def test_a_table_aggregate_read_for_its_non_aggregate_column_is_unsupported(kp: Any) -> None:
+def test_a_table_aggregate_keeps_its_non_aggregate_columns_as_the_last_applied_row_value(kp: Any) -> None:
     agg = _aggregate(kp, _group(kp, "tableGroupByV2", ["NAME"], kp.table_source(SOURCE)), "tableAggregateV1")
-    with pytest.raises(UnsupportedFeatureError, match="non-aggregate column"):
+    _, select, aggregate, _, _ = _chain(
         _root(kp, kp.sink(kp.select(agg, ["QTY AS X"], None, table=True), table=True), table=True)
+    )
+    assert isinstance(aggregate, A.TableAggregate)
+    first = aggregate.aggregation_functions[0]
+    assert first.alias == "QTY"
+    assert first.expression == E.FunctionCall("KSQL_NON_AGGREGATE_VALUE", (E.ColumnRef("QTY"),))
+    assert isinstance(select, S.TableSelect) and select.select_expressions[0].expression == E.ColumnRef("QTY")
 
 
 def test_having_over_an_aggregate_becomes_the_kspark_aggregate_having(kp: Any) -> None:
