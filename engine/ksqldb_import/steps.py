@@ -21,7 +21,7 @@ ksqlDB derives its generated key names from (``KSQL_COL_n``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -290,8 +290,13 @@ def _rekeyed_to_selected_keys(node: Mapping[str, Any], source: Imported, ctx: st
     names = tuple(str(k) for k in selected)
     keys = tuple(S.SelectExpression(alias=n, expression=E.ColumnRef(n)) for n in names)
     step = S.StreamSelectKey(ctx=f"{ctx}/SelectedKeys", source=source.step, key_expressions=keys)
-    values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n not in names)
-    return Imported(step, Shape(names, values, False, None))
+    return Imported(step, Shape(names, _rekeyed_values(source.shape, names), False, None))
+
+
+def _rekeyed_values(shape: Shape, new_keys: Collection[str]) -> tuple[str, ...]:
+    """The value columns after re-keying ``shape`` by ``new_keys``: its values, then its old
+    key columns, but for the names a new key takes."""
+    return tuple(n for n in (*shape.values, *shape.keys) if n not in new_keys)
 
 
 def _feeds_sink(importer: StepImporter, node: Mapping[str, Any]) -> bool:
@@ -358,10 +363,7 @@ def _select_key(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
         names = [aliases.for_expression(e) for e in exprs]
     keys = tuple(S.SelectExpression(alias=n, expression=e) for n, e in zip(names, exprs, strict=True))
     step = S.StreamSelectKey(ctx=ctx, source=source.step, key_expressions=keys)
-    taken = set(names)
-    values = tuple(
-        n for n in (*source.shape.values, *source.shape.keys) if n not in taken
-    )
+    values = _rekeyed_values(source.shape, set(names))
     return Imported(step, Shape(tuple(names), values, False, source.shape.window, value_reads=value_reads))
 
 
@@ -487,7 +489,7 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
             ctx=ctx, source=source.step, key_name=name, group_by_expressions=tuple(exprs),
             internal_formats=_internal_formats(node, importer),
         )
-        values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n != name)
+        values = _rekeyed_values(source.shape, (name,))
         return Imported(joined, Shape((name,), values, table, source.shape.window))
     # GROUP BY ROWPARTITION or ROWOFFSET (ksqlDB 7.1 and later) names the key like the pseudo
     # column, which kspark's V1 aggregates carry in each row under that name (and reset): the
@@ -499,8 +501,7 @@ def _group_by(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     formats = _internal_formats(node, importer)
     cls = A.TableGroupBy if table else A.StreamGroupBy
     step = cls(ctx=ctx, source=source.step, group_by_expressions=keys, internal_formats=formats)
-    taken = set(names)
-    values = tuple(n for n in (*source.shape.values, *source.shape.keys) if n not in taken)
+    values = _rekeyed_values(source.shape, set(names))
     return Imported(step, Shape(tuple(names), values, table, source.shape.window))
 
 
