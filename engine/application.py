@@ -47,9 +47,11 @@ from engine.plan.steps_native import (
     StreamSinkV2,
     StreamSinkV3,
     StreamSinkV4,
+    StreamSinkV5,
     TableSinkV2,
     TableSinkV3,
     TableSinkV4,
+    TableSinkV5,
 )
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
@@ -382,7 +384,7 @@ def build_streaming_query(
                                            registry_url=None if build_registry is None else str(build_registry)))
     sink_step = query.root
     if not isinstance(sink_step, StreamSink | TableSink | StreamSinkV2 | TableSinkV2 | StreamSinkV3 | TableSinkV3
-                      | StreamSinkV4 | TableSinkV4):
+                      | StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5):
         raise ExecutionError(f"Query {query.query_id} does not end in a sink step ({sink_step.TYPE}).")
     sink = engine.metastore.get(query.sink)
     key_serde, value_serde = serdes_for(sink_step.formats, built.schema.columns)
@@ -397,7 +399,8 @@ def build_streaming_query(
     if built.encoded:
         records = runtime.encoded_sink_records(built.df)
     else:
-        records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx)
+        records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx,
+                                       base_key_partitions=built.base_key_partitions and window is not None)
     return StreamingQuery(records, topic, runtime)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.api import FormatDescription, SourceInfo, StatementResult
 from engine.errors import (
@@ -42,6 +42,10 @@ from engine.planner.internal_topics import SERVICE_ID, application_id, internal_
 from engine.planner.planner import Planner
 from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
+
+if TYPE_CHECKING:
+    from engine.builders.context import Built
+    from engine.serde import RecordSerde
 
 
 @dataclass(frozen=True)
@@ -377,6 +381,24 @@ class KsqlEngine:
             self._runtime = BoundedRuntime(get_spark(), self.store)
         return self._runtime
 
+    @staticmethod
+    def _base_key_serde(query: QueryPlan, built: Built) -> RecordSerde | None:
+        """A windowed V5 sink's key serde, whose bytes of a record's key place it; else None.
+
+        A key format of the schema registry (AVRO, JSON_SR, PROTOBUF) has its Kafka bytes only
+        with a registry's schema id, which bounded runs never register: such records keep the
+        partition they came with, as before V5 (the Kafka runtime places them by their wire
+        bytes)."""
+        if not built.base_key_partitions or built.window is None:
+            return None
+        from engine.builders.formats import serdes_for
+        from engine.serde.registry import WIRE_FORMATS
+
+        formats = getattr(query.root, "formats", None)
+        if formats is None or formats.key_format in WIRE_FORMATS:
+            return None
+        return serdes_for(formats, built.schema.columns)[0]
+
     def run(self) -> dict[str, list[TopicRecord]]:
         """Run every persistent query over all records produced; the records each sink got."""
         from engine.builders.context import BuildContext
@@ -399,7 +421,8 @@ class KsqlEngine:
                 internal_schemas=dict(built.internal_schemas),
             )
             try:
-                written = runtime.write_sink(sink_topic, built.df, window_type, built.codec)
+                written = runtime.write_sink(sink_topic, built.df, window_type, built.codec,
+                                             base_key=self._base_key_serde(query, built))
             except Exception as exc:
                 stopped = query_failure_in(exc)
                 if stopped is None:

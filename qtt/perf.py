@@ -105,6 +105,8 @@ _V1 = {
     N.TableSinkV3: S.TableSink,
     N.StreamSinkV4: S.StreamSink,
     N.TableSinkV4: S.TableSink,
+    N.StreamSinkV5: S.StreamSink,
+    N.TableSinkV5: S.TableSink,
     N.StreamGroupByV2: A.StreamGroupBy,
     N.StreamGroupByKeyV2: A.StreamGroupByKey,
     N.TableGroupByV2: A.TableGroupBy,

@@ -53,6 +53,7 @@ from engine.plan.steps_native import (
     StreamSinkV2,
     StreamSinkV3,
     StreamSinkV4,
+    StreamSinkV5,
     StreamSourceV2,
     StreamSourceV3,
     StreamSourceV4,
@@ -61,6 +62,7 @@ from engine.plan.steps_native import (
     TableSinkV2,
     TableSinkV3,
     TableSinkV4,
+    TableSinkV5,
     TableSourceV2,
     TableSourceV3,
     TableSourceV4,
@@ -88,7 +90,7 @@ SinkStep = StreamSinkV2 | TableSinkV2
 AnySourceStep = (
     SourceStep | StreamSourceV3 | TableSourceV3 | StreamSourceV4 | StreamSourceV5 | StreamSourceV6 | TableSourceV4
 )
-AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
+AnySinkStep = SinkStep | StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5
 
 
 # --------------------------------------------------------------------------- what is native

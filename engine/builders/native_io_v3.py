@@ -61,12 +61,14 @@ from engine.plan.steps_native import (
     PARTITION_ORDER_CONSUMERS,
     StreamSinkV3,
     StreamSinkV4,
+    StreamSinkV5,
     StreamSourceV3,
     StreamSourceV4,
     StreamSourceV5,
     StreamSourceV6,
     TableSinkV3,
     TableSinkV4,
+    TableSinkV5,
     TableSourceV3,
     TableSourceV4,
 )
@@ -78,8 +80,9 @@ from engine.serde import RecordSerde
 SourceStep = StreamSourceV3 | TableSourceV3
 # The sources that read in partition order (V4, V6) and those of format level 2 (V5, V6, table V4).
 AnySourceStep = SourceStep | StreamSourceV4 | StreamSourceV5 | StreamSourceV6 | TableSourceV4
-# (``streamSinkV4``/``tableSinkV4`` build as these when they write no registered schema's extra fields.)
-SinkStep = StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4
+# (``streamSinkV4``/``tableSinkV4`` build as these when they write no registered schema's extra fields,
+# and so do V5's.)
+SinkStep = StreamSinkV3 | TableSinkV3 | StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5
 _KEYS_SEPARATOR = "\u0000"
 
 

@@ -1,5 +1,7 @@
 """Builders of ``streamSinkV4`` and ``tableSinkV4``: sinks that write a registered schema's
-every field.
+every field; and of ``streamSinkV5`` and ``tableSinkV5``, which build as V4 and put a windowed
+record in the partition of its key without the window (``Built.base_key_partitions``: the
+runtimes place the records, ``engine.partitioner``).
 
 A CREATE ... AS SELECT that names KEY/VALUE_SCHEMA_ID writes its records with that
 registered schema, whose fields may go on past the sink's columns (the planner checks that
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.builders import native_io_v3
@@ -34,7 +36,7 @@ from engine.errors import AnalysisError, ExecutionError, QueryFailure
 from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
-from engine.plan.steps_native import StreamSinkV4, TableSinkV4
+from engine.plan.steps_native import StreamSinkV4, StreamSinkV5, TableSinkV4, TableSinkV5
 from engine.serde.formats import (
     AVRO,
     JSON_SR,
@@ -122,7 +124,7 @@ def _proto3_default(t: T.SqlType) -> Any:
     return _PROTO3_DEFAULTS.get(t.base)
 
 
-def registered_extras(step: StreamSinkV4 | TableSinkV4, columns: Sequence[Column],
+def registered_extras(step: StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5, columns: Sequence[Column],
                       ctx: BuildContext) -> list[RegisteredExtras]:
     """The key and value fields ``step`` writes from its registered schemas (none when its
     formats name no schema id, or the schemas have no field past the sink's columns)."""
@@ -155,7 +157,7 @@ def registered_extras(step: StreamSinkV4 | TableSinkV4, columns: Sequence[Column
     return out
 
 
-def _sink(step: StreamSinkV4 | TableSinkV4, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
+def _sink(step: StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
     extras = registered_extras(step, source.schema.columns, ctx)
     if not extras:
         return native_io_v3._sink(step, source, ctx, is_table=is_table)
@@ -182,3 +184,13 @@ def build_stream_sink_v4(step: StreamSinkV4, *, source: Built, ctx: BuildContext
 @builds(TableSinkV4)
 def build_table_sink_v4(step: TableSinkV4, *, source: Built, ctx: BuildContext) -> Built:
     return _sink(step, source, ctx, is_table=True)
+
+
+@builds(StreamSinkV5)
+def build_stream_sink_v5(step: StreamSinkV5, *, source: Built, ctx: BuildContext) -> Built:
+    return replace(_sink(step, source, ctx, is_table=False), base_key_partitions=True)
+
+
+@builds(TableSinkV5)
+def build_table_sink_v5(step: TableSinkV5, *, source: Built, ctx: BuildContext) -> Built:
+    return replace(_sink(step, source, ctx, is_table=True), base_key_partitions=True)

@@ -446,7 +446,11 @@ def _sink(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
     formats = V.formats(V.require(node, "formats", f"step {ctx}"), f"step {ctx}")
     table = node["@type"] == "tableSinkV1"
     cls: type[S.Step]
-    if writes_registered_schema(formats):
+    if source.shape.window is not None:
+        # Kafka Streams puts a windowed record in the partition of its key without the
+        # window (WindowedStreamPartitioner): kspark's V5 sinks.
+        cls = N.TableSinkV5 if table else N.StreamSinkV5
+    elif writes_registered_schema(formats):
         # ksqlDB (7.2 and later) writes a KEY/VALUE_SCHEMA_ID sink with the registered schema,
         # filling the fields the query has no column for: kspark's V4 sinks.
         cls = N.TableSinkV4 if table else N.StreamSinkV4

@@ -319,6 +319,35 @@ class TableSinkV4(Step):
 
 @register_step
 @step_dataclass
+class StreamSinkV5(Step):
+    """Serialises stream records as ``streamSinkV4`` does, except that a windowed record goes
+    to the partition of its key without the window: murmur2 of the key's bytes as if it were
+    not windowed, as Kafka Streams' ``WindowedStreamPartitioner`` places ksqlDB's windowed
+    records (V4 and older let the producer hash the whole windowed key, so one key's windows
+    went to different partitions). Planned for windowed sinks."""
+
+    TYPE: ClassVar[str] = "streamSinkV5"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
+class TableSinkV5(Step):
+    """Serialises a table's changelog as ``tableSinkV4`` does, placing a windowed record in the
+    partition of its key without the window as ``streamSinkV5`` does."""
+
+    TYPE: ClassVar[str] = "tableSinkV5"
+    source: Step
+    topic: str
+    formats: Formats
+    timestamp_column: TimestampColumn | None = None
+
+
+@register_step
+@step_dataclass
 class StreamGroupByV2(Step):
     """Re-keys a stream by grouping expressions computed as Spark Columns; null keys are dropped."""
 
@@ -505,6 +534,7 @@ IO_STEP_TYPES = frozenset(
     for c in (
         StreamSourceV2, TableSourceV2, StreamSinkV2, TableSinkV2, StreamSourceV3, TableSourceV3, StreamSinkV3, TableSinkV3,
         StreamSourceV4, StreamSinkV4, TableSinkV4, StreamSourceV5, StreamSourceV6, TableSourceV4,
+        StreamSinkV5, TableSinkV5,
     )
 )
 

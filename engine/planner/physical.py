@@ -153,7 +153,10 @@ def _project(node: L.ProjectNode) -> S.Step:
 @rule(L.SinkNode)
 def _sink(node: L.SinkNode) -> S.Step:
     cls: type[S.Step]
-    if _NATIVE.get() and writes_registered_schema(node.formats):
+    if _NATIVE.get() and node.input.window is not None:
+        # A windowed record goes to the partition of its key without the window, as ksqlDB's.
+        cls = N.TableSinkV5 if node.input.is_table else N.StreamSinkV5
+    elif _NATIVE.get() and writes_registered_schema(node.formats):
         cls = N.TableSinkV4 if node.input.is_table else N.StreamSinkV4
     elif _NATIVE.get():
         cls = N.TableSinkV3 if node.input.is_table else N.StreamSinkV3

@@ -17,7 +17,7 @@ import logging
 import pickle
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as ST
 
 from engine.errors import KsqlError
+from engine.partitioner import partition_for
 from engine.plan.schema import LogicalSchema
 from engine.records import Header, TopicInfo, TopicRecord, Window
 from engine.runtime import keyed as K
@@ -310,6 +311,17 @@ def log_input_error(topic: str, offset: int, exc: KsqlError) -> None:
     )
 
 
+def _placed(record: TopicRecord, key_serde: RecordSerde, partitions: int) -> TopicRecord:
+    """``record`` in the partition of its key's bytes without the window (a record with no
+    window or no key keeps its partition)."""
+    if record.window is None or record.key is None:
+        return record
+    key = key_serde.to_bytes(record.key)
+    if key is None:
+        return record
+    return replace(record, partition=partition_for(key, partitions))
+
+
 def record_from_raw(topic: str, row: Any, window_type: str | None) -> tuple[tuple[int, ...], TopicRecord]:
     """A topic record (and its seq) from a collected sink row of ``RAW_SCHEMA``."""
     window = None
@@ -418,17 +430,23 @@ class BoundedRuntime:
         return suppress_until_window_closes(df, schema, grace_ms, retention_ms=retention_ms)
 
     def write_sink(
-        self, topic: str, df: DataFrame, window_type: str | None = None, codec: TopicCodec | None = None
+        self, topic: str, df: DataFrame, window_type: str | None = None, codec: TopicCodec | None = None,
+        *, base_key: RecordSerde | None = None,
     ) -> list[TopicRecord]:
         """Run the sink's job and append its records to the topic, in input order.
 
         With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
-        (``codec`` decodes them) and with their bytes.
+        (``codec`` decodes them) and with their bytes. With ``base_key`` (a windowed V5 sink's
+        key serde), a windowed record goes to the partition of its key's bytes without the
+        window (``engine.partitioner``), as on Kafka.
         """
         name_call_site(self.spark, f"kspark: write {topic}")
         if codec is None:
             collected = [record_from_raw(topic, row, window_type) for row in df.collect()]
             collected.sort(key=lambda pair: pair[0])
+            if base_key is not None:
+                partitions = self.store.ensure(TopicInfo(topic)).partitions
+                collected = [(seq, _placed(record, base_key, partitions)) for seq, record in collected]
             for seq, record in collected:
                 self.store.append(record, seq)
             return [record for _, record in collected]

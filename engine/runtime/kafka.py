@@ -90,6 +90,12 @@ SINK_SCHEMA = ST.StructType(
     ]
 )
 
+# A windowed V5 sink's records: also the key's bytes without the window, from which the
+# writer (``kspark.TransactionalKafkaWriter``) computes the record's partition as Kafka
+# Streams' WindowedStreamPartitioner does (``engine.partitioner``).
+PARTITION_KEY = "partitionKey"
+BASE_KEY_SINK_SCHEMA = ST.StructType([*SINK_SCHEMA.fields, ST.StructField(PARTITION_KEY, ST.BinaryType())])
+
 STATE_STORE_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 # Kafka consumer settings every source gets for latency alone: what a query reads, and so
@@ -317,9 +323,14 @@ class KafkaRuntime:
 
     # ------------------------------------------------------------------ sinks
 
-    def sink_records(self, df: DataFrame, codec: TopicCodec, name: str) -> DataFrame:
-        """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``)."""
-        return df.mapInArrow(_sink_encoder(codec, self.query_id, name), SINK_SCHEMA)
+    def sink_records(
+        self, df: DataFrame, codec: TopicCodec, name: str, *, base_key_partitions: bool = False
+    ) -> DataFrame:
+        """The sink builder's raw rows as Kafka records (``SINK_SCHEMA``); with
+        ``base_key_partitions`` (a windowed V5 sink) also each record's key bytes without the
+        window, which place it (``BASE_KEY_SINK_SCHEMA``)."""
+        schema = BASE_KEY_SINK_SCHEMA if base_key_partitions else SINK_SCHEMA
+        return df.mapInArrow(_sink_encoder(codec, self.query_id, name, schema), schema)
 
     @staticmethod
     def encoded_sink_records(df: DataFrame) -> DataFrame:
@@ -460,16 +471,17 @@ def _sequencer(index: int, topic: str) -> Any:
     return sequence
 
 
-def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:
-    arrow_schema = R.arrow_schema_of(SINK_SCHEMA)
+def _sink_encoder(codec: TopicCodec, query_id: str, name: str, schema: ST.StructType = SINK_SCHEMA) -> Any:
+    arrow_schema = R.arrow_schema_of(schema)
     session = codec.window_type == "SESSION"
+    base_keys = PARTITION_KEY in schema.fieldNames()
 
     def encode(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             out: list[dict[str, Any]] = []
             for r in batch.to_pylist():
                 try:
-                    key = codec.key.to_bytes(pickle.loads(r["__key"]))
+                    key = base_key = codec.key.to_bytes(pickle.loads(r["__key"]))
                     if session and r["__wstart"] is not None:
                         key = encode_session_window_key(key or b"", r["__wstart"], r["__wend"])
                     elif codec.window_type is not None and r["__wstart"] is not None:
@@ -480,7 +492,10 @@ def _sink_encoder(codec: TopicCodec, query_id: str, name: str) -> Any:
                          type=processing_log.SERIALIZATION, topic=name)
                     continue
                 headers = [{"KEY": h["KEY"], "VALUE": h["VALUE"]} for h in (r[R.HEADERS] or ())]  # HEADER_SPARK_TYPE
-                out.append({"key": key, "value": value, "timestamp": r["__ts"], "headers": headers})
+                record = {"key": key, "value": value, "timestamp": r["__ts"], "headers": headers}
+                if base_keys:  # null (no key): the writer lets the producer place the record
+                    record[PARTITION_KEY] = base_key
+                out.append(record)
             yield pa.RecordBatch.from_pylist(out, schema=arrow_schema)
 
     encode.__name__ = f"Sink_{R._function_name(name)}"

@@ -16,7 +16,7 @@ from engine.plan import steps_ksqldb as K
 from engine.plan.plan import CreateStreamCommand, CreateTableCommand
 from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
-from engine.plan.steps_native import StreamSinkV4, TableSinkV4
+from engine.plan.steps_native import StreamSinkV4, TableSinkV4, TableSinkV5
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
 
@@ -463,3 +463,13 @@ def test_a_sink_naming_a_registered_schema_id_imports_as_the_v4_sink_that_writes
         assert type(sink) is expected and dict(sink.formats.value_properties) == {"schema_id": "2"}
     plain = _root(kp, kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"])))
     assert type(plain) is S.StreamSink  # no schema id: the V1 sink, as before
+
+
+def test_a_windowed_sink_imports_as_the_v5_sink_that_places_records_by_the_key_alone(kp: Any) -> None:
+    window = " TUMBLING ( SIZE 1 MINUTES ) "
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]), "streamWindowedAggregateV1", windowExpression=window)
+    sink = _root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True))
+    assert type(sink) is TableSinkV5  # Kafka Streams' WindowedStreamPartitioner, as kspark's V5 sinks
+    plain = _root(kp, kp.sink(kp.select(_aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"])),
+                                        ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True))
+    assert type(plain) is S.TableSink

@@ -131,3 +131,21 @@ def test_a_plan_saved_with_the_level_1_compiler_replays_its_python_rounding_whil
     today = next((latest.path / "physical_plans").iterdir()).read_text(encoding="utf-8")
     assert _python_evaluated(today) == {0, 4}  # ABS of an INTEGER and ROUND(X, 1) stay in Python
     assert "FLOOR(X#" in today
+
+
+def test_a_windowed_sink_saved_with_tablesinkv3_replays_unchanged_while_today_plans_v5(spark):
+    # Released 0.5.0 planned tableSinkV3 for this windowed count: on Kafka the producer hashes
+    # the whole windowed key. 0.11.0 re-recorded it with tableSinkV5, whose records also carry
+    # the key's bytes without the window (``partitionKey``), which place them. The older
+    # version still builds with V3: its streaming plan, without that column, is compared.
+    case = ROOT / "windows_tumbling_windows_count_per_window_and_expose_the_window_bounds"
+    older, newer = (next(v for v in saved_versions(case) if v.name.startswith(f"{r}_")) for r in ("0.5.0", "0.11.0"))
+    assert '"tableSinkV3"' in (older.path / PLAN_FILE).read_text(encoding="utf-8")
+    assert '"tableSinkV5"' in (newer.path / PLAN_FILE).read_text(encoding="utf-8")
+    result = replay(older)
+    assert result.ok, result.render()
+    streaming = next((older.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
+    assert "partitionKey" not in streaming
+    streaming = next((newer.path / "streaming_plans").iterdir()).read_text(encoding="utf-8")
+    assert "[key#e10, value#e11, timestamp#e12L, headers#e13, partitionKey#e14]" in streaming
+    assert _planned_today_in(case, {})[-1] == "tableSinkV5"

@@ -19,6 +19,7 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.Utils;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.ForeachPartitionFunction;
 import org.apache.spark.sql.Row;
@@ -35,7 +36,11 @@ import org.apache.spark.sql.Row;
  * A replayed batch finds the mark and writes nothing, provided the mark has the same layout: a
  * partition index only names the same records within one layout.
  * Rows: key (binary), value (binary), timestamp (bigint, epoch ms), headers
- * (array of struct key string, value binary).
+ * (array of struct key string, value binary), and optionally a partition key (binary): a
+ * windowed V5 sink's key without the window. A row with a partition key goes to the partition
+ * Kafka Streams' WindowedStreamPartitioner gives it, murmur2 of those bytes modulo the topic's
+ * partition count; any other row goes where the producer's partitioner puts it (murmur2 of the
+ * whole key).
  */
 public final class TransactionalKafkaWriter implements ForeachPartitionFunction<Row>, Serializable {
   private static final long serialVersionUID = 1L;
@@ -78,12 +83,20 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
         return; // a replayed batch this partition already wrote
       }
       producer.beginTransaction();
+      int partitions = 0; // the topic's partition count, asked for by the first partition key
       while (rows.hasNext()) {
         Row row = rows.next();
         byte[] key = row.isNullAt(0) ? null : (byte[]) row.get(0);
         byte[] value = row.isNullAt(1) ? null : (byte[]) row.get(1);
         Long timestamp = row.isNullAt(2) ? null : row.getLong(2);
-        producer.send(new ProducerRecord<>(topic, null, timestamp, key, value, headers(row)));
+        Integer target = null;
+        if (row.length() > 4 && !row.isNullAt(4)) {
+          if (partitions == 0) {
+            partitions = producer.partitionsFor(topic).size();
+          }
+          target = Utils.toPositive(Utils.murmur2((byte[]) row.get(4))) % partitions;
+        }
+        producer.send(new ProducerRecord<>(topic, target, timestamp, key, value, headers(row)));
       }
       producer.sendOffsetsToTransaction(
           Collections.singletonMap(mark, new OffsetAndMetadata(batchId + 1, layout)),
