@@ -144,6 +144,24 @@ class JavaInputProducer:
             return int(partition_text), int(offset_text)
         raise ProducerError(f"Cannot produce to topic '{topic}': {answer.removeprefix('ERR ')}")
 
+    def reset(self, timeout: float = 60.0) -> None:
+        """Open a new Kafka producer in the process, which forgets every topic's metadata
+        (after topics were deleted: see ``RestInputProducer.java``)."""
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(b"RESET\n")
+            stdin.flush()
+        except OSError:
+            raise ProducerError(
+                f"The Java input producer has stopped: {tail(self._log) or 'no output'}"
+            ) from None
+        answer = self._next_line(timeout)
+        if answer != "READY":
+            raise ProducerError(
+                f"The Java input producer did not start again: {answer or tail(self._log) or 'no output'}"
+            )
+
     def close(self) -> None:
         if self._process.stdin is not None:
             with contextlib.suppress(OSError):

@@ -303,6 +303,8 @@ class RestHarness:
             for topic in made:
                 with contextlib.suppress(KafkaClientError):
                     admin.delete_topic(topic, missing_ok=True)
+            if made:  # the producer would keep their partitions for a topic of the same name
+                self.producer.reset()
             deadline = time.monotonic() + 30
             while made and time.monotonic() < deadline:
                 present = set(admin.list_topics())
@@ -311,7 +313,7 @@ class RestHarness:
                     time.sleep(0.2)
             if made and problem is None:
                 problem = f"topics {', '.join(made[:5])} were not deleted within 30 s"
-        except KafkaClientError as exc:
+        except (KafkaClientError, ProducerError) as exc:
             problem = problem or str(exc)
         if problem is not None:
             self.reset_server(f"clean-up failed: {problem}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -344,3 +345,26 @@ def test_a_topic_a_create_statement_names_gets_its_partitions_else_four_as_in_ks
     result = run_rest_case(_case(tmp_path, case), harness)
     assert result.status is Status.PASSED, result.reason
     assert counts == [(4, 2)]
+
+
+def test_a_reset_producer_writes_to_a_topic_made_again_with_fewer_partitions(
+    kafka_broker: Broker, producer: JavaInputProducer
+) -> None:
+    # The harness deletes a case's topics, and the next case may make one of the same name
+    # with fewer partitions: a producer that kept the old partitions sends the record to one
+    # the topic lacks, and it expires after 30 s. ``reset`` (after the clean-up deletes topics)
+    # makes a producer that reads the topic afresh.
+    from engine.partitioner import partition_for
+
+    admin = TopicAdmin(kafka_broker.bootstrap_servers)
+    topic = f"remade_{uuid.uuid4().hex[:8]}"
+    key = next(k for k in (b"a", b"b", b"c", b"d", b"e") if partition_for(k, 4) != 0)
+    admin.create_topic(topic, 4)
+    assert producer.send(topic, timestamp=1, key=key, value=b"{}")[0] == partition_for(key, 4)
+    admin.delete_topic(topic)
+    deadline = time.monotonic() + 30
+    while topic in admin.list_topics() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    admin.create_topic(topic, 1)
+    producer.reset()
+    assert producer.send(topic, timestamp=2, key=key, value=b"{}") == (0, 0)

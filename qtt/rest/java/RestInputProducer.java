@@ -7,7 +7,10 @@
 //   topic  partition|-  timestamp|-  key-base64|-  value-base64|-  headers
 // where headers is empty or comma-separated KEY_BASE64:VALUE_BASE64 (VALUE '-' for null).
 // Each line is answered on stdout with "OK partition offset" or "ERR message", once the
-// broker acknowledged the record (acks=all).
+// broker acknowledged the record (acks=all). The line "RESET" closes the producer and opens a
+// new one, answered "READY": the harness sends it after deleting topics, since a producer keeps
+// a deleted topic's partitions in its metadata and would send to a partition that a topic of
+// the same name made again with fewer partitions lacks (the record then expires).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -32,12 +35,20 @@ public class RestInputProducer {
     props.put("request.timeout.ms", "20000");
     Base64.Decoder b64 = Base64.getDecoder();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
+    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props);
+    try {
       System.out.println("READY");
       System.out.flush();
       String line;
       while ((line = in.readLine()) != null) {
         if (line.isEmpty()) {
+          continue;
+        }
+        if (line.equals("RESET")) {
+          producer.close();
+          producer = new KafkaProducer<>(props);
+          System.out.println("READY");
+          System.out.flush();
           continue;
         }
         String[] f = line.split("\t", -1);
@@ -68,6 +79,8 @@ public class RestInputProducer {
         }
         System.out.flush();
       }
+    } finally {
+      producer.close();
     }
   }
 }
