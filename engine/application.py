@@ -400,7 +400,7 @@ def build_streaming_query(
         records = runtime.encoded_sink_records(built.df)
     else:
         records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx,
-                                       base_key_partitions=built.base_key_partitions and window is not None)
+                                       base_key_partitions=built.base_key_partitions)
     return StreamingQuery(records, topic, runtime)
 
 

@@ -389,7 +389,7 @@ class KsqlEngine:
         with a registry's schema id, which bounded runs never register: such records keep the
         partition they came with, as before V5 (the Kafka runtime places them by their wire
         bytes)."""
-        if not built.base_key_partitions or built.window is None:
+        if not built.base_key_partitions:
             return None
         from engine.builders.formats import serdes_for
         from engine.serde.registry import WIRE_FORMATS

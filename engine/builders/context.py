@@ -45,7 +45,7 @@ class Built:
     # A V2 sink's rows hold Kafka bytes in ``__key`` / ``__value``, written with this codec
     # (None: a V1 sink's rows hold the pickled QTT form).
     codec: TopicCodec | None = None
-    # A V5 sink: a windowed record goes to the partition of its key without the window
+    # A V5 sink of windowed records: each goes to the partition of its key without the window
     # (Kafka Streams' WindowedStreamPartitioner); otherwise the whole key's bytes decide.
     base_key_partitions: bool = False
 

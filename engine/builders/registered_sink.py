@@ -54,6 +54,9 @@ _PROTO3_DEFAULTS: dict[T.BaseType, Any] = {
     T.BaseType.BOOLEAN: False,
 }
 
+# The sink versions built here: V4, and V5, which builds as V4 and places windowed records.
+RegisteredSinkStep = StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5
+
 
 @dataclass(frozen=True)
 class ExtraField:
@@ -124,7 +127,7 @@ def _proto3_default(t: T.SqlType) -> Any:
     return _PROTO3_DEFAULTS.get(t.base)
 
 
-def registered_extras(step: StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5, columns: Sequence[Column],
+def registered_extras(step: RegisteredSinkStep, columns: Sequence[Column],
                       ctx: BuildContext) -> list[RegisteredExtras]:
     """The key and value fields ``step`` writes from its registered schemas (none when its
     formats name no schema id, or the schemas have no field past the sink's columns)."""
@@ -157,7 +160,7 @@ def registered_extras(step: StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSin
     return out
 
 
-def _sink(step: StreamSinkV4 | TableSinkV4 | StreamSinkV5 | TableSinkV5, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
+def _sink(step: RegisteredSinkStep, source: Built, ctx: BuildContext, *, is_table: bool) -> Built:
     extras = registered_extras(step, source.schema.columns, ctx)
     if not extras:
         return native_io_v3._sink(step, source, ctx, is_table=is_table)
@@ -188,9 +191,9 @@ def build_table_sink_v4(step: TableSinkV4, *, source: Built, ctx: BuildContext) 
 
 @builds(StreamSinkV5)
 def build_stream_sink_v5(step: StreamSinkV5, *, source: Built, ctx: BuildContext) -> Built:
-    return replace(_sink(step, source, ctx, is_table=False), base_key_partitions=True)
+    return replace(_sink(step, source, ctx, is_table=False), base_key_partitions=source.window is not None)
 
 
 @builds(TableSinkV5)
 def build_table_sink_v5(step: TableSinkV5, *, source: Built, ctx: BuildContext) -> Built:
-    return replace(_sink(step, source, ctx, is_table=True), base_key_partitions=True)
+    return replace(_sink(step, source, ctx, is_table=True), base_key_partitions=source.window is not None)
