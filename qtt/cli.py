@@ -270,6 +270,10 @@ def _add_plan_commands(sub: Any) -> None:
 
     add_replay_ksqldb(plans_sub)
 
+    from qtt.parity import cli as parity_cli
+
+    parity_cli.add_parser(sub)
+
     schema = sub.add_parser("schema", help="The plan JSON Schema guard.")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True, metavar="ACTION")
     gen = schema_sub.add_parser(
