@@ -38,6 +38,7 @@ from engine.errors import RecordSerdeError
 from engine.plan import types as T
 from engine.plan.schema import Column
 from engine.serde.formats import NULLABLE_REPRESENTATION, SCHEMA_FULL_NAME, FormatInfo
+from engine.serde.schema_text import SchemaTranslationError, parse_proto
 
 DEFAULT_MESSAGE = "ConnectDefault1"
 DECIMAL_TYPE = "confluent.type.Decimal"
@@ -201,9 +202,7 @@ def _file_descriptor(name: str, text: str) -> Any:
     from google.protobuf import descriptor_pb2
     from proto_schema_parser import ast as P
 
-    from engine.serde.schema_inference import _parse_proto
-
-    parsed = _parse_proto(text)
+    parsed = parse_proto(text)
     fdp = descriptor_pb2.FileDescriptorProto(name=name, syntax=parsed.syntax or "proto2")
     for element in parsed.file_elements:
         if isinstance(element, P.Package):
@@ -436,8 +435,6 @@ class ProtoCodec:
         """The codec of ``text``'s first message (or ``full_name``'s); ``imports``: the text
         of each file it imports by name (a registered schema's references)."""
         from google.protobuf import descriptor_pb2, descriptor_pool
-
-        from engine.serde.schema_inference import SchemaTranslationError
 
         try:
             main = _file_descriptor(file_name, text)

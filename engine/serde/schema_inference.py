@@ -36,6 +36,7 @@ from typing import Any
 from engine.errors import AnalysisError
 from engine.plan import types as T
 from engine.serde.formats import AVRO, JSON_SR, PROTOBUF
+from engine.serde.schema_text import SchemaTranslationError, parse_proto
 
 SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"
 INFERRING_FORMATS = frozenset({AVRO, JSON_SR, PROTOBUF})
@@ -43,10 +44,6 @@ ROWKEY = "ROWKEY"
 ROWVAL = "ROWVAL"
 # The schema types the registry stores for each format.
 _REGISTRY_TYPES = {AVRO: "AVRO", JSON_SR: "JSON", PROTOBUF: "PROTOBUF"}
-
-
-class SchemaTranslationError(Exception):
-    """A registered schema has no ksqlDB equivalent; the message says which part."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,11 +438,11 @@ def protobuf_to_sql(
                 enums.add(f"{scope}.{el.name}" if scope else el.name)
         return found
 
-    main = _parse_proto(text)
+    main = parse_proto(text)
     package = next((el.name for el in main.file_elements if isinstance(el, P.Package)), "")
     top = collect(main.file_elements, package)
     for imported_text in (imports or {}).values():
-        imported = _parse_proto(imported_text)
+        imported = parse_proto(imported_text)
         imported_package = next((el.name for el in imported.file_elements if isinstance(el, P.Package)), "")
         collect(imported.file_elements, imported_package)
     if not top:
@@ -533,21 +530,6 @@ def _decimal_params(field: Any) -> dict[str, str]:
                 if "key" in kv and "value" in kv:
                     out[str(kv["key"])] = str(kv["value"])
     return out
-
-
-def _parse_proto(text: str) -> Any:
-    from antlr4.error.ErrorListener import ErrorListener
-    from proto_schema_parser.parser import Parser
-
-    class _Raise(ErrorListener):  # type: ignore[misc]
-        def syntaxError(self, recognizer: Any, offending: Any, line: int, column: int, msg: str, e: Any) -> None:  # noqa: N802
-            raise SchemaTranslationError(f"Invalid protobuf schema: line {line}:{column}: {msg}")
-
-    def quiet(recognizer: Any) -> None:
-        recognizer.removeErrorListeners()
-        recognizer.addErrorListener(_Raise())
-
-    return Parser(setup_lexer=quiet, setup_parser=quiet).parse(text)
 
 
 # ---------------------------------------------------------------------- helpers
