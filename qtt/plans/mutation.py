@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from qtt.optional import require
 from qtt.plans.mutants import Applied, Mutant, find_mutants, module_name, target_files
 from qtt.plans.mutation_worker import (
     CHECK_PROPERTY,
@@ -49,6 +48,10 @@ from qtt.plans.mutation_worker import (
     tracer_files,
     write_control,
 )
+
+_TOOL = "The mutation check (python -m qtt.plans.mutation)"
+pytest = require("pytest", extra="test", tool=_TOOL)  # it runs the project's unit tests
+require("hypothesis", extra="test", tool=_TOOL)
 
 TARGETS = (
     "engine/builders",
