@@ -50,9 +50,12 @@ def _statements_text(sql_or_path: str) -> str:
     return sql_or_path
 
 
-def _records(path: str) -> list[TopicRecord]:
-    import base64
+RECORD_FIELDS = ("topic", "key", "value", "timestamp", "headers")
 
+
+def _records(path: str) -> list[TopicRecord]:
+    """The input records of ``--input``: a JSON list (or ``{"inputs": [...]}``) of QTT-style
+    records, each checked field by field; a bad one exits naming its number and field."""
     try:
         data = json.loads(_read(path))
     except json.JSONDecodeError as exc:
@@ -61,16 +64,42 @@ def _records(path: str) -> list[TopicRecord]:
         data = data.get("inputs", data.get("records"))
     if not isinstance(data, list):
         raise SystemExit(f"kspark: {path} must hold a JSON list of records (or an object with 'inputs').")
-    out = []
-    for i, r in enumerate(data):
-        if not isinstance(r, dict) or "topic" not in r:
-            raise SystemExit(f"kspark: record {i + 1} of {path} needs at least a 'topic' and a 'value'.")
-        headers = tuple(
-            Header(h["KEY"], None if h.get("VALUE") is None else base64.b64decode(h["VALUE"]))
-            for h in r.get("headers") or ()
-        )
-        out.append(TopicRecord(r["topic"], r.get("key"), r.get("value"), r.get("timestamp"), headers=headers))
-    return out
+    return [_record(r, f"record {number} of {path}") for number, r in enumerate(data, start=1)]
+
+
+def _record(raw: Any, where: str) -> TopicRecord:
+    import base64
+    import binascii
+
+    if not isinstance(raw, dict) or "topic" not in raw:
+        raise SystemExit(f"kspark: {where} needs at least a 'topic' and a 'value'.")
+    unknown = sorted(set(raw) - set(RECORD_FIELDS))
+    if unknown:
+        raise SystemExit(f"kspark: {where} has an unknown field '{unknown[0]}'; a record has "
+                         f"{', '.join(RECORD_FIELDS)}.")
+    topic = raw["topic"]
+    if not isinstance(topic, str) or not topic:
+        raise SystemExit(f"kspark: {where}: 'topic' must be a topic name (a non-empty string), got {json.dumps(topic)}.")
+    timestamp = raw.get("timestamp")
+    if timestamp is not None and (isinstance(timestamp, bool) or not isinstance(timestamp, int)
+                                  or not 0 <= timestamp < 2**63):
+        raise SystemExit(f"kspark: {where}: 'timestamp' must be a non-negative integer (milliseconds since "
+                         f"the epoch), got {json.dumps(timestamp)}.")
+    headers = raw.get("headers") or []
+    if not isinstance(headers, list):
+        raise SystemExit(f"kspark: {where}: 'headers' must be a list of {{\"KEY\": ..., \"VALUE\": base64}} objects.")
+    parsed = []
+    for index, header in enumerate(headers, start=1):
+        if not isinstance(header, dict) or not isinstance(header.get("KEY"), str):
+            raise SystemExit(f"kspark: {where}: header {index} must be an object with a string 'KEY'.")
+        value = header.get("VALUE")
+        try:
+            data = None if value is None else base64.b64decode(value, validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            raise SystemExit(f"kspark: {where}: header {index} ('{header['KEY']}'): 'VALUE' must be base64 "
+                             f"text or null, got {json.dumps(value)}.") from None
+        parsed.append(Header(header["KEY"], data))
+    return TopicRecord(topic, raw.get("key"), raw.get("value"), timestamp, headers=tuple(parsed))
 
 
 def _properties(pairs: Sequence[str]) -> dict[str, Any]:
@@ -472,7 +501,33 @@ def _console_to(path: str) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kspark`` console script."""
+    """Entry point of the ``kspark`` console script.
+
+    What a user gets wrong ends in a one-line error and a non-zero exit. A failure no check
+    foresaw is a bug: one line says so and names the file that holds its traceback (exit 70).
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last resort: never a traceback on the console
+        return _internal_error(exc)
+
+
+def _internal_error(exc: BaseException) -> int:
+    import tempfile
+    import traceback
+
+    with tempfile.NamedTemporaryFile("w", prefix="kspark-error-", suffix=".txt", delete=False,
+                                     encoding="utf-8") as out:
+        traceback.print_exception(exc, file=out)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    print(f"kspark: internal error (a bug in kspark): {type(exc).__name__}: {first}; "
+          f"the traceback is in {out.name}", file=sys.stderr)
+    return 70
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="print the execution plan of each statement")
