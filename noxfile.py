@@ -101,7 +101,7 @@ def mutation(session: nox.Session) -> None:
 def replay_bench(session: nox.Session) -> None:
     """Planned-case versions replayed per second (Spark start-up excluded)."""
     session.install("-e", ".")
-    session.run("python", "-m", "qtt.plans.bench", "planned_cases", *session.posargs)
+    session.run("python", "-m", "benchmarks.replay_bench", "planned_cases", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -109,32 +109,32 @@ def benchmark(session: nox.Session) -> None:
     """Conformance throughput in cases/s, and how the time splits between planning and Spark."""
     session.install("-e", ".")
     args = session.posargs or [CORPUS, "--report", "reports/benchmark.json"]
-    session.run("python", "-m", "qtt.benchmark", *args)
+    session.run("python", "-m", "benchmarks.conformance", *args)
 
 
 @nox.session(python=PYTHON)
 def metastore_bench(session: nox.Session) -> None:
     """Server restart time with 50 live sources after 5,000 create/drop cycles: tables vs command topic."""
     session.install("-e", ".")
-    session.run("python", "-m", "qtt.metastore_bench", *session.posargs)
+    session.run("python", "-m", "benchmarks.metastore_bench", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def pull_bench(session: nox.Session) -> None:
     """Pull-query key lookups through HTTP on a materialized table of 100,000 keys: p50/p99."""
     session.install("-e", ".")
-    session.run("python", "-m", "qtt.pull_bench", *session.posargs)
+    session.run("python", "-m", "benchmarks.pull_bench", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def stream_bench(session: nox.Session) -> None:
     """Streaming records/s on a real broker, engine vs hand-written PySpark, and latency."""
     session.install("-e", ".")
-    session.run("python", "-m", "qtt.stream_bench", *session.posargs)
+    session.run("python", "-m", "benchmarks.stream_bench", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def perf(session: nox.Session) -> None:
     """100,000 JSON records in memory: the engine's stateless CSAS and running GROUP BY against hand-written PySpark."""
     session.install("-e", ".")
-    session.run("python", "-m", "qtt.perf", *session.posargs)
+    session.run("python", "-m", "benchmarks.perf", *session.posargs)

@@ -346,7 +346,7 @@ def test_old_planned_cases_keep_old_behaviour_when_the_planner_switches_step_ver
 def test_replay_bench_counts_versions_and_shared_runs_and_times_the_floor(
     workspace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from qtt.plans.bench import main
+    from benchmarks.replay_bench import main
 
     _, root = workspace
     latest = only_version(root)

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from qtt.benchmark import PhaseTimes, TimedEngine, main
+from benchmarks.conformance import PhaseTimes, TimedEngine, main
 
 
 def test_settings_made_on_the_timed_engine_reach_the_engine() -> None:
@@ -55,7 +55,10 @@ def test_the_benchmark_reports_its_figures_with_the_floor_measured_in_the_same_r
     cases.write_text(json.dumps({"tests": [case]}), encoding="utf-8")
     report = tmp_path / "benchmark.json"
     assert main([str(cases), "--workers", "1", "--report", str(report)]) == 0
-    figures = json.loads(report.read_text())
+    written = json.loads(report.read_text())
+    assert written["benchmark"] == "benchmark" and written["checks"]
+    assert written["figures"]["seconds_per_query"]["ratio"] is not None
+    figures = written["details"]
     assert (figures["cases"], figures["passed"], figures["queries_run"]) == (1, 1, 1)
     assert figures["floor_jobs_per_second"] > 0
     out = capsys.readouterr().out
@@ -66,8 +69,8 @@ def test_the_benchmark_times_the_engines_qtt_conformance_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Cases run on the interpreted session, as ``qtt conformance`` runs them."""
+    from benchmarks import conformance as benchmark
     from engine.runtime.session import interpreted_session
-    from qtt import benchmark
 
     sessions: list[object] = []
     real = benchmark.interpreted_engine_factory
@@ -89,5 +92,5 @@ def test_the_benchmark_times_the_engines_qtt_conformance_runs(
     }
     cases = tmp_path / "double.json"
     cases.write_text(json.dumps({"tests": [case]}), encoding="utf-8")
-    assert main([str(cases), "--workers", "1"]) == 0
+    assert main([str(cases), "--workers", "1", "--report", str(tmp_path / "report.json")]) == 0
     assert sessions and all(s is interpreted_session() for s in sessions)

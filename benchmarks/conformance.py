@@ -1,6 +1,6 @@
 """Conformance throughput benchmark: cases per second, and where the time goes.
 
-    python -m qtt.benchmark ../shared/ksqldb-qtt [--report reports/benchmark.json]
+    python -m benchmarks.conformance ../shared/ksqldb-qtt [--report reports/benchmark.json] [--record]
 
 Runs the conformance runner over the given QTT files with engines that time their phases:
 statement execution (parse, analyse, plan: no Spark) and ``run`` (building the queries and
@@ -8,13 +8,14 @@ running them as Spark jobs), and counts the queries run. It prints cases/s overa
 split, so a change that slows the planner or adds Spark jobs shows up as a number. Cases run
 ``--workers`` at a time as in ``qtt conformance`` (the phase times are then summed over
 cases that overlap, so they can add up to more than the wall time).
-This is a benchmark, not a test: it asserts nothing and belongs in a nox session.
+The runner verifies each case's outputs; the report counts the cases per verdict.
+This is a benchmark, not a test: it asserts nothing about speed and belongs in a nox session
+(``nox -s benchmark``; the report goes through ``benchmarks.report``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import threading
 import time
@@ -26,6 +27,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks import report as R
+from benchmarks.timing import floor_line, minimal_job_rate
 from qtt.conformance import case_workers, run_conformance
 from qtt.loader import load_paths
 from qtt.runner import execute_sql_at, interpreted_engine_factory, set_engine_factory
@@ -85,10 +88,10 @@ class TimedEngine:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: ``python -m qtt.benchmark PATH... [--report FILE]``."""
-    parser = argparse.ArgumentParser(prog="python -m qtt.benchmark", description=__doc__.split("\n\n")[0])
+    """Entry point: ``python -m benchmarks.conformance PATH... [--report FILE] [--record]``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.conformance", description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+")
-    parser.add_argument("--report", help="write the figures as JSON to this file")
+    R.add_report_options(parser, "benchmark")
     parser.add_argument(
         "--workers", type=int, help="cases run at a time (default: $KSPARK_QTT_WORKERS or 3)"
     )
@@ -119,8 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         set_engine_factory(previous)
 
-    from qtt.perf import floor_line, minimal_job_rate
-
     floor = minimal_job_rate(get_spark(), workers)
     cases = len(times.per_case)
     figures = {
@@ -140,6 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # machine's speed moves from run to run, and this is the yardstick measured with it.
         "floor_jobs_per_second": round(floor, 2),
     }
+    run = R.Run("benchmark", load={"paths": sorted(str(p) for p in args.paths), "workers": workers},
+                baseline="the smallest hand-written PySpark job, as many at a time, right after the run")
+    # Each case's outputs are checked by the conformance runner itself; a case that fails is a
+    # compatibility gap, counted in the report, not a wrong figure.
+    run.check_outputs(f"each case's outputs verified by qtt conformance: {result.totals.as_dict()}")
+    run.figure("cases_per_second", figures["cases_per_second"], unit="cases/s", higher_is_better=True)
+    run.figure("seconds_per_query", figures["seconds_per_query"], unit="s",
+               baseline=round(1 / floor, 4) if floor else None)
     table = Table(title="conformance throughput")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -154,9 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rest parses, plans and verifies."
     )
     print(floor_line(floor, workers))
-    if args.report:
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    R.write(run, {**figures, "statuses": result.totals.as_dict()}, report=args.report, record=args.record)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Restart time of a server: metastore tables (KLIP-18) vs command topic, in the same run.
 
-    python -m qtt.metastore_bench [--cycles 5000] [--live 50] [--bootstrap-servers HOST:PORT]
+    python -m benchmarks.metastore_bench [--cycles 5000] [--live 50] [--bootstrap-servers HOST:PORT] [--record]
     nox -s metastore_bench
 
 Both services get the same history: ``--cycles`` CREATE STREAM / DROP STREAM pairs, then
@@ -12,6 +12,8 @@ statements one by one would measure the write path, not the restart. Once the ch
 is compacted (or ``--compaction-wait`` passed), each mode's restart is timed: a new server
 (no persistent queries: their Spark start is the same in both modes) is started until it
 is ready, ``--repeats`` times; the median is reported with the records each had to read.
+Both restarted servers must list the live sources before a figure is set; the command
+topic's restart is the baseline of the tables' (``benchmarks.report``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-DEFAULT_REPORT = "reports/metastore_bench.json"
+from benchmarks import report as R
+
 STATEMENT = "CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='bench_topic', VALUE_FORMAT='JSON', PARTITIONS=1);"
 
 
@@ -149,7 +152,7 @@ def time_restart(mode: str, bootstrap: str, service_id: str, state: Path, repeat
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from qtt.stream_bench import engine_source, kafka_cluster
+    from benchmarks.stream_bench import kafka_cluster
 
     statements = history(args.cycles, args.live)
     with kafka_cluster(args.bootstrap_servers, work) as bootstrap:
@@ -159,7 +162,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         changelog = write_tables(bootstrap, tables_service, statements)
         compacted, waited = await_compaction(bootstrap, changelog, args.live, args.compaction_wait)
         report = {
-            "engine": engine_source(), "cycles": args.cycles, "live": args.live, "statements": len(statements),
+            "cycles": args.cycles, "live": args.live, "statements": len(statements),
             "command_topic": {"records": count_records(bootstrap, command_topic),
                               **time_restart("command-topic", bootstrap, command_service, work, args.repeats)},
             "tables": {"records": compacted, "compaction_wait_s": round(waited, 1),
@@ -170,26 +173,32 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qtt.metastore_bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.metastore_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=5000, help="CREATE/DROP pairs before the live sources")
     parser.add_argument("--live", type=int, default=50, help="sources alive at restart (default 50)")
     parser.add_argument("--repeats", type=int, default=3, help="restarts timed per mode (median reported)")
     parser.add_argument("--compaction-wait", type=float, default=180.0, help="seconds to wait for the log cleaner")
     parser.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="use this broker instead of starting one")
-    parser.add_argument("--report", default=DEFAULT_REPORT, help=f"JSON report (default {DEFAULT_REPORT})")
+    R.add_report_options(parser, "metastore_bench")
     args = parser.parse_args(argv)
+    bench = R.Run("metastore_bench", load={"cycles": args.cycles, "live": args.live, "repeats": args.repeats},
+                  baseline="the same history restarted from the command topic, same run")
     with tempfile.TemporaryDirectory(prefix="metastore-bench-") as tmp:
         report = run(args, Path(tmp))
-    text = json.dumps(report, indent=2, sort_keys=True)
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(text + "\n", encoding="utf-8")
-    print(text)
     ct, tb = report["command_topic"], report["tables"]
-    ok = ct["sources_listed"] == tb["sources_listed"] == args.live
-    if not ok:
-        print(f"metastore_bench: the restarted servers listed {ct['sources_listed']} and {tb['sources_listed']} "
-              f"sources, expected {args.live}.", file=sys.stderr)
-    return 0 if ok else 1
+    try:
+        bench.check_outputs(
+            f"both restarted servers list the {args.live} live sources",
+            [f"the restarted servers listed {ct['sources_listed']} and {tb['sources_listed']} sources, "
+             f"expected {args.live}"] if not ct["sources_listed"] == tb["sources_listed"] == args.live else [],
+        )
+    except R.OutputsWrong as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    bench.figure("restart_seconds", tb["median_s"], unit="s", baseline=ct["median_s"])
+    R.write(bench, report, report=args.report, record=args.record)
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0
 
 
 if __name__ == "__main__":

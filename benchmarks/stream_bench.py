@@ -1,6 +1,6 @@
 """Streaming benchmark: the engine against hand-written PySpark on a real Kafka broker.
 
-    python -m qtt.stream_bench [--records N] [--bootstrap-servers HOST:PORT] [--report FILE]
+    python -m benchmarks.stream_bench [--records N] [--bootstrap-servers HOST:PORT] [--report FILE] [--record]
 
 Starts a one-node broker in a temporary directory (unless ``--bootstrap-servers`` names
 one), produces N JSON orders (default 1,000,000; keys spread over ``--keys`` ids) into a
@@ -24,7 +24,8 @@ reported. Last, single records go one at a time through a running stateless engi
 and their produce-to-visible latency is measured.
 
 This is a benchmark, not a test: it belongs in a nox session (``nox -s stream_bench``).
-Production is not timed. The report goes to ``reports/stream_bench.json``.
+Production is not timed. The report goes to ``reports/stream_bench.json``
+(``benchmarks.report``; ``--record`` appends it to the history).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from benchmarks import report as R
 
 DEFAULT_RECORDS = 1_000_000
 DEFAULT_KEYS = 1_000
@@ -502,19 +505,6 @@ def kafka_cluster(bootstrap: str | None, work: Path) -> Iterator[str]:
         broker.stop()
 
 
-def engine_source() -> str | None:
-    """The git commit the engine runs from, ``+dirty`` when engine/ has uncommitted changes."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "engine"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return commit + ("+dirty" if dirty else "")
-
-
 def _ratio(engine: Timing | None, handwritten: Timing | None) -> float | None:
     if engine is None or handwritten is None:
         return None
@@ -525,8 +515,8 @@ QUERIES = (("filter", FILTER_SQL), ("aggregate", AGGREGATE_SQL))
 SKIPPABLE = ("process", "handwritten", "latency")
 
 
-def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    """The whole benchmark in ``work``; the report as a JSON value."""
+def run(args: argparse.Namespace, work: Path, bench: R.Run) -> dict[str, Any]:
+    """The whole benchmark in ``work``, its figures set on ``bench``; the details as a JSON value."""
     from engine.kafka.admin import TopicAdmin
     from engine.runtime.session import get_spark
 
@@ -536,7 +526,6 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "keys": args.keys,
         "partitions": PARTITIONS,
         "skipped": sorted(args.skip),
-        "engine_source": engine_source(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
     }
@@ -613,6 +602,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for name, records_out in read.items():
             timings[name].output = len(records_out)
         verify(dataset, read)
+        bench.check_outputs("record counts; (a)'s records; (b)'s final count and sum per key")
 
         # --- latency through a running query
         if "latency" not in args.skip:
@@ -651,6 +641,20 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "note": UPDATE_MODE_NOTE,
     }
     report["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+
+    def rate(name: str) -> float | None:
+        return round(timings[name].rate, 1) if name in timings else None
+
+    bench.figure("filter_records_per_second", rate("engine_filter"), unit="records/s", higher_is_better=True,
+                 baseline=rate("handwritten_filter"), target=TARGETS["filter"])
+    bench.figure("aggregate_records_per_second", rate("engine_aggregate"), unit="records/s",
+                 higher_is_better=True, baseline=rate("handwritten_exact"), target=TARGETS["aggregate"])
+    for query, _ in QUERIES:
+        if f"engine_process_{query}" in timings:
+            bench.figure(f"{query}_kspark_run_seconds", round(timings[f"engine_process_{query}"].seconds, 2), unit="s")
+    if report.get("latency"):
+        bench.figure("latency_p50", report["latency"]["p50_ms"], unit="ms")
+        bench.figure("latency_p99", report["latency"]["p99_ms"], unit="ms")
     print_summary(report, timings)
     return report
 
@@ -724,12 +728,12 @@ def print_summary(report: dict[str, Any], timings: dict[str, Timing]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``python -m qtt.stream_bench [--records N] [--bootstrap-servers HOST:PORT]``."""
-    parser = argparse.ArgumentParser(prog="python -m qtt.stream_bench", description=__doc__.split("\n\n")[0])
+    """Entry point: ``python -m benchmarks.stream_bench [--records N] [--bootstrap-servers HOST:PORT]``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.stream_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=DEFAULT_RECORDS, help="orders to produce (default 1,000,000)")
     parser.add_argument("--keys", type=int, default=DEFAULT_KEYS, help="distinct ids (default 1,000)")
     parser.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="use this broker instead of starting one")
-    parser.add_argument("--report", default=DEFAULT_REPORT, help=f"JSON report (default {DEFAULT_REPORT})")
+    R.add_report_options(parser, "stream_bench")
     parser.add_argument("--latency-samples", type=int, default=200, help="timed single records")
     parser.add_argument("--latency-warmup", type=int, default=20, help="single records sent before timing")
     parser.add_argument("--skip", action="append", default=[], choices=SKIPPABLE,
@@ -739,10 +743,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.records < 1 or args.keys < 1 or args.latency_samples < 2:
         parser.error("--records and --keys must be at least 1, --latency-samples at least 2")
 
+    bench = R.Run(
+        "stream_bench",
+        load={"records": args.records, "keys": args.keys, "partitions": PARTITIONS, "skipped": sorted(args.skip),
+              "latency_samples": args.latency_samples},
+        baseline="hand-written Structured Streaming jobs on the same broker and session "
+                 "(the aggregate's: per-record transformWithStateInPandas)",
+    )
     start = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="kspark-stream-bench-"))
     try:
-        report = run(args, work)
+        report = run(args, work, bench)
     except BenchFailure as exc:
         print(f"stream_bench: {exc}", file=sys.stderr)
         return 1
@@ -752,10 +763,8 @@ def main(argv: list[str] | None = None) -> int:
         stop_spark()
         shutil.rmtree(work, ignore_errors=True)
     report["session_seconds"] = round(time.perf_counter() - start, 1)
-    path = Path(args.report)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"stream_bench: done in {report['session_seconds']:.0f} s; report written to {path}")
+    R.write(bench, report, report=args.report, record=args.record)
+    print(f"stream_bench: done in {report['session_seconds']:.0f} s; report written to {args.report}")
     return 0
 
 

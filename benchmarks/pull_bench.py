@@ -1,6 +1,6 @@
 """Pull-query latency through HTTP: key lookups on a materialized table of 100,000 keys.
 
-    python -m qtt.pull_bench [--keys 100000] [--lookups 2000] [--bootstrap-servers HOST:PORT]
+    python -m benchmarks.pull_bench [--keys 100000] [--lookups 2000] [--bootstrap-servers HOST:PORT] [--record]
     nox -s pull_bench
 
 Starts a broker (unless ``--bootstrap-servers`` names one) and a kspark server (uvicorn on
@@ -13,7 +13,8 @@ query builds the materialization (its time is reported apart); then ``--lookups`
 key lookups (``SELECT * FROM T WHERE ID='k...';``) are sent one after another over one
 keep-alive HTTP/1.1 connection to ``/query-stream`` and ``/query``, and each answer is
 checked. Prints p50/p90/p99/max per endpoint against the targets (p50 < 20 ms, p99 < 100
-ms) and writes them to ``--report`` (JSON).
+ms) and writes them to ``--report`` (``benchmarks.report``). There is no baseline: the figures
+are held against the targets.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-DEFAULT_REPORT = "reports/pull_bench.json"
+from benchmarks import report as R
+
 TARGET_P50_MS = 20.0
 TARGET_P99_MS = 100.0
 
@@ -155,15 +157,16 @@ def run(bootstrap: str, keys: int, lookups: int, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qtt.pull_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.pull_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=100_000, help="keys in the table (default 100000)")
     parser.add_argument("--lookups", type=int, default=2000, help="timed lookups per endpoint (default 2000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--bootstrap-servers", help="a running broker (default: start one)")
-    parser.add_argument("--report", default=DEFAULT_REPORT, help=f"JSON report (default {DEFAULT_REPORT})")
+    R.add_report_options(parser, "pull_bench")
     args = parser.parse_args(argv)
     if args.keys < 1 or args.lookups < 1:
         parser.error("--keys and --lookups must be at least 1")
+    bench = R.Run("pull_bench", load={"keys": args.keys, "lookups": args.lookups, "seed": args.seed})
     if args.bootstrap_servers:
         report = run(args.bootstrap_servers, args.keys, args.lookups, args.seed)
     else:
@@ -171,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
 
         with Broker(Path(tempfile.mkdtemp(prefix="pull-bench-broker-")), stop_with_parent=True) as broker:
             report = run(broker.bootstrap_servers, args.keys, args.lookups, args.seed)
+    # _measure stops the run at the first wrong answer, so reaching here means all were right.
+    bench.check_outputs("every lookup's answer equals its key's last changelog value (or no row for a deleted key)")
+    for endpoint, r in report["endpoints"].items():
+        bench.figure(f"{endpoint} p50", r["p50_ms"], unit="ms", target=TARGET_P50_MS)
+        bench.figure(f"{endpoint} p99", r["p99_ms"], unit="ms", target=TARGET_P99_MS)
     print(f"pull_bench: {report['keys']} keys ({report['changelog_records']} changelog records, written in "
           f"{report['produce_seconds']} s); first query (materialization) {report['first_query_seconds']} s")
     print(f"{'endpoint':<14} {'lookups':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8}")
@@ -179,8 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{endpoint:<14} {r['lookups']:>7} {r['p50_ms']:>8} {r['p90_ms']:>8} {r['p99_ms']:>8} {r['max_ms']:>8}")
         met = met and r["p50_ms"] < TARGET_P50_MS and r["p99_ms"] < TARGET_P99_MS
     print(f"targets p50 < {TARGET_P50_MS:g} ms, p99 < {TARGET_P99_MS:g} ms: {'met' if met else 'NOT met'}")
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    R.write(bench, report, report=args.report, record=args.record)
     return 0
 
 

@@ -1,6 +1,6 @@
 """In-memory performance: the engine's stateless CSAS against the same job in hand-written PySpark.
 
-    python -m qtt.perf [--records N] [--repeat R] [--report FILE]
+    python -m benchmarks.perf [--records N] [--repeat R] [--report FILE] [--record]
 
 N JSON records (default 100,000) are held in memory, in one process on the shared
 SparkSession. Two queries are timed. The stateless one is ``SELECT ID, UCASE(ITEM) AS ITEM,
@@ -24,7 +24,7 @@ are the medians, and the report keeps every run. A single run moved by a fifth f
 to the next on the 2-core machine, most of all the first run at full size, while the JIT
 still compiles. The outputs are checked against each other (record count and totals) before
 any figure prints. This is a benchmark, not a test: ``nox -s perf``. The report goes to
-``reports/perf.json``.
+``reports/perf.json`` (``benchmarks.report``; ``--record`` appends it to the history).
 
 Besides the elapsed time, each run's CPU time is measured: user and system seconds of this
 process and all its descendants (Spark's JVM and its Python workers, read from ``/proc``).
@@ -37,19 +37,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import platform
-import statistics
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
+from benchmarks import report as R
+from benchmarks.timing import Clock, Timing, median
 from engine.builders.context import BuildContext
 from engine.builders.formats import serdes_for
 from engine.builders.walker import build
@@ -65,7 +60,6 @@ from engine.runtime.session import get_spark
 
 DEFAULT_RECORDS = 100_000
 DEFAULT_REPEAT = 3
-DEFAULT_REPORT = "reports/perf.json"
 TARGETS = {"stateless": 1.3, "group_by": 2.0}
 SOURCE = """
 CREATE STREAM ORDERS (ID BIGINT KEY, ITEM STRING, QTY INT, PRICE DOUBLE)
@@ -121,96 +115,6 @@ _V1 = {
 }
 
 
-@dataclass(frozen=True)
-class Timing:
-    """One timed run: elapsed seconds and CPU seconds of the process tree (None: not measurable)."""
-
-    seconds: float
-    cpu_seconds: float | None
-
-
-def process_tree_cpu_seconds(pid: int | None = None) -> float | None:
-    """User and system CPU seconds used so far by process ``pid`` (default: this one) and its
-    descendants, live ones and those already waited for (Linux ``/proc``; None elsewhere)."""
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        return None
-    root = os.getpid() if pid is None else pid
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            text = (entry / "stat").read_text()
-        except OSError:  # the process ended meanwhile
-            continue
-        # Fields after the command name (which may hold spaces): state, ppid, ... utime (14th
-        # field), stime, cutime, cstime (the children it waited for).
-        fields = text.rsplit(")", 1)[1].split()
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = sum(int(f) for f in fields[11:15]) / tick
-    if root not in used:
-        return None
-    tree, pending = {root}, [root]
-    children: dict[int, list[int]] = {}
-    for child, parent in parents.items():
-        children.setdefault(parent, []).append(child)
-    while pending:
-        for child in children.get(pending.pop(), []):
-            if child not in tree:
-                tree.add(child)
-                pending.append(child)
-    return sum(used[p] for p in tree)
-
-
-def median(runs: list[Timing]) -> Timing:
-    """The median elapsed and the median CPU seconds of ``runs`` (each on its own)."""
-    cpus = [t.cpu_seconds for t in runs]
-    cpu = None if any(c is None for c in cpus) else statistics.median(c for c in cpus if c is not None)
-    return Timing(statistics.median(t.seconds for t in runs), cpu)
-
-
-class _Clock:
-    """Elapsed and process-tree CPU time from ``start()`` to ``stop()``."""
-
-    def start(self) -> None:
-        self._cpu = process_tree_cpu_seconds()
-        self._start = time.perf_counter()
-
-    def stop(self) -> Timing:
-        seconds = time.perf_counter() - self._start
-        cpu = process_tree_cpu_seconds()
-        return Timing(seconds, None if cpu is None or self._cpu is None else cpu - self._cpu)
-
-
-def minimal_job_rate(spark: Any, workers: int, jobs: int = 60) -> float:
-    """Jobs/s of the smallest job a query run could be, ``workers`` at a time: 5 records
-    made in the driver, a filter and a projection, collected (after 10 warm-up jobs)."""
-    def job(i: int) -> None:
-        rows = [(i, f"a{j}", float(j)) for j in range(5)]
-        df = spark.createDataFrame(rows, "ID INT, NAME STRING, V DOUBLE")
-        df.filter(F.col("V") > 1).select(
-            F.upper("NAME").alias("N"), (F.col("V") * 2).alias("V2")
-        ).collect()
-
-    for i in range(10):
-        job(i)
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(job, range(jobs)))
-    return jobs / (time.perf_counter() - start)
-
-
-def floor_line(rate: float, workers: int) -> str:
-    """How the benchmarks print ``minimal_job_rate``'s figure."""
-    return (
-        f"the smallest hand-written PySpark job (5 records, filter and projection, collect) on "
-        f"this session, {workers} at a time: {rate:.2f} jobs/s"
-    )
-
-
 def orders(n: int) -> list[dict[str, Any]]:
     """``n`` order values, deterministic."""
     return [{"ITEM": f"widget-{i % 50}", "QTY": i % 7, "PRICE": (i % 100) / 4} for i in range(n)]
@@ -241,8 +145,7 @@ def run_engine(
     if isinstance(source, N.StreamSourceV2 | N.StreamSourceV3 | N.StreamSourceV4):
         # The records as Kafka bytes in memory, as the hand-written job holds its JSON texts.
         runtime.encoded_table("orders", TopicCodec(*serdes_for(source.formats, source.source_schema.columns)))
-    clock = _Clock()
-    clock.start()
+    clock = Clock().start()
     built = build(root, BuildContext(runtime=runtime, query_id=plan.query_id))
     written = runtime.write_sink(sink, built.df, None, built.codec)
     return clock.stop(), [r.value for r in written]
@@ -251,8 +154,7 @@ def run_engine(
 def run_pyspark(spark: SparkSession, values: list[dict[str, Any]], query: str) -> tuple[Timing, list[Any]]:
     """The timing of the hand-written job over the JSON texts, and its output values."""
     texts = [(i, json.dumps(v)) for i, v in enumerate(values)]
-    clock = _Clock()
-    clock.start()
+    clock = Clock().start()
     raw = spark.createDataFrame(texts, "id long, value string")
     parsed = raw.select("id", F.from_json("value", ORDER_SCHEMA).alias("v"))
     if query == "stateless":
@@ -274,13 +176,12 @@ def run_pyspark(spark: SparkSession, values: list[dict[str, Any]], query: str) -
     return clock.stop(), values_out
 
 
-def _check(name: str, got: list[Any], want: list[Any]) -> None:
+def _problems(name: str, got: list[Any], want: list[Any]) -> list[str]:
     total = round(sum(v["TOTAL"] for v in got), 6)
     expected = round(sum(v["TOTAL"] for v in want), 6)
     if len(got) != len(want) or total != expected:
-        raise SystemExit(
-            f"perf: {name} produced {len(got)} records (TOTAL sum {total}); expected {len(want)} ({expected})."
-        )
+        return [f"{name} produced {len(got)} records (TOTAL sum {total}); expected {len(want)} ({expected})"]
+    return []
 
 
 def _ratio(part: float | None, whole: float | None) -> float | None:
@@ -332,41 +233,48 @@ def summary_lines(query: str, records: int, target: float, entry: dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qtt.perf", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.perf", description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=DEFAULT_RECORDS)
     parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="timed runs of each way (the median prints)")
-    parser.add_argument("--report", default=DEFAULT_REPORT)
+    R.add_report_options(parser, "perf")
     args = parser.parse_args(argv)
     if args.records < 1:
         parser.error("--records must be at least 1")
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    run = R.Run("perf", load={"records": args.records, "repeat": args.repeat},
+                baseline="a hand-written PySpark job over the same JSON texts, same session, in turns")
     spark = get_spark(long_running=True)
     warm, values = orders(1_000), orders(args.records)
-    report: dict[str, Any] = {
-        "records": args.records,
-        "repeat": args.repeat,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
-    }
+    details: dict[str, Any] = {"records": args.records, "repeat": args.repeat}
     for query, target in TARGETS.items():
         for python_steps in (False, True):
             run_engine(spark, warm, query, python_steps=python_steps)
         run_pyspark(spark, warm, query)
         runs: dict[str, list[Timing]] = {"engine": [], "engine_python_steps": [], "pyspark": []}
+        problems: list[str] = []
         for _ in range(args.repeat):
             pyspark, reference = run_pyspark(spark, values, query)
             engine, native_out = run_engine(spark, values, query, python_steps=False)
             python, python_out = run_engine(spark, values, query, python_steps=True)
-            _check(f"the engine ({query})", native_out, reference)
-            _check(f"the engine with Python steps ({query})", python_out, reference)
+            problems += _problems(f"the engine ({query})", native_out, reference)
+            problems += _problems(f"the engine with Python steps ({query})", python_out, reference)
             for way, timing in (("pyspark", pyspark), ("engine", engine), ("engine_python_steps", python)):
                 runs[way].append(timing)
-        report[query] = query_report(query, target, runs)
-        print("\n".join(summary_lines(query, args.records, target, report[query])))
-    report["machine"]["load_after"] = os.getloadavg()
-    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.report).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"report: {args.report}")
+        try:
+            run.check_outputs(f"{query}: record count and TOTAL sum of both engine ways equal the hand-written job's",
+                              problems)
+        except R.OutputsWrong as exc:
+            raise SystemExit(f"perf: {exc}") from None
+        entry = details[query] = query_report(query, target, runs)
+        base = entry["seconds"]["pyspark"]
+        run.figure(f"{query}_seconds", entry["seconds"]["engine"], unit="s", baseline=base, target=target)
+        run.figure(f"{query}_python_steps_seconds", entry["seconds"]["engine_python_steps"], unit="s", baseline=base)
+        run.figure(f"{query}_cpu_seconds", entry["cpu_seconds"]["engine"], unit="s CPU",
+                   baseline=entry["cpu_seconds"]["pyspark"])
+        print("\n".join(summary_lines(query, args.records, target, entry)))
+    R.write(run, details, report=args.report, record=args.record)
+    print(f"report: {args.report}" + (" (recorded in benchmarks/reports/perf.json)" if args.record else ""))
     return 0
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qtt.perf import Timing, median, process_tree_cpu_seconds, query_report, summary_lines
+from benchmarks.perf import query_report, summary_lines
+from benchmarks.timing import Timing, median, process_tree_cpu_seconds
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="CPU time is read from Linux /proc")
 
