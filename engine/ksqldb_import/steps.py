@@ -45,12 +45,7 @@ from engine.planner.physical import writes_registered_schema
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
 _ROW_POSITION = ("ROWPARTITION", "ROWOFFSET")
 
-UNSUPPORTED_STEPS: dict[str, str] = {
-    "foreignKeyTableTableJoinV1": (
-        "ksqlDB's foreign-key join names the foreign key by a column of the left input and "
-        "keeps the left key columns; not mapped to kspark's foreignKeyTableTableJoinV1 yet"
-    ),
-}
+UNSUPPORTED_STEPS: dict[str, str] = {}
 """ksqlDB step versions known to behave unlike every kspark step version, with the reason."""
 
 
@@ -716,6 +711,63 @@ def _table_table_join(importer: StepImporter, node: Mapping[str, Any]) -> Import
     return Imported(
         step, _join_shape(step.key_column, left, right, table=True, window=left.imported.shape.window)
     )
+
+
+@translates("fkTableTableJoinV1")
+def _foreign_key_join(importer: StepImporter, node: Mapping[str, Any]) -> Imported:
+    """ksqlDB's foreign-key table-table join (``ForeignKeyTableTableJoinBuilder``): Kafka
+    Streams' KIP-213 join of each left row to the right row whose primary key the left row's
+    foreign key names, keyed by the left key. ksqlDB evaluates the foreign key, a column name
+    (``leftJoinColumnName``, before 0.24) or an expression (``leftJoinExpression``), over the
+    left input as the join sees it, aliased (``L_FK``); kspark's step evaluates it over the
+    left input's own columns (``FK``), under the join's ``left_alias``."""
+    ctx = importer.ctx(node)
+    left = _join_side(importer, V.require(node, "leftSource", f"step {ctx}"), "Left")
+    right = _join_side(importer, V.require(node, "rightSource", f"step {ctx}"), "Right")
+    join_type = str(V.require(node, "joinType", f"step {ctx}")).upper()
+    join_type = {"LEFT_OUTER": "LEFT"}.get(join_type, join_type)
+    column, text = node.get("leftJoinColumnName"), node.get("leftJoinExpression")
+    if (column is None) == (text is None):
+        raise PlanError(
+            f"Step {ctx}: fkTableTableJoinV1 needs exactly one of leftJoinColumnName and "
+            f"leftJoinExpression, got {column!r} and {text!r}."
+        )
+    foreign_key = E.ColumnRef(str(column)) if column is not None else importer.expr(text, node)
+    if left.alias:
+        unaliased = {f"{left.alias}_{name}": name for name in (*left.imported.shape.names(), *PSEUDO)}
+        missing = sorted(
+            ref.name for ref in _column_refs(foreign_key) if ref.source is None and ref.name not in unaliased
+        )
+        if missing:
+            raise PlanError(
+                f"Step {ctx}: the foreign key reads `{missing[0]}`, which is no column of the left input "
+                f"({', '.join(sorted(unaliased))})."
+            )
+        foreign_key = rewrite(
+            foreign_key,
+            lambda e: E.ColumnRef(unaliased[e.name])
+            if isinstance(e, E.ColumnRef) and e.source is None and e.name in unaliased
+            else None,
+        )
+    key = f"{left.alias}_{left.imported.shape.keys[0]}" if left.alias else left.imported.shape.keys[0]
+    step = J.ForeignKeyTableTableJoin(
+        ctx=ctx,
+        left=left.imported.step,
+        right=right.imported.step,
+        join_type=join_type,
+        left_alias=left.alias,
+        right_alias=right.alias,
+        key_column=key,
+        foreign_key=_reading_values(foreign_key, left.imported.shape),
+    )
+    return Imported(step, _join_shape(key, left, right, table=True, window=None))
+
+
+def _column_refs(node: E.Expr) -> list[E.ColumnRef]:
+    found = [node] if isinstance(node, E.ColumnRef) else []
+    for child in node.children():
+        found.extend(_column_refs(child))
+    return found
 
 
 def projection_aliases(node: Any) -> set[str]:

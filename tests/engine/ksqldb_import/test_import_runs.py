@@ -235,3 +235,66 @@ def test_a_table_aggregate_non_aggregate_column_holds_the_row_it_last_added_or_r
         TopicRecord("input", 1, None, 30),  # retracted: the value of the row taken out
     ])
     assert outputs == {"OUTPUT": [("a", {"LAST": 1, "N": 1}), ("a", {"LAST": 5, "N": 1}), ("a", {"LAST": 5, "N": 0})]}
+
+
+ORDERS = "`OID` INTEGER KEY, `CUST` INTEGER, `QTY` INTEGER"
+
+
+def _foreign_key_join_plan(kp: Any, join_type: str) -> dict[str, Any]:
+    """ORDERS (table) joined to ITEMS by the foreign key ORDERS.CUST, as ksqlDB 0.24+ saves it."""
+    def aliased(schema_names: tuple[str, ...], key: str, source: dict[str, Any], alias: str, side: str) -> Any:
+        exprs = [f"{c} AS {alias}_{c}" for c in (*schema_names, "ROWTIME", "ROWPARTITION", "ROWOFFSET", key)]
+        return kp.select(source, exprs, [f"{alias}_{key}"], ctx=f"PrependAlias{side}", table=True)
+
+    left = aliased(("CUST", "QTY"), "OID", kp.table_source(ORDERS, "orders", "KafkaTopic_Left/Source"), "O", "Left")
+    right = aliased(("NAME", "QTY"), "ID", kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source"), "I", "Right")
+    join = kp.step("fkTableTableJoinV1", "Join", leftSource=left, rightSource=right, joinType=join_type,
+                   leftJoinColumnName=None, leftJoinExpression="O_CUST", formats=kp.fmt())
+    project = kp.select(join, ["O_QTY AS QTY", "I_NAME AS ITEM"], ["O_OID"], table=True)
+    out = kp.create("OUTPUT", "`O_OID` INTEGER KEY, `QTY` INTEGER, `ITEM` STRING", "OUTPUT", table=True)
+    return kp.query_plan(
+        kp.sink(project, table=True), out,
+        [kp.create("ORDERS", ORDERS, "orders", table=True), kp.create("ITEMS", SOURCE, "items", table=True)],
+        sources=("ORDERS", "ITEMS"), query_id="CTAS_OUTPUT_0",
+    )
+
+
+FOREIGN_KEY_UPDATES = [
+    TopicRecord("orders", 1, {"CUST": 10, "QTY": 5}, 10),
+    TopicRecord("items", 10, {"NAME": "pear", "QTY": 0}, 20),
+    TopicRecord("orders", 2, {"CUST": 10, "QTY": 6}, 30),
+    TopicRecord("orders", 1, {"CUST": None, "QTY": 7}, 40),
+    TopicRecord("items", 10, {"NAME": "plum", "QTY": 0}, 50),
+    TopicRecord("orders", 2, None, 60),
+]
+
+
+def test_an_imported_foreign_key_left_join_joins_each_left_row_to_the_row_its_foreign_key_names(
+    spark: Any, kp: Any
+) -> None:
+    # Kafka Streams' KIP-213 left join: an unmatched or null foreign key joins nulls, a right
+    # change reaches every left row subscribed to it, a left delete deletes its result.
+    outputs = _run(_foreign_key_join_plan(kp, "LEFT"), FOREIGN_KEY_UPDATES)
+    assert outputs == {"OUTPUT": [
+        (1, {"QTY": 5, "ITEM": None}),
+        (1, {"QTY": 5, "ITEM": "pear"}),
+        (2, {"QTY": 6, "ITEM": "pear"}),
+        (1, {"QTY": 7, "ITEM": None}),
+        (2, {"QTY": 6, "ITEM": "plum"}),
+        (2, None),
+    ]}
+
+
+def test_an_imported_foreign_key_inner_join_emits_only_matches_and_deletes_what_stops_matching(
+    spark: Any, kp: Any
+) -> None:
+    # Inner: a new left row without a match emits nothing; a row that loses its foreign key
+    # deletes its result.
+    outputs = _run(_foreign_key_join_plan(kp, "INNER"), FOREIGN_KEY_UPDATES)
+    assert outputs == {"OUTPUT": [
+        (1, {"QTY": 5, "ITEM": "pear"}),
+        (2, {"QTY": 6, "ITEM": "pear"}),
+        (1, None),
+        (2, {"QTY": 6, "ITEM": "plum"}),
+        (2, None),
+    ]}

@@ -13,6 +13,7 @@ from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
 from engine.plan import steps_ksqldb as K
+from engine.plan import types as T
 from engine.plan.plan import CreateStreamCommand, CreateTableCommand
 from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
@@ -473,3 +474,49 @@ def test_a_windowed_sink_imports_as_the_v5_sink_that_places_records_by_the_key_a
     plain = _root(kp, kp.sink(kp.select(_aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"])),
                                         ["KSQL_AGG_VARIABLE_0 AS X"], None, table=True), table=True))
     assert type(plain) is S.TableSink
+
+
+ORDERS = "`OID` INTEGER KEY, `CUST` INTEGER, `QTY` INTEGER"
+
+
+def _foreign_key_join(kp: Any, **key: Any) -> dict[str, Any]:
+    exprs = [f"{c} AS O_{c}" for c in ("CUST", "QTY", "ROWTIME", "ROWPARTITION", "ROWOFFSET", "OID")]
+    left = kp.select(kp.table_source(ORDERS, "orders", "KafkaTopic_Left/Source"), exprs, ["O_OID"],
+                     ctx="PrependAliasLeft", table=True)
+    right = _aliased(kp, kp.table_source(SOURCE, "items", "KafkaTopic_Right/Source"), "I", "Right", table=True)
+    return kp.step("fkTableTableJoinV1", "Join", leftSource=left, rightSource=right, formats=kp.fmt(), **key)
+
+
+@pytest.mark.parametrize(
+    ("key", "foreign_key"),
+    [
+        ({"joinType": "LEFT", "leftJoinColumnName": "O_CUST", "leftJoinExpression": None}, E.ColumnRef("CUST")),
+        ({"joinType": "INNER", "leftJoinColumnName": None, "leftJoinExpression": "(O_CUST + 1)"},
+         E.Arithmetic("+", E.ColumnRef("CUST"), E.Literal(1, T.INTEGER))),
+    ],
+)
+def test_a_foreign_key_join_reads_its_foreign_key_over_the_left_inputs_own_columns(
+    kp: Any, key: dict[str, Any], foreign_key: E.Expr
+) -> None:
+    join = _foreign_key_join(kp, **key)
+    step = _chain(_root(kp, kp.sink(kp.select(join, ["I_NAME AS X"], ["O_OID"], table=True), table=True), table=True))[2]
+    assert isinstance(step, J.ForeignKeyTableTableJoin)
+    assert (step.left_alias, step.right_alias, step.key_column) == ("O", "I", "O_OID")
+    assert step.join_type == key["joinType"] and step.foreign_key == foreign_key
+    assert isinstance(step.left, S.TableSource) and isinstance(step.right, S.TableSource)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ({"leftJoinColumnName": "O_CUST", "leftJoinExpression": "O_CUST"}, "exactly one of leftJoinColumnName"),
+        ({"leftJoinColumnName": None, "leftJoinExpression": None}, "exactly one of leftJoinColumnName"),
+        ({"leftJoinColumnName": "CUST"}, "reads `CUST`, which is no column of the left input"),
+    ],
+)
+def test_a_foreign_key_join_without_one_readable_foreign_key_is_a_plan_error(
+    kp: Any, key: dict[str, Any], message: str
+) -> None:
+    join = _foreign_key_join(kp, joinType="INNER", **key)
+    with pytest.raises(PlanError, match=message):
+        _root(kp, kp.sink(kp.select(join, ["I_NAME AS X"], ["O_OID"], table=True), table=True), table=True)
