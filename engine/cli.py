@@ -527,7 +527,8 @@ def _internal_error(exc: BaseException) -> int:
     return 70
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kspark`` command's parser, with every subcommand (nothing runs)."""
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="print the execution plan of each statement")
@@ -568,7 +569,15 @@ def _main(argv: Sequence[str] | None) -> int:
     from engine.ksqldb_import import command_topic
 
     command_topic.add_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from engine.ksqldb_import import command_topic
+    from engine.metastore.database import migrate
+    from engine.server import cli as server_cli
+
+    args = build_parser().parse_args(argv)
     if args.command == "import-command-topic":
         return command_topic.run(args)
     if args.command == "server":
