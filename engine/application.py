@@ -38,7 +38,7 @@ from engine.errors import (
     query_failure_in,
 )
 from engine.kafka.admin import TopicAdmin
-from engine.kafka.produce import ProducerRecord, RecordProducer, UnknownPartitionError
+from engine.kafka.produce import ProducerRecord, SharedProducer, UnknownPartitionError
 from engine.parser import parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
@@ -73,8 +73,10 @@ class KafkaTopics:
         self.admin = TopicAdmin(bootstrap_servers)
         self.create = create  # False: a read-only view that leaves the cluster's topics alone
         self.registry_url = registry_url  # AVRO/JSON_SR records (INSERT VALUES) in the registry's wire format
-        self._producer: RecordProducer | None = None
+        # INSERT VALUES and /inserts-stream rows of every request thread go through one producer.
+        self._producer: SharedProducer | None = None
         self._wire_serdes: dict[tuple[Any, ...], RecordSerde] = {}
+        self._lock = threading.Lock()
 
     @property
     def topics(self) -> dict[str, TopicInfo]:
@@ -98,9 +100,26 @@ class KafkaTopics:
         from engine.serde.registry import wire_serde
 
         key = (topic, serde.format, serde.columns, serde.wrapped, serde.is_key)
-        if key not in self._wire_serdes:
-            self._wire_serdes[key] = wire_serde(serde, topic, self.registry_url)
-        return self._wire_serdes[key]
+        with self._lock:
+            if key not in self._wire_serdes:
+                self._wire_serdes[key] = wire_serde(serde, topic, self.registry_url)
+            return self._wire_serdes[key]
+
+    def _shared_producer(self, stale: SharedProducer | None = None) -> SharedProducer:
+        """The producer every thread writes through; a new one in place of ``stale``."""
+        with self._lock:
+            if self._producer is None or self._producer is stale:
+                old, self._producer = self._producer, SharedProducer(self.bootstrap_servers)
+                if old is not None:
+                    threading.Thread(target=old.close, daemon=True).start()
+            return self._producer
+
+    def close(self) -> None:
+        """Deliver what is queued and stop the producer."""
+        with self._lock:
+            producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.close()
 
     def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
         key_serde = self._wire(codec.key, record.topic)
@@ -110,19 +129,18 @@ class KafkaTopics:
             value=value_serde.to_bytes(record.value),
             timestamp=record.timestamp or None,
         )
+        producer = self._shared_producer()
         for attempt in (1, 2):
-            if self._producer is None:
-                self._producer = RecordProducer(self.bootstrap_servers)
             try:
-                self._producer.send(record.topic, produced)
-                self._producer.flush()
+                producer.write(record.topic, produced)
                 return
             except UnknownPartitionError:
                 if attempt == 2:
                     raise
                 # The producer partitioned by a view of the topic older than the topic (made
-                # again with fewer partitions since): a new producer reads the topic afresh.
-                self._producer = None
+                # again with fewer partitions since), so the record was not written: a new
+                # producer reads the topic afresh.
+                producer = self._shared_producer(stale=producer)
 
 
 @dataclass
@@ -334,13 +352,15 @@ class StreamingApplication:
             self.stop()
 
     def stop(self) -> None:
-        """Stop every running query (a batch in flight is replayed on the next start)."""
+        """Stop every running query (a batch in flight is replayed on the next start) and the
+        producer of INSERT VALUES."""
         for handle in list(self.running.values()):
             try:
                 handle.stop()
             except Exception:  # noqa: BLE001 - stopping must reach every query
                 pass
         self.running.clear()
+        self.topics.close()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,11 @@ delivery error instead of dropping the record.
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +78,10 @@ class Delivered:
 
 
 class RecordProducer:
-    """An idempotent (optionally transactional) producer that reports every delivery."""
+    """An idempotent (optionally transactional) producer that reports every delivery.
+
+    For one thread at a time (its sends and flushes share one list of deliveries): threads
+    that write at once share a ``SharedProducer`` instead."""
 
     def __init__(
         self,
@@ -101,26 +108,16 @@ class RecordProducer:
         """Queue ``record`` for ``topic``; ``flush`` waits for it and reports its delivery."""
         index = len(self._sent)
         self._sent.append(None)
-        # The partition is named whether librdkafka refuses the record at once (it knows the
-        # topic's partitions already) or in its delivery report.
-        where = topic if record.partition is None else f"{topic}' partition '{record.partition}"
+        where = _where(topic, record)
 
         def delivered(error: KafkaError | None, message: Any) -> None:
             if error is not None:
                 self._errors.append(f"Cannot produce to topic '{where}': {error_text(error)}.")
                 self._all_unknown_partition &= error.code() == KafkaError._UNKNOWN_PARTITION
             else:
-                self._sent[index] = Delivered(
-                    message.topic(), message.partition(), message.offset(), message.timestamp()[1]
-                )
+                self._sent[index] = _delivered(message)
 
-        kwargs: dict[str, Any] = {"key": record.key, "value": record.value, "on_delivery": delivered}
-        if record.timestamp is not None:
-            kwargs["timestamp"] = record.timestamp
-        if record.partition is not None:
-            kwargs["partition"] = record.partition
-        if record.headers:
-            kwargs["headers"] = [(h.key, h.value) for h in record.headers]
+        kwargs = _produce_kwargs(record, delivered)
         while True:
             try:
                 self._producer.produce(topic, **kwargs)
@@ -128,9 +125,7 @@ class RecordProducer:
             except BufferError:  # local queue full: let deliveries drain, then retry
                 self._producer.poll(0.1)
             except KafkaException as exc:
-                unknown = exc.args[0].code() == KafkaError._UNKNOWN_PARTITION
-                kind = UnknownPartitionError if unknown else KafkaClientError
-                raise kind(f"Cannot produce to topic '{where}': {error_text(exc)}.") from None
+                raise _refused(exc, where) from None
         self._producer.poll(0)
 
     def flush(self) -> list[Delivered]:
@@ -183,6 +178,111 @@ class RecordProducer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _where(topic: str, record: ProducerRecord) -> str:
+    # The partition is named whether librdkafka refuses the record at once (it knows the
+    # topic's partitions already) or in its delivery report.
+    return topic if record.partition is None else f"{topic}' partition '{record.partition}"
+
+
+def _delivered(message: Any) -> Delivered:
+    return Delivered(message.topic(), message.partition(), message.offset(), message.timestamp()[1])
+
+
+def _produce_kwargs(record: ProducerRecord, on_delivery: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"key": record.key, "value": record.value, "on_delivery": on_delivery}
+    if record.timestamp is not None:
+        kwargs["timestamp"] = record.timestamp
+    if record.partition is not None:
+        kwargs["partition"] = record.partition
+    if record.headers:
+        kwargs["headers"] = [(h.key, h.value) for h in record.headers]
+    return kwargs
+
+
+def _refused(exc: KafkaException, where: str) -> KafkaClientError:
+    unknown = exc.args[0].code() == KafkaError._UNKNOWN_PARTITION
+    kind = UnknownPartitionError if unknown else KafkaClientError
+    return kind(f"Cannot produce to topic '{where}': {error_text(exc)}.")
+
+
+class SharedProducer:
+    """One idempotent producer that many threads write through at once.
+
+    ``write`` returns once the broker has the record (``acks=all``) and raises when it does
+    not: a record is reported written exactly when it is. confluent-kafka's ``produce`` may
+    be called from any thread, but deliveries are reported by whichever thread polls, so one
+    thread of this producer's own does all the polling; request threads only wait on their
+    record's future.
+
+        producer = SharedProducer(bootstrap)
+        producer.write("orders", ProducerRecord(key=b"k", value=b"v"))   # -> Delivered
+        producer.close()
+    """
+
+    def __init__(self, bootstrap_servers: str, *, config: Mapping[str, Any] | None = None,
+                 timeout: float = 30.0) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout = timeout
+        settings = {**PRODUCER_CONFIG, "message.timeout.ms": int(timeout * 1000), **(config or {})}
+        self._producer = Producer(client_config(bootstrap_servers, **settings))
+        self._closing = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="kspark-producer-poll", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        while not self._closing.is_set():
+            self._producer.poll(0.05)
+
+    def send(self, topic: str, record: ProducerRecord) -> Future[Delivered]:
+        """Queue ``record``; its future holds the delivery, or the error that kept it out."""
+        if self._closing.is_set():
+            raise KafkaClientError(f"The producer to {self.bootstrap_servers} is closed.")
+        future: Future[Delivered] = Future()
+        where = _where(topic, record)
+
+        def delivered(error: KafkaError | None, message: Any) -> None:
+            if error is None:
+                future.set_result(_delivered(message))
+            else:
+                unknown = error.code() == KafkaError._UNKNOWN_PARTITION
+                kind = UnknownPartitionError if unknown else KafkaClientError
+                future.set_exception(kind(f"Cannot produce to topic '{where}': {error_text(error)}."))
+
+        kwargs = _produce_kwargs(record, delivered)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._producer.produce(topic, **kwargs)
+                return future
+            except BufferError:  # the local queue is full: the poll thread drains it
+                if time.monotonic() > deadline:
+                    raise KafkaClientError(
+                        f"Cannot produce to topic '{where}': the producer's queue stayed full for "
+                        f"{self.timeout:g} s."
+                    ) from None
+                time.sleep(0.01)
+            except KafkaException as exc:
+                raise _refused(exc, where) from None
+
+    def write(self, topic: str, record: ProducerRecord) -> Delivered:
+        """Send ``record`` and wait until the broker has it; raise ``KafkaClientError`` if it has not."""
+        future = self.send(topic, record)
+        try:
+            # librdkafka reports every record within message.timeout.ms: the margin is for the poll.
+            return future.result(timeout=self.timeout + 10)
+        except FutureTimeout:
+            raise KafkaClientError(
+                f"The record for topic '{topic}' was not acknowledged by {self.bootstrap_servers} "
+                f"within {self.timeout:g} s."
+            ) from None
+
+    def close(self) -> None:
+        """Deliver what is queued, then stop the poll thread."""
+        self._closing.set()
+        self._poller.join()
+        self._producer.flush(self.timeout)
 
 
 def produce(

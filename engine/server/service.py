@@ -189,6 +189,7 @@ class KsqlService:
         with self._queries_lock:
             for query_id in list(self._queries):
                 self._stop_query(query_id)
+        self.app.topics.close()  # the producer of INSERT VALUES and /inserts-stream
 
     def _run_operations(self) -> None:
         while True:
