@@ -16,6 +16,7 @@ from engine.errors import PlanError, UnsupportedFeatureError
 from engine.ksqldb_import import values as V
 from engine.ksqldb_import.steps import StepImporter, projection_aliases
 from engine.plan.plan import (
+    AlterSourceCommand,
     Command,
     CreateStreamCommand,
     CreateTableCommand,
@@ -23,6 +24,7 @@ from engine.plan.plan import (
     QueryPlan,
     StatementPlan,
 )
+from engine.plan.schema import Namespace
 from engine.plan.types import SqlType, parse_type
 
 # Configs whose saved value changes what a query computes, and the values kspark implements.
@@ -130,7 +132,7 @@ def import_entry(
 
 
 def import_command(ddl: Any) -> Command:
-    """``createStreamV1`` / ``createTableV1`` / ``dropSourceV1`` -> the kspark command."""
+    """``createStreamV1`` / ``createTableV1`` / ``dropSourceV1`` / ``alterSourceV1`` -> the kspark command."""
     wire = ddl.get("@type") if isinstance(ddl, Mapping) else None
     if wire in ("createStreamV1", "createTableV1"):
         name = str(V.require(ddl, "sourceName", str(wire)))
@@ -148,10 +150,23 @@ def import_command(ddl: Any) -> Command:
     if wire == "dropSourceV1":
         name = str(V.require(ddl, "sourceName", "dropSourceV1"))
         return DropSourceCommand(name=name, kind=str(ddl.get("sourceType") or "STREAM").upper())
+    if wire == "alterSourceV1":
+        # ALTER STREAM|TABLE ... ADD COLUMN: the new value columns, each as ksqlDB's Column
+        # prints itself (``"`C` INTEGER"``).
+        name = str(V.require(ddl, "sourceName", "alterSourceV1"))
+        columns = V.require(ddl, "newColumns", f"alterSourceV1 {name}")
+        if not isinstance(columns, list) or not columns:
+            raise PlanError(f"The alterSourceV1 command of {name} must list its new columns, got {columns!r}.")
+        new_columns = V.schema(", ".join(str(c) for c in columns))
+        if any(c.namespace is not Namespace.VALUE for c in new_columns.columns):
+            raise PlanError(f"The alterSourceV1 command of {name} adds a column that is not a value column: {columns}.")
+        return AlterSourceCommand(
+            name=name, kind=str(V.require(ddl, "ksqlType", f"alterSourceV1 {name}")).upper(), new_columns=new_columns
+        )
     raise UnsupportedFeatureError(
         f"command {wire}",
         f"kspark cannot import the ksqlDB command '{wire}' "
-        "(known: createStreamV1, createTableV1, dropSourceV1, registerTypeV1, dropTypeV1).",
+        "(known: createStreamV1, createTableV1, dropSourceV1, alterSourceV1, registerTypeV1, dropTypeV1).",
     )
 
 

@@ -298,3 +298,20 @@ def test_an_imported_foreign_key_inner_join_emits_only_matches_and_deletes_what_
         (2, {"QTY": 6, "ITEM": "plum"}),
         (2, None),
     ]}
+
+
+def test_a_query_saved_after_an_alter_source_reads_the_added_column(spark: Any, kp: Any) -> None:
+    altered = SOURCE + ", `NOTE` STRING"
+    alter = {"@type": "alterSourceV1", "sourceName": "INPUT", "ksqlType": "STREAM", "newColumns": ["`NOTE` STRING"]}
+    physical = kp.sink(kp.select(kp.stream_source(altered), ["NOTE AS NOTE"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `NOTE` STRING", "OUTPUT")
+    plan = kp.plan(kp.entry(kp.create("INPUT", SOURCE, "input")), kp.entry(alter), kp.entry(out, physical))
+    imported = import_plan(plan)
+    engine = KsqlEngine(dict(imported.configs))
+    for statement in imported.statements:
+        engine.restore(statement)
+    source = engine.metastore.get("INPUT")
+    assert source is not None and [c.name for c in source.schema.columns][-1] == "NOTE"
+    engine.close()
+    outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": 1, "NOTE": "n"}, 10)])
+    assert outputs == {"OUTPUT": [(1, {"NOTE": "n"})]}

@@ -14,7 +14,7 @@ from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
 from engine.plan import steps_ksqldb as K
 from engine.plan import types as T
-from engine.plan.plan import CreateStreamCommand, CreateTableCommand
+from engine.plan.plan import AlterSourceCommand, CreateStreamCommand, CreateTableCommand
 from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
 from engine.plan.steps_native import StreamSinkV4, TableSinkV4, TableSinkV5
@@ -520,3 +520,19 @@ def test_a_foreign_key_join_without_one_readable_foreign_key_is_a_plan_error(
     join = _foreign_key_join(kp, joinType="INNER", **key)
     with pytest.raises(PlanError, match=message):
         _root(kp, kp.sink(kp.select(join, ["I_NAME AS X"], ["O_OID"], table=True), table=True), table=True)
+
+
+def test_alter_source_imports_as_the_command_adding_value_columns(kp: Any) -> None:
+    alter = {"@type": "alterSourceV1", "sourceName": "INPUT", "ksqlType": "STREAM",
+             "newColumns": ["`EXTRA` STRING", "`AMOUNTS` ARRAY<DECIMAL(4, 2)>"]}
+    imported = import_plan(kp.plan(kp.entry(kp.create("INPUT", SOURCE, "input")), kp.entry(alter)))
+    command = imported.statements[-1].command
+    assert isinstance(command, AlterSourceCommand)
+    assert (command.name, command.kind) == ("INPUT", "STREAM")
+    assert command.new_columns == LogicalSchema.parse("`EXTRA` STRING, `AMOUNTS` ARRAY<DECIMAL(4, 2)>")
+
+
+def test_alter_source_adding_a_key_column_is_a_plan_error(kp: Any) -> None:
+    alter = {"@type": "alterSourceV1", "sourceName": "INPUT", "ksqlType": "TABLE", "newColumns": ["`K2` STRING KEY"]}
+    with pytest.raises(PlanError, match="not a value column"):
+        import_plan(kp.plan(kp.entry(alter)))
