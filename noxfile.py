@@ -84,6 +84,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs-material), built strictly: a broken link or a page missing from nav fails."""
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", "--site-dir", "build/site", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def plans_report(session: nox.Session) -> None:
     """HTML view of saved vs current plan DAGs, changes marked: reports/planned_cases.html."""
     session.install("-e", ".")
