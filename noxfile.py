@@ -17,7 +17,7 @@ def tests(session: nox.Session) -> None:
 
     The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
     long kill -9 runs (``nox -s soak``). Two pytest-xdist workers, a test file each at a time,
-    one per core (three or four were no faster: the two cores are 85% busy with two). Each
+    one per core (more workers are no faster on two cores). Each
     worker starts its own SparkSession, broker and registry. Files go out in collection order
     (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
     tests first), which ``tests/conftest.py`` sets: the QTT cases and the verify test of the

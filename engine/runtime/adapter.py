@@ -360,9 +360,8 @@ class BoundedRuntime:
         # A small table becomes an in-memory relation in the plan, and Spark's optimizer folds
         # any projection over it into the relation: the driver runs it, interpreted, one record
         # at a time (column pruning alone puts one there). A large table is read by a task
-        # instead, from one Arrow batch (one partition, as the in-memory relation has):
-        # perf's stateless query, 100,000 records, 1.65 s -> 1.3 s. An observed count between
-        # them, used before, did not stop the fold: pruning put the projection under it.
+        # instead, from one Arrow batch (one partition, as the in-memory relation has). An
+        # observed count between them does not stop the fold: pruning puts the projection under it.
         # The settings are the session's for the length of this call: a case run at the same
         # time on another thread (QTT's workers) that reads a small topic meanwhile would get
         # a task-read table too. Same records; only its physical plan would say so, and the

@@ -4,16 +4,16 @@ PySpark reaches JVM classes by attribute (``sc._jvm.PythonSQLUtils``,
 ``jvm.org.apache.spark...``): every access is a round trip in which Py4J tries the name
 under each package the view imports. A miss makes the JVM's class loader look through
 every jar on the class path (about 250), so one lookup costs up to a few milliseconds of
-JVM CPU, and a small query's build does dozens: on the replay of ksqlDB's saved plans it
-was a quarter of the JVM's sampled CPU. A name resolves to the same class or package for
+JVM CPU, and a small query's build does dozens, a large share of the JVM's work on runs of
+many small queries (the replay of ksqlDB's saved plans). A name resolves to the same class or package for
 the life of the JVM as long as the view's imports stay as PySpark set them at start-up
 (kspark adds none), so the first answer is kept on the view or package object, where
 Python's attribute lookup finds it before ``__getattr__`` is asked again.
 
 A class's static methods and inner classes are kept the same way: PySpark reaches every
 function of ``org.apache.spark.sql.functions`` by attribute (``F.upper`` asks the JVM for the
-member ``upper`` before calling it), which was 160 of the 740 round trips of perf's stateless
-query's build. A static method found once stays that method; a static *field* is a value
+member ``upper`` before calling it), one round trip more for every call of such a function.
+A static method found once stays that method; a static *field* is a value
 that may change, so it is asked for each time.
 """
 

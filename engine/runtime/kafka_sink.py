@@ -19,9 +19,9 @@ again. ksqlDB offers ``exactly_once_v2``, and so does kspark, by default:
   the same records, but not always in the same Spark partitions: Spark's Kafka source numbers
   a batch's partitions in the order of a map of its end offsets, which a running query takes
   from the broker's answer and a restarted one reads back from the offset log. For some
-  topic names the two orders differ: a replayed batch then read Kafka partition 0 in
-  Spark partition 1 and the other way round, skipped the records that had not been written
-  and wrote the others a second time (issue 12: 32 records lost after a ``kill -9``).
+  topic names the two orders differ: a replayed batch would then read Kafka partition 0 in
+  Spark partition 1 and the other way round, skip the records that had not been written
+  and write the others a second time.
   So when the writing stage reads a source directly (no shuffle between the batch's RDD and
   a source in its lineage), the batch is first hash-partitioned on the record key into as
   many partitions as it has: the records of writer task ``i`` are then a function of the

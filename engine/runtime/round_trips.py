@@ -29,11 +29,10 @@ kinds of them carry no work:
   holds broadcast variables or passes the broadcast threshold, or that is called with
   keyword arguments or with a Python profiler on, goes PySpark's own way.
 - **Releases.** Py4J's finalizer thread tells the JVM that Python dropped an object with a
-  round trip of its own, one at a time: 61,000 of the 128,000 round trips of 120 planned-case
-  replays, about 130 µs of CPU each between the two processes. Here it sends what has
+  round trip of its own, one at a time: nearly half the round trips of a planned-case replay,
+  each costing CPU in both processes. Here it sends what has
   queued up (up to ``RELEASE_BATCH``) in one write and then reads the answers: the JVM reads
   its commands line by line and answers each in turn, so they need not wait for each other.
-  20,000 releases took 2.2-2.6 s of CPU one at a time, 0.19-0.24 s this way.
 - **Plain arguments.** Py4J offers every argument that is not a JVM object to each input
   converter (sets, lists, maps, PySpark's dates, intervals and NumPy values); the list and
   map converters ask ``inspect.getattr_static`` whether it iterates or has keys, about 10 µs

@@ -5,8 +5,8 @@ it starts. Python compiles each module it imports from a zip archive, at every i
 bytecode cache is kept for archives): about 0.9 s of CPU for each such process to import
 pyspark, against 0.4 s from the installed package. Spark starts one for its worker daemon,
 and one more for each ``transformWithState`` operator at every start of a streaming query
-(the processor's state variables are read in Python while the query is planned): a table
-aggregate's two operators took 4.8 s of planning at each start, 2.8 s with compiled pyspark.
+(the processor's state variables are read in Python while the query is planned), so a
+table aggregate, with two such operators, pays the import twice at each start.
 
 ``spark_home()`` makes, once per pyspark installation, a Spark home in kspark's cache
 (``$KSPARK_HOME/spark-home/<version>-<digest of the installation's path>``): links to the

@@ -232,8 +232,8 @@ def registry_client(url: str) -> Any:
         if client is None:
             conf: dict[str, Any] = {"url": url}
             if url.startswith("mock://"):
-                # The in-process registry opens no connection: no CA bundle to load (certifi's
-                # took 45 ms a client, one per QTT case with a registry).
+                # The in-process registry opens no connection: no CA bundle to load (loading
+                # certifi's is a noticeable cost, and QTT makes a client per case with a registry).
                 conf["ssl.ca.location"] = False
             client = SchemaRegistryClient.new_client(conf)
             _CLIENTS[url] = client

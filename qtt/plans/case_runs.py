@@ -11,7 +11,7 @@ The run stands for the replay only when nothing differs between the two: the eng
 default ``KsqlEngine``, the saved test case (statements, topics, inputs, expected outputs,
 post-conditions) is the current case, the saved configs are the engine's, no INSERT VALUES
 records were saved, and (checked by the caller) the plan built now equals the saved plan.
-Otherwise :meth:`CaseRunCapture.result` is None and verify replays the version as before.
+Otherwise :meth:`CaseRunCapture.result` is None and verify replays the version itself.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def test_native_table_filter_and_select_turn_non_matching_rows_into_deletes_as_v
 
 def test_native_steps_read_pseudo_columns_from_the_row_as_v1(runtime):
     # ROWTIME and ROWPARTITION are no user columns: the compiled Column reads the row's meta
-    # column of that name (a Spark analysis error before this was fixed).
+    # column of that name (a user column of that name does not exist: Spark's analysis would fail).
     v1 = _pseudo(S.StreamFilter, S.StreamSelect)
     v2 = _pseudo(N.StreamFilterV2, N.StreamSelectV2)
     want = _records(runtime, S.StreamSink(ctx="V1", source=v1, topic="o1", formats=JSON_FORMATS))

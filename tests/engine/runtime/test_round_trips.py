@@ -153,10 +153,10 @@ def test_a_python_udf_is_created_and_called_in_five_round_trips(spark: SparkSess
     df = spark.range(3).selectExpr("id AS a")
     F.arrow_udf(_plus_one, ST.LongType())(F.col("a"))  # first lookups of classes and settings
     count, column = trips.of(lambda: F.arrow_udf(_plus_one, ST.LongType())(F.col("a")))
-    # PySpark asked for the session (2), the broadcast threshold, a new environment map (2),
-    # two lists and the return type besides the function (2), and two profiler settings
-    # before the call (4): 16 round trips. Now the function, the UDF, and the call with its
-    # list of one column (3).
+    # PySpark's own path asks for the session (2), the broadcast threshold, a new environment
+    # map (2), two lists and the return type besides the function (2), and two profiler
+    # settings before the call (4): 16 round trips. kspark's sends the function, the UDF, and
+    # the call with its list of one column (3).
     assert count == 5
     pyspark_column = UserDefinedFunction.__call__.__wrapped__(  # type: ignore[attr-defined]
         F.arrow_udf(_plus_one, ST.LongType())._unwrapped, F.col("a")  # type: ignore[attr-defined]
