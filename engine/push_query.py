@@ -237,12 +237,15 @@ class PushQuery:
 
     # ------------------------------------------------------------------ rows
 
-    def rows(self, *, stop: Callable[[], bool] | None = None, poll: float = 0.2) -> Iterator[PushRow]:
+    def rows(self, *, stop: Callable[[], bool] | None = None, poll: float = 0.2,
+             idle: bool = False) -> Iterator[PushRow | None]:
         """The rows as they arrive, until LIMIT (then the query closes), ``close`` or ``stop()``.
 
         ``stop`` is checked whenever no row came for ``poll`` seconds and after each row (a
-        Ctrl-C handler sets it: interrupting Spark's calls themselves is not safe). A failure
-        of the Spark query raises ``ExecutionError`` with its root cause.
+        Ctrl-C handler sets it: interrupting Spark's calls themselves is not safe). With
+        ``idle``, a poll without a row yields None, so a caller that reads one row at a time
+        on a worker thread gets its thread back at least every ``poll`` seconds. A failure of
+        the Spark query raises ``ExecutionError`` with its root cause.
         """
         limit = self.plan.limit
         yielded = 0
@@ -255,6 +258,8 @@ class PushQuery:
                 self._raise_if_failed()
                 if self._closed.is_set():
                     return
+                if idle:
+                    yield None
                 continue
             yield row
             yielded += 1

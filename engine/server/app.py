@@ -15,6 +15,7 @@ answers a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -45,6 +46,7 @@ KSQL_REQUEST_FIELDS = {"ksql", "streamsProperties", "configOverrides", "requestP
                        "sessionVariables", "commandSequenceNumber"}
 QUERY_STREAM_FIELDS = {"sql", "properties", "sessionVariables"}
 _END = object()
+_IDLE = object()
 
 
 def _error(exc: ServiceError) -> JSONResponse:
@@ -91,12 +93,42 @@ async def _body(request: Request, fields: set[str], required: str) -> dict[str, 
     return body
 
 
-def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
+class OpenPushQueries:
+    """The push queries being streamed, by query id: ``/close-query`` ends one, a server stop all."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, _RunningPush] = {}
+        self._lock = threading.Lock()
+
+    def add(self, push: _RunningPush) -> None:
+        with self._lock:
+            self._by_id[push.query.query_id] = push
+
+    def discard(self, query_id: str) -> None:
+        with self._lock:
+            self._by_id.pop(query_id, None)
+
+    def get(self, query_id: str) -> _RunningPush | None:
+        with self._lock:
+            return self._by_id.get(query_id)
+
+    def end_all(self) -> None:
+        """End every open push query's stream (its response completes, its query closes)."""
+        with self._lock:
+            pushes = list(self._by_id.values())
+        for push in pushes:
+            push.stop.set()
+
+
+def create_app(service: KsqlService, auth: BasicAuth | None = None,
+               push_queries: OpenPushQueries | None = None) -> Any:
     """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller).
 
     With ``auth``, every endpoint but /healthcheck needs HTTP basic credentials of its users.
+    ``push_queries`` holds the push queries being streamed (the server ends them all first
+    when it stops).
     """
-    push_queries: dict[str, Any] = {}
+    push_queries = push_queries if push_queries is not None else OpenPushQueries()
 
     async def info(request: Request) -> Response:
         return JSONResponse(service.info())
@@ -159,7 +191,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
             push = await _started(body["ksql"], properties)
         except ServiceError as exc:
             return _error(exc)
-        return StreamingResponse(_query_messages(push), media_type=JSON)
+        return _PushResponse(_query_messages(push), media_type=JSON)
 
     async def query_stream(request: Request) -> Response:
         try:
@@ -173,7 +205,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
         if pull is not None:
             return Response(pull_query_stream_body(pull, delimited), media_type=media)
         assert push is not None
-        return StreamingResponse(_query_stream_messages(push, delimited), media_type=media)
+        return _PushResponse(_query_stream_messages(push, delimited), media_type=media)
 
     async def close_query(request: Request) -> Response:
         try:
@@ -211,15 +243,14 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
             service.close_push_query(query_)
             raise ServiceError(str(exc).splitlines()[0], statement_text=text) from None
         push = _RunningPush(query_, service.close_push_query)
-        push_queries[query_.query_id] = push
-        push.on_close = lambda: push_queries.pop(query_.query_id, None)
+        push_queries.add(push)
+        push.on_close = lambda: push_queries.discard(query_.query_id)
         return push
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        for push in list(push_queries.values()):
-            push.stop.set()
+        push_queries.end_all()
 
     async def not_found(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 404)
@@ -257,6 +288,30 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None) -> Any:
     return app if auth is None else BasicAuthMiddleware(app, auth)
 
 
+class _PushResponse(StreamingResponse):
+    """A push query's streamed answer, which notices a client gone even while no row is sent.
+
+    Starlette's StreamingResponse listens for the disconnect only on servers of ASGI spec
+    versions below 2.4; on the others it learns of it from a failed write, and a push query
+    without new rows writes nothing. This one always listens, and ends the stream (closing
+    the query) as soon as the client is gone.
+    """
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import anyio
+
+        async with anyio.create_task_group() as group:
+
+            async def stream() -> None:
+                with contextlib.suppress(OSError):  # the client went away while being written to
+                    await self.stream_response(send)
+                group.cancel_scope.cancel()
+
+            group.start_soon(stream)
+            await self.listen_for_disconnect(receive)
+            group.cancel_scope.cancel()
+
+
 class _DuplexResponse(StreamingResponse):
     """A streamed answer written while the request body is still being read (``/inserts-stream``).
 
@@ -292,7 +347,11 @@ async def _acks(stream: Any, lines: AsyncIterator[bytes], delimited: bool) -> As
         async for line in lines:
             if not line.strip():
                 continue
-            ack = await run_in_threadpool(stream.insert, line, seq)
+            try:
+                ack = await run_in_threadpool(stream.insert, line, seq)
+            except Exception as exc:  # noqa: BLE001 - a bug: the row gets an error, the stream goes on
+                LOG.error("/inserts-stream row %d failed: %s", seq, exc, exc_info=exc)
+                ack = _server_error_ack(seq, exc)
             seq += 1
             yield _dumps(ack) + "\n" if delimited else separator + _dumps(ack)
             separator = ",\n"
@@ -303,6 +362,12 @@ async def _acks(stream: Any, lines: AsyncIterator[bytes], delimited: bool) -> As
         yield "]\n"
 
 
+def _server_error_ack(seq: int, exc: BaseException) -> dict[str, Any]:
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    return {"status": "error", "seq": seq, "error_code": E.ERROR_SERVER_ERROR,
+            "message": f"The server failed on this row: {type(exc).__name__}: {message}"}
+
+
 class _RunningPush:
     """A started push query being streamed: its rows one by one, stopped by a flag."""
 
@@ -311,16 +376,19 @@ class _RunningPush:
         self.stop = threading.Event()
         self._close = close
         self.on_close: Callable[[], Any] | None = None
-        self._rows = query.rows(stop=self.stop.is_set)
+        self._rows = query.rows(stop=self.stop.is_set, idle=True)
         self.columns = query.schema.columns
 
     def next_row(self) -> Any:
-        """The next row as ksqlDB JSON values and its tombstone flag, or ``_END``."""
+        """The next row as ksqlDB JSON values and its tombstone flag, ``_IDLE`` when none came
+        within a poll (the caller's thread is never held longer), or ``_END``."""
         from engine.push_query import json_value
 
-        row = next(self._rows, None)
-        if row is None:
+        row = next(self._rows, _END)
+        if row is _END:
             return _END
+        if row is None:
+            return _IDLE
         values = [json_value(v, c.type) for v, c in zip(row.columns, self.columns, strict=True)]
         return values, row.tombstone
 
@@ -333,11 +401,14 @@ class _RunningPush:
 
 
 async def _rows(push: _RunningPush) -> AsyncIterator[Any]:
+    """The rows of ``push``, read on worker threads a poll at a time, so that a cancellation
+    (the client gone, the server stopping) reaches this task within a poll."""
     while True:
         row = await run_in_threadpool(push.next_row)
         if row is _END:
             return
-        yield row
+        if row is not _IDLE:
+            yield row
 
 
 async def _query_messages(push: _RunningPush) -> AsyncIterator[str]:

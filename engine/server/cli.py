@@ -67,7 +67,7 @@ def _listen(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     """Start the service, then serve HTTP/1.1 and HTTP/2 (h2c too) until SIGTERM/SIGINT."""
     from engine.errors import KsqlError
-    from engine.server.app import create_app
+    from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
     from engine.server.service import KsqlService
 
@@ -107,11 +107,13 @@ def run(args: argparse.Namespace) -> int:
     service.host = f"{host}:{port}"
     code = 0
     try:
-        app = create_app(service, auth)
+        push_queries = OpenPushQueries()
+        app = create_app(service, auth, push_queries)
         if extra:
             app = with_internal_route(app, service)
         asyncio.run(_serve(app, host, port,
-                           f"kspark server: service '{args.service_id}' listening on http://{host}:{port}"))
+                           f"kspark server: service '{args.service_id}' listening on http://{host}:{port}",
+                           on_stop=push_queries.end_all))
     except OSError as exc:
         print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         code = 1
@@ -121,8 +123,12 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-async def _serve(app: Any, host: str, port: int, banner: str) -> None:
-    """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal."""
+async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None) -> None:
+    """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal.
+
+    On SIGTERM or SIGINT ``on_stop`` runs first (it ends the open push queries' streams), then
+    Hypercorn stops accepting and gives the requests in flight ``graceful_timeout`` seconds.
+    """
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
 
@@ -135,5 +141,10 @@ async def _serve(app: Any, host: str, port: int, banner: str) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    async def stopping() -> None:
+        await stop.wait()
+        if on_stop is not None:
+            on_stop()
+
     print(banner, flush=True)
-    await serve(app, config, shutdown_trigger=stop.wait)
+    await serve(app, config, shutdown_trigger=stopping)

@@ -197,3 +197,36 @@ def test_a_persistent_query_and_push_queries_over_http(live_server, kafka_broker
         ksql("DROP STREAM TENFOLD DELETE TOPIC;")
     records = read_topic(kafka_broker.bootstrap_servers, topic)
     assert len(records) == 2
+
+
+def _open_push(url: str, sql: str) -> socket.socket:
+    """A raw HTTP/1.1 push query on /query-stream, read up to its metadata line."""
+    host, port = url.removeprefix("http://").split(":")
+    body = json.dumps({"sql": sql, "properties": {"auto.offset.reset": "latest"}}).encode()
+    client = socket.create_connection((host, int(port)), timeout=180)  # a first push query starts Spark
+    client.sendall(b"POST /query-stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Accept: application/vnd.ksqlapi.delimited.v1\r\n"
+                   + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    received = b""
+    while b"columnNames" not in received:
+        chunk = client.recv(65536)
+        assert chunk, f"the server closed the push query before its metadata: {received!r}"
+        received += chunk
+    return client
+
+
+def test_a_push_query_whose_client_goes_away_is_closed_within_a_second(live_server) -> None:
+    """No row arrives after the client is gone: the server must still notice, stop the query and
+    give its worker thread back (it waited in PushQuery.rows until a row came)."""
+    url, service = live_server
+    topic = f"quiet_{service.service_id}"
+    answer = httpx.post(f"{url}/ksql", timeout=60, json={
+        "ksql": f"CREATE STREAM QUIET (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);"})
+    assert answer.status_code == 200, answer.text
+    client = _open_push(url, "SELECT * FROM QUIET EMIT CHANGES;")
+    assert len(service._push_queries) == 1
+    client.close()
+    deadline = time.monotonic() + 2.0
+    while service._push_queries and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not service._push_queries, "the push query of a client that went away is still open"

@@ -81,6 +81,35 @@ def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topi
         assert _stop(process) == 0
 
 
+@pytest.mark.long
+def test_sigterm_with_push_queries_open_ends_their_streams_and_exits(kafka_broker, tmp_path) -> None:
+    """An open push query with no new rows held SIGTERM off (the server ran on until SIGKILL)."""
+    from tests.engine.server.test_http import _open_push
+
+    service_id = f"push_{uuid.uuid4().hex[:8]}"
+    log = tmp_path / "server.log"
+    process, url = _start(kafka_broker.bootstrap_servers, service_id, tmp_path / "state", log)
+    try:
+        statement = (f"CREATE STREAM QUIET (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{service_id}', "
+                     "VALUE_FORMAT='JSON', PARTITIONS=1);")
+        assert httpx.post(f"{url}/ksql", json={"ksql": statement}, timeout=60).status_code == 200
+        waiting = _open_push(url, "SELECT * FROM QUIET EMIT CHANGES;")
+        _open_push(url, "SELECT ID FROM QUIET EMIT CHANGES;").close()  # a client that went away
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        code = process.wait(timeout=45)
+        stopped_in = time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert code == 0, log.read_text()
+    assert stopped_in < 30, f"SIGTERM took {stopped_in:.1f} s"
+    rest = b""
+    while chunk := waiting.recv(65536):
+        rest += chunk
+    assert rest.endswith(b"0\r\n\r\n"), f"the open push query's stream did not end cleanly: {rest!r}"
+
+
 def test_a_bad_listen_address_is_one_line() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
