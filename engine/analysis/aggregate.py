@@ -25,6 +25,7 @@ from engine.analysis.scope import (
     name_columns,
     reserved_in_select,
     rewrite,
+    struct_all_items,
 )
 from engine.errors import AnalysisError, TypeCheckError
 from engine.expressions import infer_type
@@ -309,6 +310,8 @@ def analyze_aggregate_query(
             if not transient and window is None:
                 check_self_alias(item)
             items.append((item.alias, select_scope.resolve(item.expr, clause="SELECT")))
+        elif isinstance(item, ast.StructAll):
+            items.extend(struct_all_items(item, select_scope))
     select = name_columns(items, {c.name for c in node.schema.columns}, node.schema.types())
     if not transient:
         check_reserved_selected(items, select, window_bound_columns(window))

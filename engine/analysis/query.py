@@ -29,6 +29,7 @@ from engine.analysis.scope import (
     rewrite,
     source_columns,
     source_from_clause,
+    struct_all_items,
 )
 from engine.errors import AnalysisError, TypeCheckError, UnsupportedFeatureError
 from engine.expressions import infer_type
@@ -111,6 +112,8 @@ def analyze_query(
                 expanded[keys:keys] = [(None, E.ColumnRef(bound)) for bound in WINDOW_BOUNDS]
             items.extend(expanded)
         else:
+        elif isinstance(item, ast.StructAll):
+            items.extend(struct_all_items(item, scope))
             if not transient:
                 check_self_alias(item)
             expr = scope.resolve(item.expr, clause="SELECT")

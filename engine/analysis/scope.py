@@ -18,7 +18,7 @@ from engine.metastore import DataSource, MetaStore
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
-from engine.plan.types import SqlType
+from engine.plan.types import SqlType, Struct
 from engine.planner import logical as L
 
 
@@ -246,6 +246,17 @@ def check_reserved_selected(
 ) -> None:
     """Refuse unaliased select items named after a pseudo column or window bound."""
     for (alias, _), column in zip(items, select, strict=True):
+def struct_all_items(item: ast.StructAll, scope: Scope) -> list[tuple[str | None, E.Expr]]:
+    """``base->*``: one column per field of the struct ``base``, named by the field, as ksqlDB's
+    projection resolves it."""
+    base = scope.resolve(item.base, clause="SELECT")
+    found = infer_type(base, scope.columns)
+    if not isinstance(found, Struct):
+        what = f"Column {base.name}" if isinstance(base, E.ColumnRef) else f"Expression {E.format_sql(base)}"
+        raise AnalysisError(f"{what} is not a STRUCT type.")
+    return [(f.name, E.Dereference(base, f.name)) for f in found.fields]
+
+
         if alias is None and column.alias in RESERVED_ALIASES and column.alias not in allowed:
             raise reserved_in_select(column.alias)
 

@@ -108,6 +108,9 @@ def _select(items: Sequence[ast.SelectItem], aliases: Sequence[str], qualify: Ca
         if isinstance(item, ast.AllColumns):
             printed.append(_star(item))
             continue
+        if isinstance(item, ast.StructAll):
+            printed.append(f"{E.format_sql(qualify(item.base))}->*")
+            continue
         name = next(named, None) or item.alias or column_name_for(item.expr)
         text = E.format_sql(qualify(item.expr))
         printed.append(text if name is None else f"{text} {E.format_identifier(name)}")

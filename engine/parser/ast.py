@@ -74,7 +74,14 @@ class AllColumns:
     source: str | None = None
 
 
-SelectItem: TypeAlias = SelectColumn | AllColumns
+@_ast
+class StructAll:
+    """``base->*`` in a select list: every field of a struct, each a column named by its field."""
+
+    base: Expr
+
+
+SelectItem: TypeAlias = SelectColumn | AllColumns | StructAll
 
 
 @_ast
@@ -252,6 +259,46 @@ class TerminateQuery(Statement):
     """``TERMINATE query_id`` or ``TERMINATE ALL`` (query_id ``"ALL"``)."""
 
     query_id: str
+
+
+@_ast
+class PauseQuery(Statement):
+    """``PAUSE query_id`` or ``PAUSE ALL`` (query_id ``"ALL"``)."""
+
+    query_id: str
+
+
+@_ast
+class ResumeQuery(Statement):
+    """``RESUME query_id`` or ``RESUME ALL`` (query_id ``"ALL"``)."""
+
+    query_id: str
+
+
+@_ast
+class AlterSystemProperty(Statement):
+    """``ALTER SYSTEM 'name' = 'value'``: a property of the whole cluster."""
+
+    name: str
+    value: str
+
+
+@_ast
+class CreateConnector(Statement):
+    """``CREATE SOURCE|SINK CONNECTOR [IF NOT EXISTS] name WITH (...)``."""
+
+    name: str
+    connector_type: Literal["SOURCE", "SINK"]
+    properties: dict[str, Any] = field(default_factory=dict)
+    if_not_exists: bool = False
+
+
+@_ast
+class DropConnector(Statement):
+    """``DROP CONNECTOR [IF EXISTS] name``."""
+
+    name: str
+    if_exists: bool = False
 
 
 @_ast

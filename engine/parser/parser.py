@@ -399,6 +399,8 @@ def _expected(exc: UnexpectedInput) -> str:
         names -= _nonreserved_terminals()
     if "SEMICOLON" in names:
         names.discard("$END")
+    # `x AT TIME ZONE ...` parses only to be refused: never suggest it.
+    names.discard("AT")
     readable = sorted({_terminal_names().get(n, n) for n in names}, key=_expected_order)
     if not readable:
         return ""
@@ -664,6 +666,32 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def terminate_query(self, children: list[Any]) -> ast.TerminateQuery:
         return ast.TerminateQuery(query_id=children[0])
 
+    def pause_query(self, children: list[Any]) -> ast.PauseQuery:
+        return ast.PauseQuery(query_id=children[0])
+
+    def resume_query(self, children: list[Any]) -> ast.ResumeQuery:
+        return ast.ResumeQuery(query_id=children[0])
+
+    def alter_system(self, children: list[Token]) -> ast.AlterSystemProperty:
+        name, value = (c for c in children if c.type == "STRING")
+        return ast.AlterSystemProperty(name=_unquote(name, "'"), value=_unquote(value, "'"))
+
+    def connector_kind(self, children: list[Token]) -> str:
+        return str(children[0]).upper()
+
+    def create_connector(self, children: list[Any]) -> ast.CreateConnector:
+        kind, _, name, properties = self._plain(children)
+        return ast.CreateConnector(
+            name=name,
+            connector_type=kind,
+            properties=properties,
+            if_not_exists="if_not_exists" in self._flags(children),
+        )
+
+    def drop_connector(self, children: list[Any]) -> ast.DropConnector:
+        name = self._plain(children)[-1]
+        return ast.DropConnector(name=name, if_exists="if_exists" in self._flags(children))
+
     def alter_source(self, children: list[Any]) -> ast.AlterSource:
         kind, name, *columns = children
         return ast.AlterSource(kind=kind, name=name, columns=tuple(columns))
@@ -839,8 +867,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     # ----------------------------------------------------------------- types
 
-    def array_type(self, children: list[SqlType]) -> SqlType:
-        return T.Array(children[0])
+    def array_type(self, children: list[Any]) -> SqlType:
+        # ARRAY<t> and ksqlDB's postfix form `t ARRAY`, both an array of t.
+        (element,) = [c for c in children if not isinstance(c, Token)]
+        return T.Array(element)
 
     def map_type(self, children: list[SqlType]) -> SqlType:
         return T.Map(children[0], children[1])
@@ -863,8 +893,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         except Exception as exc:
             raise self._error(f"Invalid DECIMAL type: {exc}", meta) from exc
 
+    def type_parameter(self, _: list[Any]) -> None:
+        return None
+
     def named_type(self, children: list[str]) -> SqlType:
-        name = children[0]
+        name = children[0]  # parameters, as in VARCHAR(10), are read and ignored like ksqlDB
         found = T.primitive_named(name)
         if found is not None:
             return found
@@ -905,6 +938,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
 
     def select_all(self, _: list[Any]) -> ast.AllColumns:
         return ast.AllColumns()
+
+    def select_struct_all(self, children: list[Any]) -> ast.StructAll:
+        return ast.StructAll(base=children[0])
 
     def window_clause(self, children: list[Any]) -> _Clause:
         return _Clause("window", children[-1])
@@ -1087,6 +1123,35 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def is_not_distinct(self, children: list[E.Expr]) -> E.Expr:
         return E.Comparison("IS NOT DISTINCT FROM", children[0], children[1])
 
+    @v_args(meta=True)
+    def at_time_zone(self, meta: Any, children: list[Any]) -> E.Expr:
+        # ksqlDB's grammar has the form but its AST builder refuses it, with these words.
+        raise self._error(
+            "Failed to prepare statement: not yet implemented\n"
+            "AT TIME ZONE is not supported: use CONVERT_TZ or FORMAT_TIMESTAMP with a time zone.",
+            meta,
+        )
+
+    @v_args(meta=True)
+    def type_constructor(self, meta: Any, children: list[Any]) -> E.Expr:
+        # `<type> '<value>'`: ksqlDB's AST builder knows only DECIMAL (written quoted, as
+        # DECIMAL is reserved) and refuses any other type name, with these words.
+        name, value = children
+        if name == "DECIMAL":
+            text = _unquote(value, "'").strip()
+            try:
+                return _decimal_literal(decimal.Decimal(text))
+            except decimal.InvalidOperation:
+                raise self._error(
+                    f"Failed to prepare statement: '{text}' is not a DECIMAL value.",
+                    meta,
+                ) from None
+        line, col = self._at(meta)
+        raise self._error(
+            f"Failed to prepare statement: Unknown type: {name}, location:Optional[Line: {line}, Col: {col}]",
+            meta,
+        )
+
     def concat(self, children: list[E.Expr]) -> E.Expr:
         return _call("CONCAT", (children[0], children[1]))
 
@@ -1224,9 +1289,18 @@ def _number_literal(text: str) -> E.Literal:
         raise ParseError(f"Invalid numeric literal '{text}': it does not fit in a BIGINT.")
     if "e" in unsigned.lower():
         return E.Literal(float(text), T.DOUBLE)
-    value_dec = decimal.Decimal(text)
+    return _decimal_literal(decimal.Decimal(text))
+
+
+def _decimal_literal(value_dec: decimal.Decimal) -> E.Literal:
+    """A DECIMAL literal with precision and scale from its digits (``0.05`` is DECIMAL(2, 2))."""
+    if not value_dec.is_finite():
+        raise decimal.InvalidOperation(str(value_dec))
     exponent = value_dec.as_tuple().exponent
     assert isinstance(exponent, int)
+    if exponent > 0:  # 1E+2: a whole number, its digits written out
+        value_dec = value_dec.quantize(decimal.Decimal(1))
+        exponent = 0
     scale = max(-exponent, 0)
     precision = max(len(value_dec.as_tuple().digits), scale, 1)
     return E.Literal(value_dec, T.Decimal(precision, scale))

@@ -598,7 +598,8 @@ class Planner:
                 return []
             return [*(c.name for c in source.schema.columns), *PSEUDO_COLUMNS, *(WINDOW_BOUNDS if source.window_info else ())]
 
-        stars = any(isinstance(item, ast.AllColumns) for item in stmt.query.select)
+        # A `*` or `struct->*` expands to columns the select list does not name one by one.
+        stars = any(isinstance(item, ast.AllColumns | ast.StructAll) for item in stmt.query.select)
         aliases = [] if stars else [s.alias for s in analysis.select]
         return format_create_as_select(stmt, columns_of, aliases)
 
