@@ -8,16 +8,22 @@ import pytest
 
 from engine.errors import PlanError, UnsupportedFeatureError
 from engine.ksqldb_import import import_plan
+from engine.parser.ast import TypeReference
 from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_join as J
 from engine.plan import steps_ksqldb as K
 from engine.plan import types as T
-from engine.plan.plan import AlterSourceCommand, CreateStreamCommand, CreateTableCommand
+from engine.plan.plan import (
+    AlterSourceCommand,
+    CreateStreamCommand,
+    CreateTableCommand,
+    DropSourceCommand,
+)
 from engine.plan.schema import LogicalSchema
 from engine.plan.serde import dumps, loads_statement_plan
-from engine.plan.steps_native import StreamSinkV4, TableSinkV4, TableSinkV5
+from engine.plan.steps_native import StreamSinkV4, StreamSinkV5, TableSinkV4, TableSinkV5
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
 
@@ -536,3 +542,132 @@ def test_alter_source_adding_a_key_column_is_a_plan_error(kp: Any) -> None:
     alter = {"@type": "alterSourceV1", "sourceName": "INPUT", "ksqlType": "TABLE", "newColumns": ["`K2` STRING KEY"]}
     with pytest.raises(PlanError, match="not a value column"):
         import_plan(kp.plan(kp.entry(alter)))
+
+
+@pytest.mark.parametrize("wire", ["tableSourceV1", "tableSourceV2"])
+def test_both_table_source_versions_import_as_the_kspark_table_source(kp: Any, wire: str) -> None:
+    source = kp.table_source(SOURCE, version=int(wire[-1]))
+    assert source["@type"] == wire
+    sink, select, src = _chain(_root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"], table=True), table=True),
+                                     table=True))
+    assert isinstance(src, S.TableSource) and src.topic == "input"
+
+
+@pytest.mark.parametrize(("wire", "cls"), [("windowedStreamSourceV1", S.WindowedStreamSource),
+                                           ("windowedTableSourceV1", S.WindowedTableSource)])
+def test_windowed_sources_import_with_their_window_and_keep_it_to_the_sink(kp: Any, wire: str, cls: type) -> None:
+    table = wire == "windowedTableSourceV1"
+    source = kp.step(wire, "KsqlTopic/Source", topicName="input", formats=kp.fmt(), timestampColumn=None,
+                     sourceSchema=SOURCE, windowInfo={"type": "HOPPING", "size": 30.0, "emitStrategy": None},
+                     pseudoColumnVersion=1)
+    root = _root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"], table=table), table=table), table=table)
+    sink, select, src = _chain(root)
+    assert isinstance(src, cls) and src.window_info == S.WindowInfo(type="HOPPING", size_ms=30_000)
+    assert type(sink) is (TableSinkV5 if table else StreamSinkV5)
+
+
+@pytest.mark.parametrize("name", ["KAFKA", "JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR", "DELIMITED", "NONE"])
+def test_every_ksqldb_format_imports_under_its_name(kp: Any, name: str) -> None:
+    source = kp.stream_source(SOURCE)
+    source["formats"] = {"keyFormat": {"format": "NONE" if name == "NONE" else "KAFKA", "properties": {}},
+                         "valueFormat": {"format": "JSON" if name == "NONE" else name, "properties": {}}}
+    src = _chain(_root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"]))))[-1]
+    assert name in (src.formats.key_format, src.formats.value_format)
+
+
+@pytest.mark.parametrize(
+    ("value_format", "properties", "expected"),
+    [
+        ("DELIMITED", {"delimiter": "|"}, (("delimiter", "|"),)),
+        ("AVRO", {"fullSchemaName": "io.example.Row"}, (("schema_full_name", "io.example.Row"),)),
+        ("JSON_SR", {"schemaId": "7"}, (("schema_id", "7"),)),
+        ("PROTOBUF", {"nullableRepresentation": "wrapper", "unwrapPrimitives": "true"},
+         (("nullable_representation", "wrapper"),)),
+    ],
+)
+def test_format_properties_import_under_kspark_names(
+    kp: Any, value_format: str, properties: dict[str, str], expected: tuple[tuple[str, str], ...]
+) -> None:
+    source = kp.stream_source(SOURCE)
+    source["formats"] = {"keyFormat": {"format": "KAFKA", "properties": {}},
+                         "valueFormat": {"format": value_format, "properties": properties}}
+    src = _chain(_root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"]))))[-1]
+    assert src.formats.value_properties == expected
+
+
+@pytest.mark.parametrize(("properties", "feature"), [({"unwrapPrimitives": "false"}, "unwrapPrimitives=false"),
+                                                     ({"subjectName": "rows-value"}, "subjectName")])
+def test_format_properties_kspark_does_not_implement_are_unsupported_and_named(
+    kp: Any, properties: dict[str, str], feature: str
+) -> None:
+    source = kp.stream_source(SOURCE)
+    source["formats"] = {"keyFormat": {"format": "KAFKA", "properties": {}},
+                         "valueFormat": {"format": "PROTOBUF", "properties": properties}}
+    with pytest.raises(UnsupportedFeatureError) as info:
+        _root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"])))
+    assert feature in info.value.feature
+
+
+@pytest.mark.parametrize("feature", ["UNWRAP_SINGLES", "WRAP_SINGLES"])
+def test_serde_features_import_on_keys_and_values_and_from_the_old_options(kp: Any, feature: str) -> None:
+    source = kp.stream_source(SOURCE)
+    source["formats"] = {**kp.fmt(), "keyFeatures": [feature], "valueFeatures": [feature]}
+    src = _chain(_root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"]))))[-1]
+    assert (src.formats.key_features, src.formats.value_features) == ((feature,), (feature,))
+    source["formats"] = {**kp.fmt(), "options": [feature.replace("SINGLES", "SINGLE_VALUES")]}
+    src = _chain(_root(kp, kp.sink(kp.select(source, ["QTY AS X"], ["ID"]))))[-1]
+    assert src.formats.value_features == (feature,)
+
+
+def test_drop_source_imports_as_the_drop_command(kp: Any) -> None:
+    drop = {"@type": "dropSourceV1", "sourceName": "INPUT"}
+    imported = import_plan(kp.plan(kp.entry(kp.create("INPUT", SOURCE, "input")), kp.entry(drop)))
+    command = imported.statements[-1].command
+    assert isinstance(command, DropSourceCommand) and command.name == "INPUT"
+
+
+def test_a_dropped_type_no_longer_resolves_in_later_plans(kp: Any) -> None:
+    register = {"@type": "registerTypeV1", "typeName": "ADDR", "type": "STRUCT<`CITY` STRING>"}
+    drop = {"@type": "dropTypeV1", "typeName": "ADDR"}
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), ["CAST(NULL AS ADDR) AS HOME"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `HOME` STRUCT<`CITY` STRING>", "OUTPUT")
+
+    def cast_type(*entries: dict[str, Any]) -> Any:
+        query = import_plan(kp.plan(*entries)).statements[-1].query
+        assert query is not None
+        select = _chain(query.root)[1]
+        assert isinstance(select, S.StreamSelect)
+        cast = select.select_expressions[0].expression
+        assert isinstance(cast, E.Cast)
+        return cast.type
+
+    assert cast_type(kp.entry(register), kp.entry(out, physical)) == T.parse_type("STRUCT<`CITY` STRING>")
+    dropped = cast_type(kp.entry(register), kp.entry(drop), kp.entry(out, physical))
+    assert isinstance(dropped, TypeReference) and dropped.name == "ADDR"  # no longer resolved
+
+
+@pytest.mark.parametrize(
+    ("config", "implemented", "other"),
+    [
+        ("ksql.nested.error.set.null", "true", "false"),
+        ("ksql.timestamp.throw.on.invalid", "false", "true"),
+        ("ksql.cast.strings.preserve.nulls", "true", "false"),
+        ("ksql.streams.cache.max.bytes.buffering", "0", "10485760"),
+        ("ksql.query.persistent.max.bytes.buffering.total", "-1", "10485760"),
+    ],
+)
+def test_a_semantic_config_at_the_value_kspark_implements_imports_and_any_other_is_unsupported(
+    kp: Any, config: str, implemented: str, other: str
+) -> None:
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `X` INTEGER", "OUTPUT")
+
+    def saved(value: str) -> dict[str, Any]:
+        plan = kp.query_plan(physical, out, [kp.create("INPUT", SOURCE, "input")])
+        plan["configs"][config] = value
+        return plan
+
+    assert import_plan(saved(implemented)).configs[config] == implemented
+    with pytest.raises(UnsupportedFeatureError) as info:
+        import_plan(saved(other))
+    assert info.value.feature == f"config {config}={other}"
