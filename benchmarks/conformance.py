@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks import report as R
-from benchmarks.timing import floor_line, minimal_job_rate
+from benchmarks.timing import Clock, floor_line, minimal_job_rate
 from qtt.conformance import case_workers, run_conformance
 from qtt.loader import load_paths
 from qtt.runner import execute_sql_at, interpreted_engine_factory, set_engine_factory
@@ -111,14 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     workers = case_workers(args.workers)
     previous = set_engine_factory(factory)
     try:
-        start = time.perf_counter()
+        clock = Clock().start()
         result = run_conformance(
             files,
             progress=False,
             on_result=lambda r: times.per_case.append(r.seconds),
             workers=workers,
         )
-        wall = time.perf_counter() - start
+        timing = clock.stop()
+        wall = timing.seconds
     finally:
         set_engine_factory(previous)
 
@@ -128,6 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cases": cases,
         "passed": result.totals.passed,
         "wall_seconds": round(wall, 2),
+        "cpu_seconds": None if timing.cpu_seconds is None else round(timing.cpu_seconds, 2),
         "cases_per_second": round(cases / wall, 2) if wall else None,
         "workers": workers,
         "spark_start_seconds": round(spark_start, 2),

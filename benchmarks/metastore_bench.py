@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report as R
+from benchmarks.timing import Clock
 
 STATEMENT = "CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='bench_topic', VALUE_FORMAT='JSON', PARTITIONS=1);"
 
@@ -142,9 +143,9 @@ def time_restart(mode: str, bootstrap: str, service_id: str, state: Path, repeat
     for _ in range(repeats):
         service_class: Any = TablesService if mode == "tables" else KsqlService
         service = service_class(bootstrap, service_id, state, run_queries=False, command_timeout=120.0)
-        started = time.perf_counter()
+        clock = Clock().start()
         service.start(timeout=300)
-        seconds.append(time.perf_counter() - started)
+        seconds.append(clock.stop().seconds)
         listed = len(service.engine.metastore.all())
         service.close()
     return {"median_s": round(statistics.median(seconds), 3), "runs_s": [round(s, 3) for s in seconds],

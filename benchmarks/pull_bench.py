@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import report as R
+from benchmarks.timing import Clock
 
 TARGET_P50_MS = 20.0
 TARGET_P99_MS = 100.0
@@ -82,7 +83,7 @@ def _measure(client: Any, endpoint: str, keys: int, lookups: int, rng: random.Ra
     for _ in range(lookups):
         n = rng.randrange(keys)
         sql = f"SELECT * FROM PULL_BENCH WHERE ID='k{n}';"
-        started = time.perf_counter()
+        clock = Clock(cpu=False).start()
         if endpoint == "/query-stream":
             response = client.post(endpoint, json={"sql": sql, "properties": {}})
             lines = [json.loads(line) for line in response.text.splitlines() if line.strip()]
@@ -90,7 +91,7 @@ def _measure(client: Any, endpoint: str, keys: int, lookups: int, rng: random.Ra
         else:
             response = client.post(endpoint, json={"ksql": sql, "streamsProperties": {}})
             rows = [m["row"]["columns"] for m in response.json() if "row" in m]
-        times.append((time.perf_counter() - started) * 1000)
+        times.append(clock.stop().seconds * 1000)
         expected = _expected(n, keys)
         if response.status_code != 200 or rows != ([] if expected is None else [expected]):
             raise SystemExit(f"pull_bench: wrong answer for k{n} on {endpoint}: {response.status_code} {response.text[:300]}")

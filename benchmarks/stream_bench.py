@@ -52,6 +52,7 @@ from typing import Any
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from benchmarks import report as R
+from benchmarks.timing import Clock
 
 DEFAULT_RECORDS = 1_000_000
 DEFAULT_KEYS = 1_000
@@ -235,14 +236,14 @@ def run_engine_process(bootstrap: str, sql_file: Path, state_dir: Path, log: Pat
         "--bootstrap-servers", bootstrap, "--state-dir", str(state_dir), "--until-caught-up",
     ]
     with open(log, "wb") as out:
-        start = time.perf_counter()
+        clock = Clock(cpu=False).start()
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = process.wait(timeout=timeout)
         except BaseException:
             _kill_group(process)
             raise
-        seconds = time.perf_counter() - start
+        seconds = clock.stop().seconds
     if code != 0:
         kept = Path(DEFAULT_REPORT).parent / f"stream_bench-{log.name}"
         kept.parent.mkdir(parents=True, exist_ok=True)
@@ -266,12 +267,13 @@ def run_engine_in_process(bootstrap: str, sql: str, state_dir: Path) -> tuple[fl
     """The statements applied (seconds) and their queries run until caught up (seconds)."""
     from engine.application import StreamingApplication
 
-    start = time.perf_counter()
+    clock = Clock(cpu=False).start()
     app = StreamingApplication(bootstrap, state_dir)
     app.submit(sql)
-    planned = time.perf_counter()
+    planned = clock.stop().seconds
+    clock.start()
     app.run_until_caught_up()
-    return planned - start, time.perf_counter() - planned
+    return planned, clock.stop().seconds
 
 
 # ---------------------------------------------------------------------- hand-written jobs
@@ -309,7 +311,7 @@ def _source(spark: Any, bootstrap: str, topic: str) -> Any:
 def _run_to_kafka(spark: Any, df: Any, bootstrap: str, topic: str, checkpoint: Path, mode: str) -> float:
     """Write ``df`` (key, value) to ``topic`` with an availableNow trigger; seconds until done."""
     spark.conf.set("spark.sql.shuffle.partitions", str(PARTITIONS))  # as the engine's task count
-    start = time.perf_counter()
+    clock = Clock(cpu=False).start()
     query = (
         df.writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -323,7 +325,7 @@ def _run_to_kafka(spark: Any, df: Any, bootstrap: str, topic: str, checkpoint: P
         query.awaitTermination()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "1")
-    return time.perf_counter() - start
+    return clock.stop().seconds
 
 
 def handwritten_filter(spark: Any, bootstrap: str, source: str, sink: str, checkpoint: Path) -> float:

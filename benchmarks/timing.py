@@ -64,16 +64,21 @@ def median(runs: list[Timing]) -> Timing:
 
 
 class Clock:
-    """Elapsed and process-tree CPU time from ``start()`` to ``stop()``."""
+    """Elapsed and process-tree CPU time from ``start()`` to ``stop()``: every benchmark's
+    timed section. ``cpu=False`` reads no CPU time (a walk over ``/proc`` takes milliseconds,
+    too much around one HTTP request); its timings have ``cpu_seconds`` None."""
+
+    def __init__(self, *, cpu: bool = True) -> None:
+        self._with_cpu = cpu
 
     def start(self) -> Clock:
-        self._cpu = process_tree_cpu_seconds()
+        self._cpu = process_tree_cpu_seconds() if self._with_cpu else None
         self._start = time.perf_counter()
         return self
 
     def stop(self) -> Timing:
         seconds = time.perf_counter() - self._start
-        cpu = process_tree_cpu_seconds()
+        cpu = process_tree_cpu_seconds() if self._with_cpu else None
         return Timing(seconds, None if cpu is None or self._cpu is None else cpu - self._cpu)
 
 

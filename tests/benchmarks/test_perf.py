@@ -87,3 +87,15 @@ def test_without_cpu_times_only_elapsed_times_print():
     entry = query_report("group_by", 2.0, runs)
     assert entry["cpu_ratio"] == {"engine": None, "engine_python_steps": None}
     assert not any("CPU" in line for line in summary_lines("group_by", 10, 2.0, entry)[1:])
+
+
+@needs_proc
+def test_the_clock_times_elapsed_and_cpu_seconds_and_can_leave_cpu_out():
+    from benchmarks.timing import Clock
+
+    clock = Clock().start()
+    subprocess.run([sys.executable, "-c", SPIN], check=True, capture_output=True)
+    timing = clock.stop()
+    assert timing.seconds >= 0.25 and timing.cpu_seconds is not None and timing.cpu_seconds >= 0.25
+    quick = Clock(cpu=False).start().stop()
+    assert quick.cpu_seconds is None and quick.seconds >= 0
