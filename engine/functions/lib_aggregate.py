@@ -4,7 +4,7 @@ Accumulators are immutable plain data: every ``add``/``undo``/``merge`` returns 
 NULL inputs are skipped unless stated; integral sums wrap like Java ``int``/``long``; a
 DECIMAL sum that outgrows its column's precision raises ksqlDB's "Numeric field overflow".
 Functions that ksqlDB implements as TableUdaf (COUNT, SUM, AVG, COLLECT_LIST, HISTOGRAM,
-STDDEV_SAMP, CORRELATION, SUM_LIST) support ``undo``; the others cannot aggregate a table.
+STDDEV_SAMP, CORRELATION, SUM_LIST, ATTR) support ``undo``; the others cannot aggregate a table.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import decimal
 import fractions
 import math
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -443,6 +444,73 @@ def collect_set(*, config: Mapping[str, Any] | None = None) -> CollectSetAggrega
     return CollectSetAggregator(config_int(config, COLLECT_SET_LIMIT, DEFAULT_COLLECT_LIMIT))
 
 
+# --------------------------------------------------------------------------- ATTR
+
+
+def java_equality_key(value: Any) -> Any:
+    """A hashable key equal exactly when Java's ``Objects.equals`` holds for the values: as
+    ``freeze``, but a double compares by its bits (NaN equals NaN, 0.0 is not -0.0)."""
+    if isinstance(value, float):
+        return ("d", struct.pack(">d", math.nan if math.isnan(value) else value))
+    if isinstance(value, list):
+        return ("a", tuple(java_equality_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("m", frozenset((java_equality_key(k), java_equality_key(v)) for k, v in value.items()))
+    return value
+
+
+_AttrAcc = tuple[tuple[Any, int], ...]  # (value, count) in first-seen order
+
+
+class AttrAggregator(BaseAggregator):
+    """ATTR: the group's one value, or NULL when it holds more than one distinct value.
+
+    As ksqlDB's: every value counts, NULL included; a retraction lowers its value's count
+    (never below zero) and keeps the entry; the result is the value of the one entry with a
+    positive count, NULL when there is no such entry or several.
+    """
+
+    supports_undo = True
+
+    def initial(self) -> _AttrAcc:
+        return ()
+
+    @staticmethod
+    def _update(acc: _AttrAcc, value: Any, count: int) -> _AttrAcc:
+        key = java_equality_key(value)
+        for i, (seen, seen_count) in enumerate(acc):
+            if java_equality_key(seen) == key:
+                return acc[:i] + ((seen, max(0, seen_count + count)),) + acc[i + 1:]
+        return acc + ((value, count),) if count > 0 else acc
+
+    def add(self, acc: _AttrAcc, value: Any) -> _AttrAcc:
+        return self._update(acc, value, 1)
+
+    def undo(self, acc: _AttrAcc, value: Any) -> _AttrAcc:
+        return self._update(acc, value, -1)
+
+    def merge(self, a: _AttrAcc, b: _AttrAcc) -> _AttrAcc:
+        out = a
+        for value, count in b:
+            out = self._update(out, value, count)
+        return out
+
+    def result(self, acc: _AttrAcc) -> Any:
+        present = [value for value, count in acc if count > 0]
+        return present[0] if len(present) == 1 else None
+
+
+def _attr_intermediate(args: Sequence[SqlType | None]) -> SqlType:
+    value = args[0] if args and args[0] is not None else T.STRING
+    return T.Array(T.Struct((T.Field("VALUE", value), T.Field("COUNT", T.INTEGER))))
+
+
+@aggregate("ATTR", params=[_T], returns=_T, supports_undo=True, intermediate=_attr_intermediate)
+def attr() -> AttrAggregator:
+    """The group's single value; NULL if the group holds several distinct values."""
+    return AttrAggregator()
+
+
 # --------------------------------------------------------------------------- HISTOGRAM
 
 HISTOGRAM_LIMIT = 1000
@@ -778,6 +846,10 @@ class StddevSampAggregator(BaseAggregator):
         return java_sqrt(float(variance))
 
 
+def _stddev_intermediate(sum_type: SqlType) -> T.Struct:
+    return T.Struct((T.Field("SUM", sum_type), T.Field("COUNT", T.BIGINT), T.Field("M2", T.DOUBLE)))
+
+
 for _name in ("STDDEV_SAMP", "STDDEV_SAMPLE"):
     for _num in (T.INTEGER, T.BIGINT, T.DOUBLE):
         aggregate(
@@ -785,11 +857,117 @@ for _name in ("STDDEV_SAMP", "STDDEV_SAMPLE"):
             params=[_num],
             returns=T.DOUBLE,
             supports_undo=True,
-            intermediate=T.Struct(
-                (T.Field("SUM", _num), T.Field("COUNT", T.BIGINT), T.Field("M2", T.DOUBLE))
-            ),
+            intermediate=_stddev_intermediate(_num),
             description="The sample standard deviation of the non-NULL values.",
+            until=1,
         )(StddevSampAggregator)
+
+
+def _java_long_div(a: int, b: int) -> int:
+    """Java's integral ``/``: truncates towards zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+_StddevAcc = tuple[int, Any, float]  # (count, sum, M2)
+
+
+class YoungsCramerAggregator(BaseAggregator):
+    """ksqlDB's STDDEV_SAMP and STDDEV_SAMPLE: the Youngs-Cramer update of (count, sum, M2),
+    in Java's arithmetic step for step, so results agree to the last bit.
+
+    The sum has the column's type and wraps like a Java ``int``/``long``; the delta of a new
+    value is ``value * (count + 1) - (sum + value)``, its (count, sum + value) part in the sum's
+    type. ``variance``: STDDEV_SAMP returns M2 / (count - 1) itself (ksqlDB's STDDEV_SAMP
+    does; STDDEV_SAMPLE, added after, takes the square root). Fewer than two values give 0.0.
+    A session-window merge divides the integral sums by the counts in integers for
+    STDDEV_SAMP (``integral_merge``) and in doubles for STDDEV_SAMPLE, as each does.
+    """
+
+    supports_undo = True
+
+    def __init__(self, sum_type: SqlType, *, variance: bool) -> None:
+        base = sum_type.base
+        self.wrap = wrap_int if base is T.BaseType.INTEGER else wrap_long if base is T.BaseType.BIGINT else None
+        self.variance = variance
+
+    def _plus(self, a: Any, b: Any) -> Any:
+        return self.wrap(a + b) if self.wrap is not None else a + b
+
+    def _delta(self, acc: _StddevAcc, value: Any) -> float:
+        count, total, _ = acc
+        if self.wrap is None:
+            return float(value) * (count + 1) - (total + float(value))
+        # int * long is a long; (int sum + int value) wraps in the sum's type first.
+        return float(wrap_long(wrap_long(value * (count + 1)) - self._plus(total, value)))
+
+    def initial(self) -> _StddevAcc:
+        return (0, 0 if self.wrap is not None else 0.0, 0.0)
+
+    def add(self, acc: _StddevAcc, value: Any) -> _StddevAcc:
+        if value is None:
+            return acc
+        if self.wrap is None:
+            value = float(value)
+        count, total, m2 = acc
+        new_count = count + 1
+        if new_count - 1 > 0:
+            delta = self._delta(acc, value)
+            step = delta * delta / (new_count * (new_count - 1))
+        else:
+            step = 0.0
+        return (new_count, self._plus(value, total), step + m2)
+
+    def undo(self, acc: _StddevAcc, value: Any) -> _StddevAcc:
+        if value is None:
+            return acc
+        if self.wrap is None:
+            value = float(value)
+        count, total, m2 = acc
+        new_count = count - 1
+        if new_count > 0:
+            delta = self._delta(acc, value)
+            step = delta * delta / (new_count * (new_count + 1))
+        else:
+            step = 0.0
+        return (new_count, self._plus(total, -value), m2 - step)
+
+    def merge(self, a: _StddevAcc, b: _StddevAcc) -> _StddevAcc:
+        count_a, sum_a, m2_a = a
+        count_b, sum_b, m2_b = b
+        new_count = count_a + count_b
+        if count_a == 0 or count_b == 0:
+            m2 = m2_a + m2_b
+        else:
+            if self.wrap is not None and self.variance:
+                inner = float(_java_long_div(sum_a, count_a) - _java_long_div(sum_b, count_b))
+            else:
+                inner = float(sum_a) / float(count_a) - float(sum_b) / float(count_b)
+            m2 = m2_a + m2_b + count_a * count_b * inner * inner / new_count
+        return (new_count, self._plus(sum_a, sum_b), m2)
+
+    def result(self, acc: _StddevAcc) -> float:
+        count, _, m2 = acc
+        if count < 2:
+            return 0.0
+        variance = m2 / (count - 1)
+        return variance if self.variance else java_sqrt(variance)
+
+
+for _name, _variance in (("STDDEV_SAMP", True), ("STDDEV_SAMPLE", False)):
+    for _num in (T.INTEGER, T.BIGINT, T.DOUBLE):
+        aggregate(
+            _name,
+            params=[_num],
+            returns=T.DOUBLE,
+            supports_undo=True,
+            intermediate=_stddev_intermediate(_num),
+            description=(
+                "The sample variance of the non-NULL values (ksqlDB's STDDEV_SAMP)." if _variance
+                else "The sample standard deviation of the non-NULL values."
+            ),
+            since=2,
+        )(lambda t=_num, v=_variance: YoungsCramerAggregator(t, variance=v))
 
 
 # --------------------------------------------------------------------------- CORRELATION
@@ -841,18 +1019,25 @@ class CorrelationAggregator(BaseAggregator):
         return java_div(numerator, java_sqrt(spread))
 
 
-@aggregate(
-    "CORRELATION",
-    params=[T.DOUBLE, T.DOUBLE],
-    returns=T.DOUBLE,
-    supports_undo=True,
-    intermediate=T.Struct(
-        tuple(
-            T.Field(f, T.BIGINT if f == "COUNT" else T.DOUBLE)
-            for f in ("COUNT", "X_SUM", "Y_SUM", "X_SQUARED_SUM", "Y_SQUARED_SUM", "XY_SUM")
-        )
-    ),
+_CORRELATION_STATE = T.Struct(
+    tuple(
+        T.Field(f, T.BIGINT if f == "COUNT" else T.DOUBLE)
+        for f in ("COUNT", "X_SUM", "Y_SUM", "X_SQUARED_SUM", "Y_SQUARED_SUM", "XY_SUM")
+    )
 )
+
+
 def correlation() -> CorrelationAggregator:
     """The Pearson correlation coefficient of two columns."""
     return CorrelationAggregator()
+
+
+# ksqlDB has one overload per numeric type, each turning its values into doubles first.
+for _num in (T.DOUBLE, T.INTEGER, T.BIGINT):
+    aggregate(
+        "CORRELATION",
+        params=[_num, _num],
+        returns=T.DOUBLE,
+        supports_undo=True,
+        intermediate=_CORRELATION_STATE,
+    )(correlation)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import TypeCheckError
 from engine.functions.lib_aggregate import SumAggregator
+from engine.functions.lib_test_plugins import TestFunctionError
 from engine.functions.registry import ANY, REGISTRY, Generic, aggregate
 from engine.functions.udaf import BaseAggregator, wrap_long
 from engine.plan import types as T
 
 _T = Generic("T")
 _U = Generic("U")
+_B = Generic("B")
 
 
 def _columns_of(value: Any) -> tuple[Any, ...]:
@@ -63,6 +66,40 @@ class _StructSum(BaseAggregator):
 
     def result(self, acc: tuple[int, int]) -> dict[str, int]:
         return {"A": acc[0], "B": acc[1]}
+
+
+@aggregate("TEST_UDAF", params=[_T], returns=_T)
+def test_udaf_generic(*, arg_types: Any = None) -> SumAggregator:
+    """Sums numbers of the argument's type; reached only by types without their own overload,
+    which ksqlDB's test UDAF does not handle."""
+    raise TypeCheckError(f"Type {arg_types[0] if arg_types else None} is not handled.")
+
+
+class _StringLengthSum(BaseAggregator):
+    """Starts from the length of an init string; each row adds its string's length."""
+
+    def __init__(self, start: str) -> None:
+        self.start = len(start)
+
+    def initial(self) -> int:
+        return self.start
+
+    def add(self, acc: int, value: Any) -> int:
+        if value is None:  # the Java original calls length() on it
+            raise TestFunctionError("TEST_UDAF(STRING, STRING) does not take NULL.")
+        return wrap_long(acc + len(value))
+
+    def merge(self, a: int, b: int) -> int:
+        return wrap_long(a + b)
+
+    def result(self, acc: int) -> int:
+        return acc
+
+
+@aggregate("TEST_UDAF", params=[T.STRING, T.STRING], returns=T.BIGINT, init_params=1)
+def test_udaf_string_lengths(initial: str) -> _StringLengthSum:
+    """Sums string lengths, from the length of the init string."""
+    return _StringLengthSum(initial)
 
 
 @aggregate("TEST_UDAF", params=[_AB], returns=_AB)
@@ -149,7 +186,7 @@ class _CollectFirstIfComplete(BaseAggregator):
         return list(acc)
 
 
-@aggregate("GENERIC_VAR_ARG", params=[_T, T.INTEGER, _U], returns=T.Array(_T), variadic=True)
+@aggregate("GENERIC_VAR_ARG", params=[_T, _B, _U], returns=T.Array(_T), variadic=True)
 def generic_var_arg() -> _CollectFirstIfComplete:
     """Test UDAF: collects the first column of rows without NULLs."""
     return _CollectFirstIfComplete()
@@ -161,4 +198,12 @@ def obj_col_arg() -> _CollectFirstIfComplete:
     return _CollectFirstIfComplete()
 
 
-REGISTRY.declare_upper_case("TEST_UDAF", "MULTI_ARG", "MID_VAR_ARG", "GENERIC_VAR_ARG", "OBJ_COL_ARG")
+@aggregate("VAR_ARG", params=[T.BIGINT, T.STRING], returns=T.BIGINT, variadic=True)
+def var_arg() -> _LengthSum:
+    """Test UDAF: sums a BIGINT column and the lengths of any number of STRING columns."""
+    return _LengthSum(0)
+
+
+REGISTRY.declare_upper_case(
+    "TEST_UDAF", "MULTI_ARG", "MID_VAR_ARG", "GENERIC_VAR_ARG", "OBJ_COL_ARG", "VAR_ARG"
+)

@@ -227,6 +227,13 @@ for _t in (T.INTEGER, T.BIGINT):
         description="The integers from start towards end inclusive, in steps of step.",
     )(_series)
 
+scalar(
+    "GENERATE_SERIES",
+    params=[T.BIGINT, T.BIGINT, T.INTEGER],
+    returns=T.Array(T.BIGINT),
+    description="The integers from start towards end inclusive, in steps of an INTEGER step.",
+)(_series)
+
 
 # --------------------------------------------------------------------------- maps
 

@@ -297,6 +297,12 @@ def round_bigint(x: int) -> int:
     return int(x)
 
 
+@scalar("ROUND", params=[T.INTEGER], returns=T.BIGINT)
+def round_int(x: int) -> int:
+    """An integral value is already rounded; an INTEGER comes back as a BIGINT."""
+    return int(x)
+
+
 @scalar("ROUND", params=[ANY_DECIMAL], returns=_integral_decimal)
 def round_decimal(x: decimal.Decimal) -> decimal.Decimal:
     """Round to an integral DECIMAL; halves round towards positive infinity."""
@@ -323,9 +329,15 @@ def round_double_places(x: float, places: int) -> float:
     return _round_double(float(x), places, None)
 
 
-@scalar("TRUNC", params=[T.INTEGER], returns=T.INTEGER)
+@scalar("TRUNC", params=[T.INTEGER], returns=T.INTEGER, until=1)
 def trunc_int(x: int) -> int:
     """An integral value is already truncated."""
+    return int(x)
+
+
+@scalar("TRUNC", params=[T.INTEGER], returns=T.BIGINT, since=2)
+def trunc_int_to_bigint(x: int) -> int:
+    """An integral value is already truncated; an INTEGER comes back as a BIGINT (ksqlDB's)."""
     return int(x)
 
 

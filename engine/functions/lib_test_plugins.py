@@ -82,10 +82,37 @@ def to_struct(value: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- BAD_UDF
 
 
-@scalar("BAD_UDF", params=[T.INTEGER], returns=T.INTEGER, null_propagating=False)
+@scalar("BAD_UDF", params=[T.INTEGER], returns=T.INTEGER, null_propagating=False, until=1)
 def bad_udf_int(value: Any) -> int:
     """Test UDF: always throws."""
     raise TestFunctionError("BAD_UDF(INTEGER) always throws.")
+
+
+@scalar("BAD_UDF", params=[T.INTEGER], returns=T.STRING, null_propagating=False, since=2)
+def bad_udf_int_string(value: Any) -> str:
+    """Test UDF: always throws; declared to return a STRING, as ksqlDB's is."""
+    raise TestFunctionError("BAD_UDF(INTEGER) always throws.")
+
+
+# --------------------------------------------------------------------------- CASE laziness
+
+
+@scalar("WHENCONDITION", params=[T.BOOLEAN, T.BOOLEAN], returns=T.BOOLEAN, null_propagating=False)
+def when_condition(value: Any, should_be_evaluated: Any) -> bool:
+    """Test UDF: the first argument, or an error when the second is false (a CASE condition
+    evaluated that should not have been)."""
+    if not _required(should_be_evaluated, "WhenCondition"):
+        raise TestFunctionError("When condition in case is not running lazily!")
+    return bool(_required(value, "WhenCondition"))
+
+
+@scalar("WHENRESULT", params=[T.INTEGER, T.BOOLEAN], returns=T.INTEGER, null_propagating=False)
+def when_result(value: Any, should_be_evaluated: Any) -> int:
+    """Test UDF: the first argument, or an error when the second is false (a CASE result
+    evaluated that should not have been)."""
+    if not _required(should_be_evaluated, "WhenResult"):
+        raise TestFunctionError("Then expression in case is not running lazily!")
+    return int(_required(value, "WhenResult"))
 
 
 @scalar("BAD_UDF", params=[T.BOOLEAN], returns=T.INTEGER, null_propagating=False)

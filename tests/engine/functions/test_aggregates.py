@@ -110,6 +110,7 @@ def test_table_capable_functions_follow_ksqldb_table_udafs():
         "STDDEV_SAMP": [T.DOUBLE],
         "CORRELATION": [T.DOUBLE, T.DOUBLE],
         "SUM_LIST": [T.Array(T.INTEGER)],
+        "ATTR": [T.STRING],
     }
     stream_only = {
         "MIN": [T.INTEGER],
@@ -460,15 +461,70 @@ def test_topk_k_must_be_positive():
 # --------------------------------------------------------------------------- STDDEV / CORRELATION
 
 
-def test_stddev_samp_is_the_sample_standard_deviation():
+def test_stddev_samp_is_ksqldbs_sample_variance_and_stddev_sample_its_root():
     values = [2, 4, 4, 4, 5, 5, 7, 9]
-    expected = statistics.stdev(values)
-    assert final("STDDEV_SAMP", [T.INTEGER], values) == pytest.approx(expected)
-    assert final("STDDEV_SAMPLE", [T.DOUBLE], [float(v) for v in values]) == pytest.approx(expected)
+    # ksqlDB's STDDEV_SAMP returns M2 / (n - 1), the variance; STDDEV_SAMPLE its square root.
+    assert final("STDDEV_SAMP", [T.INTEGER], values) == pytest.approx(statistics.variance(values))
+    assert final("STDDEV_SAMPLE", [T.DOUBLE], [float(v) for v in values]) == pytest.approx(
+        statistics.stdev(values)
+    )
+    assert aggregate_spec("STDDEV_SAMP", [T.INTEGER]).resolved.signature.since == 2
 
 
-def test_stddev_samp_of_fewer_than_two_values_is_zero():
+def test_stddev_follows_the_youngs_cramer_steps_in_doubles():
+    # Each value adds delta^2 / (n (n - 1)) to M2, delta = x (n) - (sum + x), in doubles.
+    xs = [0.1, 0.7, 1.3]
+    m2, total = 0.0, xs[0]
+    for n, x in enumerate(xs[1:], start=2):
+        delta = x * n - (total + x)
+        m2 = delta * delta / (n * (n - 1)) + m2
+        total = x + total
+    assert final("STDDEV_SAMP", [T.DOUBLE], xs) == m2 / 2
+    assert final("STDDEV_SAMPLE", [T.DOUBLE], xs) == math.sqrt(m2 / 2)
+
+
+def test_stddev_over_integers_wraps_its_sum_like_a_java_int():
+    # The second delta is 1 * 2 - (2147483647 + 1 as an int, -2147483648) = 2147483650.
+    assert final("STDDEV_SAMP", [T.INTEGER], [2**31 - 1, 1]) == 2147483650.0**2 / 2
+    assert final("STDDEV_SAMP", [T.BIGINT], [2**31 - 1, 1]) == 2147483646.0**2 / 2  # no wrap
+
+
+def test_stddev_of_fewer_than_two_values_is_zero():
     assert final("STDDEV_SAMP", [T.BIGINT], [None, 5]) == 0.0
+    assert final("STDDEV_SAMPLE", [T.INTEGER], []) == 0.0
+
+
+def test_stddev_undo_retracts_with_ksqldbs_delta():
+    agg = make("STDDEV_SAMP", [T.INTEGER])
+    acc = agg.initial()
+    for v in (1, 2, 3):
+        acc = agg.add(acc, v)
+    assert agg.result(acc) == 1.0
+    assert agg.undo(acc, None) == acc
+    acc = agg.undo(acc, 3)
+    assert acc == (2, 3, 0.5)
+    assert agg.result(acc) == 0.5
+
+
+def test_stddev_merge_divides_integral_sums_as_each_function_does():
+    def merged(name: str) -> float:
+        agg = make(name, [T.INTEGER])
+        a = agg.add(agg.add(agg.initial(), 1), 2)
+        b = agg.add(agg.initial(), 4)
+        return agg.result(agg.merge(a, b))
+
+    # STDDEV_SAMP: 3 / 2 - 4 / 1 in longs is -3; STDDEV_SAMPLE: 1.5 - 4.0 in doubles.
+    assert merged("STDDEV_SAMP") == (0.5 + 2 * 9 / 3) / 2
+    assert merged("STDDEV_SAMPLE") == math.sqrt((0.5 + 2 * 6.25 / 3) / 2)
+
+
+def test_stddev_planned_at_version_1_keeps_the_exact_standard_deviation():
+    values = [2, 4, 4, 4, 5, 5, 7, 9]
+    agg = aggregate_spec("STDDEV_SAMP", [T.INTEGER], semantics=1).create()
+    acc = agg.initial()
+    for v in values:
+        acc = agg.add(acc, v)
+    assert agg.result(acc) == pytest.approx(statistics.stdev(values))
 
 
 def test_correlation_matches_pearson():
@@ -483,6 +539,60 @@ def test_correlation_skips_pairs_with_a_null_and_is_nan_when_undefined():
     assert out[2] == 1.0
     assert out[3] == pytest.approx(statistics.correlation([1, 2, 3], [2, 4, 1]))
     assert math.isnan(final("CORRELATION", [T.DOUBLE, T.DOUBLE], [(1.0, 5.0), (2.0, 5.0)]))
+
+
+def test_correlation_has_an_overload_per_numeric_type_working_in_doubles():
+    for t in (T.INTEGER, T.BIGINT, T.DOUBLE):
+        spec = aggregate_spec("CORRELATION", [t, t])
+        assert spec.column_types == (t, t)
+        assert spec.return_type == T.DOUBLE
+    big = 2**53 + 1  # a BIGINT turns into the nearest double, as Long.doubleValue does
+    agg = make("CORRELATION", [T.BIGINT, T.BIGINT])
+    acc = agg.add(agg.initial(), (big, 1))
+    assert acc == (1, float(big), 1.0, float(big) * float(big), 1.0, float(big))
+
+
+# --------------------------------------------------------------------------- ATTR
+
+
+def test_attr_is_the_single_value_or_null_when_the_group_disagrees():
+    assert fold(make("ATTR", [T.STRING]), ["a", "a", "b"]) == ["a", "a", None]
+    assert final("ATTR", [T.INTEGER], []) is None
+    assert aggregate_spec("ATTR", [T.BIGINT]).return_type == T.BIGINT
+
+
+def test_attr_counts_null_as_a_value():
+    assert fold(make("ATTR", [T.STRING]), [None, "a"]) == [None, None]
+    agg = make("ATTR", [T.STRING])
+    acc = agg.add(agg.add(agg.initial(), None), "a")
+    assert agg.result(agg.undo(acc, None)) == "a"
+
+
+def test_attr_undo_keeps_counts_at_zero_or_more():
+    agg = make("ATTR", [T.INTEGER])
+    acc = agg.add(agg.add(agg.initial(), 1), 2)
+    acc = agg.undo(agg.undo(acc, 2), 2)  # 2's count stays at zero, not below
+    assert acc == ((1, 1), (2, 0))
+    assert agg.result(acc) == 1
+    assert agg.result(agg.add(acc, 2)) is None
+    assert agg.undo(agg.initial(), 5) == ()  # retracting an unseen value adds nothing
+
+
+def test_attr_compares_doubles_as_java_does():
+    assert final("ATTR", [T.DOUBLE], [math.nan, math.nan]) is not None
+    assert final("ATTR", [T.DOUBLE], [0.0, -0.0]) is None
+    assert final("ATTR", [T.Array(T.INTEGER)], [[1, 2], [1, 2]]) == [1, 2]
+
+
+def test_attr_merge_adds_the_counts_of_both_sessions():
+    agg = make("ATTR", [T.STRING])
+    a = agg.add(agg.initial(), "x")
+    b = agg.undo(agg.add(agg.add(agg.initial(), "y"), "x"), "y")
+    assert agg.merge(a, b) == (("x", 2),)
+    assert agg.result(agg.merge(a, agg.add(agg.initial(), "y"))) is None
+    assert aggregate_spec("ATTR", [T.STRING]).intermediate_type == T.Array(
+        T.Struct((T.Field("VALUE", T.STRING), T.Field("COUNT", T.INTEGER)))
+    )
 
 
 # --------------------------------------------------------------------------- custom test UDAFs

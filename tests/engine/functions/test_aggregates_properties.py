@@ -55,6 +55,16 @@ def _stdev(values: Sequence[Any]) -> float:
     return statistics.stdev(p) if len(p) >= 2 else 0.0
 
 
+def _variance(values: Sequence[Any]) -> float:
+    p = _present(values)
+    return statistics.variance(p) if len(p) >= 2 else 0.0
+
+
+def _attr(values: Sequence[Any]) -> Any:
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
+
+
 def _corr(values: Sequence[Any]) -> float:
     p = [(x, y) for x, y in values if x is not None and y is not None]
     if len(p) < 2:
@@ -88,6 +98,9 @@ class Case:
     reference: Callable[[list[Any]], Any]
     init: tuple[Any, ...] = ()
     approx: bool = False
+    # False where ksqlDB's merge is not exact: STDDEV_SAMP divides integral sums in longs
+    # when it merges sessions (test_aggregates.py shows that merge on its own).
+    merges_exactly: bool = True
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.types))})"
@@ -110,7 +123,10 @@ UNDO_CASES = [
     ),
     Case("AVG", (T.INTEGER,), nullable_ints, _avg, approx=True),
     Case("HISTOGRAM", (T.STRING,), nullable_words, lambda vs: dict(Counter(_present(vs)))),
-    Case("STDDEV_SAMP", (T.BIGINT,), nullable_ints, _stdev, approx=True),
+    Case("STDDEV_SAMP", (T.BIGINT,), nullable_ints, _variance, approx=True, merges_exactly=False),
+    Case("STDDEV_SAMP", (T.DOUBLE,), pairs.map(lambda p: p[0]), _variance, approx=True),
+    Case("STDDEV_SAMPLE", (T.BIGINT,), nullable_ints, _stdev, approx=True),
+    Case("ATTR", (T.STRING,), nullable_words, _attr),
     Case("CORRELATION", (T.DOUBLE, T.DOUBLE), pairs, _corr, approx=True),
     Case(
         "SUM_LIST",
@@ -223,7 +239,7 @@ def test_undo_matches_reference_of_the_live_values(case: Case, data: st.DataObje
         _check(case, agg.result(acc), case.reference(live))
 
 
-@pytest.mark.parametrize("case", UNDO_CASES + STREAM_CASES, ids=str)
+@pytest.mark.parametrize("case", [c for c in UNDO_CASES + STREAM_CASES if c.merges_exactly], ids=str)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_merging_two_folded_halves_equals_folding_everything(

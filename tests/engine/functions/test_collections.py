@@ -229,3 +229,11 @@ def test_as_map_pairs_keys_with_values() -> None:
     assert call("AS_MAP", args, ["p", "q"], [7]) == {"p": 7, "q": None}
     assert call("AS_MAP", args, None, [1]) is None
     assert return_type("AS_MAP", args) == T.Map(T.STRING, T.INTEGER)
+
+
+def test_generate_series_of_bigints_takes_an_integer_step() -> None:
+    resolved = REGISTRY.resolve("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.INTEGER])
+    assert resolved.signature.params == (T.BIGINT, T.BIGINT, T.INTEGER)
+    assert resolved.return_type == T.Array(T.BIGINT)
+    assert resolved.invoke([2**40, 2**40 + 5, 2]) == [2**40, 2**40 + 2, 2**40 + 4]
+    assert resolved.invoke([10, 4, -3]) == [10, 7, 4]

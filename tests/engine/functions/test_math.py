@@ -266,3 +266,18 @@ def test_decimal_overloads_match_decimals_exactly_without_rescaling() -> None:
     assert not (T.Decimal(4, 2) != resolved.param_types[0])
     assert REGISTRY.resolve("CEIL", [T.Decimal(9, 3)]).signature.describe() == "CEIL(DECIMAL)"
     assert REGISTRY.resolve("ROUND", [T.INTEGER]).return_type == T.BIGINT
+
+
+def test_round_and_trunc_of_an_integer_return_a_bigint_like_ksqldb() -> None:
+    assert REGISTRY.resolve("ROUND", [T.INTEGER]).signature.params == (T.INTEGER,)
+    assert return_type("ROUND", [T.INTEGER]) == T.BIGINT
+    assert call("ROUND", [T.INTEGER], -3) == -3
+    assert return_type("TRUNC", [T.INTEGER]) == T.BIGINT
+    assert call("TRUNC", [T.INTEGER], 2**31 - 1) == 2**31 - 1
+    assert call("TRUNC", [T.INTEGER], None) is None
+
+
+def test_trunc_of_an_integer_planned_at_version_1_stays_an_integer() -> None:
+    assert REGISTRY.resolve("TRUNC", [T.INTEGER], 1).return_type == T.INTEGER
+    assert REGISTRY.settled_semantics("TRUNC", [T.DOUBLE], 2) == 1  # other overloads unchanged
+    assert REGISTRY.settled_semantics("TRUNC", [T.INTEGER], 2) == 2

@@ -95,3 +95,55 @@ def test_table_test_functions_throw_on_null_or_true() -> None:
     with pytest.raises(RuntimeError):
         call("THROWING_UDTF", [T.BOOLEAN], True)
     assert call("THROWING_UDTF", [T.BOOLEAN], False) == [False]
+
+
+def test_bad_udf_of_an_integer_is_declared_to_return_a_string() -> None:
+    assert REGISTRY.resolve("BAD_UDF", [T.INTEGER]).return_type == T.STRING
+    assert REGISTRY.resolve("BAD_UDF", [T.INTEGER], 1).return_type == T.INTEGER  # saved plans
+
+
+def test_when_condition_and_when_result_fail_when_evaluated_eagerly() -> None:
+    assert call("WHENCONDITION", [T.BOOLEAN, T.BOOLEAN], False, True) is False
+    assert call("WHENRESULT", [T.INTEGER, T.BOOLEAN], 7, True) == 7
+    with pytest.raises(RuntimeError, match="When condition in case is not running lazily!"):
+        call("WHENCONDITION", [T.BOOLEAN, T.BOOLEAN], True, False)
+    with pytest.raises(RuntimeError, match="Then expression in case is not running lazily!"):
+        call("WHENRESULT", [T.INTEGER, T.BOOLEAN], 1, False)
+
+
+def _fold(name: str, types: Sequence[SqlType], values: Sequence[Any], init: Sequence[Any] = ()) -> Any:
+    from engine.functions.udaf import aggregate_spec
+
+    agg = aggregate_spec(name, list(types)).create(init)
+    acc = agg.initial()
+    for v in values:
+        acc = agg.add(acc, v)
+    return agg.result(acc)
+
+
+def test_var_arg_sums_its_bigint_and_the_lengths_of_its_strings() -> None:
+    rows = [(1, "ab", None), (None, "c", "dd")]
+    assert _fold("VAR_ARG", [T.BIGINT, T.STRING, T.STRING], rows) == 1 + 2 + 1 + 2
+    assert _fold("VAR_ARG", [T.BIGINT], [4, None, 5]) == 9
+
+
+def test_test_udaf_sums_string_lengths_from_its_init_string() -> None:
+    assert _fold("TEST_UDAF", [T.STRING, T.STRING], ["abc", "", "de"], ["xy"]) == 2 + 3 + 2
+    with pytest.raises(RuntimeError, match="does not take NULL"):
+        _fold("TEST_UDAF", [T.STRING, T.STRING], [None], ["xy"])
+
+
+def test_test_udaf_of_an_unhandled_type_fails_like_its_generic_overload() -> None:
+    from engine.errors import TypeCheckError
+    from engine.functions.udaf import aggregate_spec
+
+    assert aggregate_spec("TEST_UDAF", [T.INTEGER]).return_type == T.BIGINT  # exact overload
+    spec = aggregate_spec("TEST_UDAF", [T.Decimal(4, 2)])
+    assert spec.return_type == T.Decimal(4, 2)
+    with pytest.raises(TypeCheckError, match=r"Type DECIMAL\(4, 2\) is not handled."):
+        spec.create()
+
+
+def test_generic_var_arg_takes_any_type_as_its_second_column() -> None:
+    rows = [(1, "x", True), (2, None, False), (3, "y", None), (4, "z", False)]
+    assert _fold("GENERIC_VAR_ARG", [T.INTEGER, T.STRING, T.BOOLEAN], rows) == [1, 4]
