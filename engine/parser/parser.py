@@ -92,7 +92,7 @@ def _built_lark() -> Lark:
     grammar = resources.files("engine.parser").joinpath("ksql.lark").read_text("utf-8")
     # cache=True: Lark keeps the grammar's LALR tables in a file of the temporary directory,
     # named by a hash of the grammar, the options and Lark's version, and later processes
-    # load them (0.85 s -> 0.09 s on 2 cores: every `kspark` command parses). A file it
+    # load them instead of building them (every `kspark` command parses). A file it
     # cannot read or write only costs the full build.
     return Lark(
         grammar,
