@@ -143,8 +143,19 @@ def translates(*wires: str) -> Callable[[Translator], Translator]:
 
 
 def _source_schema(node: Mapping[str, Any], importer: StepImporter) -> LogicalSchema:
-    text = V.require(node, "sourceSchema", f"step {importer.ctx(node)}")
-    return V.schema(str(text))
+    ctx = importer.ctx(node)
+    schema = V.schema(str(V.require(node, "sourceSchema", f"step {ctx}")))
+    # Before pseudo-column version 1 (ksqlDB 7.1) ROWPARTITION and ROWOFFSET were ordinary
+    # names a source could give its value columns; kspark's rows carry the record's partition
+    # and offset under those names, so reading the source would give those instead.
+    shadowed = [c.name for c in schema.columns if c.namespace is not Namespace.KEY and c.name in _ROW_POSITION]
+    if shadowed:
+        raise UnsupportedFeatureError(
+            "a value column named like a pseudo column",
+            f"Step {ctx} reads a value column `{shadowed[0]}` (pseudoColumnVersion "
+            f"{node.get('pseudoColumnVersion', 0)}), the name of a pseudo column kspark's rows carry.",
+        )
+    return schema
 
 
 def _schema_shape(schema: LogicalSchema, *, table: bool, window: S.WindowInfo | None = None) -> Shape:

@@ -671,3 +671,12 @@ def test_a_semantic_config_at_the_value_kspark_implements_imports_and_any_other_
     with pytest.raises(UnsupportedFeatureError) as info:
         import_plan(saved(other))
     assert info.value.feature == f"config {config}={other}"
+
+
+def test_a_source_value_column_named_rowoffset_before_pseudo_column_version_1_is_unsupported(kp: Any) -> None:
+    """ksqlDB before 7.1 (pseudoColumnVersion 0) let a value column be named ROWOFFSET; kspark's
+    rows carry the record's offset under that name, so the plan is reported, not misread."""
+    source = kp.stream_source("`ID` INTEGER KEY, `ROWOFFSET` STRING", pseudoColumnVersion=0)
+    with pytest.raises(UnsupportedFeatureError, match="reads a value column `ROWOFFSET`") as info:
+        _root(kp, kp.sink(kp.select(source, ["ROWOFFSET AS X"], ["ID"])))
+    assert info.value.feature == "a value column named like a pseudo column"
