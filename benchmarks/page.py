@@ -60,8 +60,10 @@ def _machine(run: dict[str, Any]) -> str:
         parts.append(f"Python {m['python']}")
     if m.get("java"):
         parts.append(f"Java {m['java']}")
+    if m.get("load_average_at_start"):
+        parts.append(f"load average {m['load_average_at_start'][0]} at start")
     if m.get("load_average"):
-        parts.append(f"load average {m['load_average'][0]} at start")
+        parts.append(f"{m['load_average'][0]} at the end")
     return ", ".join(parts) or "not recorded"
 
 

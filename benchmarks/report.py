@@ -81,6 +81,7 @@ class Run:
     load: Mapping[str, Any]
     baseline: str | None = None  # what the baseline is, e.g. "hand-written PySpark, same session"
     date: str = field(default_factory=lambda: utc_now())
+    load_average_at_start: list[float] = field(default_factory=lambda: [round(x, 2) for x in os.getloadavg()])
     checks: list[str] = field(default_factory=list)
     figures: dict[str, Figure] = field(default_factory=dict)
 
@@ -117,7 +118,7 @@ class Run:
             "benchmark": self.benchmark,
             "date": self.date,
             "commit": git_commit(),
-            "machine": machine(),
+            "machine": {**machine(), "load_average_at_start": self.load_average_at_start},
             "provenance": provenance,
             "load": dict(self.load),
             "baseline": self.baseline,
@@ -168,7 +169,8 @@ def memory_gib() -> float | None:
 
 
 def machine() -> dict[str, Any]:
-    """Cores, memory, Python, Java, platform and load average of this machine, now."""
+    """Cores, memory, Python, Java, platform and load average (1, 5, 15 minutes) of this
+    machine, now (a run's report adds the load average at its start)."""
     return {
         "cores": os.cpu_count(),
         "memory_gib": memory_gib(),

@@ -50,7 +50,7 @@ def test_a_report_holds_date_commit_machine_load_figures_and_is_recorded_on_requ
     entry = R.write(run, {"raw": 1}, report=tmp_path / "reports" / "perf.json", history_dir=history)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", entry["date"])
     assert entry["commit"] is None or re.match(r"[0-9a-f]{7,}", entry["commit"])
-    assert {"cores", "memory_gib", "python", "java"} <= set(entry["machine"])
+    assert {"cores", "memory_gib", "python", "java", "load_average", "load_average_at_start"} <= set(entry["machine"])
     assert entry["load"] == {"records": 10} and entry["details"] == {"raw": 1}
     assert entry["figures"]["stateless_seconds"]["ratio"] == 1.1
     assert json.loads((tmp_path / "reports" / "perf.json").read_text()) == entry
