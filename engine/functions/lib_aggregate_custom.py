@@ -113,10 +113,12 @@ def test_udaf_struct() -> _StructSum:
 
 class _LengthSum(BaseAggregator):
     """Starts from a number given by the init arguments; each row adds its integers and the
-    lengths of its strings (NULL counts 0)."""
+    lengths of its strings (NULL counts 0). A session merge adds the two sums, so the start
+    counts twice, as in ksqlDB's test UDAFs (``keep_both_starts``; version 1 counted it once)."""
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, *, keep_both_starts: bool = True) -> None:
         self.start = start
+        self.keep_both_starts = keep_both_starts
 
     def initial(self) -> int:
         return self.start
@@ -130,7 +132,7 @@ class _LengthSum(BaseAggregator):
         return acc
 
     def merge(self, a: int, b: int) -> int:
-        return a + b - self.start
+        return a + b if self.keep_both_starts else a + b - self.start
 
     def result(self, acc: int) -> int:
         return acc
@@ -145,25 +147,29 @@ for _name, _columns in (
     ("FOUR_ARG", [T.BIGINT, T.STRING, T.STRING, T.STRING]),
     ("FIVE_ARG", [T.BIGINT, T.STRING, T.STRING, T.STRING, T.INTEGER]),
 ):
-    aggregate(
-        _name,
-        params=[*_columns, T.INTEGER, T.STRING],
-        returns=T.BIGINT,
-        init_params=2,
-        variadic=True,
-        description="Test UDAF: sums integers and string lengths, from an init value.",
-    )(lambda number, *texts: _LengthSum(_start(number, *texts)))
+    for _both, _versions in ((False, {"until": 1}), (True, {"since": 2})):
+        aggregate(
+            _name,
+            params=[*_columns, T.INTEGER, T.STRING],
+            returns=T.BIGINT,
+            init_params=2,
+            variadic=True,
+            description="Test UDAF: sums integers and string lengths, from an init value.",
+            **_versions,
+        )(lambda number, *texts, b=_both: _LengthSum(_start(number, *texts), keep_both_starts=b))
 
 MID_VAR_ARG_MAX_STRINGS = 8
 for _strings in range(MID_VAR_ARG_MAX_STRINGS + 1):
     # ksqlDB allows a variadic parameter in the middle; one overload per count stands in.
-    aggregate(
-        "MID_VAR_ARG",
-        params=[T.BIGINT, *[T.STRING] * _strings, T.INTEGER, T.INTEGER],
-        returns=T.BIGINT,
-        init_params=2,
-        description="Test UDAF: sums integers and string lengths, from the sum of two ints.",
-    )(lambda a, b: _LengthSum(a + b))
+    for _both, _versions in ((False, {"until": 1}), (True, {"since": 2})):
+        aggregate(
+            "MID_VAR_ARG",
+            params=[T.BIGINT, *[T.STRING] * _strings, T.INTEGER, T.INTEGER],
+            returns=T.BIGINT,
+            init_params=2,
+            description="Test UDAF: sums integers and string lengths, from the sum of two ints.",
+            **_versions,
+        )(lambda a, b, both=_both: _LengthSum(a + b, keep_both_starts=both))
 
 
 # --------------------------------------------------------------------------- variadic columns

@@ -163,6 +163,16 @@ def test_udtf_maps(*maps: Any) -> list[str]:
     return _texts(firsts, _SCALARS)
 
 
+@table_function(
+    "TEST_UDTF",
+    params=[T.Map(T.BIGINT, T.INTEGER), *[T.Map(T.STRING, t) for t in _SCALARS[1:]]],
+    returns=T.STRING,
+)
+def test_udtf_maps_bigint_key(*maps: Any) -> list[str]:
+    """Test UDTF: as the maps overload, the first map keyed by BIGINT."""
+    return test_udtf_maps(*maps)
+
+
 def _single(value: Any) -> list[Any]:
     return [_required(value, "TEST_UDTF")]
 

@@ -604,6 +604,28 @@ def test_multi_arg_starts_from_its_init_arguments():
     assert fold(spec.create([1, "ab", "c"]), [(10, "xyz"), (None, None)]) == [17, 17]
 
 
+def test_four_and_five_arg_sum_their_columns_from_the_init_arguments():
+    four = aggregate_spec("FOUR_ARG", [T.BIGINT, T.STRING, T.STRING, T.STRING, T.INTEGER, T.STRING])
+    assert four.column_args == 4
+    assert fold(four.create([2, "xyz"]), [(1, "a", None, "bc"), (None, None, None, None)]) == [9, 9]
+    five = aggregate_spec(
+        "FIVE_ARG", [T.BIGINT, T.STRING, T.STRING, T.STRING, T.INTEGER, T.INTEGER, T.STRING, T.STRING]
+    )
+    assert five.column_args == 5
+    assert fold(five.create([0, "a", "bb"]), [(1, "a", "b", "c", 10)]) == [17]
+
+
+def test_init_arg_udafs_merge_sessions_by_adding_both_sums_like_ksqldb():
+    types = [T.BIGINT, T.STRING, T.INTEGER, T.STRING]
+    agg = aggregate_spec("MULTI_ARG", types).create([1, "ab"])
+    one = agg.add(agg.initial(), (4, "x"))  # 3 + 4 + 1
+    assert agg.merge(one, agg.initial()) == 8 + 3  # the start is in both sums
+    old = aggregate_spec("MULTI_ARG", types, semantics=1).create([1, "ab"])
+    assert old.merge(one, old.initial()) == 8  # version 1 counted it once
+    mid = aggregate_spec("MID_VAR_ARG", [T.BIGINT, T.STRING, T.INTEGER, T.INTEGER]).create([1, 2])
+    assert mid.merge(mid.initial(), mid.initial()) == 6
+
+
 def test_multi_arg_without_its_init_argument_is_rejected():
     with pytest.raises(
         TypeCheckError, match=r"'MULTI_ARG' does not accept parameters \(BIGINT, STRING\)"

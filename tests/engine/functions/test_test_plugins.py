@@ -80,6 +80,8 @@ def test_test_udtf_gives_each_argument_as_java_text() -> None:
     assert call("TEST_UDTF", arrays, *[[v, None] for v in values]) == expected
     maps = [T.Map(T.STRING, t) for t in types]
     assert call("TEST_UDTF", maps, *[{"k": v} for v in values]) == expected
+    bigint_keyed = [T.Map(T.BIGINT, T.INTEGER), *maps[1:]]
+    assert call("TEST_UDTF", bigint_keyed, {5: 7}, *[{"k": v} for v in values[1:]]) == expected
 
 
 def test_test_udtf_of_one_value_keeps_its_type_and_decimals_widen() -> None:
