@@ -113,10 +113,17 @@ def _option_names(action: argparse.Action) -> str:
     return str(metavar) + ("..." if action.nargs in ("+", "*") else "")
 
 
+def _portable(text: str) -> str:
+    """``text`` with this checkout's absolute path written relative to the repository, so the
+    page is the same in every clone (a default such as ``REPOSITORY / "parity"``)."""
+    root = str(REPOSITORY)
+    return text.replace(root + "/", "").replace(root, ".")
+
+
 def _default(action: argparse.Action) -> str:
     if action.nargs == 0 or action.default in (None, argparse.SUPPRESS, [], ()):
         return ""
-    return str(action.default)
+    return _portable(str(action.default))
 
 
 def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
@@ -127,6 +134,7 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
         params = {**vars(action), "prog": parser.prog}
         params = {k: getattr(v, "__name__", v) for k, v in params.items()}
         text = text % params
+    text = _portable(text)
     choices = ""
     if action.choices and not isinstance(action, argparse._SubParsersAction) and action.option_strings:
         choices = " (one of: " + ", ".join(map(str, action.choices)) + ")"
