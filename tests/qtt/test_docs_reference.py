@@ -95,3 +95,7 @@ def test_step_statuses_cover_every_registered_version() -> None:
     assert statuses["streamGroupByJoinedKeyV1"] == D.IMPORT_ONLY
     assert statuses["streamFilterV1"] == D.NATIVE_OFF  # what kspark.native.steps=false plans
     assert D.CURRENT in statuses.values() and D.SAVED_PLANS in statuses.values()
+
+
+def test_paths_of_this_checkout_are_written_relative_to_the_repository() -> None:
+    assert D._portable(f"default {D.REPOSITORY / 'parity'} or {D.REPOSITORY}") == "default parity or ."
