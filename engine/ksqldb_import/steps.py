@@ -44,6 +44,7 @@ from engine.planner.physical import writes_registered_schema
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET", "WINDOWSTART", "WINDOWEND")
 _ROW_POSITION = ("ROWPARTITION", "ROWOFFSET")
+_WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 
 UNSUPPORTED_STEPS: dict[str, str] = {}
 """ksqlDB step versions known to behave unlike every kspark step version, with the reason."""
@@ -255,6 +256,16 @@ def _project(importer: StepImporter, node: Mapping[str, Any], source: Imported) 
     # ``ROWTIME AS ROWTIME`` likewise copies a pseudo column kspark's rows already carry.
     renamed = dict(zip(source.shape.keys, keys, strict=False))
     renamed.update((p, p) for p in PSEUDO)
+    if _feeds_sink(importer, node):
+        # The projection a sink writes: ``WINDOWSTART AS WINDOWSTART`` there is a value column
+        # the sink writes (ksqlDB 6.0 wrote a windowed source's bounds so), no pseudo copy.
+        written = [s.alias for s in selects if s.alias in _WINDOW_BOUNDS and column_name(s.expression) == s.alias]
+        if written:
+            raise UnsupportedFeatureError(
+                "a value column named like a pseudo column",
+                f"Step {ctx} writes a value column `{written[0]}`, the name of a pseudo column "
+                "kspark's rows carry.",
+            )
     selects = tuple(
         s for s in selects
         if not (column_name(s.expression) in renamed and renamed[str(column_name(s.expression))] == s.alias)

@@ -680,3 +680,19 @@ def test_a_source_value_column_named_rowoffset_before_pseudo_column_version_1_is
     with pytest.raises(UnsupportedFeatureError, match="reads a value column `ROWOFFSET`") as info:
         _root(kp, kp.sink(kp.select(source, ["ROWOFFSET AS X"], ["ID"])))
     assert info.value.feature == "a value column named like a pseudo column"
+
+
+def test_a_sink_projection_writing_windowstart_as_a_value_column_is_unsupported(kp: Any) -> None:
+    """ksqlDB 6.0 wrote ``WINDOWSTART AS WINDOWSTART`` of a windowed source into the sink's
+    values; kspark's rows carry the window bounds under those names, so the plan is reported."""
+    source = kp.step("windowedStreamSourceV1", "KsqlTopic/Source", topicName="input", formats=kp.fmt(),
+                     timestampColumn=None, sourceSchema=SOURCE, windowInfo={"type": "TUMBLING", "size": 30.0})
+    with pytest.raises(UnsupportedFeatureError, match="writes a value column `WINDOWSTART`"):
+        _root(kp, kp.sink(kp.select(source, ["WINDOWSTART AS WINDOWSTART", "QTY AS X"], None)))
+    # Under an aggregation's projection the same copy is the pseudo column, left to kspark's rows.
+    prepare = kp.select(source, ["WINDOWSTART AS WINDOWSTART", "QTY AS QTY"], ["ID"], ctx="Aggregate/Prepare")
+    group = kp.step("streamGroupByKeyV1", "Aggregate/GroupBy", source=prepare, internalFormats=kp.fmt())
+    agg = kp.step("streamAggregateV1", "Aggregate/Aggregate", source=group, internalFormats=kp.fmt(),
+                  nonAggregateColumns=["QTY"], aggregationFunctions=["COUNT(QTY)"])
+    root = _root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], ["ID"], table=True), table=True))
+    assert isinstance(root, TableSinkV5)
