@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import nox
 
 nox.options.sessions = ["tests"]
@@ -29,6 +32,19 @@ def tests(session: nox.Session) -> None:
         "pytest", "-m", "not cluster and not soak", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
+
+
+@nox.session(python=PYTHON, reuse_venv=False)
+def wheel(session: nox.Session) -> None:
+    """kspark as a user installs it: the wheel, built and installed without extras into a fresh
+    virtualenv, runs the main job, bad input, a stateless and a stateful query on a broker and
+    three racing servers, from outside the checkout (``ci/wheel_lane.py``)."""
+    dist = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), ".")
+    [wheel_file] = dist.glob("kspark-*.whl")
+    session.install(str(wheel_file))
+    session.run("python", "ci/wheel_lane.py", "--repo", str(Path.cwd()), *session.posargs)
 
 
 @nox.session(python=PYTHON)
