@@ -88,8 +88,9 @@ class PushQuery:
         spark_conf: Mapping[str, str] | None = None,
         start_lock: Any = None,
         queue_size: int = 10_000,
+        variables: Mapping[str, str] | None = None,
     ) -> None:
-        statements = parse(text, variables=engine.variables)
+        statements = parse(text, variables=engine.variables if variables is None else variables)
         if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
             raise AnalysisError(f"A push query is one SELECT ... EMIT CHANGES statement, got: {text.strip()}")
         self.engine = engine
@@ -112,8 +113,10 @@ class PushQuery:
         self.limit_reached = False
 
     @classmethod
-    def on_application(cls, app: Any, text: str, properties: Mapping[str, Any] | None = None) -> PushQuery:
-        """A push query over an in-process ``StreamingApplication``'s sources and Spark session."""
+    def on_application(cls, app: Any, text: str, properties: Mapping[str, Any] | None = None,
+                       *, variables: Mapping[str, str] | None = None) -> PushQuery:
+        """A push query over an in-process ``StreamingApplication``'s sources and Spark session
+        (``variables`` substituted in ``text``: the engine's by default)."""
         return cls(
             app.engine,
             app.bootstrap_servers,
@@ -122,6 +125,7 @@ class PushQuery:
             spark_master=app.spark_master,
             spark_conf=app.spark_conf,
             start_lock=app._lock,
+            variables=variables,
         )
 
     @property

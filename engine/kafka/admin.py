@@ -70,6 +70,28 @@ class TopicAdmin:
             raise KafkaClientError(f"Cannot describe topic '{name}': {error_text(topic.error)}.")
         return len(topic.partitions)
 
+    def topic_consumers(self) -> dict[str, tuple[int, int]]:
+        """Per topic: the consumers assigned one of its partitions and their consumer groups
+        (what ksqlDB's LIST TOPICS EXTENDED counts); topics nobody consumes are left out."""
+        try:
+            listed = self._client.list_consumer_groups(request_timeout=self.timeout).result(self.timeout)
+            ids = [group.group_id for group in listed.valid]
+            if not ids:
+                return {}
+            described = self._client.describe_consumer_groups(ids, request_timeout=self.timeout)
+            consumers: dict[str, int] = {}
+            groups: dict[str, set[str]] = {}
+            for group_id, future in described.items():
+                for member in future.result(self.timeout).members:
+                    topics = {p.topic for p in (member.assignment.topic_partitions if member.assignment else [])}
+                    for topic in topics:
+                        consumers[topic] = consumers.get(topic, 0) + 1
+                        groups.setdefault(topic, set()).add(group_id)
+        except KafkaException as exc:
+            raise KafkaClientError(f"Cannot describe the consumer groups of {self.bootstrap_servers}: "
+                                   f"{error_text(exc)}.") from None
+        return {topic: (count, len(groups[topic])) for topic, count in consumers.items()}
+
     def describe_topic(self, name: str) -> tuple[int, int] | None:
         """An existing topic's partition count and replication factor (its least replicated
         partition's); None when there is no such topic."""

@@ -35,6 +35,7 @@ from engine.errors import KsqlError
 from engine.server import entities as E
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
+from engine.server.properties import request_properties
 from engine.server.pull import pull_query_body, pull_query_stream_body
 from engine.server.service import KsqlService
 
@@ -42,15 +43,67 @@ LOG = logging.getLogger("engine.server")
 MAX_BODY_BYTES = 1 << 20
 DELIMITED = "application/vnd.ksqlapi.delimited.v1"
 JSON = "application/json"
+KSQL_V1_JSON = "application/vnd.ksql.v1+json"
+KSQL_V1_PROTOBUF = "application/vnd.ksql.v1+protobuf"
+# The media types ksqlDB's routes produce, per route in its order (ServerVerticle): a request's
+# Accept picks the first route one of whose types it accepts. /query's second route answers in
+# /query-stream's delimited form; the protobuf routes are ksqlDB's and kspark refuses them.
+OLD_API = (KSQL_V1_JSON, JSON)
+QUERY_ROUTES = (OLD_API, (DELIMITED, KSQL_V1_JSON, JSON), (KSQL_V1_PROTOBUF,))
+QUERY_STREAM_ROUTES = ((DELIMITED, JSON, KSQL_V1_JSON), (KSQL_V1_PROTOBUF,))
+INSERTS_ROUTES = ((DELIMITED, JSON),)
 KSQL_REQUEST_FIELDS = {"ksql", "streamsProperties", "configOverrides", "requestProperties",
                        "sessionVariables", "commandSequenceNumber"}
-QUERY_STREAM_FIELDS = {"sql", "properties", "sessionVariables"}
+QUERY_STREAM_FIELDS = {"sql", "properties", "sessionVariables", "requestProperties"}
 _END = object()
 _IDLE = object()
 
 
 def _error(exc: ServiceError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.http_status)
+
+
+def _accepted(header: str | None) -> list[str]:
+    """The media ranges of an Accept header, most wanted first (q-values; ties keep their order)."""
+    ranges: list[tuple[float, int, str]] = []
+    for index, part in enumerate((header or "").split(",")):
+        media, *params = (p.strip() for p in part.split(";"))
+        if not media:
+            continue
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            ranges.append((-quality, index, media.lower()))
+    return [media for _, _, media in sorted(ranges)]
+
+
+def _matches(media_range: str, media_type: str) -> bool:
+    kind, _, sub = media_range.partition("/")
+    wanted_kind, _, wanted_sub = media_type.partition("/")
+    return (kind in ("*", wanted_kind)) and (sub in ("*", wanted_sub))
+
+
+def negotiate(accept: str | None, routes: tuple[tuple[str, ...], ...]) -> tuple[int, str | None]:
+    """Which of ``routes`` (media types each) answers a request with ``accept``, and the type it
+    accepted (None: no Accept header, or only ``*/*``-like ranges). Raises ServiceError (406)
+    when no route produces a type the request accepts, as ksqlDB's router does."""
+    ranges = _accepted(accept)
+    if not ranges:
+        return 0, None
+    for index, produces in enumerate(routes):
+        for media_range in ranges:
+            for media_type in produces:
+                if _matches(media_range, media_type):
+                    return index, media_type if "*" not in media_range else None
+    offered = ", ".join(dict.fromkeys(t for route in routes for t in route))
+    raise ServiceError(f"None of the media types accepted ({accept}) is served here; served: {offered}.",
+                       code=40600)
 
 
 def _dumps(value: Any) -> str:
@@ -90,6 +143,11 @@ async def _body(request: Request, fields: set[str], required: str) -> dict[str, 
     sequence = body.get("commandSequenceNumber")
     if sequence is not None and (not isinstance(sequence, int) or isinstance(sequence, bool)):
         raise ServiceError("'commandSequenceNumber' must be an integer.", code=E.ERROR_BAD_REQUEST)
+    variables = body.get("sessionVariables") or {}
+    body["sessionVariables"] = {str(k): v if isinstance(v, str) else _dumps(v) for k, v in variables.items()}
+    # Every endpoint's properties, under ksqlDB's rules (engine.server.properties).
+    body["properties"] = request_properties(body.get("configOverrides"), body.get("streamsProperties"),
+                                            body.get("properties"), body.get("requestProperties"))
     return body
 
 
@@ -129,6 +187,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     when it stops).
     """
     push_queries = push_queries if push_queries is not None else OpenPushQueries()
+    prints: set[Any] = set()  # the PRINTs being streamed (``PrintedTopic``): a server stop ends them
 
     async def info(request: Request) -> Response:
         return JSONResponse(service.info())
@@ -153,13 +212,13 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
 
     async def ksql(request: Request) -> Response:
         try:
+            negotiate(request.headers.get("accept"), (OLD_API,))
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
-            properties = {**(body.get("configOverrides") or {}), **(body.get("streamsProperties") or {})}
             sequence = body.get("commandSequenceNumber")
             if sequence is not None and sequence >= 0:
                 await run_in_threadpool(service.wait_for_sequence, sequence)
             answer = await run_in_threadpool(
-                service.execute, body["ksql"], properties, body.get("sessionVariables") or {}
+                service.execute, body["ksql"], body["properties"], body["sessionVariables"]
             )
         except ServiceError as exc:
             return _error(exc)
@@ -183,24 +242,54 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
 
     async def query(request: Request) -> Response:
         try:
+            route, _media = negotiate(request.headers.get("accept"), QUERY_ROUTES)
+            if route == 2:
+                raise ServiceError("kspark does not answer queries in ksqlDB's protobuf form "
+                                   f"({KSQL_V1_PROTOBUF}); accept {KSQL_V1_JSON} or {DELIMITED}.", code=40600)
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
-            properties = {**(body.get("configOverrides") or {}), **(body.get("streamsProperties") or {})}
-            pull = await run_in_threadpool(service.pull_query, body["ksql"], properties)
+            text, properties, variables = body["ksql"], body["properties"], body["sessionVariables"]
+            printed = await run_in_threadpool(service.print_query, text, variables)
+            if printed is not None:  # ksqlDB's PRINT lines: formats, records, a blank line a quiet poll
+                return _PushResponse(_print_messages(printed, prints, formats=route == 0), media_type=JSON)
+            if route == 1:  # ksqlDB's /query in /query-stream's delimited form
+                return await _query_stream_answer(text, properties, variables, True, DELIMITED)
+            pull = await run_in_threadpool(service.pull_query, text, properties, variables)
             if pull is not None:
                 return Response(pull_query_body(pull), media_type=JSON)
-            push = await _started(body["ksql"], properties)
+            push = await _started(text, properties, variables)
         except ServiceError as exc:
             return _error(exc)
         return _PushResponse(_query_messages(push), media_type=JSON)
 
     async def query_stream(request: Request) -> Response:
         try:
+            route, media = negotiate(request.headers.get("accept"), QUERY_STREAM_ROUTES)
+            if route == 1:
+                raise ServiceError("kspark does not answer queries in ksqlDB's protobuf form "
+                                   f"({KSQL_V1_PROTOBUF}); accept {DELIMITED} or {JSON}.", code=40600)
             body = await _body(request, QUERY_STREAM_FIELDS, "sql")
-            pull = await run_in_threadpool(service.pull_query, body["sql"], body.get("properties") or {})
-            push = None if pull is not None else await _started(body["sql"], body.get("properties") or {})
+            text, properties, variables = body["sql"], body["properties"], body["sessionVariables"]
+            printed = await run_in_threadpool(service.print_query, text, variables)
+            if printed is not None:
+                if media not in (None, DELIMITED):
+                    printed.stop.set()
+                    raise ServiceError(f"PRINT answers in {DELIMITED} only.", code=40600)
+                return _PushResponse(_print_messages(printed, prints, formats=False), media_type=DELIMITED)
+            return await _query_stream_answer(text, properties, variables, media in (None, DELIMITED), media)
         except ServiceError as exc:
             return _error(exc)
-        delimited = JSON not in request.headers.get("accept", "") or DELIMITED in request.headers.get("accept", "")
+
+    async def _query_stream_answer(text: str, properties: dict[str, Any], variables: dict[str, str],
+                                   delimited: bool, media: str | None) -> Response:
+        """A query answered as /query-stream does: delimited lines, one JSON array, or (ksqlDB's
+        ``application/vnd.ksql.v1+json`` there) /query's header-and-rows form."""
+        pull = await run_in_threadpool(service.pull_query, text, properties, variables)
+        push = None if pull is not None else await _started(text, properties, variables)
+        if media == KSQL_V1_JSON:
+            if pull is not None:
+                return Response(pull_query_body(pull), media_type=KSQL_V1_JSON)
+            assert push is not None
+            return _PushResponse(_query_messages(push), media_type=KSQL_V1_JSON)
         media = DELIMITED if delimited else JSON
         if pull is not None:
             return Response(pull_query_stream_body(pull, delimited), media_type=media)
@@ -224,6 +313,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
 
         lines = _lines(request)
         try:
+            _route, media = negotiate(request.headers.get("accept"), INSERTS_ROUTES)
             first = await anext(lines, None)
             if first is None or not first.strip():
                 raise ServiceError('The inserts stream is empty: its first line names the target, {"target": "S"}.',
@@ -232,11 +322,11 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
             stream = await run_in_threadpool(service.inserts_stream, target)
         except ServiceError as exc:
             return _error(exc)
-        delimited = JSON not in request.headers.get("accept", "") or DELIMITED in request.headers.get("accept", "")
+        delimited = media != JSON
         return _DuplexResponse(_acks(stream, lines, delimited), media_type=DELIMITED if delimited else JSON)
 
-    async def _started(text: str, properties: dict[str, Any]) -> _RunningPush:
-        query_ = await run_in_threadpool(service.push_query, text, properties)
+    async def _started(text: str, properties: dict[str, Any], variables: dict[str, str]) -> _RunningPush:
+        query_ = await run_in_threadpool(service.push_query, text, properties, variables)
         try:
             await run_in_threadpool(query_.start)
         except KsqlError as exc:
@@ -251,6 +341,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         push_queries.end_all()
+        for printed in list(prints):
+            printed.stop.set()
 
     async def not_found(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 404)
@@ -266,15 +358,28 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         message = f"The server failed on {request.url.path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return JSONResponse(E.generic_error(E.ERROR_SERVER_ERROR, message), status_code=500)
 
+    def old_api(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        """``endpoint`` answering only requests that accept ksqlDB's JSON (406 otherwise)."""
+
+        async def negotiated(request: Request) -> Response:
+            try:
+                negotiate(request.headers.get("accept"), (OLD_API,))
+            except ServiceError as exc:
+                return _error(exc)
+            response: Response = await endpoint(request)
+            return response
+
+        return negotiated
+
     routes = [
-        Route("/info", info, methods=["GET"]),
-        Route("/healthcheck", healthcheck, methods=["GET"]),
-        Route("/clusterStatus", cluster_status, methods=["GET"]),
+        Route("/info", old_api(info), methods=["GET"]),
+        Route("/healthcheck", old_api(healthcheck), methods=["GET"]),
+        Route("/clusterStatus", old_api(cluster_status), methods=["GET"]),
         Route("/ksql", ksql, methods=["POST"]),
-        Route("/status", statuses, methods=["GET"]),
-        Route("/status/{command_id:path}", status, methods=["GET"]),
-        Route("/v1/metadata", metadata, methods=["GET"]),
-        Route("/v1/metadata/id", metadata_id, methods=["GET"]),
+        Route("/status", old_api(statuses), methods=["GET"]),
+        Route("/status/{command_id:path}", old_api(status), methods=["GET"]),
+        Route("/v1/metadata", old_api(metadata), methods=["GET"]),
+        Route("/v1/metadata/id", old_api(metadata_id), methods=["GET"]),
         Route("/query", query, methods=["POST"]),
         Route("/query-stream", query_stream, methods=["POST"]),
         Route("/close-query", close_query, methods=["POST"]),
@@ -384,7 +489,7 @@ class _RunningPush:
         within a poll (the caller's thread is never held longer), or ``_END``."""
         from engine.push_query import json_value
 
-        row = next(self._rows, _END)
+        row: Any = next(self._rows, _END)
         if row is _END:
             return _END
         if row is None:
@@ -409,6 +514,28 @@ async def _rows(push: _RunningPush) -> AsyncIterator[Any]:
             return
         if row is not _IDLE:
             yield row
+
+
+async def _print_messages(printed: Any, prints: set[Any], *, formats: bool) -> AsyncIterator[str]:
+    """PRINT's lines as they come (``PrintedTopic``), each ended by a newline; on /query (``formats``)
+    the format lines too, and an empty line for every poll that found nothing, as ksqlDB writes them.
+    The topic's consumer is read on worker threads; the stream ending (the client gone, the
+    server stopping) stops it within a poll."""
+    prints.add(printed)
+    try:
+        while True:
+            line = await run_in_threadpool(printed.next_line)
+            if line is printed.END:
+                return
+            if line is None:
+                if formats:
+                    yield "\n"
+                continue
+            if formats or not printed.is_format_line(line):
+                yield line + "\n"
+    finally:
+        printed.stop.set()
+        prints.discard(printed)
 
 
 async def _query_messages(push: _RunningPush) -> AsyncIterator[str]:

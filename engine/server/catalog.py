@@ -58,10 +58,17 @@ def explain_query(
         raise ServiceError(
             f"Query with id:{query_id} does not exist, use SHOW QUERIES to view the full set of queries."
         )
+    return E.query_description(text, persistent_description(engine, query, infos, properties, host))
+
+
+def persistent_description(
+    engine: Any, query: Any, infos: Sequence[E.RunningQueryInfo], properties: Mapping[str, Any], host: str | None,
+) -> E.QueryDescription:
+    """What EXPLAIN and SHOW QUERIES EXTENDED tell of a persistent query."""
     info = next((i for i in infos if i.query_id == query.query_id), None)
     sink = engine.metastore.get(query.sink)
     window = sink.window_info.type if sink is not None and sink.window_info is not None else None
-    description = E.QueryDescription(
+    return E.QueryDescription(
         query_id=query.query_id,
         statement_text=info.statement_text if info is not None else "",
         fields=sink.schema.columns if sink is not None else (),
@@ -75,7 +82,16 @@ def explain_query(
         overridden_properties=properties,
         host=host,
     )
-    return E.query_description(text, description)
+
+
+def transient_description(push: Any, host: str | None) -> E.QueryDescription:
+    """What SHOW QUERIES EXTENDED tells of a push query being streamed (``PushQuery``)."""
+    plan = push.plan
+    return E.QueryDescription(
+        query_id=plan.query_id, statement_text=plan.statement_text, fields=plan.schema.columns,
+        sources=plan.sources, sinks=(), sink_topics=(), execution_plan=E.execution_plan_text(plan.root),
+        query_type="PUSH", state="RUNNING", overridden_properties=push.properties, host=host,
+    )
 
 
 def explain_statement(text: str, engine: Any, stmt: ast.Informational) -> dict[str, Any]:

@@ -132,6 +132,9 @@ async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = Non
     from hypercorn.asyncio import serve
     from hypercorn.config import Config
 
+    from engine.server import http11
+
+    http11.install()  # "HTTP/1.1 200 OK": Hypercorn writes no reason phrase of its own
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     config.graceful_timeout = 5.0

@@ -86,6 +86,7 @@ class RunningQueryInfo:
     sink_topic: str
     state: str  # RUNNING, ERROR, UNRESPONSIVE (no live owner), PENDING (queries not run)
     owner: str | None = None  # the server running it (its HOST:PORT), None while it moves
+    query_type: str = "PERSISTENT"  # PUSH: a push query being streamed (no sink)
 
 
 def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> dict[str, Any]:
@@ -95,11 +96,11 @@ def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> di
     items = [
         {
             "queryString": q.statement_text,
-            "sinks": [q.sink],
-            "sinkKafkaTopics": [q.sink_topic],
+            "sinks": [q.sink] if q.sink else [],
+            "sinkKafkaTopics": [q.sink_topic] if q.sink_topic else [],
             "id": q.query_id,
             "statusCount": {q.state: 1},
-            "queryType": "PERSISTENT",
+            "queryType": q.query_type,
             "state": q.state,
             "owner": q.owner,
             "ksqlHostQueryStatus": {q.owner: q.state} if q.owner is not None else {},
@@ -117,6 +118,31 @@ def topics_list(statement_text: str, topics: Mapping[str, int]) -> dict[str, Any
         if not name.startswith("_")
     ]
     return _entity("kafka_topics", statement_text, topics=items)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConsumers:
+    """A topic as LIST TOPICS EXTENDED shows it: partitions, consumers and consumer groups."""
+
+    partitions: int
+    consumer_count: int = 0
+    consumer_group_count: int = 0
+
+
+def topics_list_extended(statement_text: str, topics: Mapping[str, TopicConsumers]) -> dict[str, Any]:
+    """``kafka_topics_extended``: LIST TOPICS EXTENDED (ksqlDB's ``KafkaTopicInfoExtended``)."""
+    items = [
+        {"name": name, "replicaInfo": [1] * topic.partitions, "consumerCount": topic.consumer_count,
+         "consumerGroupCount": topic.consumer_group_count}
+        for name, topic in sorted(topics.items())
+        if not name.startswith("_")
+    ]
+    return _entity("kafka_topics_extended", statement_text, topics=items)
+
+
+def terminate_query(statement_text: str, query_id: str) -> dict[str, Any]:
+    """``terminate_query``: TERMINATE of a push query (persistent ones answer ``currentStatus``)."""
+    return _entity("terminate_query", statement_text, queryId=query_id, wasTerminated=True)
 
 
 def properties_list(
@@ -358,7 +384,18 @@ class QueryDescription:
 
 def query_description(statement_text: str, query: QueryDescription) -> dict[str, Any]:
     """``queryDescription``: EXPLAIN query id, or EXPLAIN statement."""
-    description = {
+    return _entity("queryDescription", statement_text, queryDescription=query_description_value(query))
+
+
+def query_descriptions(statement_text: str, queries: Sequence[QueryDescription]) -> dict[str, Any]:
+    """``query_descriptions``: SHOW QUERIES EXTENDED (ksqlDB's ``QueryDescriptionList``)."""
+    return _entity("query_descriptions", statement_text,
+                   queryDescriptions=[query_description_value(q) for q in queries])
+
+
+def query_description_value(query: QueryDescription) -> dict[str, Any]:
+    """ksqlDB's ``QueryDescription`` of a query."""
+    return {
         "id": query.query_id,
         "statementText": query.statement_text,
         "windowType": query.window_type,
@@ -375,4 +412,3 @@ def query_description(statement_text: str, query: QueryDescription) -> dict[str,
         "tasksMetadata": [],
         "state": query.state,
     }
-    return _entity("queryDescription", statement_text, queryDescription=description)

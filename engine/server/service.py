@@ -60,6 +60,7 @@ from engine.plan.plan import (
 from engine.server import entities as E
 from engine.server.errors import ServiceError, statement_failure
 from engine.server.ownership import Backoff, QueryOwnership
+from engine.server.properties import canonical_name, request_properties
 from engine.server.pull import PullQueries, PullResult, is_pull_query
 
 LOG = logging.getLogger("engine.server")
@@ -507,10 +508,10 @@ class KsqlService:
         if isinstance(stmt, ast.Query | ast.PrintTopic):
             raise ServiceError(QUERY_ENDPOINT_MESSAGE, code=E.ERROR_QUERY_ENDPOINT)
         if isinstance(stmt, ast.SetProperty):
-            properties[stmt.name] = stmt.value
+            properties.update(request_properties(properties, {stmt.name: stmt.value}))
             return None
         if isinstance(stmt, ast.UnsetProperty):
-            properties.pop(stmt.name, None)
+            properties.pop(canonical_name(stmt.name)[0], None)
             return None
         if isinstance(stmt, ast.DefineVariable):
             variables[stmt.name] = stmt.value
@@ -538,6 +539,10 @@ class KsqlService:
             return None
         if isinstance(stmt, ast.AssertStatement) and stmt.kind in ("TOPIC", "SCHEMA"):
             return self._assert(stmt, text, properties)
+        if isinstance(stmt, ast.TerminateQuery) and stmt.query_id != "ALL":
+            terminated = self.terminate_push_query(text, stmt.query_id)
+            if terminated is not None:
+                return terminated
         if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.AlterSource
                       | ast.TerminateQuery):
             return self._distribute(stmt, text, properties)
@@ -629,15 +634,61 @@ class KsqlService:
                     raise ServiceError(f"Could not find STREAM/TABLE '{stmt.target}' in the Metastore")
                 return E.source_description_entity(text, self._describe(source, extended=kind.endswith("EXTENDED")))
             config = dict(self.engine.config)
-        if kind in ("LIST QUERIES", "LIST QUERIES EXTENDED"):
-            return E.queries_list(text, self.query_infos())
-        if kind in ("LIST TOPICS", "LIST TOPICS EXTENDED", "LIST ALL TOPICS"):
+        if kind == "LIST QUERIES":
+            return E.queries_list(text, self.query_infos() + self.transient_infos())
+        if kind == "LIST QUERIES EXTENDED":
+            return self._describe_queries(text)
+        if kind in ("LIST TOPICS", "LIST ALL TOPICS"):
             return E.topics_list(text, {name: t.partitions for name, t in self.app.topics.topics.items()})
+        if kind == "LIST TOPICS EXTENDED":
+            try:
+                consumers = TopicAdmin(self.bootstrap_servers).topic_consumers()
+            except KafkaClientError as exc:
+                raise ServiceError(str(exc), code=50000) from None
+            return E.topics_list_extended(text, {
+                name: E.TopicConsumers(t.partitions, *consumers.get(name, (0, 0)))
+                for name, t in self.app.topics.topics.items()
+            })
         if kind == "LIST PROPERTIES":
             return E.properties_list(text, config, properties)
         if kind in ("LIST FUNCTIONS", "DESCRIBE FUNCTION", "LIST TYPES", "EXPLAIN"):
             return self._catalog(stmt, text, properties)
         raise ServiceError(f"kspark's server does not support {kind} yet: {text}")
+
+    def _describe_queries(self, text: str) -> dict[str, Any]:
+        """``query_descriptions``: SHOW QUERIES EXTENDED, persistent queries then push queries."""
+        from engine.server import catalog
+
+        infos = self.query_infos()
+        with self._engine_lock:
+            described = [
+                catalog.persistent_description(self.engine, query, infos,
+                                               self._queries[query.query_id].properties
+                                               if query.query_id in self._queries else {}, self.host)
+                for query in self.engine.query_order()
+            ]
+        described += [catalog.transient_description(push, self.host) for push in self._open_push_queries()]
+        return E.query_descriptions(text, described)
+
+    def transient_infos(self) -> list[E.RunningQueryInfo]:
+        """The push queries being streamed by this server, as SHOW QUERIES lists them (type PUSH)."""
+        return [
+            E.RunningQueryInfo(query_id=push.query_id, statement_text=push.plan.statement_text, sink="",
+                               sink_topic="", state="RUNNING", owner=self.host, query_type="PUSH")
+            for push in self._open_push_queries()
+        ]
+
+    def _open_push_queries(self) -> list[Any]:
+        return sorted(self._push_queries.copy(), key=lambda q: q.query_id)
+
+    def terminate_push_query(self, text: str, query_id: str) -> dict[str, Any] | None:
+        """TERMINATE of a push query this server streams: close it (its stream ends);
+        ksqlDB's ``terminate_query`` entity. None when no push query has that id."""
+        push = next((q for q in self._open_push_queries() if q.query_id.upper() == query_id.upper()), None)
+        if push is None:
+            return None
+        self.close_push_query(push)
+        return E.terminate_query(text, push.query_id)
 
     def _catalog(self, stmt: ast.Informational, text: str, properties: Mapping[str, Any]) -> dict[str, Any]:
         """LIST FUNCTIONS, DESCRIBE FUNCTION, LIST TYPES, EXPLAIN (``engine.server.catalog``)."""
@@ -672,14 +723,17 @@ class KsqlService:
 
     # ------------------------------------------------------------------ push queries
 
-    def push_query(self, text: str, properties: Mapping[str, Any] | None = None) -> Any:
-        """A push query (not started) over the metastore; ``close_push_query`` forgets it."""
+    def push_query(self, text: str, properties: Mapping[str, Any] | None = None,
+                   variables: Mapping[str, str] | None = None) -> Any:
+        """A push query (not started) over the metastore, ``variables`` substituted (the request's
+        session variables over the server's); ``close_push_query`` forgets it."""
         from engine.push_query import PushQuery
 
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        variables = {**self.engine.variables, **dict(variables or {})}
         try:
-            statements = parse(text, variables=self.engine.variables)
+            statements = parse(text, variables=variables)
         except KsqlError as exc:
             raise ServiceError(statement_failure(exc, text), statement_text=text) from None
         if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
@@ -692,22 +746,56 @@ class KsqlService:
             )
         try:
             with self._engine_lock:
-                query = PushQuery.on_application(self.app, text, dict(properties or {}))
+                query = PushQuery.on_application(self.app, text, dict(properties or {}), variables=variables)
         except KsqlError as exc:
             raise ServiceError(str(exc), statement_text=text) from None
         self._push_queries.add(query)
         return query
 
+    def print_query(self, text: str, variables: Mapping[str, str] | None = None) -> Any:
+        """A started ``PrintedTopic`` when ``text`` is a PRINT, else None (``engine.server.prints``).
+
+        Refuses a topic that does not exist (under its name, or another case of it) with
+        ksqlDB's words."""
+        from engine.server.prints import PrintedTopic
+
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        try:
+            statements = parse(text, variables={**self.engine.variables, **dict(variables or {})})
+        except KsqlError:
+            return None  # the query paths answer the parse error
+        if len(statements) != 1 or not isinstance(statements[0].statement, ast.PrintTopic):
+            return None
+        stmt = statements[0].statement
+        try:
+            names = TopicAdmin(self.bootstrap_servers).list_topics()
+        except KafkaClientError as exc:
+            raise ServiceError(str(exc), code=50000) from None
+        matches = [name for name in names if name.lower() == stmt.topic.lower()]
+        if stmt.topic not in names and len(matches) != 1:
+            suggestion = "".join(f"\n\tprint {name};" for name in matches)
+            raise ServiceError(
+                f"Could not find topic '{stmt.topic}', or the KSQL user does not have permissions to list the "
+                f"topic. Topic names are case-sensitive.{chr(10) + 'Did you mean:' + suggestion if matches else ''}",
+                code=E.ERROR_BAD_REQUEST,
+            )
+        return PrintedTopic(self.bootstrap_servers, stmt.topic, from_beginning=stmt.from_beginning,
+                            interval=stmt.interval, limit=stmt.limit).start()
+
     def close_push_query(self, query: Any) -> None:
         query.close()
         self._push_queries.discard(query)
 
-    def pull_query(self, text: str, properties: Mapping[str, Any] | None = None) -> PullResult | None:
-        """The answer of a pull query (``engine.server.pull``), or None when ``text`` is a push query."""
+    def pull_query(self, text: str, properties: Mapping[str, Any] | None = None,
+                   variables: Mapping[str, str] | None = None) -> PullResult | None:
+        """The answer of a pull query (``engine.server.pull``), or None when ``text`` is a push query.
+
+        ``variables`` (the request's session variables) are substituted over the server's."""
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
         try:
-            statements = parse(text, variables=self.engine.variables)
+            statements = parse(text, variables={**self.engine.variables, **dict(variables or {})})
             if len(statements) != 1 or not is_pull_query(statements[0].statement):
                 return None
             with self._engine_lock:

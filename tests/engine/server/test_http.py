@@ -230,3 +230,55 @@ def test_a_push_query_whose_client_goes_away_is_closed_within_a_second(live_serv
     while service._push_queries and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not service._push_queries, "the push query of a client that went away is still open"
+
+
+def test_ksqldb_client_forms_on_the_query_endpoints(live_server) -> None:
+    """What third-party clients send: ``ksql.streams.``-prefixed offsets and session variables on
+    /query, a running push query in SHOW QUERIES and closed by TERMINATE, PRINT on /query and
+    /query-stream."""
+    url, service = live_server
+    topic = f"clients_{service.service_id}"
+    with httpx.Client(base_url=url, timeout=120) as http:
+        def ksql(text: str) -> list[dict]:
+            answer = http.post("/ksql", json={"ksql": text})
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        ksql(f"CREATE STREAM CLIENTS (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+        ksql("INSERT INTO CLIENTS (ID, V) VALUES ('a', 1);")
+        query = {"ksql": "SELECT ID, V FROM ${source} EMIT CHANGES LIMIT 1;", "sessionVariables": {"source": "CLIENTS"},
+                 "streamsProperties": {"ksql.streams.auto.offset.reset": "earliest"}}
+        messages = json.loads(http.post("/query", json=query).text)
+        assert messages[1:] == [{"row": {"columns": ["a", 1]}}, {"finalMessage": "Limit Reached"}], messages
+
+        client = _open_push(url, "SELECT * FROM CLIENTS EMIT CHANGES;")
+        try:
+            [queries] = ksql("SHOW QUERIES;")
+            [push] = [q for q in queries["queries"] if q["queryType"] == "PUSH"]
+            assert push["id"].startswith("transient_CLIENTS_") and push["state"] == "RUNNING" and push["sinks"] == []
+            [described] = ksql("SHOW QUERIES EXTENDED;")
+            assert [d["id"] for d in described["queryDescriptions"] if d["queryType"] == "PUSH"] == [push["id"]]
+            [terminated] = ksql(f"TERMINATE {push['id']};")
+            assert terminated == {"@type": "terminate_query", "statementText": f"TERMINATE {push['id']};",
+                                  "queryId": push["id"], "wasTerminated": True, "warnings": []}
+            client.settimeout(10)
+            received = b""
+            while chunk := client.recv(65536):  # the stream ends: its last chunk, then the connection stays
+                received += chunk
+                if received.endswith(b"0\r\n\r\n"):
+                    break
+            assert received.endswith(b"0\r\n\r\n"), received
+        finally:
+            client.close()
+        assert not service._push_queries
+
+        printed = {"ksql": f"PRINT '{topic}' FROM BEGINNING LIMIT 1;"}
+        with http.stream("POST", "/query", json=printed) as response:
+            assert response.status_code == 200
+            lines = [line for line in response.iter_lines() if line.strip()]
+        assert lines[0] == "Key format: KAFKA_STRING" and lines[1].startswith("Value format: JSON")
+        assert lines[2].endswith(', key: a, value: {"V":1}, partition: 0') and len(lines) == 3, lines
+        with http.stream("POST", "/query-stream", json={"sql": printed["ksql"]}) as response:
+            assert response.headers["content-type"].startswith("application/vnd.ksqlapi.delimited.v1")
+            stream_lines = [line for line in response.iter_lines() if line.strip()]
+        assert stream_lines == lines[2:]

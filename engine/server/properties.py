@@ -1,0 +1,107 @@
+"""ksqlDB's rules for the properties a request carries, in one place every endpoint uses.
+
+    request_properties({"ksql.streams.auto.offset.reset": "earliest"})  # {"auto.offset.reset": "earliest"}
+
+A request names properties as ksqlDB's ``KsqlConfigResolver`` reads them:
+
+- ``request.ksql.*``: request configs (``KsqlRequestConfig``), kept as named; an unknown one
+  is refused.
+- ``ksql.*`` other than ``ksql.streams.*``: ksqlDB configs, kept as named.
+- ``ksql.streams.X``: the Kafka Streams, consumer or producer config ``X``; the prefix goes.
+- ``consumer.X`` and ``producer.X`` (also after ``ksql.streams.``): the client config ``X``
+  of Kafka Streams' consumers or producers; a prefixed value wins over the plain one, as
+  Kafka Streams applies them. The engine reads the plain name (``auto.offset.reset``).
+- anything else: a Kafka Streams, consumer or producer config, kept as named.
+
+Values are checked as ksqlDB's ``LocalPropertyValidator`` checks them: the immutable
+properties cannot be overridden, ``auto.offset.reset`` is ``earliest`` or ``latest``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from engine.server.errors import ServiceError
+
+STREAMS_PREFIX = "ksql.streams."
+REQUEST_PREFIX = "request.ksql."
+CLIENT_PREFIXES = ("consumer.", "producer.")
+AUTO_OFFSET_RESET = "auto.offset.reset"
+
+# KsqlRequestConfig's request properties.
+REQUEST_CONFIGS = frozenset({
+    "request.ksql.query.pull.skip.forwarding",
+    "request.ksql.internal.request",
+    "request.ksql.debug.request",
+    "request.ksql.query.pull.partition",
+    "request.ksql.query.push.skip.forwarding",
+    "request.ksql.query.push.continuation.token",
+    "request.ksql.query.push.catchup.consumer.group",
+})
+
+# ksqlDB's ImmutableProperties (SSL configs included): a request may not override them.
+IMMUTABLE = frozenset({
+    "bootstrap.servers",
+    "ksql.extension.dir",
+    "ksql.query.persistent.active.limit",
+    "ksql.pull.queries.enable",
+    "ksql.hidden.topics",
+    "ksql.readonly.topics",
+    "ksql.source.table.materialization.enabled",
+    "ksql.headers.columns.enabled",
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location",
+    "ssl.keystore.password", "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location",
+    "ssl.truststore.password", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
+    "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation", "ssl.cipher.suites",
+    "ssl.provider", "ssl.engine.factory.class",
+})
+
+
+def canonical_name(name: str) -> tuple[str, int]:
+    """The name the engine reads ``name`` under, and its precedence (higher wins a clash)."""
+    if name.startswith(REQUEST_PREFIX) or (name.startswith("ksql.") and not name.startswith(STREAMS_PREFIX)):
+        return name, 0
+    key = name.removeprefix(STREAMS_PREFIX)
+    for prefix in CLIENT_PREFIXES:
+        if key.startswith(prefix):
+            return key.removeprefix(prefix), 2
+    return key, 1 if name.startswith(STREAMS_PREFIX) else 0
+
+
+def check_property(name: str, value: Any) -> None:
+    """Raise ``ServiceError`` (400) for a property a request may not set, as ksqlDB words it."""
+    canonical, _ = canonical_name(name)
+    if name.startswith(REQUEST_PREFIX) and name not in REQUEST_CONFIGS:
+        raise ServiceError(f"Not recognizable as ksql, streams, consumer, or producer property: '{name}'",
+                           code=40000)
+    if canonical in IMMUTABLE:
+        raise ServiceError(f"Cannot override property '{canonical}'", code=40000)
+    if canonical == AUTO_OFFSET_RESET:
+        text = str(value)
+        if text.lower() == "none":
+            raise ServiceError("'none' is not valid for this property within KSQL", code=40000)
+        if text.lower() not in ("earliest", "latest"):
+            raise ServiceError(
+                f"Invalid value {text} for configuration {AUTO_OFFSET_RESET}: "
+                "String must be one of: latest, earliest, none",
+                code=40000,
+            )
+
+
+def request_properties(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The properties of a request, checked, under the names the engine reads.
+
+    ``layers`` are merged in order (a later layer's value wins); within a layer a prefixed
+    client config wins over ``ksql.streams.X``, which wins over the plain ``X``.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        ranked: dict[str, tuple[int, Any]] = {}
+        for name, value in (layer or {}).items():
+            check_property(name, value)
+            canonical, rank = canonical_name(name)
+            if canonical not in ranked or rank >= ranked[canonical][0]:
+                ranked[canonical] = (rank, value)
+        merged.update({name: value for name, (_, value) in ranked.items()})
+    return merged

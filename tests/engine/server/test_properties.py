@@ -1,0 +1,58 @@
+"""ksqlDB's property rules for request properties (engine.server.properties), without a server."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.server.errors import ServiceError
+from engine.server.properties import canonical_name, request_properties
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical"),
+    [
+        ("auto.offset.reset", "auto.offset.reset"),
+        ("ksql.streams.auto.offset.reset", "auto.offset.reset"),
+        ("ksql.streams.consumer.auto.offset.reset", "auto.offset.reset"),
+        ("consumer.auto.offset.reset", "auto.offset.reset"),
+        ("ksql.streams.producer.linger.ms", "linger.ms"),
+        ("ksql.streams.cache.max.bytes.buffering", "cache.max.bytes.buffering"),
+        ("ksql.query.pull.table.scan.enabled", "ksql.query.pull.table.scan.enabled"),
+        ("request.ksql.query.pull.partition", "request.ksql.query.pull.partition"),
+    ],
+)
+def test_a_property_is_read_under_the_name_kafka_streams_gives_it(name, canonical) -> None:
+    assert canonical_name(name)[0] == canonical
+    assert request_properties({name: "earliest" if "offset" in name else "1"}) == {
+        canonical: "earliest" if "offset" in name else "1"}
+
+
+def test_a_prefixed_client_config_wins_over_the_plain_one_whatever_the_order() -> None:
+    both = {"ksql.streams.consumer.auto.offset.reset": "earliest", "auto.offset.reset": "latest"}
+    assert request_properties(both) == {"auto.offset.reset": "earliest"}
+    assert request_properties(dict(reversed(both.items()))) == {"auto.offset.reset": "earliest"}
+    assert request_properties({"auto.offset.reset": "latest", "ksql.streams.auto.offset.reset": "earliest"}) == {
+        "auto.offset.reset": "earliest"}
+
+
+def test_a_later_layer_overrides_an_earlier_one() -> None:
+    assert request_properties({"ksql.streams.auto.offset.reset": "earliest"}, {"auto.offset.reset": "latest"}) == {
+        "auto.offset.reset": "latest"}
+
+
+@pytest.mark.parametrize(
+    ("properties", "message"),
+    [
+        ({"ksql.streams.auto.offset.reset": "none"}, "'none' is not valid for this property within KSQL"),
+        ({"auto.offset.reset": "soon"},
+         "Invalid value soon for configuration auto.offset.reset: String must be one of: latest, earliest, none"),
+        ({"ksql.streams.bootstrap.servers": "elsewhere:9092"}, "Cannot override property 'bootstrap.servers'"),
+        ({"ksql.headers.columns.enabled": "false"}, "Cannot override property 'ksql.headers.columns.enabled'"),
+        ({"request.ksql.bogus": "1"},
+         "Not recognizable as ksql, streams, consumer, or producer property: 'request.ksql.bogus'"),
+    ],
+)
+def test_properties_ksqldb_refuses_are_refused_with_its_words(properties, message) -> None:
+    with pytest.raises(ServiceError) as refused:
+        request_properties(properties)
+    assert refused.value.message == message and refused.value.http_status == 400
