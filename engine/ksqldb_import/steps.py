@@ -692,7 +692,9 @@ def _join_common(importer: StepImporter, node: Mapping[str, Any]) -> tuple[dict[
         join_type=join_type,
         left_alias=left.alias,
         right_alias=right.alias,
-        key_column=str(node.get("keyColName") or "ROWKEY"),
+        # ksqlDB writes the key's name as ``keyColName`` (its getter) and reads ``keyName`` (its
+        # creator's property); plans before 0.10 have neither and key the join by ROWKEY.
+        key_column=str(node.get("keyColName") or node.get("keyName") or "ROWKEY"),
         left_key=left.key,
         right_key=right.key,
     )

@@ -696,3 +696,14 @@ def test_a_sink_projection_writing_windowstart_as_a_value_column_is_unsupported(
                   nonAggregateColumns=["QTY"], aggregationFunctions=["COUNT(QTY)"])
     root = _root(kp, kp.sink(kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], ["ID"], table=True), table=True))
     assert isinstance(root, TableSinkV5)
+
+
+@pytest.mark.parametrize(("field", "expected"), [("keyColName", "L_ID"), ("keyName", "L_ID"), (None, "ROWKEY")])
+def test_a_join_key_name_is_read_from_either_of_ksqldbs_field_names(kp: Any, field: str | None, expected: str) -> None:
+    left = _aliased(kp, kp.stream_source(SOURCE, "left", "KafkaTopic_Left/Source"), "L", "Left")
+    right = _aliased(kp, kp.table_source(SOURCE, "right", "KafkaTopic_Right/Source"), "R", "Right", table=True)
+    key = {field: "L_ID"} if field else {}
+    join = kp.step("streamTableJoinV1", "Join", leftSource=left, rightSource=right, joinType="INNER",
+                   internalFormats=kp.fmt(), **key)
+    step = _chain(_root(kp, kp.sink(kp.select(join, ["R_QTY AS X"], [expected]))))[2]
+    assert isinstance(step, J.StreamTableJoin) and step.key_column == expected
