@@ -81,6 +81,7 @@ class Run:
     load: Mapping[str, Any]
     baseline: str | None = None  # what the baseline is, e.g. "hand-written PySpark, same session"
     date: str = field(default_factory=lambda: utc_now())
+    commit: str | None = field(default_factory=lambda: git_commit())  # read at the start: the code that ran
     load_average_at_start: list[float] = field(default_factory=lambda: [round(x, 2) for x in os.getloadavg()])
     checks: list[str] = field(default_factory=list)
     figures: dict[str, Figure] = field(default_factory=dict)
@@ -113,11 +114,11 @@ class Run:
         return entry
 
     def to_json(self, details: Mapping[str, Any] | None = None, *, provenance: str = MEASURED) -> dict[str, Any]:
-        """The run's report as a JSON value (commit and machine read now)."""
+        """The run's report as a JSON value (date and commit as at the start, machine now)."""
         return {
             "benchmark": self.benchmark,
             "date": self.date,
-            "commit": git_commit(),
+            "commit": self.commit,
             "machine": {**machine(), "load_average_at_start": self.load_average_at_start},
             "provenance": provenance,
             "load": dict(self.load),
