@@ -289,19 +289,21 @@ def _overloads_of_class(cls: Any, kind: str, fn_name: str, constants: dict[str, 
         if kind == "aggregate":
             input_type, _, output = java_return.args
             columns, column_variadic = _aggregate_columns(input_type)
-            if values.get("paramSchema"):
-                columns = [_schema_type(values["paramSchema"])]  # type: ignore[arg-type]
+            if param_schema := values.get("paramSchema"):
+                columns = [_schema_type(param_schema)]
             if column_variadic is not None:
                 variadic_at = column_variadic
             elif variadic_at is not None:
                 variadic_at += len(columns)
             params = columns + params
-            returns = _schema_type(values["returnSchema"]) if values.get("returnSchema") else output
+            return_schema = values.get("returnSchema")
+            returns = _schema_type(return_schema) if return_schema else output
         else:
             if kind == "table":
                 java_return = java_return.args[0]  # a UDTF returns the list of its rows
-            returns = _schema_type(values["schema"]) if values.get("schema") else java_return
-        if values.get("schemaProvider") is not None or "schemaProvider" in values:
+            schema = values.get("schema")
+            returns = _schema_type(schema) if schema else java_return
+        if "schemaProvider" in values:  # the return type is computed from the arguments
             returns = None
         yield Overload(fn_name.upper(), kind, tuple(params), returns, variadic_at, source)
 
