@@ -71,7 +71,8 @@ def check_installed(repo: Path, work: Path) -> str:
 
 def check_main_job(repo: Path, work: Path) -> str:
     done = _run([QTT, "run", str(repo / "tests" / "qtt_cases")], cwd=work, timeout=1500)
-    _expect(done.returncode == 0, f"qtt run exited {done.returncode}:\n{_tail(done.stdout + done.stderr)}")
+    failures = [line for line in done.stdout.splitlines() if not line.startswith("PASS")]
+    _expect(done.returncode == 0, f"qtt run exited {done.returncode}:\n" + "\n".join(failures[-20:]))
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -188,7 +189,12 @@ def check_server_race(repo: Path, work: Path, bootstrap: str) -> str:
             url, name = job
             statement = (f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{service_id}_t', "
                          "VALUE_FORMAT='JSON', PARTITIONS=1);")
-            answer = httpx.post(f"{url}/ksql", json={"ksql": statement}, timeout=180)
+            started = time.monotonic()
+            try:
+                answer = httpx.post(f"{url}/ksql", json={"ksql": statement}, timeout=300)
+            except httpx.HTTPError as exc:
+                raise Failed(f"CREATE STREAM {name} on {url}: {type(exc).__name__} after "
+                             f"{time.monotonic() - started:.0f} s") from None
             return answer.status_code, answer.text
 
         jobs = [(urls[i % 3], f"S{i}") for i in range(9)] + [(url, "SAME") for url in urls]
@@ -207,6 +213,11 @@ def check_server_race(repo: Path, work: Path, bootstrap: str) -> str:
             views.add(tuple(sorted(s["name"] for s in answer.json()[0]["streams"])))
         expected = tuple(sorted([f"S{i}" for i in range(9)] + ["SAME"]))
         _expect(views == {expected}, f"the servers see {views}, expected {expected}")
+    except Failed as exc:
+        errors = "\n".join(f"{log.name}: {line}" for log in logs if log.exists()
+                           for line in log.read_text(errors="replace").splitlines()
+                           if "ERROR" in line or "Error" in line)
+        raise Failed(f"{exc}\nthe servers' errors:\n{errors[-4000:]}") from None
     finally:
         codes = []
         for process, _ in servers:
@@ -247,9 +258,10 @@ def main(argv: list[str] | None = None) -> int:
             detail = run()
             results.append(True)
             print(f"PASSED {name} ({time.monotonic() - started:.0f} s): {detail}", flush=True)
-        except (Failed, subprocess.TimeoutExpired) as exc:
+        except Exception as exc:  # noqa: BLE001 - every check reports, whatever it met
             results.append(False)
-            print(f"FAILED {name} ({time.monotonic() - started:.0f} s): {exc}", flush=True)
+            what = str(exc) if isinstance(exc, Failed) else f"{type(exc).__name__}: {exc}"
+            print(f"FAILED {name} ({time.monotonic() - started:.0f} s): {what}", flush=True)
 
     with tempfile.TemporaryDirectory(prefix="kspark-wheel-") as tmp:
         work = Path(tmp)

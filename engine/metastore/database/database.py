@@ -402,6 +402,16 @@ class MetastoreDatabase:
         return next(table for table, name in self.topics.items() if name == topic)
 
     def _take_ownership(self, table: str) -> None:
+        producer = self._transactional_producer(table)
+        if producer is None:
+            return
+        with self._locks[table]:
+            self._owned[table] = producer
+        LOG.info("this server (%s) owns %s", self.internal_url, self.topics[table])
+
+    def _transactional_producer(self, table: str) -> Producer | None:
+        """The table's transactional producer, initialised (which fences every earlier one of
+        its transactional id and aborts their open transactions); None if that failed."""
         topic = self.topics[table]
         producer = Producer(client_config(
             self.bootstrap_servers,
@@ -417,10 +427,8 @@ class MetastoreDatabase:
             init_transactions(producer, topic, self.timeout)  # fences the previous owner's producer
         except KafkaException as exc:
             LOG.error("taking ownership of %s failed: %s", topic, error_text(exc))
-            return
-        with self._locks[table]:
-            self._owned[table] = producer
-        LOG.info("this server (%s) owns %s", self.internal_url, topic)
+            return None
+        return producer
 
     def _give_up_ownership(self, table: str) -> None:
         with self._locks[table]:  # an in-flight write ends first
@@ -518,7 +526,7 @@ class MetastoreDatabase:
             try:
                 self._check_integrity(write)
                 value = encode_row(table, write.row)
-            except MetastoreError:
+            except BaseException:  # an integrity refusal, or a bug: the transaction never stays open
                 self._abort(owned, producer)
                 raise
             try:
@@ -534,6 +542,9 @@ class MetastoreDatabase:
                     f"This server ({self.internal_url}) is not the owner of {self.topics[owned]} any more: "
                     f"{error_text(exc)}"
                 ) from None
+            except BaseException:
+                self._abort(owned, producer)
+                raise
             offset = int(delivered[0][1].offset())
             self._written[table] = offset + 1
             with self._changed:
@@ -545,11 +556,25 @@ class MetastoreDatabase:
             return sequence
 
     def _abort(self, table: str, producer: Producer) -> None:
+        """End the open transaction (the caller holds the table's lock). Where the abort itself
+        fails but this server still owns the table (it timed out, or the producer is in a state
+        that takes no abort), a new producer with the same transactional id takes over:
+        initialising it aborts whatever the old one left open, so the next write can begin."""
         try:
             producer.abort_transaction(self.timeout)
-        except KafkaException as exc:  # fenced: the partition has another owner now
-            if self._owned.get(table) is producer and not _retriable(exc):
+        except KafkaException as exc:
+            if self._owned.get(table) is not producer:
+                return
+            if not _retriable(exc) and "not valid in state" not in error_text(exc):
+                self._owned.pop(table, None)  # fenced: the partition has another owner now
+                return
+            LOG.warning("aborting a transaction on %s failed (%s): a new producer takes over",
+                        self.topics[table], error_text(exc))
+            replacement = self._transactional_producer(table)
+            if replacement is None:
                 self._owned.pop(table, None)
+            else:
+                self._owned[table] = replacement
 
     def _check_integrity(self, write: Write) -> None:
         rows = self._rows[write.table]
