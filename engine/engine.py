@@ -20,12 +20,14 @@ from engine.errors import (
     ExecutionError,
     InternalError,
     KsqlError,
+    MetastoreError,
     StatementPrepareError,
     UnsupportedFeatureError,
     query_failure_in,
 )
 from engine.expressions import compile_expression, infer_type
 from engine.metastore import DataSource, InMemoryMetaStore
+from engine.metastore.model import upgrade_problem
 from engine.parser import ast, parse
 from engine.plan import expr as E
 from engine.plan.plan import (
@@ -46,6 +48,14 @@ from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 if TYPE_CHECKING:
     from engine.builders.context import Built
     from engine.serde import RecordSerde
+
+
+# ksqlDB's hint when a string given to INSERT VALUES does not read as a time type.
+_TIME_TEXT_HINTS = {
+    "TIMESTAMP": ". Timestamp format must be yyyy-mm-ddThh:mm:ss[.S]",
+    "TIME": ". Time format must be hh:mm:ss[.S]",
+    "DATE": ". Date format must be yyyy-mm-dd",
+}
 
 
 @dataclass(frozen=True)
@@ -249,6 +259,10 @@ class KsqlEngine:
                 is_source=command.is_source,
                 sql=plan.statement_text,
             )
+            if command.or_replace and existing is not None:
+                problem = upgrade_problem(existing, source)
+                if problem is not None:
+                    raise MetastoreError(f"Cannot upgrade data source: {problem}")
             self.metastore.put(source, replace=command.or_replace and existing is not None)
             self.store.ensure(TopicInfo(command.topic))
         elif isinstance(command, AlterSourceCommand):
@@ -306,15 +320,18 @@ class KsqlEngine:
             qualified = next((e for e in E.walk(value_expr) if isinstance(e, E.ColumnRef) and e.source), None)
             if qualified is not None:
                 raise StatementPrepareError(f"'{qualified.source}' is not a valid stream/table name or alias.")
-        disallowed = [name for name in columns if name in ("ROWPARTITION", "ROWOFFSET")]
-        if disallowed:
-            raise AnalysisError(f"Inserting into column `{disallowed[0]}` is not allowed.")
         if len(columns) != len(stmt.values):
+            given = ", ".join(f"`{c}`" for c in stmt.columns or ())  # ksqlDB lists the named columns only
             raise AnalysisError(
-                f"Expected a value for each column. Expected Columns: {list(columns)}. "
-                f"Got {[E.format_sql(v) for v in stmt.values]}"
+                f"Expected a value for each column. Expected Columns: [{given}]. "
+                f"Got [{', '.join(E.format_sql(v) for v in stmt.values)}]"
             )
         types = source.schema.types()
+        for name in columns:
+            if name not in types and name not in ("ROWTIME", "ROWPARTITION", "ROWOFFSET"):
+                raise AnalysisError(f"Column name `{name}` does not exist.")
+            if name in ("ROWPARTITION", "ROWOFFSET"):
+                raise AnalysisError(f"Inserting into column `{name}` is not allowed.")
         row: dict[str, Any] = {}
         timestamp = 0
         from engine.expressions import coerce_value
@@ -325,14 +342,18 @@ class KsqlEngine:
             if name == "ROWTIME":
                 timestamp = int(value)
                 continue
-            if name not in types:
-                raise AnalysisError(f"Column name {name} does not exist.")
             try:
                 row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
-            except (ValueError, ArithmeticError, TypeError) as exc:
+            except (ValueError, ArithmeticError, TypeError):
+                got = value_type.base.value if value_type is not None else "NULL"
+                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                hint = _TIME_TEXT_HINTS.get(types[name].base.value, "") if got == "STRING" else ""
                 raise AnalysisError(
-                    f"Expected type {types[name]} for column {name} but got {E.format_sql(value_expr)}: {exc}"
+                    f"Expected type {types[name]} for field `{name}` but got {got}({shown}){hint}"
                 ) from None
+        missing_keys = [c.name for c in source.schema.key if c.name not in row] if source.kind == "TABLE" else []
+        if missing_keys:
+            raise AnalysisError(f"Value for primary key column(s) {', '.join(missing_keys)} is required for tables")
         self._publish_row(source, self._registered_defaults(source, row), timestamp)
 
     def _registered_defaults(self, source: DataSource, row: dict[str, Any]) -> dict[str, Any]:

@@ -57,12 +57,17 @@ class AnalysisError(KsqlError):
     column (``at``), in ksqlDB's shape "Line: L, Col: C: ...". ``reason`` is the message
     without the position; ``preparing`` marks an error ksqlDB finds while it prepares the
     statement, whose message starts "Exception while preparing statement: ".
+    ``logged`` is ksqlDB's shorter message where ksqlDB keeps two (a ``KsqlStatementException``
+    logs one without the statement's values and shows the other, which is this error's text).
     """
 
-    def __init__(self, message: str, *, node: object = None, preparing: bool = False) -> None:
+    def __init__(
+        self, message: str, *, node: object = None, preparing: bool = False, logged: str | None = None
+    ) -> None:
         self.reason = message
         self.node = node
         self.preparing = preparing
+        self.logged = logged
         self.line: int | None = None
         self.column: int | None = None
         super().__init__(self._text())

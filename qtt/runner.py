@@ -70,7 +70,10 @@ def message_matches(expected: ExpectedException, exc: BaseException) -> bool | N
     fragments = [m for m in (expected.message, expected.cause_message) if m]
     if not fragments:
         return None
-    text = "\n".join(str(e) for e in _chain(exc))
+    # As ksqlDB's matcher: an error's message or, for a KsqlStatementException, its other
+    # message (kspark's text is the one with the values, ``logged`` the one without).
+    chain = _chain(exc)
+    text = "\n".join([str(e) for e in chain] + [e.logged for e in chain if getattr(e, "logged", None)])
     return all(f in text for f in fragments)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.analysis.scope import (
+    KAFKA_VALUE_FORMAT_LIMITATION,
     AnalyzedQuery,
     FromClause,
     Scope,
@@ -226,7 +227,10 @@ def non_aggregate_error(clause: str, offending: list[E.Expr]) -> AnalysisError:
     """ksqlDB's error for SELECT or HAVING expressions that are not grouped or aggregated."""
     texts = ", ".join(E.format_sql(e) for e in offending)
     if clause == "HAVING":
-        return AnalysisError(f"Non-aggregate HAVING expression not part of GROUP BY: {texts}")
+        return AnalysisError(
+            f"Non-aggregate HAVING expression not part of GROUP BY: {texts}\n"
+            "Consider switching the HAVING clause to a WHERE clause before the GROUP BY."
+        )
     return AnalysisError(f"Non-aggregate SELECT expression(s) not part of GROUP BY: {texts}{_EITHER}")
 
 
@@ -244,13 +248,14 @@ def check_boolean(expr: E.Expr, columns: dict[str, T.SqlType], clause: str) -> N
         try:
             t = infer_type(expr, columns)
         except TypeCheckError as exc:
-            raise TypeCheckError(f"Error in WHERE expression: {exc}") from exc
+            raise TypeCheckError(f"Error in WHERE expression: {exc}", logged="Error in WHERE expression") from exc
     else:
         t = infer_type(expr, columns)
     if t is not None and t != T.BOOLEAN:
         raise TypeCheckError(
             f"Type error in {clause} expression: Should evaluate to boolean but is "
-            f"{E.format_sql(expr)} ({t}) instead."
+            f"{E.format_sql(expr)} ({t}) instead.",
+            logged=f"Type error in {clause} expression: Should evaluate to boolean but is ({t}) instead.",
         )
 
 
@@ -267,14 +272,14 @@ def analyze_aggregate_query(
     if query.emit == "FINAL" and window is None:
         raise AnalysisError("EMIT FINAL is only supported for windowed aggregations.")
     if window is not None and node.is_table:
-        raise AnalysisError("Windowing is not supported for table aggregations.")
+        raise AnalysisError("Windowing not supported for table aggregations.")
     if query.partition_by:
         raise AnalysisError("PARTITION BY can not be used together with GROUP BY.")
     for source in from_clause.sources:
         if source.formats.value_format == "KAFKA":
             raise AnalysisError(
                 f"Source(s) {source.name} are using the 'KAFKA' value format. "
-                "This format does not yet support GROUP BY."
+                "This format does not yet support GROUP BY.\n" + KAFKA_VALUE_FORMAT_LIMITATION
             )
     # ksqlDB cannot select the window bounds of an aggregate over a join.
     joined = len(from_clause.sources) > 1
@@ -306,12 +311,12 @@ def analyze_aggregate_query(
     for item in query.select:
         if isinstance(item, ast.AllColumns):
             items.extend((c.name, E.ColumnRef(c.name)) for c in node.schema.columns)
+        elif isinstance(item, ast.StructAll):
+            items.extend(struct_all_items(item, select_scope))
         else:
             if not transient and window is None:
                 check_self_alias(item)
             items.append((item.alias, select_scope.resolve(item.expr, clause="SELECT")))
-        elif isinstance(item, ast.StructAll):
-            items.extend(struct_all_items(item, select_scope))
     select = name_columns(items, {c.name for c in node.schema.columns}, node.schema.types())
     if not transient:
         check_reserved_selected(items, select, window_bound_columns(window))
@@ -342,7 +347,7 @@ def analyze_aggregate_query(
                 f"CREATE TABLE AS SELECT statement does not support aggregate function "
                 f"[{listed}] without a GROUP BY clause."
             )
-        raise AnalysisError("A windowed query needs a GROUP BY clause.")
+        raise AnalysisError("WINDOW clause requires a GROUP BY clause.")
     if not calls:
         raise AnalysisError("GROUP BY requires aggregate functions in either the SELECT or HAVING clause.")
 
@@ -353,7 +358,8 @@ def analyze_aggregate_query(
             if isinstance(ref, E.ColumnRef) and ref.name in bounds:
                 raise AnalysisError(
                     f"Window bounds column {ref.name} can only be used in the SELECT clause of "
-                    "windowed aggregations"
+                    "windowed aggregations and can not be passed to aggregate functions.\n"
+                    "See https://github.com/confluentinc/ksql/issues/4397"
                 )
     taken = {c.name for c in node.schema.columns} - {
         g.name for g in group_exprs if isinstance(g, E.ColumnRef)
@@ -392,7 +398,7 @@ def analyze_aggregate_query(
             # Typed as written, so a type error names SUM(V), not its result column.
             infer_type(having, {**columns, **{b: WINDOW_BOUNDS[b] for b in bounds}})
         except TypeCheckError as exc:
-            raise TypeCheckError(f"Error in HAVING expression: {exc}") from exc
+            raise TypeCheckError(f"Error in HAVING expression: {exc}", logged="Error in HAVING expression") from exc
         check_boolean(having_expr, out_columns, "HAVING")
 
     if not transient:

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.analysis.scope import FromClause, Scope, rewrite, source_columns, source_from_clause
+from engine.analysis.scope import (
+    KAFKA_VALUE_FORMAT_LIMITATION,
+    FromClause,
+    Scope,
+    rewrite,
+    source_columns,
+    source_from_clause,
+)
 from engine.errors import AnalysisError, UnsupportedFeatureError
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
@@ -87,7 +94,7 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     if kafka:
         raise AnalysisError(
             f"Source(s) {', '.join(kafka)} are using the 'KAFKA' value format. "
-            "This format does not yet support JOIN."
+            "This format does not yet support JOIN.\n" + KAFKA_VALUE_FORMAT_LIMITATION
         )
 
     # Every column of the joined scope, by its output name.
@@ -176,8 +183,8 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
 
     join_type = relation.join_type
     left_table, right_table = left_node.is_table, right_src.is_table
-    left_name = left.alias if not left_is_join else left.sources[-1].name
-    got_order = f"Got {left_name} {_JOIN_TEXT[join_type]} {right_alias}."
+    left_name = left.sources[0].name if not left_is_join else left.sources[-1].name
+    got_order = f"Got {left_name} {_JOIN_TEXT[join_type]} {right_src.name}."  # ksqlDB names the sources
     if left_table and not right_table:
         raise AnalysisError(
             f"Invalid join order: table-stream joins are not supported; only stream-table joins. {got_order}"
@@ -193,10 +200,9 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
             )
         if not left_is_key:
             kind = LJ.FOREIGN_KEY
-            if join_type in ("FULL", "RIGHT"):
-                word = "full-outer" if join_type == "FULL" else "right-outer"
+            if join_type == "FULL":
                 raise AnalysisError(
-                    f"Invalid join type: {word} join not supported for foreign-key table-table "
+                    f"Invalid join type: full-outer join not supported for foreign-key table-table "
                     f"join. {got_order}"
                 )
             if left_node.window is not None or right_src.window_info is not None:
@@ -210,15 +216,16 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
         if relation.within is not None:
             raise AnalysisError(
                 "A window definition was provided for a Table-Table join. These joins are not "
-                "windowed. Please drop the window definition (ie. the WITHIN clause) and try to "
-                "submit your query again."
+                "windowed. Please drop the window definition (i.e. the WITHIN clause) and try to "
+                "execute your Table-Table join again."
             )
+        if kind == LJ.FOREIGN_KEY and join_type == "RIGHT":
+            raise AnalysisError("RIGHT OUTER JOIN on a foreign key is not supported")
     elif right_table:
         kind = LJ.STREAM_TABLE
-        if join_type in ("FULL", "RIGHT"):
-            word = "full-outer" if join_type == "FULL" else "right-outer"
+        if join_type == "FULL":
             raise AnalysisError(
-                f"Invalid join type: {word} join not supported for stream-table join. {got_order}"
+                f"Invalid join type: full-outer join not supported for stream-table join. {got_order}"
             )
         if not right_is_key:
             raise AnalysisError(
@@ -229,8 +236,10 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
             raise AnalysisError(
                 "A window definition was provided for a Stream-Table join. These joins are not "
                 "windowed. Please drop the window definition (ie. the WITHIN clause) and try to "
-                "submit your query again."
+                "execute your join again."
             )
+        if join_type == "RIGHT":  # ksqlDB's stream-table joiner knows INNER and LEFT only
+            raise AnalysisError("Invalid join type encountered: RIGHT [OUTER] JOIN")
     else:
         kind = LJ.STREAM_STREAM
     _check_windows(left, left_node, right_src, left_is_key, right_is_key)

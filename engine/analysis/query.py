@@ -8,7 +8,7 @@ of the package: it dispatches a FROM clause to ``joins`` and an aggregate query 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from engine.analysis.aggregate import analyze_aggregate_query
 from engine.analysis.joins import analyze_join
@@ -37,7 +37,7 @@ from engine.metastore import MetaStore
 from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
-from engine.plan.schema import WINDOW_BOUNDS, Namespace
+from engine.plan.schema import WINDOW_BOUNDS, Column, Namespace
 from engine.plan.types import SqlType
 
 # Names callers have imported from here since before engine.analysis.scope existed.
@@ -87,11 +87,12 @@ def analyze_query(
         try:
             where_type = infer_type(where, columns)
         except TypeCheckError as exc:
-            raise TypeCheckError(f"Error in WHERE expression: {exc}") from exc
+            raise TypeCheckError(f"Error in WHERE expression: {exc}", logged="Error in WHERE expression") from exc
         if where_type is not None and where_type != T.BOOLEAN:
             raise TypeCheckError(
                 f"Type error in WHERE expression: Should evaluate to boolean but is "
-                f"{E.format_sql(where)} ({where_type}) instead."
+                f"{E.format_sql(where)} ({where_type}) instead.",
+                logged=f"Type error in WHERE expression: Should evaluate to boolean but is ({where_type}) instead.",
             )
 
     items: list[tuple[str | None, E.Expr]] = []
@@ -106,17 +107,20 @@ def analyze_query(
             else:
                 raise AnalysisError(f"'{item.source}' is not a valid stream/table name or alias.")
             shown = [c for c in node_schema.columns if c.name in wanted and c.name not in from_clause.hidden]
+            if len(from_clause.sources) > 1:
+                shown = _in_join_source_order(shown, from_clause)
             expanded: list[tuple[str | None, E.Expr]] = [(c.name, E.ColumnRef(c.name)) for c in shown]
             if transient and from_clause.node.window is not None and item.source is None:
                 keys = sum(1 for c in shown if c.namespace is Namespace.KEY)
                 expanded[keys:keys] = [(None, E.ColumnRef(bound)) for bound in WINDOW_BOUNDS]
             items.extend(expanded)
-        else:
         elif isinstance(item, ast.StructAll):
             items.extend(struct_all_items(item, scope))
+        else:
             if not transient:
                 check_self_alias(item)
             expr = scope.resolve(item.expr, clause="SELECT")
+            _check_table_function_placement(expr)
             _check_no_aggregate(expr, "SELECT")
             alias_ = item.alias
             if alias_ is None and isinstance(expr, E.ColumnRef):
@@ -140,7 +144,14 @@ def analyze_query(
     if query.partition_by:
         if from_clause.node.is_table:
             raise AnalysisError("PARTITION BY is not supported on a table source.")
+        _check_no_duplicate(list(query.partition_by), lambda p: E.format_sql(p))
+        if len(query.partition_by) > 1 and any(is_null_literal(p) for p in query.partition_by):
+            raise AnalysisError("Cannot PARTITION BY multiple columns including NULL")
         partition_by = [scope.resolve(p, clause="PARTITION BY") for p in query.partition_by]
+        _check_no_duplicate(
+            partition_by,
+            lambda p, a=alias: f"{a}.{p.name}" if a and isinstance(p, E.ColumnRef) else E.format_sql(p),
+        )
         for p in partition_by:
             _check_no_aggregate(p, "PARTITION BY")
             if not is_null_literal(p):  # PARTITION BY NULL: the result has no key columns
@@ -166,6 +177,46 @@ def _selects_aggregate(query: ast.Query) -> bool:
         if isinstance(item, ast.SelectColumn)
         for node in E.walk(item.expr)
     )
+
+
+def _check_table_function_placement(expr: E.Expr) -> None:
+    """ksqlDB's refusals of a table function inside another or inside a searched CASE, found
+    walking one select item before its types are checked (its names print quoted)."""
+    outer: str | None = None
+    case: E.Case | None = None
+    for node in E.walk(expr):
+        if isinstance(node, E.Case) and node.operand is None:
+            case = case or node
+        if isinstance(node, E.FunctionCall) and is_table_function_call(node):
+            if outer is not None:
+                raise AnalysisError(f"Table functions cannot be nested: `{outer}`(`{node.name}`())")
+            outer = node.name
+            if case is not None:
+                raise AnalysisError(f"Table functions cannot be used in CASE: {E.format_sql(case)}")
+
+
+def _check_no_duplicate(exprs: list[E.Expr], text: Callable[[E.Expr], str]) -> None:
+    """ksqlDB's refusal of an expression given twice in a PARTITION BY."""
+    for i, expr in enumerate(exprs):
+        if expr in exprs[:i]:
+            raise AnalysisError(f"Duplicate PARTITION BY expression: {text(expr)}")
+
+
+def _in_join_source_order(shown: list[Column], from_clause: FromClause) -> list[Column]:
+    """A join's ``*`` as ksqlDB expands it: the key columns, then every source's columns in
+    the order of the sources and of each source's own columns (an n-way join's inner key
+    columns do not come first)."""
+    rank: dict[str, int] = {}
+    seen: set[int] = set()
+    for names in from_clause.scope.qualified.values():
+        if id(names) in seen:
+            continue
+        seen.add(id(names))
+        for out in names.values():
+            rank.setdefault(out, len(rank))
+    keys = [c for c in shown if c.namespace is Namespace.KEY]
+    values = [c for c in shown if c.namespace is not Namespace.KEY]
+    return keys + sorted(values, key=lambda c: rank.get(c.name, len(rank)))
 
 
 def _check_no_aggregate(expr: E.Expr, clause: str) -> None:

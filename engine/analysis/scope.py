@@ -100,7 +100,9 @@ class Scope:
                 )
             if expr.name not in names:
                 raise AnalysisError(
-                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved.", node=expr
+                    f"{clause} column '{expr.source}.{expr.name}' cannot be resolved."
+                    + _applied_on_input(clause, f"{expr.source}.{expr.name}"),
+                    node=expr,
                 )
             return E.ColumnRef(names[expr.name])
         if expr.name in self.columns:
@@ -123,7 +125,29 @@ class Scope:
             )
         if clause == "WHERE" and expr.name in ("WINDOWSTART", "WINDOWEND"):
             raise AnalysisError(f"Error in WHERE expression: Unknown column {expr.name}.")
-        raise AnalysisError(f"{clause} column '{expr.name}' cannot be resolved.", node=expr)
+        raise AnalysisError(
+            f"{clause} column '{expr.name}' cannot be resolved." + _applied_on_input(clause, expr.name), node=expr
+        )
+
+
+# What ksqlDB adds when it refuses a KAFKA-formatted value source in a JOIN or a GROUP BY.
+KAFKA_VALUE_FORMAT_LIMITATION = (
+    "The KAFKA format is primarily intended for use as a key format. It can be used as a value format, "
+    "but can not be used in any operation that requires a repartition or changelog topic.\n"
+    "Removing this limitation requires enhancements to the core of KSQL. This will come in a future "
+    "release. Until then, avoid using the KAFKA format for values.\n"
+    "If you have an existing topic with KAFKA formatted values you can duplicate the data and serialize "
+    "using Avro or JSON with a statement such as: \n\n"
+    "'CREATE STREAM <new-stream-name> WITH(VALUE_FORMAT='Avro') AS SELECT * FROM "
+    "<existing-kafka-formated-stream-name>;'\n"
+    "For more info see https://github.com/confluentinc/ksql/issues/3060"
+)
+
+def _applied_on_input(clause: str, column: str) -> str:
+    """ksqlDB's hint for an unknown PARTITION BY column: the clause reads the input's columns."""
+    if clause != "PARTITION BY":
+        return ""
+    return f" '{column}' must be a column in the source schema since PARTITION BY is applied on the input."
 
 
 @dataclass
@@ -235,17 +259,6 @@ def _typed(name: str, expr: E.Expr, types: Mapping[str, SqlType] | None) -> str:
     return f"`{name}`" if sql_type is None else f"`{name}` {sql_type}"
 
 
-def reserved_in_select(name: str) -> AnalysisError:
-    """ksqlDB's error for a persistent query selecting a pseudo column or window bound under
-    its own name (``SELECT ROWTIME``, ``SELECT A.ROWTIME AS ROWTIME``)."""
-    return AnalysisError(f"Reserved column name in select: `{name}`. Please remove or alias the column.")
-
-
-def check_reserved_selected(
-    items: Sequence[tuple[str | None, E.Expr]], select: Sequence[SelectColumn], allowed: set[str]
-) -> None:
-    """Refuse unaliased select items named after a pseudo column or window bound."""
-    for (alias, _), column in zip(items, select, strict=True):
 def struct_all_items(item: ast.StructAll, scope: Scope) -> list[tuple[str | None, E.Expr]]:
     """``base->*``: one column per field of the struct ``base``, named by the field, as ksqlDB's
     projection resolves it."""
@@ -257,6 +270,17 @@ def struct_all_items(item: ast.StructAll, scope: Scope) -> list[tuple[str | None
     return [(f.name, E.Dereference(base, f.name)) for f in found.fields]
 
 
+def reserved_in_select(name: str) -> AnalysisError:
+    """ksqlDB's error for a persistent query selecting a pseudo column or window bound under
+    its own name (``SELECT ROWTIME``, ``SELECT A.ROWTIME AS ROWTIME``)."""
+    return AnalysisError(f"Reserved column name in select: `{name}`. Please remove or alias the column.")
+
+
+def check_reserved_selected(
+    items: Sequence[tuple[str | None, E.Expr]], select: Sequence[SelectColumn], allowed: set[str]
+) -> None:
+    """Refuse unaliased select items named after a pseudo column or window bound."""
+    for (alias, _), column in zip(items, select, strict=True):
         if alias is None and column.alias in RESERVED_ALIASES and column.alias not in allowed:
             raise reserved_in_select(column.alias)
 

@@ -150,15 +150,12 @@ class Typer:
     def _Dereference(self, expr: Dereference, scope: dict[str, SqlType]) -> SqlType | None:
         base = self.type_of(expr.base, scope)
         if not isinstance(base, T.Struct):
-            raise TypeCheckError(
-                f"Cannot dereference field '{expr.field}' of {describe(expr.base, base)}: "
-                "expected a STRUCT."
-            )
+            raise TypeCheckError(f"Expected STRUCT type, got: {base}")
         found = base.field(expr.field)
         if found is None:
             raise TypeCheckError(
-                f"Could not find field '{expr.field}' in {format_sql(expr.base)}; "
-                f"its fields are {', '.join(f.name for f in base.fields) or 'none'}."
+                f"Could not find field '{expr.field}' in '{format_sql(expr.base)}'. "
+                f"Its fields are {', '.join(f.name for f in base.fields) or 'none'}."
             )
         return found.type
 
@@ -178,9 +175,12 @@ class Typer:
                     f"{base.key} of {format_sql(expr.base)}."
                 )
             return base.value
-        raise TypeCheckError(
-            f"Cannot subscript {describe(expr.base, base)}: expected an ARRAY or a MAP."
+        hint = (
+            f" Use the dereference operator for STRUCTS: {format_sql(expr.base)}->{format_sql(expr.index)}"
+            if isinstance(base, T.Struct)
+            else ""
         )
+        raise TypeCheckError(f"Subscript expression ({format_sql(expr)}) do not apply to {base}.{hint}")
 
     def _Negate(self, expr: Negate, scope: dict[str, SqlType]) -> SqlType | None:
         operand = self.type_of(expr.operand, scope)
@@ -199,13 +199,20 @@ class Typer:
             names = " ".join("NULL" if t is None else str(t.base.value) for t in (left, right))
             raise TypeCheckError(
                 f"Error processing expression: {format_sql(expr)}. "
-                f"Unsupported arithmetic types. {names}"
+                f"Unsupported arithmetic types. {names}",
+                logged="Error processing expression.",
             )
         return result
 
     def _Comparison(self, expr: Comparison, scope: dict[str, SqlType]) -> SqlType | None:
         left = self.type_of(expr.left, scope)
         right = self.type_of(expr.right, scope)
+        if _is_null_literal(expr.left) or _is_null_literal(expr.right):
+            lt, rt = (str(t.base.value) if t is not None else "NULL" for t in (left, right))
+            raise TypeCheckError(
+                f"Comparison with NULL not supported: {lt} {expr.op} {rt}\n"
+                "Use 'IS NULL' or 'IS NOT NULL' instead."
+            )
         self._check_comparable(expr.op, expr.left, left, expr.right, right)
         return T.BOOLEAN
 
@@ -221,7 +228,8 @@ class Typer:
             return
         name = COMPARISON_NAMES.get(op, op)
         raise TypeCheckError(
-            f"Cannot compare {describe(left, lt)} to {describe(right, rt)} with {name}."
+            f"Cannot compare {describe(left, lt)} to {describe(right, rt)} with {name}.",
+            logged=f"Cannot compare {lt} to {rt} with {name}.",
         )
 
     def _boolean_operand(self, owner: Expr, operand: Expr, scope: dict[str, SqlType]) -> None:
@@ -276,6 +284,8 @@ class Typer:
         raise InternalError("A WHEN clause is typed by its CASE; this is a bug.")
 
     def _Case(self, expr: Case, scope: dict[str, SqlType]) -> SqlType | None:
+        if expr.operand is None:
+            return self._searched_case(expr, scope)
         operand_type = None if expr.operand is None else self.type_of(expr.operand, scope)
         for when in expr.whens:
             ct = self.type_of(when.condition, scope)
@@ -303,6 +313,38 @@ class Typer:
                 "cast one of them to the desired type."
             )
         return target
+
+    def _searched_case(self, expr: Case, scope: dict[str, SqlType]) -> SqlType | None:
+        """ksqlDB's searched CASE: every WHEN a BOOLEAN, every non-NULL result of one type."""
+        then: SqlType | None = None
+        for when in expr.whens:
+            ct = self.type_of(when.condition, scope)
+            if ct is not None and ct != T.BOOLEAN:
+                raise TypeCheckError(
+                    "WHEN operand type should be boolean.\n"
+                    f"Type for '{format_sql(when.condition)}' is {ct}"
+                )
+            self.types[id(when)] = None
+            result = self.type_of(when.result, scope)
+            if result is None:
+                continue
+            if then is None:
+                then = result
+            elif result != then:
+                raise TypeCheckError(
+                    "Invalid Case expression. Type for all 'THEN' clauses should be the same.\n"
+                    f"THEN expression 'WHEN {format_sql(when.condition)} THEN {format_sql(when.result)}' "
+                    f"has type: {result}.\nPrevious THEN expression(s) type: {then}."
+                )
+        default = self.type_of(expr.default, scope) if expr.default is not None else None
+        if then is not None and default is not None and default != then:
+            raise TypeCheckError(
+                "Invalid Case expression. Type for the default clause should be the same as for 'THEN' "
+                f"clauses.\nTHEN type: {then}.\nDEFAULT type: {default}."
+            )
+        if then is None and default is None:
+            raise TypeCheckError("Invalid Case expression. All case branches have NULL type")
+        return then or default
 
     def _Cast(self, expr: Cast, scope: dict[str, SqlType]) -> SqlType | None:
         source = self.type_of(expr.operand, scope)
@@ -383,3 +425,8 @@ class Typer:
         resolved = REGISTRY.resolve(expr.name, arg_types, expr.semantics)
         self.functions[id(expr)] = resolved
         return resolved.return_type
+
+
+def _is_null_literal(expr: Expr) -> bool:
+    """``NULL`` as written: ksqlDB types it as no type, and refuses to compare with it."""
+    return isinstance(expr, Literal) and expr.value is None

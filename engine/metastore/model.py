@@ -46,3 +46,63 @@ class MetaStore(Protocol):
     def readers(self, name: str) -> list[str]: ...
 
     def writers(self, name: str) -> list[str]: ...
+
+
+def upgrade_problem(existing: DataSource, replacement: DataSource) -> str | None:
+    """Why ``CREATE OR REPLACE`` may not replace ``existing`` with ``replacement``, in ksqlDB's
+    words (each issue "DataSource '`X`' has <property> = <old> which is not upgradeable to
+    <new>", joined by AND), or None when it may: same kind, topic and formats, and timestamp
+    column; the key columns as they were; every other column kept where it was (new columns
+    may follow)."""
+    name = f"`{existing.name}`"
+
+    def issue(prop: str, old: object, new: object) -> str:
+        return f"DataSource '{name}' has {prop} = {old} which is not upgradeable to {new}"
+
+    kinds = {"STREAM": "KSTREAM", "TABLE": "KTABLE"}
+    issues = []
+    if existing.kind != replacement.kind:
+        issues.append(issue("type", kinds[existing.kind], kinds[replacement.kind]))
+    if (existing.topic, existing.formats, existing.window_info) != (
+        replacement.topic, replacement.formats, replacement.window_info
+    ):
+        issues.append(issue("topic", _topic_text(existing), _topic_text(replacement)))
+    if existing.timestamp_column != replacement.timestamp_column:
+        issues.append(issue("timestampColumn", _optional_text(existing.timestamp_column),
+                            _optional_text(replacement.timestamp_column)))
+    changed = _changed_columns(existing.schema, replacement.schema)
+    if changed:
+        issues.append(f"{issue('schema', existing.schema, replacement.schema)}. ({changed})")
+    return "\n\tAND ".join(issues) or None
+
+
+def _changed_columns(schema: LogicalSchema, other: LogicalSchema) -> str | None:
+    """ksqlDB compares columns with their index in their namespace: a reordered column counts."""
+
+    def indexed(s: LogicalSchema, only_key: bool) -> list[tuple[object, int]]:
+        seen: dict[object, int] = {}
+        out = []
+        for c in s.columns:
+            position = seen.get(c.namespace, 0)
+            seen[c.namespace] = position + 1
+            if not only_key or c in s.key:
+                out.append((c, position))
+        return out
+
+    for only_key, what, prefix in ((True, "key ", "Key columns must be identical. "), (False, "", "")):
+        theirs = set(indexed(other, only_key))
+        gone = [str(c) for c, i in indexed(schema, only_key) if (c, i) not in theirs]
+        if gone:
+            return f"{prefix}The following {what}columns are changed, missing or reordered: [{', '.join(gone)}]"
+    return None
+
+
+def _topic_text(source: DataSource) -> str:
+    f = source.formats
+    return (
+        f"KsqlTopic{{kafkaTopicName='{source.topic}', keyFormat={f.key_format}, valueFormat={f.value_format}}}"
+    )
+
+
+def _optional_text(value: object) -> str:
+    return "Optional.empty" if value is None else f"Optional[{value}]"

@@ -7,6 +7,7 @@ and the known topics but changes neither: the engine applies the plan.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -284,9 +285,10 @@ class Planner:
         key_fmt = props.string("KEY_FORMAT")
         value_fmt = props.string("VALUE_FORMAT")
         if fmt is not None and (key_fmt is not None or value_fmt is not None):
+            both = "KEY_FORMAT" if key_fmt is not None else "VALUE_FORMAT"
             raise AnalysisError(
-                "Cannot supply both 'FORMAT' and 'KEY_FORMAT' or 'VALUE_FORMAT' properties, "
-                "as 'FORMAT' sets both key and value formats."
+                f"Cannot supply both '{both}' and 'FORMAT' properties, as 'FORMAT' sets both key and "
+                "value formats. Either use just 'FORMAT', or use 'KEY_FORMAT' and 'VALUE_FORMAT'."
             )
         if fmt is not None:
             key_fmt = value_fmt = fmt
@@ -379,9 +381,12 @@ class Planner:
         if base is T.BaseType.STRING:
             if fmt is None:
                 raise AnalysisError(
-                    f"A String timestamp field has been specified without also specifying the "
-                    f"TIMESTAMP_FORMAT property: '{column_name}'"
+                    "A String timestamp field has been specified without also specifying the timestamp_format"
                 )
+        elif fmt is not None:
+            raise AnalysisError(
+                "'TIMESTAMP_FORMAT' set in the WITH clause can only be used when the timestamp column is of type STRING."
+            )
         elif base not in (T.BaseType.BIGINT, T.BaseType.TIMESTAMP):
             raise AnalysisError(
                 f"Timestamp column, `{column_name}`, should be LONG(INT64), TIMESTAMP, or a "
@@ -393,17 +398,27 @@ class Planner:
         kind = props.string("WINDOW_TYPE")
         if kind is None:
             return None
-        kind = kind.upper()
-        if kind not in ("TUMBLING", "HOPPING", "SESSION"):
+        if kind.upper() not in ("TUMBLING", "HOPPING", "SESSION"):
             raise AnalysisError(
-                f"WINDOW_TYPE must be one of SESSION, HOPPING or TUMBLING, got '{kind}'."
+                f"Error in WITH clause property 'WINDOW_TYPE': Unknown window type: '{kind}' \n"
+                "Valid values are: SESSION, HOPPING, TUMBLING"
             )
+        kind = kind.upper()
         size = props.string("WINDOW_SIZE")
+        try:
+            size_ms = _duration_ms(size) if size is not None else None
+        except AnalysisError as exc:
+            raise AnalysisError(
+                f"Error in WITH clause property 'WINDOW_SIZE': {exc.reason}\nExample valid value: '10 SECONDS'"
+            ) from exc
         if kind != "SESSION" and size is None:
-            raise AnalysisError(f"{kind} windows require 'WINDOW_SIZE' to be provided in the WITH clause.")
+            raise AnalysisError(
+                f"{kind} windows require 'WINDOW_SIZE' to be provided in the WITH clause. "
+                "For example: 'WINDOW_SIZE'='10 SECONDS'"
+            )
         if kind == "SESSION" and size is not None:
             raise AnalysisError("'WINDOW_SIZE' should not be set for SESSION windows.")
-        return WindowInfo(type=kind, size_ms=_duration_ms(size) if size else None)
+        return WindowInfo(type=kind, size_ms=size_ms)
 
     def plan_drop(self, stmt: ast.DropSource, text: str) -> StatementPlan | None:
         existing = self.metastore.get(stmt.name)
@@ -479,6 +494,10 @@ class Planner:
                 "Invalid result type. Your SELECT query produces a TABLE. "
                 "Please use CREATE TABLE AS SELECT statement instead."
             )
+        if analysis.partition_by and any(is_null_literal(p) for p in analysis.partition_by):
+            explicit = props.string("KEY_FORMAT") or props.string("FORMAT")
+            if explicit is not None and explicit.upper() != "NONE":
+                raise AnalysisError("Key format specified for stream without key columns.")
         projected = self._logical_query(analysis, stmt.name)
         topic = props.string("KAFKA_TOPIC") or (
             str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
@@ -974,10 +993,20 @@ _UNITS_MS = {
 
 
 def _duration_ms(text: str) -> int:
-    parts = text.strip().split()
-    if len(parts) != 2 or not parts[0].isdigit() or parts[1].upper() not in _UNITS_MS:
-        raise AnalysisError(f"Invalid duration '{text}': expected a number and a time unit, e.g. '10 SECONDS'.")
-    return int(parts[0]) * _UNITS_MS[parts[1].upper()]
+    """A WITH clause duration, ``'10 SECONDS'``, in milliseconds; refused in ksqlDB's words."""
+    parts = text.split(" ")
+    if len(parts) != 2:
+        problem = f"Expected 2 tokens, got: {len(parts)}"
+    elif not re.fullmatch(r"[+-]?\d+", parts[0]):
+        problem = f"Not numeric: '{parts[0]}'"
+    elif parts[1].upper() not in _UNITS_MS:
+        problem = (
+            f"Unknown time unit: '{parts[1].upper()}'\nSupported time units are: "
+            "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS"
+        )
+    else:
+        return int(parts[0]) * _UNITS_MS[parts[1].upper()]
+    raise AnalysisError(f"Invalid duration: '{text}'. {problem}")
 
 
 def _is_create_as_select(source: DataSource) -> bool:

@@ -80,7 +80,7 @@ class FormatInfo:
         name = text.strip().upper()
         if name not in FORMAT_NAMES:
             raise AnalysisError(
-                f"Unknown format: '{text}'. Expected one of {', '.join(FORMAT_NAMES)}."
+                f"Unknown format: {name}\nExpected one of {', '.join(FORMAT_NAMES)}."
             )
         return FormatInfo(name, dict(properties or {}))
 
@@ -122,7 +122,7 @@ def check_format(fmt: FormatInfo) -> None:
     """Raise AnalysisError if the format is unknown or has properties it does not support."""
     if fmt.name not in FORMAT_NAMES:
         raise AnalysisError(
-            f"Unknown format: '{fmt.name}'. Expected one of {', '.join(FORMAT_NAMES)}."
+            f"Unknown format: {fmt.name.upper()}\nExpected one of {', '.join(FORMAT_NAMES)}."
         )
     unsupported = sorted(set(fmt.properties) - _SUPPORTED_PROPERTIES[fmt.name])
     if unsupported:

@@ -2,15 +2,17 @@
 kspark raises the same text in the same situation.
 
 One row per message site: a ``new ...Exception(...)`` with text of its own in ksqlDB's parser,
-analyzers, planners, DDL/DML executors, serde and format validation, metastore, the QTT runner
+analyzers, planners, step builders (``ksqldb-streams``), DDL/DML executors, serde and format validation, metastore, the QTT runner
 (``ksqldb-functional-tests``), and the REST layer's statement validation. The message is the
 site's text as a pattern, ``{}`` where ksqlDB puts a value.
 
 The judgement is the committed ``errors_map.json``, written after checking kspark:
 
-- ``covered``: item -> the kspark test asserting the text. The generator checks it again: the
-  message's longest literal piece must occur in kspark's sources (``engine/``, ``qtt/``) and in
-  the named test's file, or the row stays missing (``reason`` says which was not found);
+- ``covered``: item -> the kspark test asserting the text, or ``{"test": ..., "shows": ...}``
+  when the test shows one branch of a message built in parts (``shows`` is that branch's text,
+  a piece of the pattern). The generator checks it again: the message's longest literal piece
+  (or ``shows``) must occur in kspark's sources (``engine/``, ``qtt/``) and in the named test's
+  file, or the row stays missing (``reason`` says which was not found);
 - ``reasoned``: item -> why the situation cannot arise in kspark;
 - ``reasoned_paths``: a source path prefix -> why nothing under it can arise in kspark (a part
   of ksqlDB kspark does not have);
@@ -34,6 +36,7 @@ MODULES = (
     "ksqldb-parser",
     "ksqldb-engine",
     "ksqldb-execution",
+    "ksqldb-streams",
     "ksqldb-common",
     "ksqldb-serde",
     "ksqldb-metastore",
@@ -68,9 +71,16 @@ def longest_piece(pattern: str) -> str:
     return max(pieces, key=len, default="")
 
 
+_ADJACENT_LITERALS = re.compile(r"""(["'])\s*\n\s*[fr]?\1""")
+
+
 @cache
 def _text_of(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    """A file's text; in Python, string literals split over lines read as one."""
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return _ADJACENT_LITERALS.sub("", text) if path.suffix == ".py" else text
 
 
 @cache
@@ -90,10 +100,12 @@ def _test_file(test: str) -> Path:
     return ROOT / test.partition("::")[0]
 
 
-def unconfirmed(pattern: str, test: str) -> str:
+def unconfirmed(pattern: str, test: str, shows: str | None = None) -> str:
     """Why a covered mapping does not hold up ('' when it does): the message's text must be in
     kspark's sources and in the test's file."""
-    piece = longest_piece(pattern)
+    if shows is not None and shows not in pattern:
+        return f"mapped to {test}, showing {shows!r}, which is no piece of the message"
+    piece = shows if shows is not None else longest_piece(pattern)
     if not any(s in _kspark_sources() for s in _spellings(piece)):
         return f"mapped to {test}, but kspark's sources do not hold {piece!r}"
     if not any(s in _text_of(_test_file(test)) for s in _spellings(piece)):
@@ -108,7 +120,7 @@ def load_map(path: Path = MAP_FILE) -> dict[str, object]:
 @table("errors")
 def errors_table(src: Path) -> list[Row]:
     mapping = load_map()
-    covered: dict[str, str] = mapping.get("covered", {})  # type: ignore[assignment]
+    covered: dict[str, str | dict[str, str]] = mapping.get("covered", {})  # type: ignore[assignment]
     reasoned: dict[str, str] = mapping.get("reasoned", {})  # type: ignore[assignment]
     by_path: dict[str, str] = mapping.get("reasoned_paths", {})  # type: ignore[assignment]
     by_class: dict[str, str] = mapping.get("reasoned_exceptions", {})  # type: ignore[assignment]
@@ -123,11 +135,13 @@ def errors_table(src: Path) -> list[Row]:
         detail = f"{site.exception}: {site.pattern}"
         path_reason = next((r for p, r in by_path.items() if site.path.startswith(p)), "")
         if item in covered:
-            problem = unconfirmed(site.pattern, covered[item])
+            entry = covered[item]
+            test, shows = (entry, None) if isinstance(entry, str) else (entry["test"], entry.get("shows"))
+            problem = unconfirmed(site.pattern, test, shows)
             if problem:
                 rows.append(Row(item=item, status="missing", source=source, reason=problem, detail=detail))
             else:
-                rows.append(Row(item=item, status="covered", source=source, test=covered[item], detail=detail))
+                rows.append(Row(item=item, status="covered", source=source, test=test, detail=detail))
         elif item in reasoned or path_reason or site.exception in by_class:
             reason = reasoned.get(item) or path_reason or by_class[site.exception]
             rows.append(Row(item=item, status="reasoned", source=source, reason=reason, detail=detail))

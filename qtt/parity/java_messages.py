@@ -147,8 +147,12 @@ def _format_pattern(fmt: str) -> str:
     return _FORMAT_SPEC.sub(lambda m: "%" if m.group(0) == "%%" else ("\n" if m.group(0) == "%n" else PLACEHOLDER), fmt)
 
 
-def message_pattern(expr: str) -> str:
-    """The pattern of a Java message expression (``{}`` wherever a value is computed)."""
+def message_pattern(expr: str, strings: dict[str, str] | None = None, depth: int = 0) -> str:
+    """The pattern of a Java message expression (``{}`` wherever a value is computed).
+
+    ``strings`` maps the names of the file's ``String`` variables and constants to their
+    expressions, so that a message kept in one reads as its text."""
+    strings = strings or {}
     pieces: list[str] = []
     for operand in _split_plus(expr):
         operand = operand.strip()
@@ -164,12 +168,12 @@ def message_pattern(expr: str) -> str:
             pieces.append("\n")
         elif (m := re.match(r"String\s*\.\s*format\s*\(", operand)) and _arguments(operand, m.end() - 1)[1] == len(operand):
             args, _ = _arguments(operand, m.end() - 1)
-            fmt = message_pattern(args[0]) if args else PLACEHOLDER
+            fmt = message_pattern(args[0], strings, depth) if args else PLACEHOLDER
             pieces.append(_format_pattern(fmt))
         elif (m := re.match(r"([\"'].*?[\"'])\s*\.\s*formatted\s*\(", operand, re.S)):
-            pieces.append(_format_pattern(message_pattern(m.group(1))))
-        elif len(operand) > 1 and operand.startswith("(") and _arguments(operand, 0)[1] == len(operand):
-            pieces.append(message_pattern(operand[1:-1]))
+            pieces.append(_format_pattern(message_pattern(m.group(1), strings, depth)))
+        elif operand in strings and depth < 3:
+            pieces.append(message_pattern(strings[operand], strings, depth + 1))
         else:
             pieces.append(PLACEHOLDER)
     text = "".join(pieces)
@@ -185,7 +189,7 @@ def _text_block(operand: str) -> str:
     return _unescape("\n".join(x[indent:] for x in lines))
 
 
-def _message_argument(args: list[str]) -> str | None:
+def _message_argument(args: list[str], strings: dict[str, str]) -> str | None:
     """The argument that carries the message: the first one that holds text."""
     for arg in args[:2]:
         expr = arg
@@ -194,9 +198,36 @@ def _message_argument(args: list[str]) -> str | None:
             inner, end = _arguments(expr, m.end() - 1)
             if end == len(expr) and inner:
                 expr = inner[0]
-        if '"' in expr:
+        if '"' in expr or any(o.strip() in strings for o in _split_plus(expr)):
             return expr
     return None
+
+
+_STRING_VARIABLE = re.compile(r"\bString\s+([A-Za-z_]\w*)\s*=")
+
+
+def string_variables(text: str) -> dict[str, str]:
+    """The file's ``String name = <expression>;`` (constants and locals; the first of a name)."""
+    found: dict[str, str] = {}
+    for match in _STRING_VARIABLE.finditer(text):
+        depth = 0
+        i = match.end()
+        while i < len(text):
+            c = text[i]
+            if c in "\"'":
+                i = _literal_end(text, i)
+                continue
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            elif c == ";" and depth <= 0:
+                break
+            i += 1
+        expr = text[match.end():i].strip()
+        if '"' in expr:
+            found.setdefault(match.group(1), expr)
+    return found
 
 
 def literal_text(pattern: str) -> str:
@@ -208,12 +239,13 @@ def message_sites(root: Path, paths: list[Path]) -> Iterator[MessageSite]:
     """Every message site of the Java files ``paths`` (under ``root``), in file order."""
     for path in paths:
         text = blank_comments(path.read_text(encoding="utf-8", errors="replace"))
+        strings = string_variables(text)
         for match in _NEW_EXCEPTION.finditer(text):
             args, _ = _arguments(text, match.end() - 1)
-            expr = _message_argument(args)
+            expr = _message_argument(args, strings)
             if expr is None:
                 continue
-            pattern = message_pattern(expr).strip()
+            pattern = message_pattern(expr, strings).strip()
             if len(re.sub(r"\W", "", literal_text(pattern))) < 3:
                 continue  # no words of its own: the message is computed elsewhere
             yield MessageSite(

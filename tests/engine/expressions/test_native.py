@@ -84,7 +84,7 @@ NATIVE = [
     "S NOT LIKE '_b%'",
     "S LIKE '%.%'",
     "CASE WHEN I > 0 THEN 'pos' WHEN I < 0 THEN 'neg' END",
-    "CASE WHEN FLAG THEN I ELSE B END",
+    "CASE WHEN FLAG THEN B ELSE CAST(I AS BIGINT) END",
     "CASE I WHEN 1 THEN 'one' ELSE 'other' END",
     "CAST(I AS BIGINT)",
     "CAST(I AS STRING)",

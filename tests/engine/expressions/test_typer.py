@@ -131,9 +131,12 @@ def test_logical_operands_must_be_boolean() -> None:
         infer_type(Logical("AND", col("B"), col("I")), COLUMNS)
 
 
-def test_case_result_is_the_common_type_of_branches() -> None:
-    expr = Case(None, (WhenClause(col("B"), col("I")),), col("L"))
-    assert infer_type(expr, COLUMNS) == T.BIGINT
+def test_case_branches_must_have_one_type_as_in_ksqldb() -> None:
+    same = Case(None, (WhenClause(col("B"), col("L")),), col("L"))
+    assert infer_type(same, COLUMNS) == T.BIGINT
+    widened = Case(None, (WhenClause(col("B"), col("I")),), col("L"))  # ksqlDB does not widen
+    with pytest.raises(TypeCheckError, match="Type for the default clause should be the same as for 'THEN' clauses"):
+        infer_type(widened, COLUMNS)
 
 
 def test_case_with_incompatible_branches_is_rejected() -> None:
