@@ -304,7 +304,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         query_id = raw.get("queryId") if isinstance(raw, dict) else None
         push = push_queries.get(query_id) if isinstance(query_id, str) else None
         if push is None:
-            return _error(ServiceError(f"No query with id {query_id} is running.", code=E.ERROR_BAD_REQUEST))
+            return _error(ServiceError(f"No query with id {query_id}", code=E.ERROR_BAD_REQUEST))
         push.stop.set()
         return Response(status_code=200)
 
@@ -371,7 +371,16 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
 
         return negotiated
 
+    async def info_redirect(request: Request) -> Response:
+        return Response(status_code=307, headers={"location": "/info"})
+
+    async def container_health(request: Request) -> Response:  # ksqlDB's /chc/ready and /chc/live
+        return JSONResponse({})
+
     routes = [
+        Route("/", info_redirect, methods=["GET"]),
+        Route("/chc/ready", container_health, methods=["GET"]),
+        Route("/chc/live", container_health, methods=["GET"]),
         Route("/info", old_api(info), methods=["GET"]),
         Route("/healthcheck", old_api(healthcheck), methods=["GET"]),
         Route("/clusterStatus", old_api(cluster_status), methods=["GET"]),

@@ -28,7 +28,7 @@ from typing import Any
 from engine.errors import KsqlError
 
 UNAUTHORIZED_CODE = 40100
-OPEN_PATHS = frozenset({"/healthcheck"})
+OPEN_PATHS = frozenset({"/healthcheck", "/chc/ready", "/chc/live"})  # ksqlDB routes them before auth
 REALM = "KsqlServer-Props"
 
 

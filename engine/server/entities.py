@@ -145,13 +145,38 @@ def terminate_query(statement_text: str, query_id: str) -> dict[str, Any]:
     return _entity("terminate_query", statement_text, queryId=query_id, wasTerminated=True)
 
 
+# ksqlDB's PropertiesList: the properties SET may change per query, and those ALTER SYSTEM may.
+QUERY_LEVEL_PROPERTIES = frozenset({
+    "auto.offset.reset", "buffered.records.per.partition", "cache.max.bytes.buffering",
+    "ksql.fail.on.deserialization.error", "ksql.cast.strings.preserve.nulls", "ksql.nested.error.set.null",
+    "ksql.query.retry.backoff.max.ms", "ksql.query.pull.max.allowed.offset.lag",
+    "ksql.query.pull.table.scan.enabled", "ksql.timestamp.throw.on.invalid", "max.task.idle.ms", "task.timeout.ms",
+})
+MUTABLE_SYSTEM_PROPERTIES = frozenset({
+    "max.poll.records", "max.poll.interval.ms", "session.timeout.ms", "heartbeat.interval.ms", "fetch.min.bytes",
+    "fetch.max.bytes", "fetch.max.wait.ms", "metadata.max.age.ms", "max.partition.fetch.bytes", "batch.size",
+    "linger.ms", "delivery.timeout.ms", "max.request.size", "max.block.ms", "buffer.memory", "compression.type",
+    "acceptable.recovery.lag", "commit.interval.ms", "max.warmup.replicas", "num.standby.replicas", "poll.ms",
+    "probing.rebalance.interval.ms", "processing.guarantee", "window.size.ms",
+})
+
+
+def _plain(name: str) -> str:
+    """A property's name as Kafka Streams reads it (``ksql.streams.`` and client prefixes gone)."""
+    from engine.server.properties import canonical_name
+
+    return canonical_name(name)[0]
+
+
 def properties_list(
     statement_text: str, properties: Mapping[str, Any], overridden: Mapping[str, Any]
 ) -> dict[str, Any]:
     """``properties``: LIST PROPERTIES (the server's, then the request's overrides)."""
     merged = {**properties, **overridden}
     items = [
-        {"name": name, "scope": "KSQL" if name.startswith("ksql.") else "STREAMS", "value": str(value)}
+        {"name": name, "scope": "KSQL" if name.startswith("ksql.") else "STREAMS", "value": str(value),
+         "level": "QUERY" if _plain(name) in QUERY_LEVEL_PROPERTIES else "SERVER",
+         "editable": _plain(name) in QUERY_LEVEL_PROPERTIES | MUTABLE_SYSTEM_PROPERTIES}
         for name, value in sorted(merged.items())
     ]
     return _entity(

@@ -133,3 +133,30 @@ def test_print_of_a_missing_topic_is_refused_with_ksqldbs_words(client) -> None:
     answer = client.post("/query", json={"ksql": "PRINT 'no_such_topic_here' FROM BEGINNING;"})
     assert answer.status_code == 400
     assert answer.json()["message"].startswith("Could not find topic 'no_such_topic_here', or the KSQL user")
+
+
+def test_root_redirects_to_info_and_container_health_checks_answer(client) -> None:
+    root = client.get("/", follow_redirects=False)
+    assert root.status_code == 307 and root.headers["location"] == "/info"
+    for path in ("/chc/ready", "/chc/live"):
+        answer = client.get(path)
+        assert answer.status_code == 200 and answer.json() == {}
+
+
+def test_list_tables_and_streams_extended_answer_their_entities(client) -> None:
+    name = f"T_{uuid.uuid4().hex[:6]}".upper()
+    statement = (f"CREATE TABLE {name} (ID STRING PRIMARY KEY, V INT) "
+                 f"WITH (KAFKA_TOPIC='{name.lower()}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+    assert client.post("/ksql", json={"ksql": statement}).status_code == 200
+    [tables] = client.post("/ksql", json={"ksql": "LIST TABLES;"}).json()
+    assert tables["@type"] == "tables" and name in [t["name"] for t in tables["tables"]]
+    [described] = client.post("/ksql", json={"ksql": "LIST TABLES EXTENDED;"}).json()
+    assert described["@type"] == "source_descriptions"
+    assert name in [d["name"] for d in described["sourceDescriptions"]]
+
+
+def test_close_query_of_an_unknown_id_and_cluster_status(client) -> None:
+    closed = client.post("/close-query", json={"queryId": "transient_NOPE_1"})
+    assert closed.status_code == 400 and closed.json()["message"] == "No query with id transient_NOPE_1"
+    status = client.get("/clusterStatus")
+    assert status.status_code == 200 and status.json()["clusterStatus"]

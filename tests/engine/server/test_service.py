@@ -78,7 +78,8 @@ def test_create_describe_list_and_drop_answer_ksqldb_entities(kafka_broker, serv
         # SET gives no entity; two statements in one request answer in order.
         answers = service.execute("SET 'auto.offset.reset'='earliest'; LIST PROPERTIES; DROP STREAM S1;")
         assert [a["@type"] for a in answers] == ["properties", "currentStatus"]
-        assert {"name": "auto.offset.reset", "scope": "STREAMS", "value": "earliest"} in answers[0]["properties"]
+        assert {"name": "auto.offset.reset", "scope": "STREAMS", "value": "earliest", "level": "QUERY",
+                "editable": True} in answers[0]["properties"]
         assert answers[1]["commandStatus"]["message"] == f"Source `S1` (topic: {topic}) was dropped."
         assert answers[1]["commandSequenceNumber"] > created["commandSequenceNumber"]
         assert service.execute("SHOW STREAMS;")[0]["streams"] == []
