@@ -1,14 +1,18 @@
 """Analysis of ``FROM a JOIN b ON ..``: validation, the join key and the joined scope.
 
 Follows ksqlDB: each side's columns are prefixed by its alias (``A.ID`` -> ``A_ID``); the
-result key is the left join column, else the right one, else (and always for FULL OUTER)
-a synthetic ``ROWKEY`` (``ROWKEY_n`` when a source has that name). A table-table join
-whose left operand is not the left key is a foreign-key join, keyed by the left table's
-primary key. Joins nest to the left; an n-way join keeps the names of its left join.
+result key is the first viable key column (its JoinTree: the column references equal to the
+key, an n-way join's inner ones first, then the left and the right join column), and a
+projection may select any of them as the key; with none (always for FULL OUTER) it is a
+synthetic ``ROWKEY`` (``ROWKEY_n`` when a source's own columns hold that name), which an
+outer join of it leaves out of ``*``. A table-table join whose left operand is not the left
+key is a foreign-key join, keyed by the left table's primary key. Joins nest to the left; an
+n-way join keeps the names of its left join.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from engine.analysis.scope import (
@@ -246,19 +250,17 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     if kind == LJ.STREAM_STREAM and relation.within is None:
         raise AnalysisError(_NO_WITHIN)
 
-    # The result key (a foreign-key join keeps the left table's primary key).
-    key_refs = [op.name for op in (left_op, right_op) if isinstance(op, E.ColumnRef)]
+    # The result key (a foreign-key join keeps the left table's primary key): the first viable
+    # key column, else a synthetic ROWKEY (see _key_equivalence and synthetic_key_name).
+    left_join = left_node if isinstance(left_node, LJ.JoinNode) else None
+    equivalence, key_refs = _key_equivalence(join_type, left_op, right_op, left_join)
     key_type = left_type
     if kind == LJ.FOREIGN_KEY:
         left_pk = left_node.schema.key[0]
         key_column, key_type, synthetic = prefixed(left_alias, left_pk.name), left_pk.type, False
-    elif join_type == "FULL" or not key_refs:
-        taken = {c.name for c in columns.values()} | set(columns)
-        key_column = "ROWKEY"
-        suffix = 0
-        while key_column in taken:
-            suffix += 1
-            key_column = f"ROWKEY_{suffix}"
+        equivalence, key_refs = frozenset(), ()
+    elif not key_refs:
+        key_column = synthetic_key_name(sources)
         synthetic = True
     else:
         key_column = key_refs[0]
@@ -289,9 +291,10 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     else:
         shown = [text(E.ColumnRef(n)) for n in key_refs]
         plural = "s" if len(shown) > 1 else ""
+        listed = " or ".join([", ".join(shown[:-1]), shown[-1]]) if len(shown) > 1 else shown[0]
         message = (
             f"{_KEY_MISSING}The query used to build `{{sink}}` must include the join expression"
-            f"{plural} {' or '.join(shown)} in its projection (eg, SELECT {shown[0]}...)."
+            f"{plural} {listed} in its projection (eg, SELECT {shown[0]}...)."
         )
         equivalents = ((key_column, frozenset(key_refs) - {key_column}),)
 
@@ -302,6 +305,9 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     right_key = _unprefix(right_op, right_own)
 
     inherited = tuple(getattr(left_node, "hidden", ())) if left_is_join else ()
+    if left_join is not None and left_join.synthetic_key:
+        # An inner join's synthetic key is an implementation detail: selectable, not in `*`.
+        inherited += (left_join.key_column,)
     schema, hidden = join_output_schema(
         left_node.schema, right_src.schema, left_alias=left_alias, right_alias=right_alias,
         key_columns=[(key_column, key_type)], left_window=left_node.window,
@@ -318,10 +324,53 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
         left_alias=left_alias, right_alias=right_alias, key_column=key_column,
         left_key=left_key, right_key=right_key, within=within,
         key_equivalents=equivalents, hidden=hidden, missing_key_message=message,
+        key_equivalence=equivalence, viable_keys=key_refs, synthetic_key=synthetic,
     )
     scope_columns = dict(node.columns())
     scope = Scope(scope_columns, qualified, _select_aliases(columns))
     return FromClause(node, sources, scope, left.alias, hidden=frozenset(hidden))
+
+
+def _key_equivalence(
+    join_type: str, left_op: E.Expr, right_op: E.Expr, left_join: LJ.JoinNode | None
+) -> tuple[frozenset[E.Expr], tuple[str, ...]]:
+    """ksqlDB's join equivalence set and viable key columns (its JoinTree), over output names.
+
+    A FULL OUTER join's key equals neither side: both are empty. Otherwise the set holds both
+    join expressions, and the left join's set when it holds one of them; the viable key
+    columns are the column references in it, the left join's viable ones first, then the
+    left and the right join expression, each once.
+    """
+    if join_type == "FULL":
+        return frozenset(), ()
+    keys = frozenset((left_op, right_op))
+    inner = left_join.key_equivalence if left_join is not None else frozenset()
+    equivalence = keys | inner if keys & inner else keys
+    inner_viable = tuple(E.ColumnRef(n) for n in (left_join.viable_keys if left_join is not None else ()))
+    viable: list[str] = []
+    for candidate in (*inner_viable, left_op, right_op):
+        if isinstance(candidate, E.ColumnRef) and candidate in equivalence and candidate.name not in viable:
+            viable.append(candidate.name)
+    return equivalence, tuple(viable)
+
+
+_NUMBERED = re.compile(r"(.*?)(?:_([0-9]+))?")
+
+
+def synthetic_key_name(sources: list[DataSource]) -> str:
+    """``ROWKEY``, or ``ROWKEY_n`` with the smallest n no source column of that pattern holds
+    (``ROWKEY`` counts as 0), over the joined sources' own columns only: an inner join's
+    synthetic key does not count, as in ksqlDB's ``ColumnNames.generateSyntheticJoinKey``."""
+    used: set[int] = set()
+    for source in sources:
+        for column in source.schema.columns:
+            found = _NUMBERED.fullmatch(column.name)
+            if found is not None and found.group(1) == "ROWKEY":
+                used.add(int(found.group(2) or 0))
+    index = 0
+    while index in used:
+        index += 1
+    return "ROWKEY" if index == 0 else f"ROWKEY_{index}"
 
 
 def _origins(clause: FromClause) -> dict[str, _Column]:

@@ -21,6 +21,9 @@ class JoinNode(LogicalNode):
     ``key_equivalents`` names the output columns equal to the key by construction, and
     ``missing_key_message`` is the error (with ``{sink}``) when a projection drops the key.
     ``hidden`` columns (``A_ROWTIME``...) are selectable but not part of ``*``.
+    ``key_equivalence`` holds the expressions the key equals (ksqlDB's join equivalence set)
+    and ``viable_keys`` the output columns among them, in ksqlDB's order of preference;
+    ``synthetic_key`` says the key equals no source column (``ROWKEY``).
     """
 
     left: LogicalNode
@@ -36,3 +39,6 @@ class JoinNode(LogicalNode):
     key_equivalents: tuple[tuple[str, frozenset[str]], ...] = ()
     hidden: tuple[str, ...] = ()
     missing_key_message: str = ""
+    key_equivalence: frozenset[E.Expr] = frozenset()
+    viable_keys: tuple[str, ...] = ()
+    synthetic_key: bool = False

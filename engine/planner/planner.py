@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -690,23 +690,19 @@ class Planner:
         assert analysis.partition_by is not None
         columns = node.columns()
         keys: list[tuple[str, E.Expr]] = []
-        taken = {c.name for c in node.schema.columns}
-        counter = 0
+        generated = key_alias_generator(c.name for c in node.schema.columns)
         for p in analysis.partition_by:
             if is_null_literal(p):  # PARTITION BY NULL: no key columns
                 continue
             if isinstance(p, E.ColumnRef):
                 name = p.name
             else:
+                # Named as ksqlDB names a new key column (every expression of the list draws a
+                # name), unless the projection selects the expression: then by its alias.
+                name = generated(p)
                 match = find_select(select, p)
                 if match is not None:
                     name = match.alias
-                else:
-                    while f"KSQL_COL_{counter}" in taken:
-                        counter += 1
-                    name = f"KSQL_COL_{counter}"
-                    counter += 1
-            taken.add(name)
             keys.append((name, p))
         key_columns = [Column(n, _type_of(e, columns, n), Namespace.KEY) for n, e in keys]
         key_names = {n for n, _ in keys}
@@ -750,9 +746,14 @@ class Planner:
                 i for i, s in enumerate(select)
                 if isinstance(s.expression, E.ColumnRef) and s.expression.name in names
             ]
-            # The key column itself wins over columns merely equal to it (a join's other side).
-            exact = [i for i in matches if select[i].expression.name == key.name]
-            matches = exact or matches[:1] if len(names) > 1 else matches
+            if len(names) > 1 and matches:
+                # The key column itself wins over columns merely equal to it, then the viable
+                # key column ksqlDB prefers (a join's first viable key in the projection).
+                rank = _key_preference(node, key.name)
+                best = min(rank(select[i].expression.name) for i in matches)
+                matches = [i for i in matches if rank(select[i].expression.name) == best]
+                if best > 0:
+                    matches = matches[:1]
             if not matches and _join_message(node):
                 raise AnalysisError(_join_message(node).replace("{sink}", sink_name))
             if not matches:
@@ -915,6 +916,50 @@ def _check_header_type(element: ast.TableElement) -> None:
             f"Invalid type for HEADER('{element.header_key}') column: expected BYTES, "
             f"got {element.type}"
         )
+
+
+_NUMBERED_NAME = re.compile(r"(.*?)(?:_([0-9]+))?")
+
+
+def key_alias_generator(taken: Iterable[str]) -> Callable[[E.Expr], str]:
+    """ksqlDB's names for new key columns (its ``ColumnNames.columnAliasGenerator``).
+
+    A struct field ``s->f`` is named after the field (``F``, else ``F_1``, ``F_2``, ... as
+    columns and earlier names hold them), any other expression ``KSQL_COL_n``. Names ending in
+    ``_<digits>`` hold that number of their stem (a bare stem holds 0); each name drawn is
+    the stem's smallest number not held, and is held from then on.
+    """
+    held: dict[str, set[int]] = {}
+    for name in taken:
+        found = _NUMBERED_NAME.fullmatch(name)
+        assert found is not None
+        held.setdefault(found.group(1), set()).add(int(found.group(2) or 0))
+    following: dict[str, int] = {}
+
+    def draw(stem: str, *, bare_zero: bool) -> str:
+        index = following.get(stem, 0)
+        while index in held.get(stem, set()):
+            index += 1
+        following[stem] = index + 1
+        return stem if index == 0 and bare_zero else f"{stem}_{index}"
+
+    def name_for(expr: E.Expr) -> str:
+        if isinstance(expr, E.Dereference):
+            stem = _NUMBERED_NAME.fullmatch(expr.field)
+            assert stem is not None
+            return draw(stem.group(1), bare_zero=stem.group(1) != "KSQL_COL")
+        return draw("KSQL_COL", bare_zero=False)
+
+    return name_for
+
+
+def _key_preference(node: L.LogicalNode, key: str) -> Callable[[str], int]:
+    """Rank of a column equal to ``key``: 0 for the key itself, then a join's viable key order."""
+    current: Any = node
+    while isinstance(current, L.FilterNode | L.FlatMapNode):
+        current = current.input
+    order = [key, *(n for n in getattr(current, "viable_keys", ()) if n != key)]
+    return lambda name: order.index(name) if name in order else len(order)
 
 
 def key_equivalents(node: L.LogicalNode) -> dict[str, frozenset[str]]:

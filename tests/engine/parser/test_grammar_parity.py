@@ -40,3 +40,10 @@ def test_a_wrong_expectation_is_reported() -> None:
     assert "field emit" in (
         check({"sql": "SELECT * FROM S EMIT CHANGES;", "node": "Query", "fields": {"emit": "FINAL"}}) or ""
     )
+
+
+def test_at_stays_a_column_name_though_ksqldb_reserves_it() -> None:
+    from engine.parser import parse
+
+    (parsed,) = parse("CREATE STREAM OUT AS SELECT ID, AT FROM EVENTS WHERE AT > 'a';")
+    assert "AT" in repr(parsed.statement)
