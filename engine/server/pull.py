@@ -46,6 +46,7 @@ LOG = logging.getLogger("engine.server.pull")
 TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
 STREAM_ENABLED = "ksql.query.pull.stream.enabled"
 LIMIT_ENABLED = "ksql.query.pull.limit.clause.enabled"
+RANGE_SCAN_ENABLED = "ksql.query.pull.range.scan.enabled"
 QUERIES_URL = "See https://cnfl.io/queries for more info."
 PUSH_HINT = "\nAdd EMIT CHANGES if you intended to issue a push query."
 DISALLOWED_PSEUDO_COLUMNS = ("ROWPARTITION", "ROWOFFSET")
@@ -204,6 +205,77 @@ def _lookup_keys(where: X.Expr | None, key_columns: Sequence[Any]) -> list[tuple
     return [tuple(combo) for combo in itertools.product(*pinned)]
 
 
+# What ksqlDB appends to a WHERE clause it refuses for a pull query (QueryFilterNode), non-windowed.
+WHERE_HELP = (
+    "\nPull queries require a WHERE clause that:"
+    "\n - includes a key equality expression, e.g. `SELECT * FROM X WHERE <key-column> = Y;`."
+    "\n - in the case of a multi-column key, is a conjunction of equality expressions that cover all key columns."
+    "\n - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be "
+    f"enabled by setting {RANGE_SCAN_ENABLED}=true"
+    f"\nIf more flexible queries are needed, , table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true."
+)
+TABLE_SCAN_NEEDED = (
+    f"Query requires table scan to be enabled. Table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true"
+)
+_RANGE_OPS = frozenset({">", ">=", "<", "<="})
+
+
+def _where_refusal(reason: str) -> PullQueryError:
+    return PullQueryError(f"{reason}. {' ' + QUERIES_URL}{PUSH_HINT}{WHERE_HELP}")
+
+
+def _key_bounds(where: X.Expr | None, key_names: Sequence[str]) -> dict[str, list[str]]:
+    """Per key column, the comparisons the WHERE (one conjunction) puts on it, as ksqlDB counts
+    them after rewriting: ``IN`` one ``=``, ``BETWEEN`` a ``>=`` and a ``<=``."""
+    bounds: dict[str, list[str]] = {}
+    for part in _conjuncts(where):
+        if isinstance(part, X.Comparison):
+            for ref, flipped in ((part.left, False), (part.right, True)):
+                if isinstance(ref, X.ColumnRef) and ref.name in key_names:
+                    op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(part.op, part.op) if flipped else part.op
+                    bounds.setdefault(ref.name, []).append(op)
+                    break
+        elif isinstance(part, X.In) and isinstance(part.value, X.ColumnRef) and part.value.name in key_names:
+            bounds.setdefault(part.value.name, []).append("=" if not part.negated else "<>")
+        elif isinstance(part, X.Between) and isinstance(part.value, X.ColumnRef) and part.value.name in key_names:
+            bounds.setdefault(part.value.name, []).extend([">=", "<="] if not part.negated else ["<>"])
+    return bounds
+
+
+def check_without_table_scan(source: DataSource, where: X.Expr | None, lookup: list[tuple[Any, ...]] | None,
+                             properties: Mapping[str, Any]) -> bool:
+    """With table scans disabled, whether ksqlDB serves the pull query (True: a range scan on
+    the key, False: a key lookup), or its refusal (raised). ksqlDB's rules (QueryFilterNode,
+    PullPhysicalPlanBuilder) for a conjunction on a non-windowed table: every key comparison is
+    ``=`` or a range, the key is compared once, and a range scan needs one STRING or BYTES key."""
+    if where is None:
+        raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
+    if source.window_info is not None or any(
+            isinstance(e, X.Logical) and e.op.upper() == "OR" for e in X.walk(where)):
+        if lookup is None:
+            raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
+        return False
+    keys = list(source.schema.key)
+    bounds = _key_bounds(where, [c.name for c in keys])
+    if not bounds:
+        raise _where_refusal(f"WHERE clause missing key column for disjunct: {X.format_sql(where)}")
+    if any(op not in _RANGE_OPS | {"="} for ops in bounds.values() for op in ops):
+        shown = ", ".join(f"`{c.name}` {c.type} KEY" for c in keys)
+        raise _where_refusal(f"Bound on key columns '[{shown}]' must currently be '='")
+    if any(len(ops) > 1 for ops in bounds.values()):
+        raise _where_refusal(
+            "A comparison condition on the key column cannot be combined with other comparisons such as an "
+            "IN predicate")
+    if lookup is not None:
+        return False
+    ops = [op for found in bounds.values() for op in found]
+    key_type = getattr(keys[0].type, "base", None) if len(keys) == 1 else None
+    if (len(keys) == 1 and ops[0] in _RANGE_OPS and key_type in (T.BaseType.STRING, T.BaseType.BYTES)
+            and _flag(properties, RANGE_SCAN_ENABLED, True)):
+        return True
+    raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
+
+
 def _column_names(expressions: Iterable[X.Expr]) -> list[str]:
     names: list[str] = []
     for expression in expressions:
@@ -220,12 +292,12 @@ def plan_pull_query(
     from engine.analysis.query import Scope, analyze_query, source_columns
     from engine.expressions.evaluator import compile_typed
 
-    if query.group_by:
-        raise _refuse_clause("GROUP BY")
+    if isinstance(query.from_, ast.Join):  # ksqlDB's PullQueryValidator checks in this order
+        raise _refuse_clause("JOIN")
     if query.window is not None:
         raise _refuse_clause("WINDOW")
-    if isinstance(query.from_, ast.Join):
-        raise _refuse_clause("JOIN")
+    if query.group_by:
+        raise _refuse_clause("GROUP BY")
     if query.partition_by:
         raise _refuse_clause("PARTITION BY")
     if query.having is not None:
@@ -237,7 +309,8 @@ def plan_pull_query(
                 f"{LIMIT_ENABLED}=true. {QUERIES_URL}{PUSH_HINT}"
             )
         if query.limit < 0:
-            raise PullQueryError(f"Pull queries don't support negative integers in the LIMIT clause. {QUERIES_URL}")
+            raise PullQueryError(
+                f"Pull queries don't support negative integers in the LIMIT clause. {QUERIES_URL}{PUSH_HINT}")
     name = getattr(query.from_, "name", None)
     source = metastore.get(name) if isinstance(name, str) else None
     if source is None:
@@ -265,7 +338,8 @@ def plan_pull_query(
         bad = [n for n in _column_names(expressions) if n in DISALLOWED_PSEUDO_COLUMNS]
         if bad:
             listed = ", ".join(f"`{n}`" for n in bad)
-            raise PullQueryError(f"Pull queries don't support the following columns in {clause} clauses: {listed}")
+            raise PullQueryError(f"Pull queries don't support the following columns in {clause} clauses: {listed}\n"
+                                 f" {QUERIES_URL}{PUSH_HINT}")
     columns = source_columns(source)
     schema_columns = {c.name: c for c in source.schema.columns}
     predicate = None
@@ -298,13 +372,8 @@ def plan_pull_query(
     if source.is_table:
         key_columns = list(source.schema.key)
         lookup = _lookup_keys(analysis.where, key_columns)
-        if lookup is None and not _flag(properties, TABLE_SCAN_ENABLED, True):
-            shown = X.format_sql(analysis.where) if analysis.where is not None else "none"
-            raise PullQueryError(
-                "Query requires table scan to be enabled. Table scans can be enabled by setting "
-                f"{TABLE_SCAN_ENABLED}=true (WHERE: {shown}; a key lookup needs KEY = x or KEY IN (...) "
-                f"on every key column).{PUSH_HINT}"
-            )
+        if not _flag(properties, TABLE_SCAN_ENABLED, True):
+            check_without_table_scan(source, analysis.where, lookup, properties)
     return PullPlan(
         query_id=f"query_{int(time.time() * 1000)}_{secrets.randbelow(10**6)}",
         source=source,

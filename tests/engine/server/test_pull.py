@@ -35,6 +35,7 @@ def local() -> KsqlEngine:
         "CREATE TABLE T AS SELECT ID, COUNT(*) AS C, SUM(V) AS SV FROM S GROUP BY ID;"
         "CREATE TABLE W AS SELECT ID, COUNT(*) AS C FROM S WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY ID;"
         "CREATE TABLE U (ID INT PRIMARY KEY, N STRING) WITH (kafka_topic='u', value_format='JSON', partitions=1);"
+        "CREATE TABLE BYV AS SELECT V, COUNT(*) AS C FROM S GROUP BY V;"
     )
     return engine
 
@@ -77,7 +78,28 @@ def test_header_marks_table_keys_and_window_bounds(local) -> None:
         ("SELECT * FROM T WHERE ID = 11;", {}, "Error in WHERE expression: Cannot compare ID (STRING) to 11 "
                                                "(INTEGER) with EQUAL.\nStatement: (ID = 11)"),
         ("SELECT * FROM T WHERE C > 1;", {"ksql.query.pull.table.scan.enabled": False},
+         "WHERE clause missing key column for disjunct: (C > 1).  See https://cnfl.io/queries for more info.\n"
+         "Add EMIT CHANGES if you intended to issue a push query.\nPull queries require a WHERE clause that:"),
+        ("SELECT * FROM T;", {"ksql.query.pull.table.scan.enabled": False},
+         "Query requires table scan to be enabled. Table scans can be enabled by setting "
+         "ksql.query.pull.table.scan.enabled=true"),
+        ("SELECT * FROM T WHERE ID > 'a' AND ID < 'c';", {"ksql.query.pull.table.scan.enabled": False},
+         "A comparison condition on the key column cannot be combined with other comparisons such as an IN "
+         "predicate.  See https://cnfl.io/queries"),
+        ("SELECT * FROM T WHERE ID BETWEEN 'a' AND 'c';", {"ksql.query.pull.table.scan.enabled": False},
+         "A comparison condition on the key column cannot be combined with other comparisons"),
+        ("SELECT * FROM T WHERE ID <> 'a';", {"ksql.query.pull.table.scan.enabled": False},
+         "Bound on key columns '[`ID` STRING KEY]' must currently be '='"),
+        ("SELECT * FROM T WHERE ID > 'a';", {"ksql.query.pull.table.scan.enabled": False,
+                                              "ksql.query.pull.range.scan.enabled": False},
          "Query requires table scan to be enabled."),
+        ("SELECT * FROM BYV WHERE V > 1;", {"ksql.query.pull.table.scan.enabled": False},
+         "Query requires table scan to be enabled."),
+        ("SELECT ID, COUNT(*) FROM S JOIN T ON S.ID = T.ID GROUP BY ID;", {}, "Pull queries don't support JOIN clauses."),
+        ("SELECT * FROM S LIMIT -1;", {}, "Pull queries don't support negative integers in the LIMIT clause. "
+                                          "See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES"),
+        ("SELECT ROWOFFSET FROM S;", {}, "Pull queries don't support the following columns in SELECT clauses: "
+                                         "`ROWOFFSET`\n See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES"),
         ("SELECT * FROM S LIMIT 2;", {"ksql.query.pull.limit.clause.enabled": "false"},
          "LIMIT clause in pull queries is currently disabled."),
         ("SELECT * FROM NOPE;", {}, "NOPE does not exist."),
@@ -87,6 +109,13 @@ def test_refusals_use_ksqldb_messages(local, text, properties, message) -> None:
     with pytest.raises(PullQueryError) as refused:
         _plan(local, text, **properties)
     assert message in str(refused.value)
+
+
+def test_a_range_on_a_string_key_is_served_without_table_scans(local) -> None:
+    off = {"ksql.query.pull.table.scan.enabled": False}
+    for text in ("SELECT * FROM T WHERE ID > 'a';", "SELECT * FROM T WHERE 'm' >= ID AND C > 1;"):
+        plan = _plan(local, text, **off)
+        assert plan.lookup_keys is None and plan.predicate is not None
 
 
 def test_a_key_lookup_still_works_with_table_scans_disabled(local) -> None:
