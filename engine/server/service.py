@@ -27,12 +27,14 @@ Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's te
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ from engine.commandlog import Command, CommandLog, QueuedCommand
 from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
+from engine.plan import expr as X
 from engine.plan import serde
 from engine.plan.plan import (
     AlterSourceCommand,
@@ -65,6 +68,7 @@ from engine.server.pull import PullQueries, PullResult, is_pull_query
 
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
+PUSH_V2_ENABLED = "ksql.query.push.v2.enabled"
 QUERY_ENDPOINT_MESSAGE = (
     "The following statement types should be issued to the websocket endpoint '/query':\n"
     "\t* PRINT\n\t* SELECT"
@@ -747,6 +751,9 @@ class KsqlService:
         try:
             with self._engine_lock:
                 query = PushQuery.on_application(self.app, text, dict(properties or {}), variables=variables)
+                config = {**self.engine.config, **dict(properties or {})}
+                if is_scalable_push_query(statements[0].statement, self.engine.metastore, config):
+                    query.plan = dataclasses.replace(query.plan, query_id=f"SCALABLE_PUSH_QUERY_{uuid.uuid4()}")
         except KsqlError as exc:
             raise ServiceError(str(exc), statement_text=text) from None
         self._push_queries.add(query)
@@ -840,6 +847,33 @@ class KsqlService:
 
 class _NothingToDo(Exception):
     """IF [NOT] EXISTS made the statement a no-op: nothing is written to the log."""
+
+
+def is_scalable_push_query(stmt: Any, metastore: Any, config: Mapping[str, Any]) -> bool:
+    """Whether ksqlDB answers ``stmt`` as a scalable push query (``ScalablePushUtil``): with
+    ``ksql.query.push.v2.enabled``, an EMIT CHANGES query of one source written by exactly one
+    persistent query, read from the latest offsets, without GROUP BY, WINDOW, HAVING, PARTITION BY
+    or ROWPARTITION/ROWOFFSET. Its id is ``SCALABLE_PUSH_QUERY_<uuid>``; it reads what that
+    persistent query writes from now on, as any push query from the latest offsets does."""
+    from engine.server.pull import DISALLOWED_PSEUDO_COLUMNS
+
+    if str(config.get(PUSH_V2_ENABLED, "false")).strip().lower() != "true":
+        return False
+    if not isinstance(stmt, ast.Query) or stmt.emit != "CHANGES" or isinstance(stmt.from_, ast.Join):
+        return False
+    if stmt.group_by or stmt.window is not None or stmt.having is not None or stmt.partition_by:
+        return False
+    if str(config.get(AUTO_OFFSET_RESET, "latest")).lower() != "latest":
+        return False
+    name = getattr(stmt.from_, "name", None)
+    if not isinstance(name, str) or len(metastore.writers(name)) != 1:
+        return False
+    expressions = [e for e in (getattr(item, "expr", None) or getattr(item, "base", None) for item in stmt.select)
+                   if e is not None]
+    if stmt.where is not None:
+        expressions.append(stmt.where)
+    return not any(isinstance(node, X.ColumnRef) and node.name in DISALLOWED_PSEUDO_COLUMNS
+                   for expression in expressions for node in X.walk(expression))
 
 
 def _command_id(stmt: Any) -> str:
