@@ -36,6 +36,7 @@ from engine.errors import (
     ExecutionError,
     KsqlError,
     query_failure_in,
+    root_cause_line,
 )
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, SharedProducer, UnknownPartitionError
@@ -143,6 +144,29 @@ class KafkaTopics:
                 producer = self._shared_producer(stale=producer)
 
 
+def state_dir_path(location: str | Path) -> Path:
+    """The folder a ``--state-dir`` names: a path, or a ``file:`` URI (``file:/data/kspark``,
+    ``file:///data/kspark``). On a Spark cluster it must be a folder every worker sees at the
+    same path (a shared mount): the query checkpoints live under it."""
+    from urllib.parse import unquote, urlparse
+
+    if isinstance(location, Path):
+        return location
+    parsed = urlparse(location)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ExecutionError(f"The state dir '{location}' names the host '{parsed.netloc}': a file: URI "
+                                 "names a local folder (file:///path).")
+        return Path(unquote(parsed.path))
+    if len(parsed.scheme) > 1:  # a scheme, not a Windows drive letter
+        raise ExecutionError(
+            f"The state dir '{location}' is on a '{parsed.scheme}:' file system: kspark keeps its state on "
+            "a local or mounted file system; give a path or a file: URI (on a cluster, a folder every "
+            "Spark worker mounts at the same path)."
+        )
+    return Path(location)
+
+
 @dataclass
 class SavedStatement:
     """One applied statement as the state dir keeps it."""
@@ -174,7 +198,7 @@ class StreamingApplication:
     application_prefix: str | None = None
 
     def __post_init__(self) -> None:
-        self.state_dir = Path(self.state_dir)
+        self.state_dir = state_dir_path(self.state_dir)
         registry_url = self.properties.get(SCHEMA_REGISTRY_URL) or None
         self.topics = KafkaTopics(self.bootstrap_servers, create=not self.read_only,
                                   registry_url=None if registry_url is None else str(registry_url))
@@ -486,31 +510,10 @@ def _stack_text(handle: Any) -> str:
 
 
 # Exceptions that only wrap the one that explains a failure.
-_WRAPPERS = ("Py4JJavaError", "SparkException", "StreamingQueryException", "PythonException",
-             "ExecutionException", "InvocationTargetException", "Job aborted")
-_ERROR_LINE = re.compile(r"(?:^|: )((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Error|Exception|Failure)\b(?::.*)?)$")
-
-
 def _root_cause(exc: Exception) -> str:
     """The line of a query's failure that explains it: the innermost exception that is not a
     wrapper (Spark's job abort, py4j's call error, a Python worker's traceback), with its message."""
     return root_cause_line(str(exc), type(exc).__name__)
-
-
-def root_cause_line(text: str, default: str = "unknown error") -> str:
-    """The explaining error line of ``text`` (a Java or Python stack, possibly nested)."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors: list[str] = []
-    for line in lines:
-        if line.startswith(("at ", "raise ", "File ", "Traceback", "^", "~")):
-            continue
-        for part in re.split(r"(?<=\S): (?=(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?:Error|Exception)\b)", line):
-            match = _ERROR_LINE.search(part)
-            if match:
-                errors.append(match.group(1))
-    explaining = [e for e in errors if not any(w in e.split(":", 1)[0] or e.startswith(w) for w in _WRAPPERS)]
-    chosen = (explaining or errors or lines or [default])[-1 if explaining else 0]
-    return chosen[:500]
 
 
 def _is_insert_values(text: str) -> bool:

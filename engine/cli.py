@@ -231,7 +231,7 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from engine.application import StreamingApplication
+    from engine.application import StreamingApplication, state_dir_path
     from engine.kafka.admin import check_connection
 
     if not args.state_dir:
@@ -246,7 +246,7 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
         check_connection(args.bootstrap_servers, timeout=30.0)
         app = StreamingApplication(
             args.bootstrap_servers,
-            Path(args.state_dir),
+            state_dir_path(args.state_dir),
             properties=_properties(args.property),
             spark_master=args.spark_master,
             spark_conf=_properties(args.spark_conf),
@@ -350,12 +350,17 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def _query_engine(args: argparse.Namespace) -> Any:
     """The engine whose metastore holds the sources: a state dir's (read only), or a SQL file's."""
-    from engine.application import STATEMENTS_FILE, KafkaTopics, StreamingApplication
+    from engine.application import (
+        STATEMENTS_FILE,
+        KafkaTopics,
+        StreamingApplication,
+        state_dir_path,
+    )
     from engine.engine import KsqlEngine
     from engine.errors import ExecutionError
 
     if args.state_dir:
-        state_dir = Path(args.state_dir)
+        state_dir = state_dir_path(args.state_dir)
         if not (state_dir / STATEMENTS_FILE).is_file():
             raise ExecutionError(
                 f"{state_dir} is not the state dir of a kspark run application: it has no {STATEMENTS_FILE}."

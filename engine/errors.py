@@ -6,6 +6,8 @@ quote the offending item and say what was expected.
 
 from __future__ import annotations
 
+import re
+
 
 class KsqlError(Exception):
     """Root of every error the engine raises on purpose."""
@@ -183,3 +185,43 @@ class ComponentError(KsqlError):
 
 class KafkaClientError(KsqlError):
     """A Kafka operation (admin, produce, consume) failed, or the broker cannot be reached."""
+
+
+_WRAPPERS = ("Py4JJavaError", "SparkException", "StreamingQueryException", "PythonException",
+             "ExecutionException", "InvocationTargetException", "Job aborted")
+_ERROR_LINE = re.compile(r"(?:^|: )((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Error|Exception|Failure)\b(?::.*)?)$")
+
+
+_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'")
+_EXECUTOR = re.compile(r"\(TID \d+\) \(([^ )]+) executor ([^)]+)\)")
+
+
+def missing_module(text: str) -> str | None:
+    """One line for a failure whose cause is a module a Python worker lacks (on a cluster, the
+    executors' Python is the cluster's), naming the module and the executor; else None."""
+    match = _MISSING_MODULE.search(text)
+    if match is None:
+        return None
+    where = _EXECUTOR.search(text)
+    node = f"executor {where.group(2)} on {where.group(1)}" if where else "a Spark executor"
+    return (f"The Python of {node} has no module '{match.group(1)}': install it there, or choose an "
+            f"interpreter that has it with --spark-conf spark.pyspark.python=PATH.")
+
+
+def root_cause_line(text: str, default: str = "unknown error") -> str:
+    """The explaining error line of ``text`` (a Java or Python stack, possibly nested)."""
+    missing = missing_module(text)  # a cluster's executor without a module: say which, and where
+    if missing is not None:
+        return missing
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors: list[str] = []
+    for line in lines:
+        if line.startswith(("at ", "raise ", "File ", "Traceback", "^", "~")):
+            continue
+        for part in re.split(r"(?<=\S): (?=(?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?:Error|Exception)\b)", line):
+            match = _ERROR_LINE.search(part)
+            if match:
+                errors.append(match.group(1))
+    explaining = [e for e in errors if not any(w in e.split(":", 1)[0] or e.startswith(w) for w in _WRAPPERS)]
+    chosen = (explaining or errors or lines or [default])[-1 if explaining else 0]
+    return chosen[:500]

@@ -11,8 +11,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.errors import InternalError
-from engine.runtime import round_trips
+from engine.errors import ExecutionError, InternalError
+from engine.runtime import cluster, round_trips
 from engine.runtime.jvm_lookups import cache_jvm_lookups
 from engine.runtime.spark_home import use_spark_home
 
@@ -106,9 +106,6 @@ def get_spark(
                     "start it with get_spark(kafka=True) before any bounded work."
                 )
             return _session
-        # Workers must run the same interpreter (and so see the same packages) as the driver.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         conf = dict(DEFAULT_CONF)
         if long_running:
             conf.update(LONG_RUNNING_CONF)
@@ -118,15 +115,39 @@ def get_spark(
             jars = kafka_connector_conf()["spark.jars"]
             conf["spark.jars"] = f"{jars},{_helpers_jar()}"
         conf.update(extra_conf or {})
+        # The executors' interpreter, chosen the Spark way; by default the driver's, whose
+        # packages local executors see.
+        os.environ["PYSPARK_PYTHON"] = cluster.executor_python(conf)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        on_cluster = not cluster.is_local(master)
+        if on_cluster:
+            cluster.check_master(master)
+            if "spark.python.daemon.module" not in (extra_conf or {}):
+                # The daemon starts before the shipped engine is on the workers' path: PySpark's
+                # own daemon, and each worker imports the engine from the shipped zip.
+                del conf["spark.python.daemon.module"]
         builder = SparkSession.builder.master(master).appName("kspark")
         for key, value in conf.items():
             builder = builder.config(key, value)
         cache_jvm_lookups()
         round_trips.install()
         use_spark_home()
-        _session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001 - Py4J's and Spark's errors alike, in one line
+            from engine.errors import root_cause_line
+
+            raise ExecutionError(f"Spark did not start on master {master}: {root_cause_line(str(exc))}") from None
+        session.sparkContext.setLogLevel("FATAL")
+        if on_cluster:
+            try:
+                cluster.await_executors(session, master)
+            except ExecutionError:
+                session.stop()
+                raise
+            session.sparkContext.addPyFile(str(cluster.engine_archive()))
+        _session = session
         _session_has_kafka = kafka
-        _session.sparkContext.setLogLevel("FATAL")
         return _session
 
 

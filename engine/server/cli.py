@@ -26,9 +26,12 @@ def add_parser(sub: Any) -> None:
                         help="servers with the same id share one command topic and metastore")
     server.add_argument("--listen", default="127.0.0.1:8088", metavar="HOST:PORT",
                         help="where to answer HTTP (default 127.0.0.1:8088)")
-    server.add_argument("--state-dir", required=True, metavar="DIR", help="checkpoints of persistent queries")
+    server.add_argument("--state-dir", required=True, metavar="DIR",
+                        help="checkpoints of persistent queries: a path or a file: URI")
     server.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
+    server.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra Spark conf (repeatable), e.g. spark.pyspark.python=PATH for a cluster's executors")
     server.add_argument("--auth-file", metavar="FILE",
                         help="HTTP basic authentication: users and passwords (Jetty realm or htpasswd lines)")
     server.add_argument("--metastore", choices=("command-topic", "tables"), default="tables",
@@ -66,6 +69,7 @@ def _listen(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     """Start the service, then serve HTTP/1.1 and HTTP/2 (h2c too) until SIGTERM/SIGINT."""
+    from engine.application import state_dir_path
     from engine.errors import KsqlError
     from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
@@ -91,9 +95,21 @@ def run(args: argparse.Namespace) -> int:
     elif getattr(args, "queries_file", None):
         print("kspark: --queries-file needs --metastore tables.", file=sys.stderr)
         return 1
+    try:
+        state_dir = state_dir_path(args.state_dir)
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
+    spark_conf: dict[str, str] = {}
+    for pair in args.spark_conf:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            print(f"kspark: --spark-conf takes KEY=VALUE, got '{pair}'.", file=sys.stderr)
+            return 2
+        spark_conf[key] = value
     service = service_class(
-        args.bootstrap_servers, args.service_id, Path(args.state_dir), **extra,
-        properties=properties, spark_master=args.spark_master, server_id=f"{host}:{port}",
+        args.bootstrap_servers, args.service_id, state_dir, **extra,
+        properties=properties, spark_master=args.spark_master, spark_conf=spark_conf, server_id=f"{host}:{port}",
     )
     try:
         service.start()

@@ -65,3 +65,46 @@ def test_the_engine_ships_as_one_zip_made_once(tmp_path) -> None:
     names = set(zipfile.ZipFile(first).namelist())
     assert {"engine/__init__.py", "engine/parser/ksql.lark", "engine/runtime/cluster.py", "lark/__init__.py"} <= names
     assert not [n for n in names if n.endswith((".pyc", ".so")) or "__pycache__" in n]
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [("file:/data/kspark", "/data/kspark"), ("file:///data/kspark", "/data/kspark"),
+     ("file://localhost/data/k%20s", "/data/k s"), ("/data/kspark", "/data/kspark"), ("rel/dir", "rel/dir")],
+)
+def test_a_state_dir_is_a_path_or_a_file_uri(location: str, path: str) -> None:
+    from pathlib import Path
+
+    from engine.application import state_dir_path
+
+    assert state_dir_path(location) == Path(path)
+
+
+@pytest.mark.parametrize(("location", "message"), [
+    ("hdfs://nn:8020/kspark", "The state dir 'hdfs://nn:8020/kspark' is on a 'hdfs:' file system"),
+    ("file://other-host/data", "names the host 'other-host'"),
+])
+def test_a_state_dir_kspark_cannot_keep_is_one_line(location: str, message: str) -> None:
+    from engine.application import state_dir_path
+
+    with pytest.raises(ExecutionError, match=message):
+        state_dir_path(location)
+
+
+@pytest.mark.long
+def test_kspark_run_with_a_file_uri_state_dir_keeps_its_state_there(kafka_broker, tmp_path, monkeypatch) -> None:
+    import uuid
+
+    from engine.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    topic = f"uri_{uuid.uuid4().hex[:8]}"
+    sql = tmp_path / "q.sql"
+    sql.write_text(f"CREATE STREAM S (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', "
+                   "PARTITIONS=1);\nCREATE STREAM T AS SELECT ID, V FROM S;\n")
+    code = main(["run", str(sql), "--bootstrap-servers", kafka_broker.bootstrap_servers,
+                 "--state-dir", f"file://{tmp_path}/state", "--until-caught-up"])
+    assert code == 0
+    assert (tmp_path / "state" / "statements.json").is_file()
+    assert (tmp_path / "state" / "CSAS_T_0" / "checkpoint").is_dir()
+    assert not (tmp_path / "file:").exists()
