@@ -127,9 +127,9 @@ def render(history_dir: Path = HISTORY_DIR) -> str:
         "figure is comparable only with the baseline measured in the same run.",
     ]
     for name in BENCHMARKS:
-        title, command, what = TITLES[name]
+        title, command, what = TITLES.get(name, (name, f"nox -s {name}", ""))
         runs = load_history(name, history_dir)
-        lines += ["", f"## {title}", "", f"`{command}`: {what}.", ""]
+        lines += ["", f"## {title}", "", f"`{command}`" + (f": {what}." if what else "."), ""]
         if not runs:
             lines.append("No run recorded yet.")
             continue
