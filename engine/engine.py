@@ -305,6 +305,8 @@ class KsqlEngine:
 
     def _insert_values(self, stmt: Any) -> None:
         source = self._insertable(stmt.target)
+        if source.window_info is not None:
+            raise AnalysisError("Cannot insert values into windowed stream/table!")
         # Without a column list every column is implied, header columns too (as in ksqlDB).
         headers = [c.name for c in source.schema.headers if not stmt.columns or c.name in stmt.columns]
         if headers:

@@ -160,6 +160,8 @@ def analyze_query(
     for s in select:
         _check_typed(s, columns)
     del alias
+    if query.emit == "FINAL":  # ksqlDB's logical planner, once the projection is planned
+        raise AnalysisError("EMIT FINAL is only supported for windowed aggregations.")
     return AnalyzedQuery(from_clause, select, where, partition_by, table_functions, star)
 
 

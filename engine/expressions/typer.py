@@ -378,10 +378,16 @@ class Typer:
             self.types[id(e)] = None
         key = common_type(keys)
         if key is None:
-            raise TypeCheckError("Cannot construct a map with all NULL keys.")
+            raise TypeCheckError(
+                "Cannot construct a map with all NULL keys (see https://github.com/confluentinc/ksql/issues/4239). "
+                "As a workaround, you may cast a NULL key to the desired type."
+            )
         value = common_type(values)
         if value is None:
-            raise TypeCheckError("Cannot construct a map with all NULL values.")
+            raise TypeCheckError(
+                "Cannot construct a map with all NULL values (see https://github.com/confluentinc/ksql/issues/4239). "
+                "As a workaround, you may cast a NULL value to the desired type."
+            )
         return T.Map(key, value)
 
     def _CreateStruct(self, expr: CreateStruct, scope: dict[str, SqlType]) -> SqlType | None:

@@ -77,6 +77,13 @@ class ParsedStatement:
 _STARTS = ["statement_eof", "test_statement_eof", "expression_eof"]
 
 
+# What ksqlDB adds to its refusal of a KEY column in a table or a PRIMARY KEY in a stream.
+_KEY_KINDS = (
+    "\nTables have PRIMARY KEYs, which are unique and NON NULL."
+    "\nStreams have KEYs, which have no uniqueness or NON NULL constraints."
+)
+
+
 _LARK_LOCK = threading.Lock()
 
 
@@ -591,11 +598,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         line, col = (found[1], found[2]) if found else (None, None)
         if kind == "TABLE" and element.constraint == "KEY":
             message = (
-                f"Column `{element.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
+                f"Column `{element.name}` is a 'KEY' column: please use 'PRIMARY KEY' for tables.{_KEY_KINDS}"
             )
         elif kind == "STREAM" and element.constraint == "PRIMARY KEY":
             message = (
-                f"Column `{element.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams."
+                f"Column `{element.name}` is a 'PRIMARY KEY' column: please use 'KEY' for streams.{_KEY_KINDS}"
             )
         else:
             return

@@ -548,7 +548,8 @@ class Planner:
             raise AnalysisError(
                 f"INSERT INTO can only be used to insert into a stream. {target.name} is a table."
                 if target.is_table
-                else "INSERT INTO can only insert the results of a stream query."
+                else "Incompatible data sink and query result. Data sink "
+                f"({target.name}) type is KSTREAM but select query result is KTABLE."
             )
         projected = self._logical_query(analysis, stmt.target)
         if _comparable(projected.schema) != _comparable(target.schema):

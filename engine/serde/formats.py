@@ -53,8 +53,10 @@ _MAP_STRING_KEYS_MESSAGE = {
     JSON: "JSON only supports MAP types with STRING keys",
     JSON_SR: "JSON only supports MAP types with STRING keys",
     AVRO: "AVRO format only supports MAP types with STRING keys",
-    PROTOBUF: "PROTOBUF format only supports MAP types with STRING keys",
-    PROTOBUF_NOSR: "PROTOBUF format only supports MAP types with STRING keys",
+    PROTOBUF: "PROTOBUF format only supports MAP types with STRING keys. "
+    "See https://github.com/confluentinc/ksql/issues/6177.",
+    PROTOBUF_NOSR: "PROTOBUF format only supports MAP types with STRING keys. "
+    "See https://github.com/confluentinc/ksql/issues/6177.",
 }
 
 

@@ -57,7 +57,9 @@ def test_a_statement_refused_as_it_is_built_names_line_and_column_as_ksqldb_does
     with pytest.raises(ParseError) as err:
         engine.execute_sql("CREATE TABLE T (ID INT KEY, V INT) WITH (kafka_topic='w', value_format='JSON');")
     assert str(err.value) == (
-        "Line: 1, Col: 17: Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables."
+        "Line: 1, Col: 17: Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables.\n"
+        "Tables have PRIMARY KEYs, which are unique and NON NULL.\n"
+        "Streams have KEYs, which have no uniqueness or NON NULL constraints."
     )
     with pytest.raises(ParseError, match=r"^line 1:1: "):  # the grammar's own errors keep theirs
         engine.execute_sql("SELEC 1;")

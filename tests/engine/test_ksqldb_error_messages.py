@@ -225,6 +225,53 @@ CASES = [
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='TUMBLING', window_size='ten SECONDS');",
      "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: 'ten SECONDS'. Not numeric: 'ten'"),
+    ("CREATE TABLE X AS SELECT COUNT(*) AS N FROM RIDES;",
+     "CREATE TABLE AS SELECT statement does not support aggregate function [COUNT(ROWTIME)] without a GROUP BY clause."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = RIDES.ID;",
+     "Invalid comparison expression 'RIDES.ID' in join '(RIDES.ID = RIDES.ID)'. Each side of the join comparision "
+     "must contain references from exactly one source."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN BEEPS WITHIN 1 SECOND ON RIDES.ID = BEEPS.ID;",
+     "Source(s) BEEPS are using the 'KAFKA' value format. This format does not yet support JOIN.\n"
+     "The KAFKA format is primarily intended for use as a key format. It can be used as a value format, "
+     "but can not be used in any operation that requires a repartition or changelog topic."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN RIDERS ON RIDES.ID > RIDERS.ID;",
+     "Unsupported join expression: (RIDES.ID > RIDERS.ID)"),
+    ("CREATE STREAM X AS SELECT ID, ARRAY[NULL] AS Z FROM RIDES;",
+     "Cannot construct an array with all NULL elements (see https://github.com/confluentinc/ksql/issues/4239). "
+     "As a workaround, you may cast a NULL value to the desired type."),
+    ("CREATE STREAM X AS SELECT ID, MAP(NULL := NULL) AS Z FROM RIDES;",
+     "Cannot construct a map with all NULL keys (see https://github.com/confluentinc/ksql/issues/4239). "
+     "As a workaround, you may cast a NULL key to the desired type."),
+    ("CREATE STREAM X AS SELECT ID, MAP('k' := NULL) AS Z FROM RIDES;",
+     "Cannot construct a map with all NULL values (see https://github.com/confluentinc/ksql/issues/4239). "
+     "As a workaround, you may cast a NULL value to the desired type."),
+    ("CREATE STREAM X AS SELECT ID, CASE WHEN KM THEN 1 END AS Z FROM RIDES;",
+     "WHEN operand type should be boolean.\nType for 'KM' is INTEGER"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES WHERE WINDOWSTART > 1;", "Error in WHERE expression: Unknown column WINDOWSTART."),
+    ("CREATE STREAM X AS SELECT ID, ARRAY[1, 'one'] AS Z FROM RIDES;", 'invalid input syntax for type INTEGER: "one".'),
+    ("CREATE STREAM X AS SELECT ID, ARRAY[1, TRUE] AS Z FROM RIDES;",
+     "operator does not exist: INTEGER = BOOLEAN (true)\nHint: You might need to add explicit type casts."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES EMIT FINAL;", "EMIT FINAL is only supported for windowed aggregations."),
+    ("INSERT INTO PINGS SELECT * FROM RIDERS;",
+     "Incompatible data sink and query result. Data sink (PINGS) type is KSTREAM but select query result is KTABLE."),
+    ("CREATE STREAM Y (ID STRING PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
+     "Column `ID` is a 'PRIMARY KEY' column: please use 'KEY' for streams.\n"
+     "Tables have PRIMARY KEYs, which are unique and NON NULL.\n"
+     "Streams have KEYs, which have no uniqueness or NON NULL constraints."),
+    ("CREATE TABLE Y (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
+     "Column `ID` is a 'KEY' column: please use 'PRIMARY KEY' for tables.\n"
+     "Tables have PRIMARY KEYs, which are unique and NON NULL."),
+    ("CREATE STREAM Y (TAGS MAP<INT, INT>) WITH (kafka_topic='rides', value_format='PROTOBUF_NOSR');",
+     "PROTOBUF format only supports MAP types with STRING keys. See https://github.com/confluentinc/ksql/issues/6177."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES; DROP STREAM RIDES;",
+     "Cannot drop RIDES.\nThe following queries read from this source: [CSAS_X_"),
+    ("CREATE SOURCE STREAM SS (ID INT KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
+     "INSERT INTO SS VALUES (1, 1);", "Cannot insert values into read-only stream: SS"),
+    ("CREATE SOURCE STREAM SS (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
+     "INSERT INTO SS SELECT ID, KM FROM RIDES;", "Cannot insert into read-only stream: SS"),
+    ("CREATE SOURCE TABLE ST (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
+     "DROP TABLE ST DELETE TOPIC;", "Cannot delete topic for read-only source: ST"),
+    ("INSERT INTO W_RIDERS (ID, AGE) VALUES ('r1', 30);", "Cannot insert values into windowed stream/table!"),
     # CREATE OR REPLACE
     ("CREATE OR REPLACE STREAM RIDES (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
      "Cannot upgrade data source: DataSource '`RIDES`' has schema = `ID` STRING KEY, `KM` INTEGER, `CITY` STRING, "
