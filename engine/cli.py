@@ -40,6 +40,8 @@ def _read(path: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise SystemExit(f"kspark: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SystemExit(f"kspark: cannot read {path}: byte {exc.start} is not UTF-8 text.") from None
 
 
 def _statements_text(sql_or_path: str) -> str:

@@ -48,6 +48,8 @@ def read_config(path: str) -> dict[str, str]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise SystemExit(f"kspark: cannot read the config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SystemExit(f"kspark: cannot read the config file {path}: byte {exc.start} is not UTF-8 text.") from None
     properties: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
