@@ -128,3 +128,31 @@ def test_a_statements_file_that_is_not_utf8_is_one_line(tmp_path, command) -> No
     with pytest.raises(SystemExit) as exited:
         main([command, str(path)])
     assert str(exited.value) == f"kspark: cannot read {path}: byte 14 is not UTF-8 text."
+
+
+def _serdes():
+    from engine.builders.formats import serdes_for
+    from engine.plan import types as T
+    from engine.plan.schema import Column, Namespace
+    from engine.plan.steps import Formats
+
+    columns = [Column("K", T.STRING, Namespace.KEY), Column("A", T.INTEGER, Namespace.VALUE),
+               Column("B", T.Array(T.DOUBLE), Namespace.VALUE), Column("C", T.STRING, Namespace.VALUE)]
+    delimited = [c for c in columns if not isinstance(c.type, T.Array)]
+    return [
+        *serdes_for(Formats(key_format="KAFKA", value_format="JSON"), columns),
+        *serdes_for(Formats(key_format="JSON", value_format="DELIMITED"), delimited),
+        serdes_for(Formats(key_format="KAFKA", value_format="KAFKA"),
+                   [columns[0], Column("A", T.BIGINT, Namespace.VALUE)])[1],
+    ]
+
+
+@SETTINGS
+@given(st.binary(max_size=40) | JSON.map(lambda v: json.dumps(v).encode()))
+def test_records_read_from_topics_decode_or_raise_a_record_serde_error(data: bytes) -> None:
+    """What a topic may hold that its format does not expect: wrong formats, truncated bytes."""
+    for serde in _serdes():
+        try:
+            serde.deserialize(serde.from_bytes(data))
+        except KsqlError as exc:
+            _one_line(str(exc))
