@@ -36,6 +36,12 @@ def add_parser(sub: Any) -> None:
                         help="HTTP basic authentication: users and passwords (Jetty realm or htpasswd lines)")
     server.add_argument("--metastore", choices=("command-topic", "tables"), default="tables",
                         help="where the metastore lives: the KLIP-18 tables (default) or the command topic")
+    server.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (with --tls-key)")
+    server.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
+    server.add_argument("--tls-client-ca", metavar="FILE",
+                        help="require client certificates signed by this PEM CA (mutual TLS)")
+    server.add_argument("--tls-ca", metavar="FILE",
+                        help="the PEM CA the service's servers' certificates are signed by, for forwarding between them")
     server.add_argument("--internal-url", metavar="URL",
                         help="with --metastore tables: where the other servers reach this one (default http://LISTEN)")
     server.add_argument("--queries-file", metavar="FILE.sql",
@@ -84,6 +90,12 @@ def run(args: argparse.Namespace) -> int:
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 1
+    try:
+        tls = _tls(args)
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 2
+    scheme = "http" if tls is None else "https"
     service_class: Any = KsqlService
     extra: dict[str, Any] = {}
     if getattr(args, "metastore", "tables") == "tables":
@@ -93,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
             with_internal_route,
         )
 
-        service_class, extra = TablesService, {"internal_url": args.internal_url or f"http://{host}:{port}"}
+        service_class = TablesService
+        extra = {"internal_url": args.internal_url or f"{scheme}://{host}:{port}", "internal_tls": tls}
     elif getattr(args, "queries_file", None):
         print("kspark: --queries-file needs --metastore tables.", file=sys.stderr)
         return 1
@@ -130,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
         if extra:
             app = with_internal_route(app, service)
         asyncio.run(_serve(app, host, port,
-                           f"kspark server: service '{args.service_id}' listening on http://{host}:{port}",
-                           on_stop=push_queries.end_all))
+                           f"kspark server: service '{args.service_id}' listening on {scheme}://{host}:{port}",
+                           on_stop=push_queries.end_all, tls=tls))
     except OSError as exc:
         print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         code = 1
@@ -141,7 +154,20 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None) -> None:
+def _tls(args: argparse.Namespace) -> Any:
+    """The server's TLS settings from its options, or None for plain HTTP."""
+    from engine.errors import KsqlError
+    from engine.server.tls import TlsSettings
+
+    given = [o for o in ("tls_cert", "tls_key", "tls_client_ca", "tls_ca") if getattr(args, o, None)]
+    if not given:
+        return None
+    if not (args.tls_cert and args.tls_key):
+        raise KsqlError("HTTPS needs both --tls-cert and --tls-key.")
+    return TlsSettings(certfile=args.tls_cert, keyfile=args.tls_key, client_ca=args.tls_client_ca, ca=args.tls_ca)
+
+
+async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None, tls: Any = None) -> None:
     """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal.
 
     On SIGTERM or SIGINT ``on_stop`` runs first (it ends the open push queries' streams), then
@@ -158,6 +184,8 @@ async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = Non
     config.graceful_timeout = 5.0
     config.loglevel = "WARNING"
     config.accesslog = None
+    if tls is not None:
+        tls.configure(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -24,7 +24,7 @@ from typing import Any
 
 from engine.errors import KsqlError, MetastoreError
 from engine.metastore.database import INTERNAL_PATH, TYPES, TypeRow, Write
-from engine.metastore.database.database import MetastoreUnavailableError
+from engine.metastore.database.database import MetastoreUnavailableError, http_forward
 from engine.metastore.database.statements import MetastoreLog
 from engine.parser import ast, creating_statement, parse
 from engine.server import entities as E
@@ -40,6 +40,7 @@ class TablesService(KsqlService):
     """A ``KsqlService`` whose metastore is the tables of ``engine.metastore.database``."""
 
     internal_url: str = ""  # where the other servers reach this one's internal endpoint
+    internal_tls: Any = None  # engine.server.tls.TlsSettings: how to reach the others over HTTPS
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -61,15 +62,9 @@ class TablesService(KsqlService):
             self.engine._query_counter = max(self.engine._query_counter, floor)
 
     def _forward(self, url: str, payload: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
-        import httpx
-
         headers = {TOKEN_HEADER: self.internal_token} if self.internal_token else {}
-        response = httpx.post(url.rstrip("/") + INTERNAL_PATH, json=payload, timeout=timeout, headers=headers)
-        try:
-            body = response.json()
-        except ValueError:
-            body = {"message": response.text[:200]}
-        return response.status_code, body if isinstance(body, dict) else {"message": str(body)}
+        verify: Any = self.internal_tls.forwarding_context() if self.internal_tls is not None else True
+        return http_forward(url, payload, timeout, headers=headers, verify=verify)
 
     def _execute_one(
         self, stmt: Any, text: str, properties: dict[str, Any], variables: dict[str, str]

@@ -171,11 +171,15 @@ class Change:
 Forward = Callable[[str, dict[str, Any], float], tuple[int, dict[str, Any]]]
 
 
-def http_forward(url: str, payload: dict[str, Any], timeout: float) -> tuple[int, dict[str, Any]]:
-    """POST a write to another server's internal endpoint: (HTTP status, JSON body)."""
+def http_forward(url: str, payload: dict[str, Any], timeout: float, *, headers: dict[str, str] | None = None,
+                 verify: Any = True) -> tuple[int, dict[str, Any]]:
+    """POST a write to another server's internal endpoint: (HTTP status, JSON body).
+
+    ``verify`` is httpx's: True (the system's trust store) or an ``ssl.SSLContext``."""
     import httpx
 
-    response = httpx.post(url.rstrip("/") + INTERNAL_PATH, json=payload, timeout=timeout)
+    response = httpx.post(url.rstrip("/") + INTERNAL_PATH, json=payload, timeout=timeout, headers=headers,
+                          verify=verify)
     try:
         body = response.json()
     except ValueError:

@@ -1,0 +1,115 @@
+"""``kspark server`` over HTTPS: its certificate, client certificates, forwarding between servers."""
+
+from __future__ import annotations
+
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine.errors import KsqlError
+from engine.server.tls import TlsSettings
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> dict[str, Path]:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA."""
+    d = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kspark test CA",
+             "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
+    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for name, subject in (("server", "/CN=127.0.0.1"), ("client", "/CN=a client")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(d / f"{name}.key"),
+                 "-out", str(d / f"{name}.csr"))
+        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+                 "-CAcreateserial", "-days", "2", "-out", str(d / f"{name}.pem"), "-extfile", str(d / "san.cnf"))
+    return {p.stem if p.suffix == ".pem" else p.name: p for p in d.iterdir()}
+
+
+def _start(bootstrap: str, service_id: str, state: Path, log: Path, pki: dict[str, Path], *extra: str):
+    from tests.engine.server.test_server_cli import _free_port
+
+    port = _free_port()
+    command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap, "--service-id", service_id,
+               "--listen", f"127.0.0.1:{port}", "--state-dir", str(state), "--spark-master", "local[1]",
+               "--tls-cert", str(pki["server"]), "--tls-key", str(pki["server.key"]), *extra]
+    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    url = f"https://127.0.0.1:{port}"
+    context = ssl.create_default_context(cafile=str(pki["ca"]))
+    context.load_cert_chain(str(pki["client"]), str(pki["client.key"]))
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/healthcheck", verify=context, timeout=2).status_code == 200:
+                return process, url, context
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    process.kill()
+    raise AssertionError(f"the server did not become healthy: {log.read_text()}")
+
+
+def _stop(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.mark.long
+def test_https_with_client_certificates_and_forwarding_between_servers(kafka_broker, tmp_path, pki) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    service_id = f"tls_{uuid.uuid4().hex[:8]}"
+    mutual = ("--tls-client-ca", str(pki["ca"]))
+    one, url_one, context = _start(bootstrap, service_id, tmp_path / "s1", tmp_path / "one.log", pki, *mutual)
+    two, url_two, _ = _start(bootstrap, service_id, tmp_path / "s2", tmp_path / "two.log", pki, *mutual)
+    try:
+        assert httpx.get(f"{url_one}/info", verify=context, timeout=30).json()["KsqlServerInfo"]["kafkaClusterId"]
+        with pytest.raises(httpx.HTTPError):  # plain HTTP is not served
+            httpx.get(url_one.replace("https", "http") + "/info", timeout=10)
+        no_client_cert = ssl.create_default_context(cafile=str(pki["ca"]))
+        with pytest.raises(httpx.HTTPError):  # mutual TLS: a client without a certificate is refused
+            httpx.get(f"{url_one}/info", verify=no_client_cert, timeout=10)
+        # Each server takes statements; the one that does not own the metastore forwards them over HTTPS.
+        for n, url in enumerate((url_one, url_two, url_one, url_two)):
+            statement = (f"CREATE STREAM S{n} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{service_id}', "
+                         "VALUE_FORMAT='JSON', PARTITIONS=1);")
+            answer = httpx.post(f"{url}/ksql", json={"ksql": statement}, verify=context, timeout=180)
+            assert answer.status_code == 200, answer.text
+        sequence = answer.json()[0]["commandSequenceNumber"]
+        for url in (url_one, url_two):
+            shown = httpx.post(f"{url}/ksql", json={"ksql": "SHOW STREAMS;", "commandSequenceNumber": sequence},
+                               verify=context, timeout=120).json()
+            assert sorted(s["name"] for s in shown[0]["streams"]) == ["S0", "S1", "S2", "S3"]
+    finally:
+        _stop(one, two)
+    assert "listening on https://127.0.0.1:" in (tmp_path / "one.log").read_text()
+
+
+def test_tls_material_that_does_not_load_is_one_line(tmp_path, pki) -> None:
+    with pytest.raises(KsqlError, match=r"^--tls-key .*missing.key: no such file\.$"):
+        TlsSettings(certfile=str(pki["server"]), keyfile=str(tmp_path / "missing.key"))
+    with pytest.raises(KsqlError, match="do not load"):
+        TlsSettings(certfile=str(pki["server"]), keyfile=str(pki["client.key"]))  # another certificate's key
+
+
+def test_a_certificate_without_its_key_is_refused_at_the_command_line(tmp_path, pki) -> None:
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1",
+                           "--service-id", "x", "--state-dir", str(tmp_path), "--tls-cert", str(pki["server"])],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "kspark: HTTPS needs both --tls-cert and --tls-key."
