@@ -206,16 +206,17 @@ def _check_no_duplicate(exprs: list[E.Expr], text: Callable[[E.Expr], str]) -> N
 
 def _in_join_source_order(shown: list[Column], from_clause: FromClause) -> list[Column]:
     """A join's ``*`` as ksqlDB expands it: the key columns, then every source's columns in
-    the order of the sources and of each source's own columns (an n-way join's inner key
-    columns do not come first)."""
+    the order of the sources, each source's key columns, window bounds, then values (an
+    n-way join's inner key columns do not come first)."""
     rank: dict[str, int] = {}
-    seen: set[int] = set()
-    for names in from_clause.scope.qualified.values():
-        if id(names) in seen:
-            continue
-        seen.add(id(names))
-        for out in names.values():
-            rank.setdefault(out, len(rank))
+    for source in from_clause.sources:
+        names = from_clause.scope.qualified.get(source.name, {})
+        own = [c.name for c in source.schema.columns if c.namespace is Namespace.KEY]
+        own += list(WINDOW_BOUNDS) if source.window_info is not None else []
+        own += [c.name for c in source.schema.columns if c.namespace is not Namespace.KEY]
+        for column in (*own, *names):
+            if column in names:
+                rank.setdefault(names[column], len(rank))
     keys = [c for c in shown if c.namespace is Namespace.KEY]
     values = [c for c in shown if c.namespace is not Namespace.KEY]
     return keys + sorted(values, key=lambda c: rank.get(c.name, len(rank)))
