@@ -192,7 +192,9 @@ _WRAPPERS = ("Py4JJavaError", "SparkException", "StreamingQueryException", "Pyth
 _ERROR_LINE = re.compile(r"(?:^|: )((?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*(?:Error|Exception|Failure)\b(?::.*)?)$")
 
 
-_MISSING_MODULE = re.compile(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'")
+_MISSING_MODULE = re.compile(
+    r"(?:ModuleNotFoundError|ImportError): (?:No module named '([\w.]+)'|cannot import name '(\w+)' from '([\w.]+)')"
+)
 _EXECUTOR = re.compile(r"\(TID \d+\) \(([^ )]+) executor ([^)]+)\)")
 
 
@@ -202,9 +204,10 @@ def missing_module(text: str) -> str | None:
     match = _MISSING_MODULE.search(text)
     if match is None:
         return None
+    module = match.group(1) or f"{match.group(3)}.{match.group(2)}"
     where = _EXECUTOR.search(text)
-    node = f"executor {where.group(2)} on {where.group(1)}" if where else "a Spark executor"
-    return (f"The Python of {node} has no module '{match.group(1)}': install it there, or choose an "
+    node = f"executor {where.group(2)} on {where.group(1)}" if where else "a Spark Python worker"
+    return (f"The Python of {node} has no module '{module}': install it there, or choose an "
             f"interpreter that has it with --spark-conf spark.pyspark.python=PATH.")
 
 

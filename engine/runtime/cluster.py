@@ -9,7 +9,8 @@ driver's interpreter, so they import the engine as the driver does. On a cluster
 - they need kspark's code and its pure-Python dependencies: ``engine_archive()`` zips them
   once per engine build into kspark's cache, and the session ships the zip to every executor
   through Spark's ``pyFiles`` mechanism (``SparkContext.addPyFile``). Their Python needs only
-  PySpark's own dependencies (pandas, pyarrow, numpy, py4j) besides;
+  PySpark and what its pandas UDFs and transformWithState need (pandas, pyarrow, numpy,
+  protobuf, py4j) besides;
 - a module still missing there is reported in one line naming it and the executor
   (``engine.errors.missing_module``), not as a 700-line Java stack;
 - a master that cannot be reached is one line within seconds (``check_master``), before Spark's

@@ -57,6 +57,11 @@ def test_a_module_an_executor_lacks_is_named_with_the_executor() -> None:
     assert missing_module(failure) == expected
     assert root_cause_line(failure) == expected
     assert missing_module("ValueError: no") is None
+    driver_side = ("TransformWithStateInPySpark driver worker exited unexpectedly (crashed)\n"
+                   "ImportError: cannot import name 'descriptor' from 'google.protobuf' (unknown location)")
+    assert missing_module(driver_side) == (
+        "The Python of a Spark Python worker has no module 'google.protobuf.descriptor': install it there, "
+        "or choose an interpreter that has it with --spark-conf spark.pyspark.python=PATH.")
 
 
 def test_the_engine_ships_as_one_zip_made_once(tmp_path) -> None:
