@@ -132,10 +132,12 @@ def _from_sql(t: Any) -> Ty:
 
 
 def _parser() -> Any:
-    import tree_sitter_java
-    from tree_sitter import Language, Parser
+    from qtt.optional import require
 
-    return Parser(Language(tree_sitter_java.language()))
+    tool = "qtt parity's functions table (it reads ksqlDB's Java sources)"
+    tree_sitter = require("tree_sitter", extra="parity", tool=tool)
+    tree_sitter_java = require("tree_sitter_java", extra="parity", tool=tool)
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_java.language()))
 
 
 def _text(node: Any) -> str:

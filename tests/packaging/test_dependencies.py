@@ -19,10 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("engine", "qtt", "benchmarks")
 
 # Modules of an extra, and the only files that may import them: the pytest plugin (loaded by
-# pytest itself) and the tools that ask for their extra by name (qtt.optional.require).
+# pytest itself) and the developer tools that ask for their extra by name (qtt.optional.require).
 OPTIONAL = {
     "pytest": {"qtt/plugin.py", "qtt/hookspecs.py", "qtt/plans/mutation.py"},
     "hypothesis": {"qtt/plans/mutation.py"},
+    "tree_sitter": {"qtt/parity/functions.py"},
+    "tree_sitter_java": {"qtt/parity/functions.py"},
 }
 
 
