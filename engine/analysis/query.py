@@ -70,6 +70,7 @@ def analyze_query(
     also selects ``WINDOWSTART`` and ``WINDOWEND`` (after the key columns).
     """
     from_clause = analyze_from(query.from_, metastore)
+    _check_lambda_arguments(query, from_clause)
     if query.window is not None or query.group_by or _selects_aggregate(query):
         return analyze_aggregate_query(query, from_clause, sink_name=sink_name, transient=transient)
     if query.having is not None:
@@ -179,6 +180,30 @@ def _selects_aggregate(query: ast.Query) -> bool:
         if isinstance(item, ast.SelectColumn)
         for node in E.walk(item.expr)
     )
+
+
+def _check_lambda_arguments(query: ast.Query, from_clause: FromClause) -> None:
+    """ksqlDB's checks of lambda parameters before it analyses a query (its AstSanitizer): a
+    parameter may not be named as a column of a source, nor as a parameter of a lambda it is in."""
+    columns = {c.name for s in from_clause.sources for c in s.schema.columns}
+    clauses = [i.expr for i in query.select if isinstance(i, ast.SelectColumn)]
+    clauses += [query.where, query.having, *(query.group_by or ()), *(query.partition_by or ())]
+
+    def visit(expr: E.Expr, outer: frozenset[str]) -> None:
+        if isinstance(expr, E.Lambda):
+            for param in expr.params:
+                if param in columns:
+                    raise AnalysisError(f"Lambda function argument can't be a column name: {param}")
+            if outer & set(expr.params) or len(set(expr.params)) < len(expr.params):
+                raise AnalysisError("Reusing lambda arguments in nested lambda is not allowed")
+            visit(expr.body, outer | set(expr.params))
+            return
+        for child in expr.children():
+            visit(child, outer)
+
+    for clause in clauses:
+        if clause is not None:
+            visit(clause, frozenset())
 
 
 def _check_table_function_placement(expr: E.Expr) -> None:

@@ -272,6 +272,10 @@ CASES = [
     ("CREATE SOURCE TABLE ST (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
      "DROP TABLE ST DELETE TOPIC;", "Cannot delete topic for read-only source: ST"),
     ("INSERT INTO W_RIDERS (ID, AGE) VALUES ('r1', 30);", "Cannot insert values into windowed stream/table!"),
+    ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, KM => KM + 1) AS Z FROM RIDES;",
+     "Lambda function argument can't be a column name: KM"),
+    ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, S => TRANSFORM(STOPS, S => S + 1)) AS Z FROM RIDES;",
+     "Reusing lambda arguments in nested lambda is not allowed"),
     # CREATE OR REPLACE
     ("CREATE OR REPLACE STREAM RIDES (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
      "Cannot upgrade data source: DataSource '`RIDES`' has schema = `ID` STRING KEY, `KM` INTEGER, `CITY` STRING, "
@@ -321,6 +325,15 @@ def test_statement_raises_ksqldb_message(engine_factory: Factory, statement: str
     with pytest.raises(KsqlError) as caught:
         engine.execute_sql(statement)
     assert message in str(caught.value)
+
+
+def test_lambdas_with_their_own_argument_names_are_planned(engine_factory: Factory) -> None:
+    engine = engine_factory()
+    engine.execute_sql(
+        "CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, S => S + 1) AS A, TRANSFORM(STOPS, S => S * 2) AS B, "
+        "TRANSFORM(TAGS, (K, V) => K, (K, V) => V + 1) AS C FROM RIDES;"
+    )
+    assert engine.metastore.get("X") is not None
 
 
 def test_a_replacement_that_only_adds_columns_is_an_upgrade(engine_factory: Factory) -> None:
