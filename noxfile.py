@@ -29,7 +29,7 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "not cluster and not soak", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        "pytest", "-m", "not cluster and not soak and not spark_cluster", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
 
@@ -45,6 +45,22 @@ def wheel(session: nox.Session) -> None:
     [wheel_file] = dist.glob("kspark-*.whl")
     session.install(str(wheel_file))
     session.run("python", "ci/wheel_lane.py", "--repo", str(Path.cwd()), *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def load(session: nox.Session) -> None:
+    """A load test of a three-server service: 256 clients over HTTP/1.1 and HTTP/2 mixing inserts,
+    pull and push queries and DDL; fails on a 5xx or a lost, duplicated or falsely failed row."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "benchmarks.load", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def spark_cluster(session: nox.Session) -> None:
+    """kspark on a Spark standalone master and two workers whose executors' Python has only
+    PySpark: persistent queries with the engine shipped, kill -9 of a worker, the errors."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "spark_cluster", "tests/cluster", *session.posargs)
 
 
 @nox.session(python=PYTHON)

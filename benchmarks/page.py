@@ -12,6 +12,10 @@ TITLES = {
     "benchmark": ("Conformance throughput", "nox -s benchmark",
                   "qtt conformance over a QTT corpus: cases/s, and a query's time against the smallest "
                   "hand-written PySpark job on the same session"),
+    "load": ("The server under load", "nox -s load",
+             "concurrent clients over HTTP/1.1 and HTTP/2 on a three-server service mixing inserts, pull "
+             "and push queries and DDL: requests/s, p50/p99 per endpoint, errors; every acknowledged "
+             "insert checked in its topic exactly once"),
     "metastore_bench": ("Server restart: metastore tables against the command topic", "nox -s metastore_bench",
                         "a server's restart after many create/drop cycles, KLIP-18 tables against "
                         "replaying the command topic, in the same run"),

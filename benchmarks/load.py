@@ -1,0 +1,231 @@
+"""A load test of the server: many clients at once on a three-server service (``nox -s load``).
+
+    python -m benchmarks.load [--clients 256] [--seconds 120] [--servers 3] [--record]
+
+A broker and ``--servers`` ``kspark server`` processes of one service (the KLIP-18 tables
+metastore) start; ``--clients`` clients, half over HTTP/1.1 and half over HTTP/2, each
+spread over the servers, run a mix for ``--seconds``:
+
+- inserts: one row on ``/inserts-stream`` or an ``INSERT INTO ... VALUES`` on ``/ksql``, each
+  row with an id of its own;
+- pull queries on ``/query-stream`` against a table the service maintains;
+- DDL on ``/ksql``: ``CREATE STREAM`` of a client's own name, then ``DROP STREAM``;
+- push queries on ``/query-stream``, opened and abandoned after their first message.
+
+It reports throughput, p50/p99 latency per endpoint and errors by kind, then reads the
+inserts' topic (read_committed) and checks that every acknowledged row is there exactly once,
+and counts rows that are there although their client was told they failed. The run fails
+(exit 1) on any 5xx, lost or duplicated acknowledged row, or a row reported failed that was
+written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report import OutputsWrong, Run, write
+
+MIX = (("insert", 60), ("pull", 25), ("ddl", 10), ("push", 5))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_servers(bootstrap: str, count: int, work: Path) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
+    import httpx
+
+    service_id = f"load_{uuid.uuid4().hex[:8]}"
+    processes, urls = [], []
+    for n in range(count):
+        port = _free_port()
+        log = (work / f"server{n}.log").open("ab")
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap, "--service-id", service_id,
+             "--listen", f"127.0.0.1:{port}", "--state-dir", str(work / f"state{n}"), "--spark-master", "local[1]"],
+            stdout=log, stderr=subprocess.STDOUT))
+        urls.append(f"http://127.0.0.1:{port}")
+    deadline = time.monotonic() + 300
+    for process, url in zip(processes, urls, strict=True):
+        while True:
+            if process.poll() is not None:
+                raise SystemExit(f"load: a server exited at start; see {work}")
+            try:
+                if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"load: the servers did not become healthy in 300 s; see {work}")
+            time.sleep(0.5)
+    return processes, urls
+
+
+class Tally:
+    """Latencies per endpoint, statuses and errors by kind, acknowledged and failed inserts."""
+
+    def __init__(self) -> None:
+        self.latencies: dict[str, list[float]] = collections.defaultdict(list)
+        self.errors: collections.Counter[str] = collections.Counter()
+        self.server_errors = 0
+        self.acked: list[str] = []
+        self.failed: list[str] = []
+
+    def done(self, endpoint: str, started: float, status: int | None, kind: str = "") -> None:
+        self.latencies[endpoint].append(time.monotonic() - started)
+        if status is not None and status >= 500:
+            self.server_errors += 1
+        if kind:
+            self.errors[f"{endpoint}: {kind}"] += 1
+
+
+async def _client(number: int, urls: list[str], http2: bool, until: float, tally: Tally) -> None:
+    import httpx
+
+    rng = random.Random(number)
+    actions = [name for name, weight in MIX for _ in range(weight)]
+    async with httpx.AsyncClient(http2=http2, http1=not http2, timeout=120) as http:
+        while time.monotonic() < until:
+            url = urls[rng.randrange(len(urls))]
+            action = rng.choice(actions)
+            started = time.monotonic()
+            try:
+                if action == "insert":
+                    row_id = f"c{number}-{uuid.uuid4().hex[:10]}"
+                    if rng.random() < 0.5:
+                        body = json.dumps({"target": "EVENTS"}) + "\n" + json.dumps({"ID": row_id, "V": number}) + "\n"
+                        answer = await http.post(f"{url}/inserts-stream", content=body,
+                                                 headers={"Accept": "application/vnd.ksqlapi.delimited.v1"})
+                        acks = [json.loads(line) for line in answer.text.splitlines() if line.strip()]
+                        ok = answer.status_code == 200 and bool(acks) and acks[0].get("status") == "ok"
+                        endpoint = "/inserts-stream"
+                    else:
+                        answer = await http.post(f"{url}/ksql", json={
+                            "ksql": f"INSERT INTO EVENTS (ID, V) VALUES ('{row_id}', {number});"})
+                        ok = answer.status_code == 200
+                        endpoint = "/ksql insert"
+                    (tally.acked if ok else tally.failed).append(row_id)
+                    tally.done(endpoint, started, answer.status_code, "" if ok else f"{answer.status_code}")
+                elif action == "pull":
+                    answer = await http.post(f"{url}/query-stream", json={"sql": f"SELECT * FROM COUNTS WHERE K = {number % 8};"})
+                    tally.done("/query-stream pull", started, answer.status_code,
+                               "" if answer.status_code == 200 else str(answer.status_code))
+                elif action == "ddl":
+                    name = f"L{number}_{uuid.uuid4().hex[:6]}"
+                    created = await http.post(f"{url}/ksql", json={"ksql": (
+                        f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='load_ddl', "
+                        "VALUE_FORMAT='JSON', PARTITIONS=1);")})
+                    tally.done("/ksql ddl", started, created.status_code,
+                               "" if created.status_code == 200 else str(created.status_code))
+                    if created.status_code == 200:
+                        started = time.monotonic()
+                        dropped = await http.post(f"{url}/ksql", json={"ksql": f"DROP STREAM {name};"})
+                        tally.done("/ksql ddl", started, dropped.status_code,
+                                   "" if dropped.status_code == 200 else str(dropped.status_code))
+                else:
+                    async with http.stream("POST", f"{url}/query-stream", json={"sql": "SELECT * FROM EVENTS EMIT CHANGES;"},
+                                           headers={"Accept": "application/vnd.ksqlapi.delimited.v1"}) as answer:
+                        async for _line in answer.aiter_lines():
+                            break  # the metadata: abandon the query
+                    tally.done("/query-stream push", started, answer.status_code,
+                               "" if answer.status_code == 200 else str(answer.status_code))
+            except httpx.HTTPError as exc:
+                tally.done(action, started, None, type(exc).__name__)
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=256)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--record", action="store_true", help="append the run to benchmarks/reports/load.json")
+    args = parser.parse_args(argv)
+    import httpx
+
+    from engine.components.broker import Broker
+    from engine.kafka.consume import read_topic
+
+    with tempfile.TemporaryDirectory(prefix="kspark-load-") as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        broker = stack.enter_context(Broker(work / "broker", stop_with_parent=True))
+        processes, urls = _start_servers(broker.bootstrap_servers, args.servers, work)
+        try:
+            topic = f"load_events_{uuid.uuid4().hex[:6]}"
+            for statement in (
+                f"CREATE STREAM EVENTS (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=4);",
+                "CREATE TABLE COUNTS AS SELECT V % 8 AS K, COUNT(*) AS N FROM EVENTS GROUP BY V % 8;",
+            ):
+                answer = httpx.post(f"{urls[0]}/ksql", json={"ksql": statement}, timeout=300)
+                if answer.status_code != 200:
+                    raise SystemExit(f"load: {statement} answered {answer.status_code}: {answer.text}")
+            tally = Tally()
+            until = time.monotonic() + args.seconds
+
+            async def everyone() -> None:
+                await asyncio.gather(*(_client(n, urls, n % 2 == 1, until, tally) for n in range(args.clients)))
+
+            started = time.monotonic()
+            asyncio.run(everyone())
+            elapsed = time.monotonic() - started
+            written = collections.Counter(r.key.decode() for r in read_topic(broker.bootstrap_servers, topic, timeout=120)
+                                          if r.key is not None)
+        finally:
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                try:
+                    process.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+    lost = [i for i in tally.acked if written[i] == 0]
+    duplicated = [i for i in tally.acked if written[i] > 1]
+    failed_but_written = [i for i in tally.failed if written[i] > 0]
+    requests = sum(len(v) for v in tally.latencies.values())
+    run = Run("load", load={"clients": args.clients, "seconds": args.seconds, "servers": args.servers,
+                            "mix": dict(MIX), "http": "half HTTP/1.1, half HTTP/2"})
+    problems = []
+    if tally.server_errors:
+        problems.append(f"{tally.server_errors} answers were 5xx")
+    if lost or duplicated:
+        problems.append(f"{len(lost)} acknowledged rows lost, {len(duplicated)} duplicated")
+    if failed_but_written:
+        problems.append(f"{len(failed_but_written)} rows reported failed were written")
+    details: dict[str, Any] = {"errors": dict(tally.errors), "acknowledged": len(tally.acked),
+                               "failed": len(tally.failed), "requests": requests}
+    print(json.dumps(details, indent=2, sort_keys=True))
+    try:
+        run.check_outputs("every acknowledged insert is in its topic once; no 5xx; no failed row written", problems)
+    except OutputsWrong as exc:
+        print(f"load: {exc}", file=sys.stderr)
+        return 1
+    run.figure("requests_per_second", requests / elapsed, unit="1/s", higher_is_better=True)
+    for endpoint, values in sorted(tally.latencies.items()):
+        run.figure(f"{endpoint} p50", _quantile(values, 0.5) * 1000, unit="ms")
+        run.figure(f"{endpoint} p99", _quantile(values, 0.99) * 1000, unit="ms")
+    write(run, details, report="reports/load.json", record=args.record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
