@@ -276,6 +276,9 @@ CASES = [
      "Lambda function argument can't be a column name: KM"),
     ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, S => TRANSFORM(STOPS, S => S + 1)) AS Z FROM RIDES;",
      "Reusing lambda arguments in nested lambda is not allowed"),
+    ("CREATE STREAM Y (KM INT, KM INT) WITH (kafka_topic='rides', value_format='JSON');", "Duplicate column names: `KM`"),
+    ("CREATE STREAM Y (KM INT) WITH (kafka_topic='rides', value_format='JSON', colour='red');",
+     "Invalid config variable(s) in the WITH clause: COLOUR"),
     # CREATE OR REPLACE
     ("CREATE OR REPLACE STREAM RIDES (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
      "Cannot upgrade data source: DataSource '`RIDES`' has schema = `ID` STRING KEY, `KM` INTEGER, `CITY` STRING, "
