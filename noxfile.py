@@ -29,7 +29,7 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "not cluster and not soak and not spark_cluster", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
 
@@ -120,6 +120,10 @@ def docs(session: nox.Session) -> None:
     """The docs site (mkdocs-material), built strictly: a broken link or a page missing from nav fails."""
     session.install("-e", ".[docs]")
     session.run("mkdocs", "build", "--strict", "--site-dir", "build/site", *session.posargs)
+    # The built site in headless Chromium (Debian's chromium and chromium-driver): the index, a
+    # guide and a reference page render, and every internal link on them answers.
+    session.run("pytest", "-m", "docs", "tests/docs", "-p", "no:cacheprovider", "-q",
+                env={"KSPARK_DOCS_SITE": "build/site", "NO_MKDOCS_2_WARNING": "1"})
 
 
 @nox.session(python=PYTHON)
