@@ -26,9 +26,6 @@ import asyncio
 import collections
 import json
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,43 +35,23 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.report import OutputsWrong, Run, write
+from engine.components.kspark_server import ServerProcess, stop_all
+from engine.errors import ComponentError
 
 MIX = (("insert", 60), ("pull", 25), ("ddl", 10), ("push", 5))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_servers(bootstrap: str, count: int, work: Path) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
-    import httpx
-
+def _start_servers(bootstrap: str, count: int, work: Path) -> list[ServerProcess]:
     service_id = f"load_{uuid.uuid4().hex[:8]}"
-    processes, urls = [], []
-    for n in range(count):
-        port = _free_port()
-        log = (work / f"server{n}.log").open("ab")
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap, "--service-id", service_id,
-             "--listen", f"127.0.0.1:{port}", "--state-dir", str(work / f"state{n}"), "--spark-master", "local[1]"],
-            stdout=log, stderr=subprocess.STDOUT))
-        urls.append(f"http://127.0.0.1:{port}")
-    deadline = time.monotonic() + 300
-    for process, url in zip(processes, urls, strict=True):
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"load: a server exited at start; see {work}")
-            try:
-                if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"load: the servers did not become healthy in 300 s; see {work}")
-            time.sleep(0.5)
-    return processes, urls
+    servers = [ServerProcess(bootstrap, service_id, work / f"state{n}", log=work / f"server{n}.log",
+                             args=("--spark-master", "local[1]")) for n in range(count)]
+    try:
+        for server in servers:
+            server.start(timeout=300)
+    except ComponentError as exc:
+        stop_all(servers)
+        raise SystemExit(f"load: {exc}") from None
+    return servers
 
 
 class Tally:
@@ -169,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kspark-load-") as tmp, ExitStack() as stack:
         work = Path(tmp)
         broker = stack.enter_context(Broker(work / "broker", stop_with_parent=True))
-        processes, urls = _start_servers(broker.bootstrap_servers, args.servers, work)
+        servers = _start_servers(broker.bootstrap_servers, args.servers, work)
+        urls = [server.url for server in servers]
         try:
             topic = f"load_events_{uuid.uuid4().hex[:6]}"
             for statement in (
@@ -191,13 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             written = collections.Counter(r.key.decode() for r in read_topic(broker.bootstrap_servers, topic, timeout=120)
                                           if r.key is not None)
         finally:
-            for process in processes:
-                process.send_signal(signal.SIGTERM)
-            for process in processes:
-                try:
-                    process.wait(timeout=120)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop_all(servers, timeout=120)
     lost = [i for i in tally.acked if written[i] == 0]
     duplicated = [i for i in tally.acked if written[i] > 1]
     failed_but_written = [i for i in tally.failed if written[i] > 0]

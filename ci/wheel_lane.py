@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -144,46 +142,23 @@ def check_kafka_run(repo: Path, work: Path, bootstrap: str) -> str:
     return f"stateless: {len(big)} records; aggregate: {totals}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_server(bootstrap: str, service_id: str, state: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    import httpx
-
-    port = _free_port()
-    process = subprocess.Popen(
-        [KSPARK, "server", "--bootstrap-servers", bootstrap, "--service-id", service_id, "--listen",
-         f"127.0.0.1:{port}", "--state-dir", str(state), "--spark-master", "local[1]"],
-        stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=state.parent,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        _expect(process.poll() is None, f"a server exited at start:\n{_tail(log.read_text())}")
-        try:
-            if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    process.kill()
-    raise Failed(f"a server did not become healthy:\n{_tail(log.read_text())}")
-
-
 def check_server_race(repo: Path, work: Path, bootstrap: str) -> str:
     import httpx
 
+    from engine.components.kspark_server import ServerProcess, stop_all
+    from engine.errors import ComponentError
+
     service_id = f"wheel_{uuid.uuid4().hex[:8]}"
-    servers: list[tuple[subprocess.Popen[bytes], str]] = []
     logs = [work / f"server{n}.log" for n in range(3)]
+    servers = [ServerProcess(bootstrap, service_id, work / f"s{n}", log=logs[n], cwd=work,
+                             args=("--spark-master", "local[1]")) for n in range(3)]
     try:
-        for n in range(3):
-            (work / f"s{n}").mkdir()
-            servers.append(_start_server(bootstrap, service_id, work / f"s{n}", logs[n]))
-        urls = [url for _, url in servers]
+        for server in servers:
+            try:
+                server.start(timeout=240)
+            except ComponentError as exc:
+                raise Failed(str(exc)) from None
+        urls = [server.url for server in servers]
 
         def create(job: tuple[str, str]) -> tuple[int, str]:
             url, name = job
@@ -219,15 +194,7 @@ def check_server_race(repo: Path, work: Path, bootstrap: str) -> str:
                            if "ERROR" in line or "Error" in line)
         raise Failed(f"{exc}\nthe servers' errors:\n{errors[-4000:]}") from None
     finally:
-        codes = []
-        for process, _ in servers:
-            process.send_signal(signal.SIGTERM)
-        for process, _ in servers:
-            try:
-                codes.append(process.wait(timeout=90))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                codes.append("killed")
+        codes = stop_all(servers)
     _expect(codes == [0, 0, 0], f"the servers stopped with {codes}:\n" + "\n".join(_tail(log.read_text(), 5) for log in logs))
     return "12 racing CREATE STREAM requests on 3 servers: 10 created once, 2 refused, one metastore"
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.components.kspark_server import ServerProcess
+from engine.errors import ComponentError
 from engine.kafka.consume import read_topic
 from engine.server.cli import read_config
 
@@ -25,22 +27,13 @@ def _free_port() -> int:
 
 def _start(bootstrap: str, service_id: str, state_dir: Path, log: Path,
            extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap,
-               "--service-id", service_id, "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir), *extra]
-    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    process.kill()
-    raise AssertionError(f"the server did not become healthy: {log.read_text()}")
+    server = ServerProcess(bootstrap, service_id, state_dir, log=log, args=tuple(extra))
+    try:
+        url = server.start(timeout=120)
+    except ComponentError as exc:
+        raise AssertionError(str(exc)) from None
+    assert server.process is not None
+    return server.process, url
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -16,25 +15,9 @@ from engine.metastore.database import SOURCES, MetastoreDatabase
 
 
 def _start(bootstrap: str, service_id: str, state_dir: Path, log: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    from tests.engine.server.test_server_cli import _free_port
+    from tests.engine.server.test_server_cli import _start as start_server
 
-    port = _free_port()
-    command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap, "--service-id",
-               service_id, "--listen", f"127.0.0.1:{port}", "--state-dir", str(state_dir), "--metastore", "tables",
-               "--spark-master", "local[1]", *extra]
-    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/healthcheck", timeout=2).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    process.kill()
-    raise AssertionError(f"the server did not become healthy: {log.read_text()}")
+    return start_server(bootstrap, service_id, state_dir, log, ("--metastore", "tables", "--spark-master", "local[1]", *extra))
 
 
 def _ksql(url: str, statement: str, **extra: object) -> httpx.Response:

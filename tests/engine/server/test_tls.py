@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import signal
 import ssl
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
+from engine.components.kspark_server import ServerProcess, stop_all
 from engine.errors import KsqlError
 from engine.server.tls import TlsSettings
 
@@ -36,38 +35,13 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     return {p.stem if p.suffix == ".pem" else p.name: p for p in d.iterdir()}
 
 
-def _start(bootstrap: str, service_id: str, state: Path, log: Path, pki: dict[str, Path], *extra: str):
-    from tests.engine.server.test_server_cli import _free_port
-
-    port = _free_port()
-    command = [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap, "--service-id", service_id,
-               "--listen", f"127.0.0.1:{port}", "--state-dir", str(state), "--spark-master", "local[1]",
-               "--tls-cert", str(pki["server"]), "--tls-key", str(pki["server.key"]), *extra]
-    process = subprocess.Popen(command, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    url = f"https://127.0.0.1:{port}"
+def _start(bootstrap: str, service_id: str, state: Path, log: Path, pki: dict[str, Path],
+           *extra: str) -> tuple[ServerProcess, str, ssl.SSLContext]:
     context = ssl.create_default_context(cafile=str(pki["ca"]))
     context.load_cert_chain(str(pki["client"]), str(pki["client.key"]))
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        try:
-            if httpx.get(f"{url}/healthcheck", verify=context, timeout=2).status_code == 200:
-                return process, url, context
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    process.kill()
-    raise AssertionError(f"the server did not become healthy: {log.read_text()}")
-
-
-def _stop(*processes: subprocess.Popen[bytes]) -> None:
-    for process in processes:
-        process.send_signal(signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    server = ServerProcess(bootstrap, service_id, state, log=log, scheme="https", verify=context, args=(
+        "--spark-master", "local[1]", "--tls-cert", str(pki["server"]), "--tls-key", str(pki["server.key"]), *extra))
+    return server, server.start(), context
 
 
 @pytest.mark.long
@@ -96,7 +70,7 @@ def test_https_with_client_certificates_and_forwarding_between_servers(kafka_bro
                                verify=context, timeout=120).json()
             assert sorted(s["name"] for s in shown[0]["streams"]) == ["S0", "S1", "S2", "S3"]
     finally:
-        _stop(one, two)
+        stop_all([one, two])
     assert "listening on https://127.0.0.1:" in (tmp_path / "one.log").read_text()
 
 
