@@ -353,8 +353,10 @@ def test_inserts_stream_over_http2_acks_rows_as_they_are_sent(hypercorn_url, ser
         ("INSERT INTO PV (ID, V) VALUES ('a');", "Failed to prepare statement: Expected number columns and values to match: 2, 1"),
         ("INSERT INTO PV (ID, V) VALUES ('a', X.V);", "Failed to prepare statement: 'X' is not a valid stream/table name or alias."),
         ("INSERT INTO PV (ID, V, ROWPARTITION) VALUES ('a', 1, 0);", "Inserting into column `ROWPARTITION` is not allowed."),
-        ("INSERT INTO PV (ID, V) VALUES ('a', 'x');", "Failed to insert values into 'PV'. Expected type INTEGER for column V"),
-        ("INSERT INTO PV (ID, NOPE) VALUES ('a', 1);", "Failed to insert values into 'PV'. Column name NOPE does not exist."),
+        # ksqlDB's GenericExpressionResolver and GenericRecordFactory words, names quoted as ksqlDB quotes them
+        ("INSERT INTO PV (ID, V) VALUES ('a', 'x');",
+         "Failed to insert values into 'PV'. Expected type INTEGER for field `V` but got STRING(x)"),
+        ("INSERT INTO PV (ID, NOPE) VALUES ('a', 1);", "Failed to insert values into 'PV'. Column name `NOPE` does not exist."),
     ],
 )
 def test_insert_values_errors_carry_ksqldb_prefixes_and_are_400s(service, client, statement, message) -> None:
