@@ -125,3 +125,44 @@ def markdown(name: str, rows: list[Row]) -> str:
             f"| {_cell(r.item)} | {r.status} | {_cell(r.test or r.reason)} | {_cell(r.source)} | {_cell(r.detail)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+COMPATIBILITY_PAGE = PARITY_DIR.parent / "docs" / "reference" / "compatibility.md"
+_TITLES = {
+    "grammar": "Statements and grammar (SqlBase.g4)",
+    "functions": "Functions (scalar, aggregate, table)",
+    "steps": "Execution steps of saved plans",
+    "errors": "Error messages",
+    "rest": "REST endpoints and entities",
+}
+
+
+def compatibility_page(directory: Path = PARITY_DIR) -> str:
+    """The docs page for ksqlDB users, from the committed tables: totals per table, then every
+    row kspark does not cover, with its reason (the covered rows are in ``parity/<name>.md``)."""
+    names = sorted(p.stem for p in directory.glob("*.json"))
+    lines = [
+        "# Compatibility with ksqlDB",
+        "",
+        "Generated from the parity tables under `parity/` by `qtt parity --ksqldb-src DIR`; do not",
+        "edit by hand. Each table lists one item of ksqlDB's definition (read from its sources) per",
+        "row: **covered** (kspark does the same, and a kspark test shows it), **reasoned** (kspark",
+        "does not, on purpose, for the reason given) or **missing**.",
+        "",
+        "| table | covered | reasoned | missing | all |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    tables = {name: read_rows(name, directory) for name in names}
+    for name, rows in tables.items():
+        counts = totals(rows)
+        lines.append(f"| {_TITLES.get(name, name)} | {counts['covered']} | {counts['reasoned']} | "
+                     f"{counts['missing']} | {len(rows)} |")
+    for name, rows in tables.items():
+        lines += ["", f"## {_TITLES.get(name, name)}", ""]
+        open_rows = sorted((r for r in rows if r.status != "covered"), key=lambda r: (r.status, r.item))
+        if not open_rows:
+            lines.append("Every item is covered.")
+            continue
+        lines += ["| item | status | reason or note |", "| --- | --- | --- |"]
+        lines += [f"| {_cell(r.item)} | {r.status} | {_cell(r.reason or r.detail)} |" for r in open_rows]
+    return "\n".join(lines) + "\n"

@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from qtt.parity import PARITY_DIR, load_tables, totals, write_table
+from qtt.parity import (
+    COMPATIBILITY_PAGE,
+    PARITY_DIR,
+    compatibility_page,
+    load_tables,
+    totals,
+    write_table,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -36,4 +43,7 @@ def run(args: argparse.Namespace) -> int:
         counts = totals(rows)
         print(f"{name}: {counts['covered']} covered, {counts['reasoned']} reasoned, "
               f"{counts['missing']} missing of {len(rows)}")
+    if Path(args.out) == PARITY_DIR:
+        COMPATIBILITY_PAGE.write_text(compatibility_page(), encoding="utf-8")
+        print(f"wrote {COMPATIBILITY_PAGE.relative_to(PARITY_DIR.parent)}")
     return 0

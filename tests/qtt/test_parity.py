@@ -73,3 +73,11 @@ def test_a_reference_to_a_missing_test_is_found_missing() -> None:
     assert test_exists("tests/qtt/test_parity.py::test_a_reference_to_a_missing_test_is_found_missing")
     assert not test_exists("tests/qtt/test_parity.py::test_that_does_not_exist")
     assert not test_exists("qtt:functions.json:no such case name at all")
+
+
+def test_the_compatibility_page_is_generated_from_the_committed_tables() -> None:
+    from qtt.parity import COMPATIBILITY_PAGE, compatibility_page
+
+    assert COMPATIBILITY_PAGE.read_text(encoding="utf-8") == compatibility_page(), (
+        "docs/reference/compatibility.md is out of date: run `qtt parity --ksqldb-src DIR`."
+    )
