@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from engine.errors import ExecutionError, InternalError
+from engine.errors import ExecutionError, InternalError, root_cause_line
 from engine.runtime import cluster, round_trips
 from engine.runtime.jvm_lookups import cache_jvm_lookups
 from engine.runtime.spark_home import use_spark_home
@@ -135,8 +135,6 @@ def get_spark(
         try:
             session = builder.getOrCreate()
         except Exception as exc:  # noqa: BLE001 - Py4J's and Spark's errors alike, in one line
-            from engine.errors import root_cause_line
-
             raise ExecutionError(f"Spark did not start on master {master}: {root_cause_line(str(exc))}") from None
         session.sparkContext.setLogLevel("FATAL")
         if on_cluster:
