@@ -7,7 +7,7 @@ SELECT. ``UserTypes`` (key: the type name) holds the type's SQL. ``UserQueries``
 query id) holds the persistent queries that create no source (INSERT INTO ... SELECT):
 statement, plan and properties. A CSAS/CTAS query stopped by TERMINATE leaves its source's
 row without a query plan, naming the stopped query (``terminatedQueryId``). Every record
-value is JSON (sorted keys) validated against ``schemas/metastore.schema.json``; a delete
+value is JSON (sorted keys) validated against ``engine/metastore/database/metastore.schema.json``; a delete
 is a tombstone (a null value).
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from engine.errors import MetastoreError
 
 ROW_VERSION = 1
-SCHEMA_FILE = Path(__file__).resolve().parents[3] / "schemas" / "metastore.schema.json"
+SCHEMA_FILE = Path(__file__).resolve().parent / "metastore.schema.json"  # shipped in the package
 SOURCES = "UserDataSources"
 TYPES = "UserTypes"
 QUERIES = "UserQueries"
