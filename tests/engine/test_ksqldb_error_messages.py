@@ -225,8 +225,8 @@ CASES = [
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='TUMBLING', window_size='ten SECONDS');",
      "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: 'ten SECONDS'. Not numeric: 'ten'"),
-    ("CREATE TABLE X AS SELECT COUNT(*) AS N FROM RIDES;",
-     "CREATE TABLE AS SELECT statement does not support aggregate function [COUNT(ROWTIME)] without a GROUP BY clause."),
+    ("CREATE TABLE X AS SELECT SUM(KM) AS T FROM RIDES;",
+     "CREATE TABLE AS SELECT statement does not support aggregate function [SUM(KM)] without a GROUP BY clause."),
     ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = RIDES.ID;",
      "Invalid comparison expression 'RIDES.ID' in join '(RIDES.ID = RIDES.ID)'. Each side of the join comparision "
      "must contain references from exactly one source."),
