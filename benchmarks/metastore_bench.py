@@ -36,7 +36,7 @@ STATEMENT = "CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='benc
 
 def _plans() -> tuple[dict[str, Any], dict[str, Any]]:
     """The create and drop plan JSON of one source named ``__NAME__`` (renamed per statement)."""
-    from engine.engine import KsqlEngine
+    from engine.facade.engine import KsqlEngine
     from engine.plan import serde
 
     engine = KsqlEngine()

@@ -48,13 +48,13 @@ from benchmarks.timing import Clock, Timing, median
 from engine.builders.context import BuildContext
 from engine.builders.formats import serdes_for
 from engine.builders.walker import build
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan import steps_aggregate as A
 from engine.plan import steps_native as N
 from engine.plan.steps import Step, walk_steps
 from engine.planner.physical import NATIVE_STEPS
-from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import BoundedRuntime, TopicCodec
 from engine.runtime.session import get_spark
 

@@ -265,7 +265,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 def run_engine_in_process(bootstrap: str, sql: str, state_dir: Path) -> tuple[float, float]:
     """The statements applied (seconds) and their queries run until caught up (seconds)."""
-    from engine.application import StreamingApplication
+    from engine.hosting.application import StreamingApplication
 
     clock = Clock(cpu=False).start()
     app = StreamingApplication(bootstrap, state_dir)
@@ -423,7 +423,7 @@ def measure_latency(
     """Produce-to-visible latency of single records through a running stateless engine query."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-    from engine.application import StreamingApplication
+    from engine.hosting.application import StreamingApplication
     from engine.kafka.admin import TopicAdmin
 
     source, sink = f"bench_latency_orders_{run_id}", f"bench_latency_big_orders_{run_id}"

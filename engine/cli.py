@@ -31,8 +31,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from engine.data.records import Header, TopicRecord
 from engine.errors import KsqlError
-from engine.records import Header, TopicRecord
 
 
 def _read(path: str) -> str:
@@ -233,7 +233,7 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from engine.application import StreamingApplication, state_dir_path
+    from engine.hosting.application import StreamingApplication, state_dir_path
     from engine.kafka.admin import check_connection
 
     if not args.state_dir:
@@ -352,14 +352,14 @@ def _stop_on_signals(stop: threading.Event) -> None:
 
 def _query_engine(args: argparse.Namespace) -> Any:
     """The engine whose metastore holds the sources: a state dir's (read only), or a SQL file's."""
-    from engine.application import (
+    from engine.errors import ExecutionError
+    from engine.facade.engine import KsqlEngine
+    from engine.hosting.application import (
         STATEMENTS_FILE,
         KafkaTopics,
         StreamingApplication,
         state_dir_path,
     )
-    from engine.engine import KsqlEngine
-    from engine.errors import ExecutionError
 
     if args.state_dir:
         state_dir = state_dir_path(args.state_dir)
@@ -408,7 +408,7 @@ def _push_query(
     args: argparse.Namespace, engine: Any, text: str, properties: dict[str, Any], stop: threading.Event
 ) -> None:
     """Print the push query's rows as they arrive: an aligned table, or ksqlDB's JSON messages."""
-    from engine.push_query import PushQuery, json_value
+    from engine.hosting.push_query import PushQuery, json_value
     from engine.runtime.session import get_spark
 
     spark_conf = _properties(args.spark_conf)
@@ -610,12 +610,12 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"kspark {__version__}")
         return 0
 
-    from engine.engine import KsqlEngine, topics_declared_by
+    from engine.facade.engine import KsqlEngine, topics_declared_by
     from engine.plan import serde
 
     engine = KsqlEngine(_properties(args.property))
     inputs = _records(args.input) if getattr(args, "input", None) else []
-    from engine.records import TopicInfo
+    from engine.data.records import TopicInfo
 
     text = _statements_text(args.sql) if args.command == "explain" else _read(args.sql)
     for topic in dict.fromkeys(r.topic for r in inputs):
@@ -628,7 +628,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     if args.command == "explain":
-        from engine.explain import explain_queries, format_explanations
+        from engine.facade.explain import explain_queries, format_explanations
 
         try:
             explained = explain_queries(engine)

@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.api import SourceInfo
-from engine.application import SCHEMA_REGISTRY_URL
+from engine.data.records import Header, TopicInfo, TopicRecord, Window
 from engine.errors import KafkaClientError, KsqlError, UnsupportedFeatureError
+from engine.facade.api import SourceInfo
+from engine.hosting.application import SCHEMA_REGISTRY_URL
 from engine.plan.schema import Namespace
-from engine.records import Header, TopicInfo, TopicRecord, Window
 from engine.serde import FormatInfo, RecordSerde, SerdeFeatures, key_serde, value_serde
 from engine.serde.windowed import (
     decode_session_window_key,
@@ -386,7 +386,7 @@ class KafkaCaseEngine:
     statement_topic_partitions = 1
 
     def __init__(self, harness: KafkaHarness, case: QttCase, properties: Mapping[str, Any]) -> None:
-        from engine.application import StreamingApplication
+        from engine.hosting.application import StreamingApplication
 
         self.harness = harness
         self.case = case

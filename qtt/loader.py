@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.records import Header, TopicRecord, Window
+from engine.data.records import Header, TopicRecord, Window
 from qtt.model import (
     EMULATED_KSQL_VERSION,
     ExpectedException,

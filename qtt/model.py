@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.records import TopicInfo, TopicRecord
+from engine.data.records import TopicInfo, TopicRecord
 
 # The ksqlDB release whose behaviour the engine emulates; cases whose `versions` bounds
 # exclude it are "not applicable" and left out of every total.

@@ -24,8 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from engine.engine import KsqlEngine
-from engine.explain import QueryExplanation, explain_queries
+from engine.facade.engine import KsqlEngine
+from engine.facade.explain import QueryExplanation, explain_queries
 from engine.planner.physical import NATIVE_STEPS
 from qtt.loader import QttFile
 from qtt.runner import run_case

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import errors
-from engine.records import TopicInfo, TopicRecord
+from engine.data.records import TopicInfo, TopicRecord
 from qtt.loader import LoadProblem
 from qtt.model import ExpectedException, QttCase
 from qtt.schemas import use_case_registry
@@ -92,8 +92,8 @@ _engine_factory: EngineFactory | None = None
 
 
 def default_engine_factory(properties: Mapping[str, Any]) -> Any:
-    """A new ``engine.engine.KsqlEngine`` with the case's properties."""
-    from engine.engine import KsqlEngine
+    """A new ``engine.facade.engine.KsqlEngine`` with the case's properties."""
+    from engine.facade.engine import KsqlEngine
 
     return KsqlEngine(properties)
 
@@ -102,7 +102,7 @@ def interpreted_engine_factory(properties: Mapping[str, Any]) -> Any:
     """A new bounded ``KsqlEngine`` whose jobs run on ``interpreted_session()``: for runs of
     many small cases, whose few records cost less than the code Spark would generate and
     compile for them. The shared session's settings stay as they are."""
-    from engine.engine import KsqlEngine
+    from engine.facade.engine import KsqlEngine
     from engine.runtime.adapter import BoundedRuntime
     from engine.runtime.session import interpreted_session
 
@@ -256,7 +256,7 @@ STATEMENT_TOPIC_PARTITIONS = 4
 def statement_topics(statements: Sequence[str], default_partitions: int = 1) -> list[tuple[str, int]]:
     """Topics named by CREATE STREAM/TABLE statements, which ksqlDB's QTT creates up front,
     with the statement's PARTITIONS or ``default_partitions``."""
-    from engine.engine import topics_declared_by
+    from engine.facade.engine import topics_declared_by
 
     return [t for statement in statements for t in topics_declared_by(statement, default_partitions)]
 

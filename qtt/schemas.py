@@ -21,7 +21,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from engine.records import TopicRecord
+from engine.data.records import TopicRecord
 from qtt.model import QttCase, QttFormatError, TopicSpec
 
 SCHEMA_REGISTRY_URL = "ksql.schema.registry.url"

@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engine.api import FormatDescription, SourceInfo
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import KsqlError
+from engine.facade.api import FormatDescription, SourceInfo
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
-from engine.records import TopicInfo, TopicRecord
 from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
 
 # ---------------------------------------------------------------------------- values

@@ -1,7 +1,7 @@
 """Builders of ``streamSinkV4`` and ``tableSinkV4``: sinks that write a registered schema's
 every field; and of ``streamSinkV5`` and ``tableSinkV5``, which build as V4 and put a windowed
 record in the partition of its key without the window (``Built.base_key_partitions``: the
-runtimes place the records, ``engine.partitioner``).
+runtimes place the records, ``engine.data.partitioner``).
 
 A CREATE ... AS SELECT that names KEY/VALUE_SCHEMA_ID writes its records with that
 registered schema, whose fields may go on past the sink's columns (the planner checks that

@@ -9,6 +9,7 @@ from typing import Any
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.formats import serdes_for
 from engine.builders.walker import builds
+from engine.data.values import timestamp_to_millis
 from engine.errors import KsqlError
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
@@ -22,7 +23,6 @@ from engine.plan.steps import (
 )
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
-from engine.values import timestamp_to_millis
 
 SourceStep = StreamSource | TableSource | WindowedStreamSource | WindowedTableSource
 

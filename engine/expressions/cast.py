@@ -15,10 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import TypeCheckError, newer_behaviour_error
-from engine.plan import types as T
-from engine.plan.types import BaseType, SqlType
-from engine.values import (
+from engine.data.values import (
     format_date,
     format_double,
     format_time,
@@ -27,6 +24,9 @@ from engine.values import (
     parse_time_text,
     parse_timestamp_text,
 )
+from engine.errors import TypeCheckError, newer_behaviour_error
+from engine.plan import types as T
+from engine.plan.types import BaseType, SqlType
 
 Converter = Callable[[Any], Any]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from engine.data.values import parse_date_text, parse_time_text, parse_timestamp_text
 from engine.errors import TypeCheckError
 from engine.expressions.cast import numeric_type_of_text, parse_boolean_exact
 from engine.plan import types as T
 from engine.plan.expr import Expr, Literal, format_sql
 from engine.plan.types import BaseType, SqlType
-from engine.values import parse_date_text, parse_time_text, parse_timestamp_text
 
 
 def is_string_literal(expr: Expr) -> bool:

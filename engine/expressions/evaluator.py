@@ -14,6 +14,12 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+from engine.data.values import (
+    parse_date_text,
+    parse_time_text,
+    parse_timestamp_text,
+    timestamp_to_millis,
+)
 from engine.errors import EvaluationError, InternalError, KsqlError
 from engine.expressions.cast import make_cast, make_coercion, make_text_literal_conversion
 from engine.expressions.coercion import is_string_literal
@@ -55,12 +61,6 @@ from engine.plan.expr import (
     walk,
 )
 from engine.plan.types import BaseType, SqlType
-from engine.values import (
-    parse_date_text,
-    parse_time_text,
-    parse_timestamp_text,
-    timestamp_to_millis,
-)
 
 Row = Mapping[str, Any]
 Scope = Mapping[str, Any]

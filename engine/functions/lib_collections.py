@@ -11,11 +11,11 @@ import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from engine.data.values import format_double
 from engine.errors import EvaluationError
 from engine.functions.registry import Generic, scalar
 from engine.plan import types as T
 from engine.plan.types import SqlType
-from engine.values import format_double
 
 _T = Generic("T")
 _K = Generic("K")

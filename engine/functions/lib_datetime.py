@@ -24,10 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from engine.errors import EvaluationError
-from engine.functions.registry import scalar
-from engine.plan import types as T
-from engine.values import (
+from engine.data.values import (
     date_from_days,
     date_to_days,
     time_from_millis,
@@ -35,6 +32,9 @@ from engine.values import (
     timestamp_from_millis,
     timestamp_to_millis,
 )
+from engine.errors import EvaluationError
+from engine.functions.registry import scalar
+from engine.plan import types as T
 
 _V = TypeVar("_V")
 

@@ -17,10 +17,10 @@ import json
 import re
 from typing import Any
 
+from engine.data.values import format_double, format_time, format_timestamp
 from engine.errors import EvaluationError
 from engine.functions.registry import Generic, scalar
 from engine.plan import types as T
-from engine.values import format_double, format_time, format_timestamp
 
 STRING = T.STRING
 

@@ -30,9 +30,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from engine.data.records import Header
 from engine.errors import KafkaClientError
 from engine.kafka.client import client_config, error_text
-from engine.records import Header
 
 READ_COMMITTED = "read_committed"
 NO_TIMESTAMP = -1

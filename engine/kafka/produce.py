@@ -26,9 +26,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from engine.data.records import Header
 from engine.errors import KafkaClientError
 from engine.kafka.client import client_config, error_text
-from engine.records import Header
 
 PRODUCER_CONFIG: dict[str, Any] = {
     "partitioner": "murmur2_random",

@@ -21,6 +21,7 @@ from engine.analysis.query import (
     rewrite,
 )
 from engine.analysis.statement_text import format_create_as_select
+from engine.data.records import TopicInfo
 from engine.errors import (
     AnalysisError,
     InternalError,
@@ -53,7 +54,6 @@ from engine.plan.schema import (
 from engine.plan.steps import Formats, TimestampColumn, WindowInfo
 from engine.planner import logical as L
 from engine.planner.physical import native_steps_enabled, to_steps
-from engine.records import TopicInfo
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
 from engine.serde.formats import (
     NULLABLE_REPRESENTATION,

@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as ST
 
+from engine.data.partitioner import partition_for
+from engine.data.records import Header, TopicInfo, TopicRecord, Window
 from engine.errors import KsqlError
-from engine.partitioner import partition_for
 from engine.plan.schema import LogicalSchema
-from engine.records import Header, TopicInfo, TopicRecord, Window
 from engine.runtime import keyed as K
 from engine.runtime import processing_log
 from engine.runtime.closes import INTERNAL_COLUMNS, resolve_closes_df
@@ -437,7 +437,7 @@ class BoundedRuntime:
         With ``codec``, the rows hold Kafka bytes (a V2 sink): records are kept in QTT form
         (``codec`` decodes them) and with their bytes. With ``base_key`` (a windowed V5 sink's
         key serde), a windowed record goes to the partition of its key's bytes without the
-        window (``engine.partitioner``), as on Kafka.
+        window (``engine.data.partitioner``), as on Kafka.
         """
         name_call_site(self.spark, f"kspark: write {topic}")
         if codec is None:

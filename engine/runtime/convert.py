@@ -19,9 +19,9 @@ from typing import Any
 
 from pyspark.sql import types as ST
 
+from engine.data.values import time_from_millis, time_to_millis
 from engine.plan import types as T
 from engine.plan.types import SqlType
-from engine.values import time_from_millis, time_to_millis
 
 SPARK_MAX_DECIMAL_PRECISION = 38
 

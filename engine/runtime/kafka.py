@@ -92,7 +92,7 @@ SINK_SCHEMA = ST.StructType(
 
 # A windowed V5 sink's records: also the key's bytes without the window, from which the
 # writer (``kspark.TransactionalKafkaWriter``) computes the record's partition as Kafka
-# Streams' WindowedStreamPartitioner does (``engine.partitioner``).
+# Streams' WindowedStreamPartitioner does (``engine.data.partitioner``).
 PARTITION_KEY = "partitionKey"
 BASE_KEY_SINK_SCHEMA = ST.StructType([*SINK_SCHEMA.fields, ST.StructField(PARTITION_KEY, ST.BinaryType())])
 

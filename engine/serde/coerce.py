@@ -20,10 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import RecordSerdeError
-from engine.plan import types as T
-from engine.serde.formats import describe
-from engine.values import (
+from engine.data.values import (
     date_from_days,
     date_to_days,
     format_double,
@@ -32,6 +29,9 @@ from engine.values import (
     timestamp_from_millis,
     timestamp_to_millis,
 )
+from engine.errors import RecordSerdeError
+from engine.plan import types as T
+from engine.serde.formats import describe
 
 Converter = Callable[[Any], Any]
 

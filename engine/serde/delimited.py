@@ -14,13 +14,7 @@ import decimal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.errors import RecordSerdeError
-from engine.plan import types as T
-from engine.plan.schema import Column
-from engine.serde.base import RecordSerde
-from engine.serde.coerce import INTEGER_TEXT, fit_decimal, parse_java_double, scalar_text
-from engine.serde.formats import DELIMITER, FormatInfo, parse_delimiter
-from engine.values import (
+from engine.data.values import (
     date_from_days,
     date_to_days,
     format_double,
@@ -29,6 +23,12 @@ from engine.values import (
     timestamp_from_millis,
     timestamp_to_millis,
 )
+from engine.errors import RecordSerdeError
+from engine.plan import types as T
+from engine.plan.schema import Column
+from engine.serde.base import RecordSerde
+from engine.serde.coerce import INTEGER_TEXT, fit_decimal, parse_java_double, scalar_text
+from engine.serde.formats import DELIMITER, FormatInfo, parse_delimiter
 
 _QUOTE = '"'
 

@@ -496,7 +496,7 @@ class _RunningPush:
     def next_row(self) -> Any:
         """The next row as ksqlDB JSON values and its tombstone flag, ``_IDLE`` when none came
         within a poll (the caller's thread is never held longer), or ``_END``."""
-        from engine.push_query import json_value
+        from engine.hosting.push_query import json_value
 
         row: Any = next(self._rows, _END)
         if row is _END:

@@ -77,8 +77,8 @@ def _listen(text: str) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     """Start the service, then serve HTTP/1.1 and HTTP/2 (h2c too) until SIGTERM/SIGINT."""
-    from engine.application import state_dir_path
     from engine.errors import KsqlError
+    from engine.hosting.application import state_dir_path
     from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
     from engine.server.service import KsqlService

@@ -98,7 +98,7 @@ class PullResult:
 
     def json_rows(self) -> list[list[Any]]:
         """The rows in ksqlDB's REST JSON forms."""
-        from engine.push_query import json_value
+        from engine.hosting.push_query import json_value
 
         types = [c.type for c in self.columns]
         return [[json_value(v, t) for v, t in zip(row, types, strict=True)] for row in self.rows]

@@ -15,7 +15,7 @@ the command. Informational statements (LIST, SHOW, DESCRIBE) read the metastore;
 VALUES writes its record directly; SET and UNSET change the request's properties.
 
 Persistent queries run on this server's Spark session through the streaming runtime of
-``engine.application`` (``build_streaming_query``, the transactional sink), their
+``engine.hosting.application`` (``build_streaming_query``, the transactional sink), their
 checkpoints under ``STATE_DIR/<service id>/queries/<query id>/`` (shared by the service's
 servers). Each query runs on exactly one server of the service at a time, the one its
 Kafka group membership assigns it to (``engine.server.ownership``): a server starts the
@@ -40,14 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.application import (
+from engine.commandlog import Command, CommandLog, QueuedCommand
+from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
+from engine.hosting.application import (
     CHECKPOINT_DIR,
     SCHEMA_REGISTRY_URL,
     StreamingApplication,
     build_streaming_query,
 )
-from engine.commandlog import Command, CommandLog, QueuedCommand
-from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
 from engine.plan import expr as X
@@ -731,7 +731,7 @@ class KsqlService:
                    variables: Mapping[str, str] | None = None) -> Any:
         """A push query (not started) over the metastore, ``variables`` substituted (the request's
         session variables over the server's); ``close_push_query`` forgets it."""
-        from engine.push_query import PushQuery
+        from engine.hosting.push_query import PushQuery
 
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
@@ -924,7 +924,7 @@ def _failure_of(handle: Any) -> str:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if failure is None:
         return "The query's Spark stream stopped."
-    from engine.application import root_cause_line
+    from engine.hosting.application import root_cause_line
 
     return root_cause_line(str(failure), "The query's Spark stream failed.")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.records import TopicRecord
+from engine.data.records import TopicRecord
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas
@@ -87,7 +87,7 @@ class CaseRunCapture:
 
     def engine_factory(self, properties: Mapping[str, Any]) -> Any:
         """A new engine as ``run_case`` makes it, watched when it is the default engine."""
-        from engine.engine import KsqlEngine
+        from engine.facade.engine import KsqlEngine
         from qtt.runner import make_engine
 
         self._start = time.perf_counter()

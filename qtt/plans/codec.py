@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from engine.records import TopicRecord
+from engine.data.records import TopicRecord
 from qtt.loader import expand_case, parse_qtt_json
 from qtt.model import FormatSpec, PostConditions, QttCase, TopicSpec
 

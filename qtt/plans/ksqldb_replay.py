@@ -32,8 +32,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from engine.data.records import TopicInfo
 from engine.errors import KsqlError, UnsupportedFeatureError
-from engine.records import TopicInfo
 from qtt.loader import parse_qtt_json
 from qtt.model import PostConditions, QttCase, version_tuple
 from qtt.schemas import close_engine, use_case_registry

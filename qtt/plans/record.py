@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.records import TopicInfo, TopicRecord
+from engine.data.records import TopicInfo, TopicRecord
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, StepSchema
@@ -88,7 +88,7 @@ def plan_case(case: QttCase) -> tuple[Any, list[dict[str, Any]], list[TopicRecor
 
     Needs no Spark: planning is the upper layer only.
     """
-    from engine.engine import KsqlEngine
+    from engine.facade.engine import KsqlEngine
     from engine.plan import serde
 
     engine = KsqlEngine(dict(case.properties))
@@ -165,7 +165,7 @@ def streaming_plans(engine: Any) -> dict[str, str]:
     and its analysed logical plan. A change here would keep a running query from
     restoring its state from its checkpoint.
     """
-    from engine.application import build_streaming_query, task_count
+    from engine.hosting.application import build_streaming_query, task_count
     from engine.runtime.session import get_spark
 
     spark = get_spark(kafka=True)

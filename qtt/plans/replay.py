@@ -13,8 +13,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from engine.data.records import TopicRecord
 from engine.errors import InternalError, KsqlError
-from engine.records import TopicRecord
 from qtt.model import QttCase
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, StepSchema, saved_source_columns, step_schema

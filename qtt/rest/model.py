@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.records import TopicRecord
+from engine.data.records import TopicRecord
 from qtt.loader import LoadProblem
 from qtt.model import TopicSpec
 

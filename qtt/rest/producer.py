@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from engine.records import Header
+from engine.data.records import Header
 from qtt.rest.processes import die_with_parent, stop_process, tail
 
 SOURCE = Path(__file__).with_name("java") / "RestInputProducer.java"

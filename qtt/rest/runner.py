@@ -17,7 +17,7 @@ A case runs as ksqlDB's own REST test runner runs it:
    is none), encoded with the key and value formats of the source reading their topic, by
    Kafka's Java client (timestamps as given, 0 when none). With ``inputConditions.
    waitForActivePushQuery`` they are produced once the first push query has answered its
-   header. A local engine (``engine.engine.KsqlEngine``, no Spark) executes the non-query
+   header. A local engine (``engine.facade.engine.KsqlEngine``, no Spark) executes the non-query
    statements too, only to know each source's formats and columns.
 4. **Responses** are compared as they come (``qtt.rest.responses``). A pull query is asked
    again until its answer matches or ``wait`` seconds pass, since persistent queries need
@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.application import SCHEMA_REGISTRY_URL
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import KafkaClientError, UnsupportedFeatureError
-from engine.records import TopicInfo, TopicRecord
+from engine.hosting.application import SCHEMA_REGISTRY_URL
 from qtt.kafka_runtime import SourceSerdes, encode_windowed_key, plain_bytes
 from qtt.rest.client import QueryStream, RestClient, RestClientError, parse_json
 from qtt.rest.model import ExpectedResponse, RestCase
@@ -377,7 +377,7 @@ class _CaseRun:
     schema_ids: dict[int, int] = field(default_factory=dict)  # the case's schema id -> the registry's
 
     def __post_init__(self) -> None:
-        from engine.engine import KsqlEngine
+        from engine.facade.engine import KsqlEngine
 
         self.properties = request_properties(self.case)
         self.shadow = KsqlEngine(dict(self.case.properties))
@@ -418,7 +418,7 @@ class _CaseRun:
         return with_registry_ids(self.case.statements[index], self.schema_ids)
 
     def create_topics(self) -> None:
-        from engine.engine import topics_declared_by
+        from engine.facade.engine import topics_declared_by
 
         case = self.case
         wanted: dict[str, int] = {t.name: t.partitions for t in case.topics}

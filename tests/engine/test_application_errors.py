@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from engine.application import _await, root_cause_line
 from engine.errors import ExecutionError
+from engine.hosting.application import _await, root_cause_line
 
 FOREACH_BATCH_FAILURE = """\
 An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):

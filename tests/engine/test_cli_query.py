@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from engine.application import StreamingApplication
 from engine.cli import main
+from engine.hosting.application import StreamingApplication
 from engine.kafka import ProducerRecord, TopicAdmin, produce, read_topic
 
 

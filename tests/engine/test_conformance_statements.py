@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError, ParseError
-from engine.records import TopicInfo
+from engine.facade.engine import KsqlEngine
 
 SOURCES = """
 CREATE STREAM SIGNED (ID STRING KEY, SIG BYTES HEADER('sig'), N INT) WITH (kafka_topic='signed', value_format='JSON');

@@ -1,4 +1,4 @@
-"""``engine.engine.KsqlEngine``: what a bounded run reports about its queries."""
+"""``engine.facade.engine.KsqlEngine``: what a bounded run reports about its queries."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-import engine.engine as engine_module
-from engine.engine import KsqlEngine
-from engine.records import TopicInfo, TopicRecord
+import engine.facade.engine as engine_module
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
 
 
 def test_a_query_report_makes_its_physical_plan_text_once_when_first_read(

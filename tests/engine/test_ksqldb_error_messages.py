@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError, KsqlError
-from engine.records import TopicInfo
+from engine.facade.engine import KsqlEngine
 from qtt.model import ExpectedException
 from qtt.runner import message_matches
 

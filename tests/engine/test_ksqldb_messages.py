@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError, KsqlError, ParseError
+from engine.facade.engine import KsqlEngine
 from engine.parser import ast, parse
-from engine.records import TopicInfo
 from engine.server.errors import statement_failure
 from engine.server.pull import PullQueryError, plan_pull_query
 

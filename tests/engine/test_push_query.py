@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from engine.application import KafkaTopics, StreamingApplication
-from engine.engine import KsqlEngine
+from engine.facade.engine import KsqlEngine
+from engine.hosting.application import KafkaTopics, StreamingApplication
+from engine.hosting.push_query import PushQuery, PushRow, json_value
 from engine.kafka import ProducerRecord, TopicAdmin, produce
 from engine.plan import types as T
-from engine.push_query import PushQuery, PushRow, json_value
 
 
 def _topic(prefix: str) -> str:

@@ -49,7 +49,7 @@ def test_sql_statements_parse_or_raise_a_parse_error(text: str) -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(SQL_WORDS, max_size=25).map(" ".join))
 def test_sql_statements_plan_or_raise_the_engines_error(text: str) -> None:
-    from engine.engine import KsqlEngine
+    from engine.facade.engine import KsqlEngine
 
     engine = KsqlEngine()
     engine.execute_sql("CREATE STREAM S (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON', PARTITIONS=1);")

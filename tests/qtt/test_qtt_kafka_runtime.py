@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from engine.api import FormatDescription, SourceInfo
+from engine.data.records import Header, TopicRecord, Window
 from engine.errors import UnsupportedFeatureError
+from engine.facade.api import FormatDescription, SourceInfo
 from engine.kafka import ConsumedRecord
 from engine.plan.schema import LogicalSchema
-from engine.records import Header, TopicRecord, Window
 from engine.serde.windowed import decode_session_window_key, decode_time_window_key
 from qtt import cli
 from qtt.conformance import stratified_sample

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from engine.records import Header, Window
+from engine.data.records import Header, Window
 from qtt.loader import (
     discover,
     expand_case,

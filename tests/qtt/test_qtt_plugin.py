@@ -11,7 +11,7 @@ pytest_plugins = ["pytester"]
 CONFTEST = textwrap.dedent(
     """
     from engine import errors
-    from engine.records import TopicRecord
+    from engine.data.records import TopicRecord
 
     CALLS = []
 

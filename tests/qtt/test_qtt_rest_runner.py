@@ -320,7 +320,7 @@ def test_statements_go_to_the_right_endpoint(statement: str, kind: str) -> None:
 
 
 def test_the_producer_line_protocol_encodes_nulls_and_headers() -> None:
-    from engine.records import Header
+    from engine.data.records import Header
 
     line = encode_line("t", partition=None, timestamp=0, key=None, value=b"v", headers=[Header("h", None)])
     assert line == "t\t-\t0\t-\tdg==\taA==:-\n"
@@ -354,7 +354,7 @@ def test_a_reset_producer_writes_to_a_topic_made_again_with_fewer_partitions(
     # with fewer partitions: a producer that kept the old partitions sends the record to one
     # the topic lacks, and it expires after 30 s. ``reset`` (after the clean-up deletes topics)
     # makes a producer that reads the topic afresh.
-    from engine.partitioner import partition_for
+    from engine.data.partitioner import partition_for
 
     admin = TopicAdmin(kafka_broker.bootstrap_servers)
     topic = f"remade_{uuid.uuid4().hex[:8]}"

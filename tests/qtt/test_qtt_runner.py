@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from engine import errors
-from engine.api import FormatDescription, SourceInfo, StatementResult
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.api import FormatDescription, SourceInfo, StatementResult
 from engine.plan.schema import LogicalSchema
-from engine.records import TopicInfo, TopicRecord
 from qtt import cli, runner
 from qtt.loader import expand_case
 from qtt.model import ExpectedException, QttCase

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.api import FormatDescription, SourceInfo
+from engine.data.records import Header, TopicInfo, TopicRecord, Window
+from engine.facade.api import FormatDescription, SourceInfo
 from engine.plan.schema import LogicalSchema
-from engine.records import Header, TopicInfo, TopicRecord, Window
 from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
 from qtt.verify import (
     avro_decimals_as_numbers,

@@ -51,7 +51,7 @@ class CommandTopicState:
     applied: int = 0
 
     def __post_init__(self) -> None:
-        from engine.engine import KsqlEngine
+        from engine.facade.engine import KsqlEngine
 
         self.engine = KsqlEngine()
         self.lock = threading.Lock()

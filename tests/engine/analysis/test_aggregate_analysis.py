@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
 from engine.errors import KsqlError
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
 from engine.plan.steps_aggregate import StreamWindowedAggregate, TableSuppressV2

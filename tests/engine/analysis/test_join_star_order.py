@@ -3,8 +3,8 @@ bounds, values), whichever join of an n-way join produced the key."""
 
 from __future__ import annotations
 
-from engine.engine import KsqlEngine
-from engine.records import TopicInfo
+from engine.data.records import TopicInfo
+from engine.facade.engine import KsqlEngine
 
 
 def _schema(engine: KsqlEngine, sql: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
 from engine.errors import AnalysisError
+from engine.facade.engine import KsqlEngine
 from engine.parser import parse
 
 

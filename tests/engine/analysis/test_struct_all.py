@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis.statement_text import format_create_as_select
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError
+from engine.facade.engine import KsqlEngine
 from engine.parser import ast, parse
-from engine.records import TopicInfo
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
-from engine.records import TopicInfo, TopicRecord
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import streaming_plans
 

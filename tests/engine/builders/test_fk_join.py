@@ -329,11 +329,11 @@ def test_foreign_key_join_projection_must_include_the_left_key(store: Any) -> No
 def test_spark_foreign_key_join_runs_both_passes(spark: Any) -> None:
     from engine.builders.context import BuildContext
     from engine.builders.walker import build
+    from engine.data.records import TopicRecord
     from engine.plan import expr as E
     from engine.plan import steps as S
     from engine.plan.schema import LogicalSchema
     from engine.plan.steps_join import ForeignKeyTableTableJoin
-    from engine.records import TopicRecord
     from engine.runtime.adapter import BoundedRuntime
 
     formats = S.Formats(key_format="KAFKA", value_format="JSON")

@@ -191,11 +191,11 @@ def test_stream_stream_pending_entry_that_never_closes_is_not_emitted(join_type:
 def _spark_join_records(spark: Any, join_type: str, grace: int | None) -> list[tuple[Any, ...]]:
     from engine.builders.context import BuildContext
     from engine.builders.walker import build
+    from engine.data.records import TopicRecord
     from engine.plan import expr as E
     from engine.plan import steps as S
     from engine.plan.schema import LogicalSchema
     from engine.plan.steps_join import StreamStreamJoin
-    from engine.records import TopicRecord
     from engine.runtime.adapter import BoundedRuntime
 
     formats = S.Formats(key_format="KAFKA", value_format="JSON")

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from engine.builders.context import BuildContext
 from engine.builders.native import collecting_reports
 from engine.builders.walker import build
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
 from engine.plan.steps import walk_steps
 from engine.planner.physical import NATIVE_STEPS
-from engine.records import TopicInfo, TopicRecord
 
 SOURCE = """
 CREATE STREAM S (ID BIGINT KEY, ITEM STRING, QTY INT, L BIGINT, D DOUBLE, F BOOLEAN)

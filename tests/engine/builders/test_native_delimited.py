@@ -19,11 +19,11 @@ from engine.builders.context import BuildContext
 from engine.builders.native import collecting_reports
 from engine.builders.native_forms import level_2_reads, native_reason
 from engine.builders.walker import build
+from engine.data.records import TopicRecord
 from engine.errors import InternalError
 from engine.plan import steps as S
 from engine.plan.schema import LogicalSchema
 from engine.plan.steps import walk_steps
-from engine.records import TopicRecord
 from tests.engine.builders.test_native_io import _engine, _same
 
 STREAM = """

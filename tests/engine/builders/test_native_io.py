@@ -23,15 +23,15 @@ from engine.builders import native_io
 from engine.builders.context import BuildContext
 from engine.builders.native import collecting_reports
 from engine.builders.walker import build
-from engine.engine import KsqlEngine
+from engine.data.records import Header, TopicInfo, TopicRecord
 from engine.errors import KsqlError
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps_native as N
 from engine.plan import types as T
 from engine.plan.schema import Column
 from engine.plan.steps import walk_steps
 from engine.planner import physical
 from engine.planner.physical import NATIVE_STEPS
-from engine.records import Header, TopicInfo, TopicRecord
 from engine.serde.formats import FormatInfo
 from engine.serde.kafka_format import KafkaSerde
 

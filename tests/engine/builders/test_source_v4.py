@@ -10,12 +10,12 @@ import pytest
 
 from engine.builders.context import BuildContext
 from engine.builders.walker import build
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import PlanError
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps_native as N
 from engine.plan.steps import Step, walk_steps
 from engine.planner import physical
-from engine.records import TopicInfo, TopicRecord
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import streaming_plans
 

@@ -6,11 +6,11 @@ import pytest
 
 from engine.builders.context import BuildContext
 from engine.builders.walker import build
+from engine.data.records import TopicRecord
 from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema
-from engine.records import TopicRecord
 from engine.runtime.adapter import BoundedRuntime
 
 JSON_FORMATS = S.Formats(key_format="KAFKA", value_format="JSON")

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import ExecutionError
+from engine.facade.engine import KsqlEngine
 from engine.plan import serde
-from engine.records import TopicInfo, TopicRecord
 
 STATEMENTS = """
 CREATE STREAM S (K STRING KEY, V DOUBLE, B INT, T STRING) WITH (kafka_topic='s', value_format='JSON');

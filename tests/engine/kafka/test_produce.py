@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from engine.data.partitioner import partition_for
+from engine.data.records import Header
 from engine.errors import KafkaClientError
 from engine.kafka import ProducerRecord, RecordProducer, TopicAdmin, produce, read_topic
-from engine.partitioner import partition_for
-from engine.records import Header
 
 
 def test_records_land_with_their_key_value_timestamp_and_headers(bootstrap: str, admin: TopicAdmin, topic: str) -> None:
@@ -79,10 +79,10 @@ def test_a_topic_made_again_with_fewer_partitions_takes_the_next_record(
     old partitions: the record is sent again by a producer that reads the topic afresh."""
     import time
 
-    from engine.application import KafkaTopics
+    from engine.data.records import TopicRecord
+    from engine.hosting.application import KafkaTopics
     from engine.plan import types as T
     from engine.plan.schema import Column, Namespace
-    from engine.records import TopicRecord
     from engine.runtime.adapter import TopicCodec
     from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
 

@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from engine.application import KafkaTopics
-from engine.engine import KsqlEngine
 from engine.errors import KafkaClientError
+from engine.facade.engine import KsqlEngine
+from engine.hosting.application import KafkaTopics
 from engine.kafka import ProducerRecord, TopicAdmin, read_topic
 from engine.kafka.produce import SharedProducer
 

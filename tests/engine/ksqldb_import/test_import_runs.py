@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
 from engine.ksqldb_import import import_plan
 from engine.plan.serde import dumps
-from engine.records import TopicInfo, TopicRecord
 
 SOURCE = "`ID` INTEGER KEY, `NAME` STRING, `QTY` INTEGER"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.engine import KsqlEngine
 from engine.errors import MetastoreError
+from engine.facade.engine import KsqlEngine
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.client import client_config
 from engine.metastore.database import (

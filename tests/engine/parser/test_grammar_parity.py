@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
 from engine.errors import UnsupportedFeatureError
+from engine.facade.engine import KsqlEngine
 from qtt.parity.grammar import check, load_map
 
 MAPPING = load_map()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError
+from engine.facade.engine import KsqlEngine
 from engine.plan import serde
 from engine.plan.plan import AlterSourceCommand
-from engine.records import TopicInfo
 
 STREAM = "CREATE STREAM S (ID STRING KEY, A INT) WITH (KAFKA_TOPIC='s', VALUE_FORMAT='JSON');"
 TABLE = "CREATE TABLE T (ID STRING PRIMARY KEY, A INT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"

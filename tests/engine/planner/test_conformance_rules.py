@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import KsqlError
-from engine.records import TopicInfo
+from engine.facade.engine import KsqlEngine
 
 _INTERMEDIATE = (
     "One of the functions used in the statement has an intermediate type that the value "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError
+from engine.facade.engine import KsqlEngine
 from engine.plan import expr as E
 from engine.plan.steps import SelectExpression, Step
-from engine.records import TopicInfo
 
 
 def _engine() -> KsqlEngine:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
+from engine.facade.engine import KsqlEngine
 from engine.planner.internal_topics import application_id, internal_topics
-from engine.records import TopicInfo
 
 
 def _topics(ddl: str, query: str, **config: Any) -> dict[str, tuple[str, str, dict[str, str], tuple[str, ...]]]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError, ParseError, TypeCheckError
+from engine.facade.engine import KsqlEngine
 from engine.parser import parse
 from engine.plan import expr as E
 from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
-from engine.records import TopicInfo
 
 SOURCE = "CREATE STREAM PAGEVIEWS (PAGEID STRING KEY, USERID STRING, VIEWTIME BIGINT) WITH (kafka_topic='pv', value_format='JSON');"
 

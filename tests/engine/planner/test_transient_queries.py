@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo
 from engine.errors import AnalysisError, UnsupportedFeatureError
+from engine.facade.engine import KsqlEngine
 from engine.parser import ast, parse
 from engine.plan import steps_native as N
 from engine.plan.plan import TransientQueryPlan
 from engine.plan.steps import walk_steps
-from engine.records import TopicInfo
 
 SOURCES = """
 CREATE STREAM PAGEVIEWS (PAGEID STRING KEY, USERID STRING, VIEWTIME BIGINT) WITH (kafka_topic='pv', value_format='JSON');

@@ -10,10 +10,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from engine.builders.formats import serdes_for
+from engine.data.records import Header, TopicRecord
 from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
 from engine.plan.steps import Formats
-from engine.records import Header, TopicRecord
 from engine.runtime.adapter import (
     LARGE_TABLE_ROWS,
     BoundedRuntime,

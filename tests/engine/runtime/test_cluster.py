@@ -80,7 +80,7 @@ def test_the_engine_ships_as_one_zip_made_once(tmp_path) -> None:
 def test_a_state_dir_is_a_path_or_a_file_uri(location: str, path: str) -> None:
     from pathlib import Path
 
-    from engine.application import state_dir_path
+    from engine.hosting.application import state_dir_path
 
     assert state_dir_path(location) == Path(path)
 
@@ -90,7 +90,7 @@ def test_a_state_dir_is_a_path_or_a_file_uri(location: str, path: str) -> None:
     ("file://other-host/data", "names the host 'other-host'"),
 ])
 def test_a_state_dir_kspark_cannot_keep_is_one_line(location: str, message: str) -> None:
-    from engine.application import state_dir_path
+    from engine.hosting.application import state_dir_path
 
     with pytest.raises(ExecutionError, match=message):
         state_dir_path(location)

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from engine.application import StreamingApplication
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
+from engine.hosting.application import StreamingApplication
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.plan import serde
 from engine.plan.steps import walk_steps
-from engine.records import TopicInfo, TopicRecord
 from engine.serde.windowed import decode_time_window_key
 
 pytestmark = pytest.mark.usefixtures("spark")
@@ -500,7 +500,7 @@ def test_sources_fetch_for_latency_and_the_described_plan_leaves_that_out(spark:
     """A source's consumer waits at most ``SOURCE_TUNING``'s 10 ms for an empty fetch (500 ms
     by default, which every batch of a quiet stream waited); what the query's checkpoint
     depends on (its described streaming plan) does not name the setting."""
-    from engine.application import build_streaming_query
+    from engine.hosting.application import build_streaming_query
     from engine.runtime.kafka import SOURCE_TUNING
 
     engine = KsqlEngine({})

@@ -7,7 +7,7 @@ import pickle
 import pytest
 from pyspark.sql import SparkSession
 
-from engine.engine import physical_plan_text
+from engine.facade.engine import physical_plan_text
 from engine.runtime.local_frames import local_dataframe
 from engine.runtime.rows import RAW_SCHEMA
 

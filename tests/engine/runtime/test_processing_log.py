@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from engine.application import StreamingApplication
+from engine.hosting.application import StreamingApplication
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.application import StreamingApplication
-from engine.engine import KsqlEngine
+from engine.data.partitioner import murmur2, partition_for
+from engine.data.records import TopicInfo, TopicRecord
+from engine.facade.engine import KsqlEngine
+from engine.hosting.application import StreamingApplication
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer
-from engine.partitioner import murmur2, partition_for
-from engine.records import TopicInfo, TopicRecord
 from engine.serde.windowed import decode_time_window_key, encode_time_window_key
 
 # Kafka's own test vectors for Utils.murmur2 (clients' UtilsTest).

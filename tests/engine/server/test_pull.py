@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.facade.engine import KsqlEngine
 from engine.kafka.produce import ProducerRecord, produce
 from engine.parser import parse
 from engine.serde.windowed import encode_session_window_key, encode_time_window_key

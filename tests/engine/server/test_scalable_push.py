@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.engine import KsqlEngine
+from engine.facade.engine import KsqlEngine
 from engine.parser import parse
 from engine.server.service import is_scalable_push_query
 

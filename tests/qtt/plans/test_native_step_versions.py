@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from engine.engine import KsqlEngine, topics_declared_by
+from engine.data.records import TopicInfo
+from engine.facade.engine import KsqlEngine, topics_declared_by
 from engine.plan.steps import walk_steps
-from engine.records import TopicInfo
 from qtt.plans import codec
 from qtt.plans.layout import PLAN_FILE, SPEC_FILE, saved_versions
 from qtt.plans.replay import replay

@@ -194,7 +194,7 @@ def test_a_run_stands_for_a_replay_only_with_the_replays_topic_partitions(record
     """The QTT runner makes a topic a CREATE statement names with 4 partitions, as ksqlDB's
     runner does; a planned case's replay with 1: a captured run uses the replay's layout,
     and one with any other layout does not stand for the replay."""
-    from engine.records import TopicInfo
+    from engine.data.records import TopicInfo
     from qtt.plans.case_runs import _same_topics
 
     cases, root = recorded

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.records import Header, TopicRecord, Window
+from engine.data.records import Header, TopicRecord, Window
 from qtt.loader import load_file
 from qtt.plans import codec
 

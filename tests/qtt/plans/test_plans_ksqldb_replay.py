@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.records import TopicInfo
+from engine.data.records import TopicInfo
 from qtt.cli import main
 from qtt.plans.ksqldb_replay import (
     FAILED,
@@ -264,7 +264,7 @@ def test_configs_agree_on_what_a_run_read_and_all_of_them_once_it_was_copied() -
 
 
 def test_a_version_whose_read_config_differs_runs_again(tmp_path: Path, spark: Any, monkeypatch: Any) -> None:
-    from engine.engine import KsqlEngine
+    from engine.facade.engine import KsqlEngine
 
     real_run = KsqlEngine.run
 

@@ -14,7 +14,7 @@ import pytest
 from engine.builders.context import Built
 from engine.builders.stateless import build_stream_select
 from engine.builders.walker import BUILDERS, builds
-from engine.engine import KsqlEngine
+from engine.facade.engine import KsqlEngine
 from engine.plan import steps as S
 from engine.plan.steps import STEP_TYPES, register_step, step_dataclass
 from qtt.loader import load_file

@@ -36,8 +36,9 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from engine.engine import KsqlEngine
+from engine.data.values import format_date, format_time, format_timestamp
 from engine.errors import AnalysisError, ExecutionError
+from engine.facade.engine import KsqlEngine
 from engine.parser import ast, parse
 from engine.plan import steps as S
 from engine.plan import steps_native as N
@@ -48,7 +49,6 @@ from engine.plan.steps import walk_steps
 from engine.plan.types import SqlType
 from engine.runtime import rows as R
 from engine.serde.coerce import writer
-from engine.values import format_date, format_time, format_timestamp
 
 AUTO_OFFSET_RESET = "auto.offset.reset"
 TRIGGER = "200 milliseconds"  # an idle push query polls its topics five times a second
@@ -151,9 +151,9 @@ class PushQuery:
             self.limit_reached = True
             self._closed.set()
             return self
-        from engine.application import SCHEMA_REGISTRY_URL
         from engine.builders.context import BuildContext
         from engine.builders.walker import build
+        from engine.hosting.application import SCHEMA_REGISTRY_URL
         from engine.kafka.admin import TopicAdmin
         from engine.runtime.kafka import KafkaRuntime
         from engine.runtime.session import get_spark
@@ -294,7 +294,7 @@ class PushQuery:
             return
         failure = handle.exception()
         if failure is not None:
-            from engine.application import _root_cause
+            from engine.hosting.application import _root_cause
 
             self._handle = None
             self.close()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from engine.builders.context import BuildContext, Built
 from engine.builders.native import ExpressionReport, collecting_reports
 from engine.builders.walker import BuildObserver, build, observing_builds
-from engine.engine import KsqlEngine, physical_plan_text
+from engine.facade.engine import KsqlEngine, physical_plan_text
 from engine.plan.steps import Step
 from engine.plan.steps_native import IO_STEP_TYPES
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.engine import KsqlEngine
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import (
     AnalysisError,
     ExecutionError,
@@ -38,6 +38,7 @@ from engine.errors import (
     query_failure_in,
     root_cause_line,
 )
+from engine.facade.engine import KsqlEngine
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, SharedProducer, UnknownPartitionError
 from engine.parser import parse
@@ -54,7 +55,6 @@ from engine.plan.steps_native import (
     TableSinkV4,
     TableSinkV5,
 )
-from engine.records import TopicInfo, TopicRecord
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
 from engine.serde.base import RecordSerde

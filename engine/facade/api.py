@@ -7,7 +7,7 @@
     outputs = engine.run()                          # dict topic -> records, in order
     engine.source("OUTPUT")                         # SourceInfo for post-conditions
 
-Keys and values of records are in QTT form (see engine.records).
+Keys and values of records are in QTT form (see engine.data.records).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.data.records import TopicInfo, TopicRecord
 from engine.plan.schema import LogicalSchema
-from engine.records import TopicInfo, TopicRecord
 
 
 @dataclass(frozen=True, slots=True)

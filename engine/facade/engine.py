@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
-from engine.api import FormatDescription, SourceInfo, StatementResult
+from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import (
     AnalysisError,
     ExecutionError,
@@ -26,6 +26,7 @@ from engine.errors import (
     query_failure_in,
 )
 from engine.expressions import compile_expression, infer_type
+from engine.facade.api import FormatDescription, SourceInfo, StatementResult
 from engine.metastore import DataSource, InMemoryMetaStore
 from engine.metastore.model import upgrade_problem
 from engine.parser import ast, parse
@@ -42,7 +43,6 @@ from engine.plan.plan import (
 from engine.plan.schema import LogicalSchema, Namespace
 from engine.planner.internal_topics import SERVICE_ID, application_id, internal_topics
 from engine.planner.planner import Planner
-from engine.records import TopicInfo, TopicRecord
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 
 if TYPE_CHECKING:
