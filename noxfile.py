@@ -19,7 +19,7 @@ def tests(session: nox.Session) -> None:
     """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
 
     The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
-    long kill -9 runs (``nox -s soak``). Two pytest-xdist workers, a test file each at a time,
+    long kill -9 runs (``nox -s soak``) and the fault tests (``nox -s faults``). Two pytest-xdist workers, a test file each at a time,
     one per core (more workers are no faster on two cores). Each
     worker starts its own SparkSession, broker and registry. Files go out in collection order
     (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
@@ -29,7 +29,7 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs and not faults", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
 
@@ -75,6 +75,15 @@ def soak(session: nox.Session) -> None:
     """Long kill -9 runs: the kill -9 test of a running query with native sources and sinks."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "soak", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def faults(session: nox.Session) -> None:
+    """Faults by real means under running queries, one test at a time: the broker stopped and
+    restarted or SIGSTOPped, the schema registry down, the network to the broker delayed and cut
+    through toxiproxy (built with go install on first use)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "faults", "tests/faults", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(python=PYTHON)
