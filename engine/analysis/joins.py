@@ -90,6 +90,11 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     right_alias = relation.right.alias or relation.right.name
     for s in left.sources:
         if s.name == right_src.name:
+            if len(left.sources) > 1:
+                raise AnalysisError(
+                    "N-way joins do not support multiple occurrences of the same source. "
+                    f"Source: '{right_src.name}'."
+                )
             raise AnalysisError(
                 f"Can not join '{s.name}' to '{right_src.name}': self joins are not yet supported."
             )
@@ -140,30 +145,44 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     def text(expr: E.Expr) -> str:
         return E.format_sql(display(expr))
 
-    if isinstance(resolved, E.Logical):
-        raise AnalysisError(
-            "Invalid join condition: joins on multiple conditions are not yet supported. "
-            f"Got {text(resolved)}."
-        )
-    if not isinstance(resolved, E.Comparison) or resolved.op != "=":
+    def is_equality(expr: E.Expr) -> bool:
+        return isinstance(expr, E.Comparison) and expr.op == "="
+
+    if not isinstance(resolved, E.Comparison):
+        if isinstance(resolved, E.Logical) and is_equality(resolved.left) and is_equality(resolved.right):
+            raise AnalysisError(
+                "Invalid join condition: joins on multiple conditions are not yet supported. "
+                f"Got {text(resolved)}."
+            )
         raise AnalysisError(
             f"Unsupported join expression: {text(resolved)}. Joins need an equality between "
             "one expression over each source, e.g. ON A.ID = B.ID."
         )
-    sides = []
+    if resolved.op != "=":
+        raise AnalysisError("Only equality join criteria is supported.")
+    # ksqlDB's order: each operand over exactly one source, the two operands over two
+    # different sources, one of them the source this join adds.
+    operand_aliases = []
     for operand in (resolved.left, resolved.right):
-        referenced = {columns[e.name].side for e in E.walk(operand) if isinstance(e, E.ColumnRef)}
+        referenced = {columns[e.name].alias for e in E.walk(operand) if isinstance(e, E.ColumnRef)}
         if len(referenced) != 1:
             raise AnalysisError(
                 f"Invalid comparison expression '{text(operand)}' in join '{text(resolved)}'. "
                 "Each side of the join comparision must contain references from exactly one source."
             )
-        sides.append(referenced.pop())
-    if sides[0] == sides[1]:
+        operand_aliases.append(referenced.pop())
+    left_ref, right_ref = operand_aliases
+    if left_ref == right_ref:
         raise AnalysisError(
-            f"Invalid comparison expression '{text(resolved.right)}' in join '{text(resolved)}'. "
-            "Each side of the join comparision must contain references from exactly one source."
+            "Each side of the join must reference exactly one source and not the same source. "
+            f"Left side references {left_ref} and right references {right_ref}"
         )
+    if right_alias not in operand_aliases:
+        raise AnalysisError(
+            f"A join criteria is expected to reference the source ({right_alias}) in the FROM clause, "
+            f"instead the right source references {right_ref} and the left source references {left_ref}"
+        )
+    sides = ["R" if alias == right_alias else "L" for alias in operand_aliases]
     left_op, right_op = (
         (resolved.left, resolved.right) if sides[0] == "L" else (resolved.right, resolved.left)
     )

@@ -26,9 +26,11 @@ CREATE TABLE BIKES (ID STRING PRIMARY KEY, GEARS INT, MAKER STRING) WITH (kafka_
 CREATE STREAM PINGS (ID STRING KEY, KM INT, NOTE STRING) WITH (kafka_topic='pings', value_format='JSON');
 CREATE TABLE W_RIDERS (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='w_riders', value_format='JSON',
     window_type='TUMBLING', window_size='1 MINUTE');
+CREATE TABLE S_RIDERS (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='s_riders', value_format='JSON',
+    window_type='SESSION');
 CREATE STREAM BEEPS (ID STRING KEY, KM INT) WITH (kafka_topic='beeps', value_format='KAFKA');
 """
-TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "beeps")
+TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "beeps")
 
 # (statement, the text ksqlDB's message holds)
 CASES = [
@@ -227,15 +229,32 @@ CASES = [
      "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: 'ten SECONDS'. Not numeric: 'ten'"),
     ("CREATE TABLE X AS SELECT SUM(KM) AS T FROM RIDES;",
      "CREATE TABLE AS SELECT statement does not support aggregate function [SUM(KM)] without a GROUP BY clause."),
-    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = RIDES.ID;",
-     "Invalid comparison expression 'RIDES.ID' in join '(RIDES.ID = RIDES.ID)'. Each side of the join comparision "
-     "must contain references from exactly one source."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = UCASE('p1');",
+     "Invalid comparison expression 'UCASE('p1')' in join '(RIDES.ID = UCASE('p1'))'. Each side of the join "
+     "comparision must contain references from exactly one source."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = RIDES.CITY;",
+     "Each side of the join must reference exactly one source and not the same source. "
+     "Left side references RIDES and right references RIDES"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN PINGS P WITHIN 1 SECOND ON R.ID = P.ID "
+     "JOIN RIDERS Q ON P.ID = R.ID;",
+     "A join criteria is expected to reference the source (Q) in the FROM clause, instead the right source "
+     "references R and the left source references P"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN RIDERS Q ON R.ID = Q.ID JOIN RIDES Z WITHIN 1 SECOND "
+     "ON Z.ID = R.ID;",
+     "N-way joins do not support multiple occurrences of the same source. Source: 'RIDES'."),
+    ("CREATE TABLE X AS SELECT * FROM W_RIDERS W JOIN S_RIDERS S ON W.ID = S.ID;",
+     "Incompatible windowed sources.\nLeft source: TUMBLING\nRight source: SESSION\n"
+     "Session windowed sources can only be joined to other session windowed sources, and may still not result "
+     "in expected behaviour as session bounds must be an exact match for the join to work\n"
+     "Hopping and tumbling windowed sources can only be joined to other hopping and tumbling windowed sources"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN RIDERS ON RIDES.ID >= RIDERS.ID;",
+     "Only equality join criteria is supported."),
     ("CREATE STREAM X AS SELECT * FROM RIDES JOIN BEEPS WITHIN 1 SECOND ON RIDES.ID = BEEPS.ID;",
      "Source(s) BEEPS are using the 'KAFKA' value format. This format does not yet support JOIN.\n"
      "The KAFKA format is primarily intended for use as a key format. It can be used as a value format, "
      "but can not be used in any operation that requires a repartition or changelog topic."),
-    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN RIDERS ON RIDES.ID > RIDERS.ID;",
-     "Unsupported join expression: (RIDES.ID > RIDERS.ID)"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES JOIN RIDERS ON RIDES.ID = RIDERS.ID AND RIDES.KM > 3;",
+     "Unsupported join expression: ((RIDES.ID = RIDERS.ID) AND (RIDES.KM > 3))"),
     ("CREATE STREAM X AS SELECT ID, ARRAY[NULL] AS Z FROM RIDES;",
      "Cannot construct an array with all NULL elements (see https://github.com/confluentinc/ksql/issues/4239). "
      "As a workaround, you may cast a NULL value to the desired type."),
