@@ -200,10 +200,13 @@ def check_projection_keys(
         if not matches:
             missing.append(original)
         elif len(matches) > 1:
+            shown = [f"`{m}`" for m in matches]
             raise AnalysisError(
                 "The projection contains a key column more than once: "
-                + " and ".join(f"`{m}`" for m in matches)
-                + "."
+                f"{', '.join(shown[:-1])} and {shown[-1]}.\n"
+                "Each key column must only be in the projection once. If you intended to copy the "
+                "key into the value, then consider using the AS_VALUE function to indicate which "
+                "key reference should be copied."
             )
     if missing:
         texts = [E.format_sql(g) for g in missing]

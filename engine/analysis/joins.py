@@ -30,6 +30,7 @@ from engine.parser import ast
 from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.schema import PSEUDO_COLUMNS, WINDOW_BOUNDS
+from engine.plan.steps import WindowInfo
 from engine.plan.steps_join import join_output_schema, prefixed
 from engine.planner import logical as L
 from engine.planner import logical_join as LJ
@@ -145,6 +146,9 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
     def text(expr: E.Expr) -> str:
         return E.format_sql(display(expr))
 
+    def source_of(alias: str) -> DataSource:
+        return next(s for s in sources if qualified.get(s.name) == qualified[alias])
+
     def is_equality(expr: E.Expr) -> bool:
         return isinstance(expr, E.Comparison) and expr.op == "="
 
@@ -177,6 +181,7 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
             "Each side of the join must reference exactly one source and not the same source. "
             f"Left side references {left_ref} and right references {right_ref}"
         )
+    _check_source_windows(left_ref, source_of(left_ref), right_ref, source_of(right_ref))
     if right_alias not in operand_aliases:
         raise AnalysisError(
             f"A join criteria is expected to reference the source ({right_alias}) in the FROM clause, "
@@ -227,6 +232,11 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
                 raise AnalysisError(
                     f"Invalid join type: full-outer join not supported for foreign-key table-table "
                     f"join. {got_order}"
+                )
+            if left_is_join:
+                raise AnalysisError(
+                    "Invalid join condition: foreign-key table-table joins are not supported as part "
+                    f"of n-way joins. Got {criteria_text}."
                 )
             if left_node.window is not None or right_src.window_info is not None:
                 raise AnalysisError("Foreign-key table-table joins are not supported on windowed tables.")
@@ -436,6 +446,24 @@ def _contains_map(t: T.SqlType | None) -> bool:
     if isinstance(t, T.Struct):
         return any(_contains_map(f.type) for f in t.fields)
     return False
+
+
+def _check_source_windows(left_alias: str, left: DataSource, right_alias: str, right: DataSource) -> None:
+    """ksqlDB's analyzer check of the windows of the two sources a join's criteria name (in the
+    criteria's order): both windowed or neither, and session windows only with session windows."""
+    lw, rw = left.window_info, right.window_info
+    if (lw is None) != (rw is None):
+        def state(alias: str, w: WindowInfo | None) -> str:
+            return f"`{alias}` is {w.type} windowed" if w is not None else f"`{alias}` is not windowed"
+
+        raise AnalysisError(
+            "Can not join windowed source to non-windowed source.\n"
+            f"{state(left_alias, lw)}\n{state(right_alias, rw)}"
+        )
+    if lw is not None and rw is not None and (lw.type == "SESSION") != (rw.type == "SESSION"):
+        raise AnalysisError(
+            f"Incompatible windowed sources.\nLeft source: {lw.type}\nRight source: {rw.type}\n{_SESSION_MIX}"
+        )
 
 
 def _check_windows(

@@ -23,14 +23,17 @@ CREATE STREAM RIDES (ID STRING KEY, KM INT, CITY STRING, SPEED DOUBLE, TAGS MAP<
     STOPS ARRAY<INT>, TS BIGINT) WITH (kafka_topic='rides', value_format='JSON');
 CREATE TABLE RIDERS (ID STRING PRIMARY KEY, AGE INT, BIKE STRING) WITH (kafka_topic='riders', value_format='JSON');
 CREATE TABLE BIKES (ID STRING PRIMARY KEY, GEARS INT, MAKER STRING) WITH (kafka_topic='bikes', value_format='JSON');
+CREATE TABLE SHOPS (ID STRING PRIMARY KEY, CITY STRING) WITH (kafka_topic='shops', value_format='JSON');
 CREATE STREAM PINGS (ID STRING KEY, KM INT, NOTE STRING) WITH (kafka_topic='pings', value_format='JSON');
 CREATE TABLE W_RIDERS (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='w_riders', value_format='JSON',
     window_type='TUMBLING', window_size='1 MINUTE');
 CREATE TABLE S_RIDERS (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='s_riders', value_format='JSON',
     window_type='SESSION');
+CREATE TABLE H_AGES (ID INT PRIMARY KEY, LABEL STRING) WITH (kafka_topic='h_ages', value_format='JSON',
+    window_type='HOPPING', window_size='1 MINUTE');
 CREATE STREAM BEEPS (ID STRING KEY, KM INT) WITH (kafka_topic='beeps', value_format='KAFKA');
 """
-TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "beeps")
+TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", "h_ages", "beeps")
 
 # (statement, the text ksqlDB's message holds)
 CASES = [
@@ -95,6 +98,12 @@ CASES = [
     ("CREATE TABLE X AS SELECT ID, KM, COUNT(*) AS N FROM RIDES GROUP BY ID;",
      "Non-aggregate SELECT expression(s) not part of GROUP BY: KM\n"
      "Either add the column(s) to the GROUP BY or remove them from the SELECT."),
+    ("CREATE TABLE X AS SELECT KM, KM AS K2, COUNT(*) AS N FROM RIDES GROUP BY KM;",
+     "The projection contains a key column more than once: `KM` and `K2`.\n"
+     "Each key column must only be in the projection once. If you intended to copy the key into the value, "
+     "then consider using the AS_VALUE function to indicate which key reference should be copied."),
+    ("CREATE TABLE X AS SELECT KM FROM RIDES GROUP BY KM HAVING COUNT(*) > 2;",
+     "The projection contains no value columns."),
     ("CREATE TABLE X AS SELECT ID FROM RIDES GROUP BY ID;",
      "GROUP BY requires aggregate functions in either the SELECT or HAVING clause."),
     ("CREATE TABLE X AS SELECT COUNT(KM) AS C FROM RIDES GROUP BY COUNT(KM);",
@@ -123,7 +132,14 @@ CASES = [
      "Invalid join condition: table-table joins require to join on the primary key of the right input table. "
      "Got R.AGE = B.GEARS."),
     ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN W_RIDERS W ON R.ID = W.ID;",
-     "Can not join windowed source to non-windowed source."),
+     "Can not join windowed source to non-windowed source.\n`R` is not windowed\n`W` is TUMBLING windowed"),
+    ("CREATE TABLE X AS SELECT * FROM RIDERS R JOIN W_RIDERS W ON W.ID = R.BIKE;",
+     "Can not join windowed source to non-windowed source.\n`W` is TUMBLING windowed\n`R` is not windowed"),
+    ("CREATE TABLE X AS SELECT * FROM W_RIDERS W JOIN H_AGES H ON W.AGE = H.ID;",
+     "Foreign-key table-table joins are not supported on windowed tables."),
+    ("CREATE TABLE X AS SELECT * FROM RIDERS R JOIN SHOPS S ON R.ID = S.ID JOIN BIKES B ON R.BIKE = B.ID;",
+     "Invalid join condition: foreign-key table-table joins are not supported as part of n-way joins. "
+     "Got R.BIKE = B.ID."),
     ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN RIDERS P ON R.ID = P.ID AND R.KM = P.AGE;",
      "Invalid join condition: joins on multiple conditions are not yet supported. Got "),
     ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN RIDERS P ON R.KM = P.ID;",
