@@ -266,6 +266,21 @@ def _add_plan_commands(sub: Any) -> None:
     )
     regen.add_argument("--no-progress", action="store_true", help="Do not show a progress bar.")
     regen.set_defaults(handler=_cmd_plans_regenerate)
+    wheel = plans_sub.add_parser(
+        "release-wheel",
+        help="Build the wheel of a released engine from the commit RELEASES records for it.",
+        description=(
+            "Check out the commit planned_cases/RELEASES records for VERSION in a temporary "
+            "git worktree and build its wheel into --out (the previous release, for upgrade "
+            "tests). Needs the repository's history (not a shallow clone)."
+        ),
+    )
+    wheel.add_argument("version", metavar="VERSION", help="A released engine version.")
+    wheel.add_argument(
+        "--root", default=str(DEFAULT_ROOT), metavar="DIR", help="The planned cases folder."
+    )
+    wheel.add_argument("--out", default="dist", metavar="DIR", help="Where to write the wheel.")
+    wheel.set_defaults(handler=_cmd_plans_release_wheel)
     from qtt.plans.ksqldb_replay import add_command as add_replay_ksqldb
 
     add_replay_ksqldb(plans_sub)
@@ -510,6 +525,20 @@ def _cmd_plans_regenerate(args: argparse.Namespace) -> int:
             print(f"qtt: {exc}", file=sys.stderr)
             return 1
     return 1 if report.failed or problems else 0
+
+
+def _cmd_plans_release_wheel(args: argparse.Namespace) -> int:
+    from qtt.plans.release_wheel import ReleaseError, build_release_wheel, release_commit
+
+    root = Path(args.root)
+    try:
+        commit = release_commit(root, args.version)
+        wheel = build_release_wheel(root, commit, Path(args.out))
+    except (ReleaseError, ValueError) as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 1
+    print(wheel)
+    return 0
 
 
 def _cmd_schema_generate(args: argparse.Namespace) -> int:

@@ -6,7 +6,9 @@ Versions sort by (engine version, time). A version is *released* when the file
 version and a release time at or after the version's time; every other version is
 unreleased (written during development). Released versions are never rewritten or removed;
 ``qtt plans regenerate --release X`` folds each case's unreleased versions into one
-version ``X_<time>`` and appends ``X <now>`` to RELEASES.
+version ``X_<time>`` and appends ``X <now> <commit>`` to RELEASES, the commit being the one the
+release's engine was built from (``git rev-parse HEAD`` at release time), so that the engine of
+any release can be rebuilt from the repository alone (``qtt plans release-wheel X``).
 """
 
 from __future__ import annotations
@@ -107,23 +109,47 @@ def now_millis() -> int:
 # ---------------------------------------------------------------------------- releases
 
 
-def read_releases(root: Path) -> dict[str, int]:
-    """Released engine versions and their release times (``RELEASES``, ``#`` comments)."""
+_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One line of ``RELEASES``: an engine version, its release time and, when recorded, the
+    commit its engine was built from."""
+
+    version: str
+    millis: int
+    commit: str | None
+
+
+def read_release_lines(root: Path) -> list[Release]:
+    """Every release line of ``RELEASES`` in file order (``#`` starts a comment)."""
     path = root / RELEASES_FILE
     if not path.is_file():
-        return {}
-    releases: dict[str, int] = {}
+        return []
+    releases: list[Release] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
         parts = text.split()
-        if len(parts) != 2 or not parts[1].isdigit():
+        if (
+            len(parts) not in (2, 3)
+            or not parts[1].isdigit()
+            or (len(parts) == 3 and not _COMMIT.match(parts[2]))
+        ):
             raise ValueError(
-                f"{path}:{number}: expected '<engine-version> <epoch-ms>', got '{line.strip()}'."
+                f"{path}:{number}: expected '<engine-version> <epoch-ms> [<commit>]', "
+                f"got '{line.strip()}'."
             )
-        releases[parts[0]] = int(parts[1])
+        commit = parts[2] if len(parts) == 3 else None
+        releases.append(Release(parts[0], int(parts[1]), commit))
     return releases
+
+
+def read_releases(root: Path) -> dict[str, int]:
+    """Released engine versions and their release times."""
+    return {release.version: release.millis for release in read_release_lines(root)}
 
 
 def is_released(version: SavedVersion, releases: dict[str, int]) -> bool:
@@ -132,7 +158,7 @@ def is_released(version: SavedVersion, releases: dict[str, int]) -> bool:
     return released_at is not None and version.millis <= released_at
 
 
-def add_release(root: Path, engine_version: str, millis: int) -> None:
+def add_release(root: Path, engine_version: str, millis: int, commit: str | None = None) -> None:
     """Append a release line to ``RELEASES``; refuses a version released before."""
     if engine_version in read_releases(root):
         raise ValueError(
@@ -142,11 +168,13 @@ def add_release(root: Path, engine_version: str, millis: int) -> None:
     text = path.read_text(encoding="utf-8") if path.is_file() else RELEASES_HEADER
     if text and not text.endswith("\n"):
         text += "\n"
-    path.write_text(text + f"{engine_version} {millis}\n", encoding="utf-8")
+    line = f"{engine_version} {millis}" + (f" {commit}" if commit else "")
+    path.write_text(text + line + "\n", encoding="utf-8")
 
 
 RELEASES_HEADER = (
-    "# Released engine versions: '<engine-version> <release time, epoch ms>' per line.\n"
+    "# Released engine versions: '<engine-version> <release time, epoch ms> <commit>' per line\n"
+    "# (the commit the release's engine was built from; `qtt plans release-wheel X` builds it).\n"
     "# A saved version <v>_<t> is released when <v> is listed here with a time >= t.\n"
     "# Released versions are never rewritten; `qtt plans regenerate --release X` adds lines.\n"
 )

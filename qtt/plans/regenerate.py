@@ -20,6 +20,7 @@ from qtt.plans.layout import (
     version_dir_name,
 )
 from qtt.plans.record import RecordingError, record_case, write_planned_case
+from qtt.plans.release_wheel import head_commit, uncommitted_engine_files
 from qtt.plans.uptodate import check_up_to_date
 
 
@@ -67,6 +68,13 @@ def fold_release(root: Path, version: str, *, millis: int | None = None) -> list
         raise ValueError(
             f"Version {version} is already released; released history is never rewritten."
         )
+    dirty = uncommitted_engine_files(root)
+    if dirty:
+        raise ValueError(
+            f"Not releasing {version}: the release records the commit its engine is built "
+            f"from, and these engine files are not committed: {', '.join(dirty[:5])}"
+            + (" ..." if len(dirty) > 5 else "")
+        )
     lines: list[str] = []
     for case_dir in case_dirs(root):
         unreleased = [v for v in saved_versions(case_dir) if not is_released(v, releases)]
@@ -87,5 +95,5 @@ def fold_release(root: Path, version: str, *, millis: int | None = None) -> list
             )
         folded = f" (folded {len(unreleased) - 1} older unreleased)" if len(unreleased) > 1 else ""
         lines.append(f"{case_dir.name}: {keep.name} -> {target.name}{folded}")
-    add_release(root, version, now_millis() if millis is None else millis)
+    add_release(root, version, now_millis() if millis is None else millis, head_commit(root))
     return lines
