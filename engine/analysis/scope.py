@@ -263,11 +263,30 @@ def struct_all_items(item: ast.StructAll, scope: Scope) -> list[tuple[str | None
     """``base->*``: one column per field of the struct ``base``, named by the field, as ksqlDB's
     projection resolves it."""
     base = scope.resolve(item.base, clause="SELECT")
-    found = infer_type(base, scope.columns)
-    if not isinstance(found, Struct):
-        what = f"Column {base.name}" if isinstance(base, E.ColumnRef) else f"Expression {E.format_sql(base)}"
-        raise AnalysisError(f"{what} is not a STRUCT type.")
+    found = _struct_of(base, scope)
     return [(f.name, E.Dereference(base, f.name)) for f in found.fields]
+
+
+def _struct_of(expr: E.Expr, scope: Scope) -> Struct:
+    """The struct type of ``expr->*``'s base, with ksqlDB's errors for a column or field that is
+    no struct (any other expression is typed as usual)."""
+    if isinstance(expr, E.ColumnRef):
+        found = infer_type(expr, scope.columns)
+        if not isinstance(found, Struct):
+            raise AnalysisError(f"Column {expr.name} is not a STRUCT type.")
+        return found
+    if isinstance(expr, E.Dereference):
+        parent = _struct_of(expr.base, scope)
+        field = next((f for f in parent.fields if f.name == expr.field), None)
+        if field is None:
+            raise AnalysisError(f"Field {expr.field} was not found on STRUCT.")
+        if not isinstance(field.type, Struct):
+            raise AnalysisError(f"Field {expr.field} is not a STRUCT type.")
+        return field.type
+    found = infer_type(expr, scope.columns)
+    if not isinstance(found, Struct):
+        raise AnalysisError(f"Expression {E.format_sql(expr)} is not a STRUCT type.")
+    return found
 
 
 def reserved_in_select(name: str) -> AnalysisError:

@@ -31,9 +31,11 @@ CREATE TABLE S_RIDERS (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='s_ride
     window_type='SESSION');
 CREATE TABLE H_AGES (ID INT PRIMARY KEY, LABEL STRING) WITH (kafka_topic='h_ages', value_format='JSON',
     window_type='HOPPING', window_size='1 MINUTE');
+CREATE STREAM TRIPS (ID STRING KEY, LEG STRUCT<KM INT, DEST STRUCT<CITY STRING>>)
+    WITH (kafka_topic='trips', value_format='JSON');
 CREATE STREAM BEEPS (ID STRING KEY, KM INT) WITH (kafka_topic='beeps', value_format='KAFKA');
 """
-TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", "h_ages", "beeps")
+TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", "h_ages", "trips", "beeps")
 
 # (statement, the text ksqlDB's message holds)
 CASES = [
@@ -64,6 +66,8 @@ CASES = [
      "`ROWTIME` is a reserved column name. You cannot use it as an alias for a column."),
     ("CREATE STREAM Y (ROWTIME BIGINT) WITH (kafka_topic='rides', value_format='JSON');",
      "'ROWTIME' is a reserved column name. You cannot use it as a name for a column."),
+    ("CREATE STREAM Y (KM INT) WITH (kafka_topic='rides', value_format='JSON', window_type='SESSION');",
+     "Windowed sources require a key column."),
     ("CREATE TABLE Y (KM INT) WITH (kafka_topic='rides', value_format='JSON');",
      "Tables require a PRIMARY KEY. Please define the PRIMARY KEY."),
     ("CREATE STREAM Y (KM INT) WITH (kafka_topic='nowhere', value_format='JSON');", "Kafka topic does not exist: nowhere"),
@@ -178,6 +182,11 @@ CASES = [
      "Comparison with NULL not supported: INTEGER = NULL\nUse 'IS NULL' or 'IS NOT NULL' instead."),
     ("CREATE STREAM X AS SELECT * FROM RIDES WHERE NULL <> CITY;",
      "Comparison with NULL not supported: NULL <> STRING"),
+    ("CREATE STREAM X AS SELECT ID, NULL AS NOTHING FROM RIDES;",
+     "Can't infer a type of null. Please explicitly cast it to a required type, e.g. CAST(null AS VARCHAR)."),
+    ("CREATE STREAM X AS SELECT ID, CITY->* FROM RIDES;", "Column CITY is not a STRUCT type."),
+    ("CREATE STREAM X AS SELECT ID, LEG->KM->* FROM TRIPS;", "Field KM is not a STRUCT type."),
+    ("CREATE STREAM X AS SELECT ID, LEG->ORIGIN->* FROM TRIPS;", "Field ORIGIN was not found on STRUCT."),
     # PARTITION BY
     ("CREATE STREAM X AS SELECT * FROM RIDES PARTITION BY KM, KM;", "Duplicate PARTITION BY expression: KM"),
     ("CREATE STREAM X AS SELECT * FROM RIDES R PARTITION BY KM, R.KM;", "Duplicate PARTITION BY expression: R.KM"),
