@@ -19,7 +19,8 @@ def tests(session: nox.Session) -> None:
     """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
 
     The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
-    long kill -9 runs (``nox -s soak``) and the fault tests (``nox -s faults``). Two pytest-xdist workers, a test file each at a time,
+    long kill -9 runs (``nox -s soak``), the fault tests (``nox -s faults``) and the queries and
+    server on the secured broker (``nox -s secured_kafka``). Two pytest-xdist workers, a test file each at a time,
     one per core (more workers are no faster on two cores). Each
     worker starts its own SparkSession, broker and registry. Files go out in collection order
     (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
@@ -29,7 +30,7 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs and not faults", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs and not faults and not secured_kafka", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
 
@@ -84,6 +85,15 @@ def faults(session: nox.Session) -> None:
     through toxiproxy (built with go install on first use)."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "faults", "tests/faults", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def secured_kafka(session: nox.Session) -> None:
+    """kspark run and kspark server against the SASL_SSL broker (minutes on a loaded machine);
+    the client and error tests of the secured broker run in ``nox -s tests``."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "secured_kafka", "tests/engine/kafka/test_secured_kafka.py", "-p", "no:cacheprovider",
+                *session.posargs)
 
 
 @nox.session(python=PYTHON)

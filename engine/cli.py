@@ -104,6 +104,23 @@ def _record(raw: Any, where: str) -> TopicRecord:
     return TopicRecord(topic, raw.get("key"), raw.get("value"), timestamp, headers=tuple(parsed))
 
 
+def add_kafka_conf_argument(parser: Any) -> None:
+    """``--kafka-conf KEY=VALUE`` for a command that talks to Kafka (``engine.kafka.security.configure``)."""
+    parser.add_argument(
+        "--kafka-conf", action="append", default=[], metavar="KEY=VALUE",
+        help="a Kafka client security property, as in ksqlDB's server config (security.protocol, "
+             "sasl.mechanism, sasl.jaas.config, ssl.truststore.location, ...); repeatable; wins over "
+             "the same property in --config or --property",
+    )
+
+
+def _config_file(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--config`` properties file's entries ({} without one)."""
+    from engine.server.cli import read_config
+
+    return read_config(args.config) if getattr(args, "config", None) else {}
+
+
 def _properties(pairs: Sequence[str]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     for pair in pairs:
@@ -234,6 +251,7 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
     import threading
 
     from engine.hosting.application import StreamingApplication, state_dir_path
+    from engine.kafka import security as kafka_security
     from engine.kafka.admin import check_connection
 
     if not args.state_dir:
@@ -245,11 +263,14 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
     text = _read(args.sql)
     stop = threading.Event()
     try:
+        properties = kafka_security.configure(
+            args.bootstrap_servers, {**_config_file(args), **_properties(args.property)}, args.kafka_conf
+        )
         check_connection(args.bootstrap_servers, timeout=30.0)
         app = StreamingApplication(
             args.bootstrap_servers,
             state_dir_path(args.state_dir),
-            properties=_properties(args.property),
+            properties=properties,
             spark_master=args.spark_master,
             spark_conf=_properties(args.spark_conf),
         )
@@ -294,6 +315,8 @@ def _add_query_parser(sub: Any) -> None:
     query.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     query.add_argument("--spark-log", default=os.devnull, metavar="FILE",
                        help="where Spark's own console output goes (default: discarded)")
+    query.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
+    add_kafka_conf_argument(query)
 
 
 def _query_command(args: argparse.Namespace) -> int:
@@ -304,14 +327,17 @@ def _query_command(args: argparse.Namespace) -> int:
     """
     import signal
 
+    from engine.kafka import security as kafka_security
     from engine.kafka.admin import check_connection
     from engine.parser import parse
 
-    properties = _properties(args.property)
     stop = threading.Event()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     _stop_on_signals(stop)
     try:
+        properties = kafka_security.configure(
+            args.bootstrap_servers, {**_config_file(args), **_properties(args.property)}, args.kafka_conf
+        )
         statements = parse(args.statement)  # a typo needs no broker
         check_connection(args.bootstrap_servers, timeout=args.timeout)
         engine = _query_engine(args)
@@ -557,6 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
+    run.add_argument("--config", metavar="FILE",
+                     help="ksqlDB-style properties file (name=value lines); --property wins (Kafka mode)")
+    add_kafka_conf_argument(run)
     explain = sub.add_parser(
         "explain", help="per step of each query: which expressions run natively in Spark and which in Python"
     )

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from engine.components.broker import Broker
+from engine.components.broker import Broker, BrokerSecurity
 from engine.components.registry import SchemaRegistry
 from engine.runtime.session import get_spark, load_kafka_connector_by_default, stop_spark
 
@@ -52,6 +52,20 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     with the test process if that dies. Use ``kafka_broker.bootstrap_servers``.
     """
     with Broker(tmp_path_factory.mktemp("kafka-broker"), stop_with_parent=True) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def secured_kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """A second real broker with secured listeners: SASL_SSL (SCRAM-SHA-512 and PLAIN, user
+    ``kspark``) and SSL with client certificates, certificates made at its start.
+
+    Started on first use, stopped at the end of the session. Clients take
+    ``secured_kafka_broker.secured_bootstrap_servers("SASL_SSL")`` and
+    ``secured_kafka_broker.client_properties("SASL_SSL")`` (Java client names).
+    """
+    directory = tmp_path_factory.mktemp("secured-kafka-broker")
+    with Broker(directory, stop_with_parent=True, security=BrokerSecurity()) as broker:
         yield broker
 
 

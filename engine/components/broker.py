@@ -6,6 +6,13 @@
     broker.bootstrap_servers                    # '127.0.0.1:40123'
     broker.stop()
 
+With ``security=BrokerSecurity()`` the broker also listens on a SASL_SSL port (SCRAM-SHA-512
+and PLAIN, one user) and an SSL port that requires a client certificate; the certificates
+are made at the first start in ``pki/`` (``engine.components.certificates``), and
+``broker.client_properties("SASL_SSL")`` gives the Kafka client properties, under the Java
+client's names as a ksqlDB user writes them, of a client of either listener. The PLAINTEXT
+listener stays: it is the broker's own (between broker and controller).
+
 The jars come from Maven Central on first use (see ``engine.components.maven``). Files in
 the broker directory::
 
@@ -16,6 +23,7 @@ the broker directory::
     broker.pid          pid of the running broker; removed by stop()
     broker.json         the last ports used, reused by the next start when free
     data/               topic data and the KRaft metadata log, formatted on first start
+    pki/                with ``security``: the CA, the broker's and a client's key stores
     classes.jsa         while no class archive exists: the classes this JVM loads, dumped
                         at a clean stop and moved to the jar cache (kafka-<version>/classes-*.jsa)
                         where later brokers start from it (Java class data sharing)
@@ -41,8 +49,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.components.certificates import Pki, make_pki
 from engine.components.maven import fetch_artifacts, kspark_home
-from engine.components.process import HOST, JvmComponent, free_port
+from engine.components.process import HOST, JvmComponent, free_port, port_free
 from engine.components.process import java as java_executable
 from engine.errors import ComponentError
 
@@ -108,6 +117,27 @@ logger.config.level = WARN
 """
 
 
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SASL_SSL = "SASL_SSL"
+SSL = "SSL"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSecurity:
+    """The secured listeners of a development broker: SASL_SSL with one user (SCRAM-SHA-512,
+    created when the storage is formatted, and PLAIN), and SSL with client certificates."""
+
+    username: str = "kspark"
+    password: str = "kspark-secret"
+
+    def __post_init__(self) -> None:
+        for name, value in (("username", self.username), ("password", self.password)):
+            if not value or any(c in value for c in '",=[]\\ '):
+                raise ValueError(f"BrokerSecurity {name} {value!r} must be non-empty without quotes, "
+                                 "commas, '=', brackets, backslashes or spaces.")
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerStatus:
     """Whether a broker runs in a directory, and where it listens."""
@@ -147,16 +177,21 @@ class Broker(JvmComponent):
         heap: str = "512m",
         home: Path | None = None,
         stop_with_parent: bool = False,
+        security: BrokerSecurity | None = None,
     ) -> None:
         self.directory = Path(directory).resolve()
         self.port = port or None
         self.config = dict(config or {})
+        self.security = security
+        self.secured_ports: dict[str, int] = {}
         self.heap = heap
         self.home = home
         self.stop_with_parent = stop_with_parent
         self._process: subprocess.Popen[bytes] | None = None
         if self.port is None:
             self.port = self.saved_port() if self.running_pid() else None
+        if self.running_pid():
+            self.secured_ports = self._saved_secured_ports()
 
     def command_marker(self) -> str:
         return str(self.directory / "server.properties")  # a Kafka JVM started here names it
@@ -171,6 +206,53 @@ class Broker(JvmComponent):
                 f"The Kafka broker in {self.directory} has no port yet: start it first."
             )
         return f"{HOST}:{self.port}"
+
+    def secured_bootstrap_servers(self, listener: str = SASL_SSL) -> str:
+        """``HOST:PORT`` of the ``SASL_SSL`` or ``SSL`` listener of a broker started with ``security``."""
+        port = self.secured_ports.get(listener)
+        if port is None:
+            raise ComponentError(
+                f"The Kafka broker in {self.directory} has no running {listener} listener: "
+                "start it with security=BrokerSecurity()."
+            )
+        return f"{HOST}:{port}"
+
+    @property
+    def pki(self) -> Pki:
+        """The certificates of the secured listeners (made at the first start)."""
+        directory = self.directory / "pki"
+        return Pki(directory, directory / "ca.pem", directory / "server.p12",
+                   directory / "client.p12", directory / "client.pem")
+
+    def client_properties(self, listener: str = SASL_SSL, *, mechanism: str = "SCRAM-SHA-512",
+                          password: str | None = None) -> dict[str, str]:
+        """The Kafka client properties (Java client names) of a client of ``listener``:
+        SASL_SSL as the broker's user with ``mechanism`` (``password`` replaces the right one),
+        or SSL with the client certificate."""
+        if self.security is None:
+            raise ComponentError(f"The Kafka broker in {self.directory} was not given security=BrokerSecurity().")
+        pki = self.pki
+        properties = {
+            "security.protocol": listener,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca),
+        }
+        if listener == SASL_SSL:
+            login = SCRAM_LOGIN if mechanism.startswith("SCRAM-") else PLAIN_LOGIN
+            secret = self.security.password if password is None else password
+            properties |= {
+                "sasl.mechanism": mechanism,
+                "sasl.jaas.config": f'{login} required username="{self.security.username}" password="{secret}";',
+            }
+        elif listener == SSL:
+            properties |= {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.location": str(pki.client_keystore),
+                "ssl.keystore.password": pki.password,
+            }
+        else:
+            raise ComponentError(f"Unknown secured listener {listener!r}: expected {SASL_SSL} or {SSL}.")
+        return properties
 
     @property
     def lib(self) -> Path:
@@ -196,9 +278,12 @@ class Broker(JvmComponent):
         self.directory.mkdir(parents=True, exist_ok=True)
         port = self._choose_port()
         controller_port = free_port()
+        secured = self._choose_secured_ports(port, controller_port)
+        if self.security is not None and not self.pki.client_pem.exists():
+            make_pki(self.pki.directory)
         lib = self.fetch()
         properties = self.directory / "server.properties"
-        properties.write_text(self._server_properties(port, controller_port), encoding="utf-8")
+        properties.write_text(self._server_properties(port, controller_port, secured), encoding="utf-8")
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(
             LOG4J2_PROPERTIES.format(log=self.directory / LOG_FILE), encoding="utf-8"
@@ -217,8 +302,10 @@ class Broker(JvmComponent):
             self.directory / CONSOLE_FILE,
             port=port,
             controller_port=controller_port,
+            secured_ports=secured,
         )
         self.port = port
+        self.secured_ports = secured
         return True
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -254,21 +341,71 @@ class Broker(JvmComponent):
     def _after_clean_exit(self) -> None:
         self._keep_class_archive()
 
-    def _server_properties(self, port: int, controller_port: int) -> str:
+    def _saved_secured_ports(self) -> dict[str, int]:
+        saved = self.saved_state().get("secured_ports")
+        if not isinstance(saved, dict):
+            return {}
+        return {str(k): v for k, v in saved.items() if isinstance(v, int)}
+
+    def _choose_secured_ports(self, port: int, controller_port: int) -> dict[str, int]:
+        """The secured listeners' ports: the last start's when free, else new ones."""
+        if self.security is None:
+            return {}
+        previous = self._saved_secured_ports()
+        chosen: dict[str, int] = {}
+        for listener in (SASL_SSL, SSL):
+            candidate = previous.get(listener)
+            taken = {port, controller_port, *chosen.values()}
+            if candidate is None or candidate in taken or not port_free(candidate):
+                candidate = free_port()
+                while candidate in taken:
+                    candidate = free_port()
+            chosen[listener] = candidate
+        return chosen
+
+    def _server_properties(self, port: int, controller_port: int, secured: Mapping[str, int]) -> str:
+        listeners = [f"PLAINTEXT://{HOST}:{port}", *(f"{name}://{HOST}:{p}" for name, p in secured.items()),
+                     f"CONTROLLER://{HOST}:{controller_port}"]
         config = {
             **DEFAULT_CONFIG,
-            "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_port}",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(listeners),
             "controller.quorum.bootstrap.servers": f"{HOST}:{controller_port}",
             "log.dirs": str(self.directory / "data"),
+            **self._security_config(),
             **self.config,
         }
         lines = [f"{key}={_escape(value)}" for key, value in config.items()]
         return "# Written by kspark at each start; edit Broker(config=...) instead.\n" + "\n".join(lines) + "\n"
 
+    def _security_config(self) -> dict[str, str]:
+        if self.security is None:
+            return {}
+        pki = self.pki
+        user, password = self.security.username, self.security.password
+        return {
+            "listener.security.protocol.map":
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{SCRAM_LOGIN} required;",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config":
+                f'{PLAIN_LOGIN} required user_{user}="{password}";',
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(pki.server_keystore),
+            "ssl.keystore.password": pki.password,
+            "ssl.key.password": pki.password,
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca),
+            "listener.name.ssl.ssl.client.auth": "required",
+        }
+
     def _format(self, jvm: list[str], properties: Path) -> None:
+        scram = []
+        if self.security is not None:
+            user = f"SCRAM-SHA-512=[name={self.security.username},password={self.security.password}]"
+            scram = ["--add-scram", user]
         command = [*jvm, "kafka.tools.StorageTool", "format", "--standalone",
-                   "-t", _cluster_id(), "-c", str(properties)]
+                   "-t", _cluster_id(), "-c", str(properties), *scram]
         done = subprocess.run(command, cwd=self.directory, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise ComponentError(

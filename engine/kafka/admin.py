@@ -14,6 +14,7 @@ or a read right after them sees the topic as it now is.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,14 +23,71 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from engine.errors import KafkaClientError
-from engine.kafka.client import client_config, error_text
+from engine.kafka.client import LOG, client_config, error_text
 
 DEFAULT_TIMEOUT = 30.0
 
 
+# librdkafka errors that retrying does not mend: the cluster refuses these client settings.
+CREDENTIALS_REFUSED = ("the broker refused the credentials (check sasl.mechanism and the user name and "
+                       "password of sasl.jaas.config)")
+TLS_FAILED = ("the TLS handshake failed (check ssl.truststore.*, ssl.keystore.* and "
+              "ssl.endpoint.identification.algorithm)")
+WRONG_PROTOCOL = ("the broker closes every connection before its first answer: its listener speaks another "
+                  "protocol than security.protocol says")
+# A plain client at a TLS listener (or a TLS client at a plain one) is disconnected at its
+# first request, each time; a broker that answers never does that more than once or twice.
+WRONG_PROTOCOL_AFTER = 3
+
+
+class _Refusals(logging.Handler):
+    """What librdkafka reports while a connection is checked, sorted into the reasons it cannot be mended."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.reasons: list[str] = []
+        self.early_disconnects = 0
+
+    def on_error(self, error: KafkaError) -> None:
+        code, text = error.code(), error_text(error)
+        if code == KafkaError._AUTHENTICATION:
+            self.reasons.append(f"{CREDENTIALS_REFUSED}: {text}")
+        elif code == KafkaError._SSL or (code == KafkaError._TRANSPORT and "SSL routines" in text):
+            self.reasons.append(f"{TLS_FAILED}: {text}")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if LOG.isEnabledFor(record.levelno):  # what the clients' logger would have shown
+            LOG.handle(record)
+        message = record.getMessage()
+        if "incorrect security.protocol" in message or (
+                "Disconnected" in message and "in state APIVERSION_QUERY" in message):
+            self.early_disconnects += 1
+            if self.early_disconnects == WRONG_PROTOCOL_AFTER:
+                self.reasons.append(WRONG_PROTOCOL)
+
+
 def check_connection(bootstrap_servers: str, timeout: float = 10.0) -> None:
-    """Raise ``KafkaClientError`` naming ``bootstrap_servers`` if no broker answers in time."""
-    TopicAdmin(bootstrap_servers, timeout=timeout).check_connection()
+    """Raise ``KafkaClientError`` naming ``bootstrap_servers`` if no broker answers in time;
+    at once when the broker refuses the client's credentials, certificate or protocol."""
+    refusals = _Refusals()
+    # librdkafka reports a disconnection at INFO: a logger of its own sees them all.
+    watcher = logging.Logger(f"{LOG.name}.check", logging.DEBUG)
+    watcher.addHandler(refusals)
+    client = AdminClient(client_config(bootstrap_servers, error_cb=refusals.on_error, logger=watcher))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
+            return
+        except KafkaException as exc:
+            last = error_text(exc)
+        client.poll(0)
+        if refusals.reasons:
+            raise KafkaClientError(f"Cannot connect to the Kafka broker at {bootstrap_servers}: {refusals.reasons[0]}.")
+        if time.monotonic() >= deadline:
+            raise KafkaClientError(
+                f"Cannot reach the Kafka broker at {bootstrap_servers} within {timeout:g} s: {last}."
+            )
 
 
 class TopicAdmin:

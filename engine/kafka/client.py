@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from engine.kafka.security import security_for
+
 # librdkafka logs connection failures on stderr many times a second; route them to this
 # logger instead (silent unless the application configures logging).
 LOG = logging.getLogger("engine.kafka.librdkafka")
@@ -12,8 +14,10 @@ LOG.addHandler(logging.NullHandler())
 
 
 def client_config(bootstrap_servers: str, **settings: Any) -> dict[str, Any]:
-    """A confluent-kafka client config for ``bootstrap_servers`` plus ``settings``."""
-    return {"bootstrap.servers": bootstrap_servers, "logger": LOG, **settings}
+    """A confluent-kafka client config for ``bootstrap_servers`` plus ``settings``, with the
+    security set for that cluster (``engine.kafka.security.use_security``)."""
+    security = security_for(bootstrap_servers).librdkafka()
+    return {"bootstrap.servers": bootstrap_servers, "logger": LOG, **security, **settings}
 
 
 def error_text(error: Any) -> str:

@@ -273,14 +273,21 @@ def add_parser(sub: Any) -> None:
     cmd.add_argument("--service-id", required=True, metavar="ID", help="the new kspark service id")
     cmd.add_argument("--dry-run", action="store_true", help="translate and report, write nothing")
     cmd.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="Kafka timeouts (30)")
+    from engine.cli import add_kafka_conf_argument
+
+    add_kafka_conf_argument(cmd)  # for both clusters
 
 
 def run(args: Any) -> int:
     """0: imported (or translated with --dry-run); 1: a command cannot be imported; 2: bad input or Kafka."""
     import sys
 
+    from engine.kafka.security import configure
+
     target = args.bootstrap_servers or args.from_bootstrap_servers
     try:
+        for cluster in dict.fromkeys((args.from_bootstrap_servers, target)):
+            configure(cluster, {}, args.kafka_conf)
         records = read_command_topic(args.from_bootstrap_servers, args.ksqldb_service_id, timeout=args.timeout)
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)

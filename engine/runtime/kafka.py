@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.errors import KsqlError
+from engine.kafka.security import security_for
 from engine.plan.schema import LogicalSchema
 from engine.runtime import keyed as K
 from engine.runtime import processing_log
@@ -178,6 +179,7 @@ class KafkaRuntime:
             # Transaction markers leave gaps in the offsets a read_committed reader sees.
             .option("failOnDataLoss", "false")
             .options(**SOURCE_TUNING)
+            .options(**security_for(self.bootstrap_servers).spark_options())
             .load()
         )
         columns = kafka.select(

@@ -35,7 +35,8 @@ again. ksqlDB offers ``exactly_once_v2``, and so does kspark, by default:
 Read with ``isolation.level=read_committed``, the output then holds every record exactly
 once across crashes. The writing runs in the executors' JVMs (``kspark.TransactionalKafkaWriter``
 in ``engine/components/java``, built by ``engine.components.jvm``) with the Java Kafka client,
-which keeps every record's timestamp as it is.
+which keeps every record's timestamp as it is, and with the cluster's security properties
+(``engine.kafka.security``), which travel with the writer to the executors.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+
+from engine.kafka.security import security_for
 
 WRITER_CLASS = "kspark.TransactionalKafkaWriter"
 
@@ -80,8 +83,12 @@ class TransactionalSink:
         ``layout``; a partition whose mark for ``batch_id`` has the same layout is skipped."""
         jvm = records.sparkSession._jvm
         assert jvm is not None
+        client = jvm.java.util.HashMap()
+        for key, value in security_for(self.bootstrap_servers).java().items():
+            client.put(key, value)
         writer = jvm.kspark.TransactionalKafkaWriter(
-            self.bootstrap_servers, self.topic, self.query_id, batch_id, self.transaction_timeout_ms, layout
+            self.bootstrap_servers, self.topic, self.query_id, batch_id, self.transaction_timeout_ms, layout,
+            client,
         )
         records._jdf.foreachPartition(writer)
 

@@ -17,8 +17,8 @@ every entry is also produced, as ksqlDB's processing log writes it, to that topi
 
 with ``type`` 0 for deserialization errors, 1 for record processing errors and 3 for
 serialization errors. The entries are written where the error happens (Spark's Python
-workers on the executors): the topic's address reaches them through the environment of
-the Python functions Spark ships (``SparkContext.environment``), and each worker opens its
+workers on the executors): the topic's address (and the cluster's security properties) reaches them through the
+environment of the Python functions Spark ships (``SparkContext.environment``), and each worker opens its
 own producer on first use. The log is best effort, as ksqlDB's is (not transactional): an
 entry may be repeated when Spark replays a micro-batch.
 """
@@ -62,11 +62,20 @@ class ProcessingLogTopic:
     topic: str
 
     def to_env(self) -> str:
-        return json.dumps({"bootstrap.servers": self.bootstrap_servers, "topic": self.topic})
+        """The topic and the cluster's security properties, for the workers' environment."""
+        from engine.kafka.security import security_for
+
+        client = security_for(self.bootstrap_servers).java()
+        return json.dumps({"bootstrap.servers": self.bootstrap_servers, "topic": self.topic, "client": client})
 
     @staticmethod
     def from_env(text: str) -> ProcessingLogTopic:
+        """The topic ``to_env`` wrote; its cluster's security is set for this process."""
+        from engine.kafka.security import KafkaSecurity, use_security
+
         value = json.loads(text)
+        if value.get("client"):
+            use_security(value["bootstrap.servers"], KafkaSecurity.from_properties(value["client"]))
         return ProcessingLogTopic(value["bootstrap.servers"], value["topic"])
 
 

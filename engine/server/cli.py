@@ -20,6 +20,8 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
+    from engine.cli import add_kafka_conf_argument
+
     server = sub.add_parser("server", help="run a server answering ksqlDB's REST API (a command topic on Kafka)")
     server.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
     server.add_argument("--service-id", required=True, metavar="ID",
@@ -29,6 +31,7 @@ def add_parser(sub: Any) -> None:
     server.add_argument("--state-dir", required=True, metavar="DIR",
                         help="checkpoints of persistent queries: a path or a file: URI")
     server.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
+    add_kafka_conf_argument(server)
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     server.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark conf (repeatable), e.g. spark.pyspark.python=PATH for a cluster's executors")
@@ -49,7 +52,9 @@ def add_parser(sub: Any) -> None:
 
 
 def read_config(path: str) -> dict[str, str]:
-    """A Java-style properties file: ``name=value`` (or ``name: value``) lines, ``#``/``!`` comments."""
+    """A Java-style properties file: ``name=value`` (or ``name: value``) lines, ``#``/``!``
+    comments; a line ending in a backslash goes on in the next one (its leading blanks dropped),
+    as ksqlDB's docs write ``sasl.jaas.config``."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -57,10 +62,15 @@ def read_config(path: str) -> dict[str, str]:
     except UnicodeDecodeError as exc:
         raise SystemExit(f"kspark: cannot read the config file {path}: byte {exc.start} is not UTF-8 text.") from None
     properties: dict[str, str] = {}
+    pending = ""
     for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
+        stripped = pending + line.strip() if pending else line.strip()
+        if not pending and (not stripped or stripped[0] in "#!"):
             continue
+        if (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1:  # an odd number: a continuation
+            pending = stripped[:-1]
+            continue
+        pending = ""
         cut = min((i for i in (stripped.find("="), stripped.find(":")) if i > 0), default=-1)
         if cut < 0:
             raise SystemExit(f"kspark: line {number} of {path} is not 'name=value': {stripped}")
@@ -79,12 +89,20 @@ def run(args: argparse.Namespace) -> int:
     """Start the service, then serve HTTP/1.1 and HTTP/2 (h2c too) until SIGTERM/SIGINT."""
     from engine.errors import KsqlError
     from engine.hosting.application import state_dir_path
+    from engine.kafka.admin import check_connection
+    from engine.kafka.security import configure
     from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
     from engine.server.service import KsqlService
 
     host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
+    try:
+        properties = configure(args.bootstrap_servers, properties, args.kafka_conf)
+        check_connection(args.bootstrap_servers, timeout=30.0)
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
     try:
         auth = BasicAuth.from_file(args.auth_file) if args.auth_file else None
     except KsqlError as exc:

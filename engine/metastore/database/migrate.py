@@ -32,6 +32,7 @@ from typing import Any
 
 from engine.commandlog import CommandLog, QueuedCommand
 from engine.errors import KsqlError
+from engine.kafka.security import configure
 from engine.metastore.database.database import MetastoreDatabase, Write
 from engine.metastore.database.rows import QUERIES, SOURCES, QueryRow, SourceRow
 
@@ -167,6 +168,9 @@ def add_parser(sub: Any) -> None:
                               "kspark import-command-topic does")
     migrate.add_argument("--ksqldb-service-id", metavar="ID",
                          help="with --from-ksqldb: ksqlDB's ksql.service.id, if not --service-id")
+    from engine.cli import add_kafka_conf_argument
+
+    add_kafka_conf_argument(migrate)
 
 
 def ksqldb_state(bootstrap_servers: str, ksqldb_service_id: str, timeout: float) -> tuple[CommandTopicState, int]:
@@ -217,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.once:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda signum, frame: stop.set())
+    try:
+        configure(args.bootstrap_servers, {}, args.kafka_conf)
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
     state = CommandTopicState()
     log = CommandLog(args.bootstrap_servers, args.service_id, timeout=args.timeout)
     db = MetastoreDatabase(args.bootstrap_servers, args.service_id, timeout=args.timeout)

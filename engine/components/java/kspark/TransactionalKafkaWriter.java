@@ -3,6 +3,7 @@ package kspark;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -53,10 +54,13 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
   private final long batchId;
   private final int transactionTimeoutMs;
   private final String layout;
+  // The cluster's security properties (security.protocol, sasl.*, ssl.*): Java client names.
+  private final HashMap<String, String> clientProperties;
 
   public TransactionalKafkaWriter(
       String bootstrapServers, String topic, String queryId, long batchId, int transactionTimeoutMs,
-      String layout) {
+      String layout, Map<String, String> clientProperties) {
+    this.clientProperties = new HashMap<>(clientProperties);
     this.bootstrapServers = bootstrapServers;
     this.topic = topic;
     this.queryId = queryId;
@@ -129,6 +133,7 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
 
   private KafkaProducer<byte[], byte[]> producer(String transactionalId) {
     Properties props = new Properties();
+    props.putAll(clientProperties);
     props.put("bootstrap.servers", bootstrapServers);
     props.put("transactional.id", transactionalId);
     props.put("transaction.timeout.ms", Integer.toString(transactionTimeoutMs));
@@ -144,6 +149,7 @@ public final class TransactionalKafkaWriter implements ForeachPartitionFunction<
 
   private KafkaConsumer<byte[], byte[]> consumer(String group) {
     Properties props = new Properties();
+    props.putAll(clientProperties);
     props.put("bootstrap.servers", bootstrapServers);
     props.put("group.id", group);
     props.put("isolation.level", "read_committed");

@@ -1,0 +1,383 @@
+"""Kafka client security: one set of properties, written as ksqlDB users write them, for every client.
+
+    security = KafkaSecurity.from_properties({
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            'username="alice" password="...";',
+        "ssl.truststore.location": "/etc/kafka/ca.pem",
+    })
+    use_security("broker:9093", security)   # every client kspark makes for broker:9093 gets it
+
+The names are the Java Kafka client's, as a ksqlDB server config has them: plain
+(``ssl.truststore.location``) or prefixed ``ksql.streams.`` (which wins, as ksqlDB uses the
+prefixed truststore for Kafka and the plain one for its own HTTPS listener). They are
+checked once and then given, translated, to every client:
+
+- confluent-kafka (librdkafka) clients (``librdkafka()``): ``sasl.jaas.config`` becomes
+  ``sasl.username``/``sasl.password``; a PEM truststore ``ssl.ca.location`` (a PKCS12 one
+  its certificates as ``ssl.ca.pem``); a PKCS12 keystore ``ssl.keystore.location``, a PEM
+  one ``ssl.key.location`` and ``ssl.certificate.location``; an empty
+  ``ssl.endpoint.identification.algorithm`` ``none``.
+- Java clients (``java()``): the transactional writer in Spark's executors, as given (with
+  the store types made explicit).
+- Spark's Kafka source (``spark_options()``): the same, prefixed ``kafka.``.
+
+``split_security`` takes these properties out of a config, so that they reach neither the
+engine's properties nor its plans, statements or command log. An unknown name under
+``ssl.``/``sasl.``, a missing file, or settings that contradict each other raise
+``KafkaClientError`` naming the property; no message, ``repr`` or log line holds a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import KafkaClientError
+
+STREAMS_PREFIX = "ksql.streams."
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+STORE_TYPES = ("PEM", "PKCS12", "JKS")
+
+# Translated for librdkafka as well as given to the Java clients.
+MAPPED = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config",
+    "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password", "ssl.truststore.certificates",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.endpoint.identification.algorithm",
+})
+# Java-only tuning: given to the Java clients; librdkafka has no equivalent (it takes
+# OpenSSL's defaults, which accept what a Java client would negotiate).
+JAVA_ONLY = frozenset({
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keymanager.algorithm",
+    "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.provider",
+})
+KNOWN = MAPPED | JAVA_ONLY
+SECRETS = frozenset({"sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.password",
+                     "ssl.key.password", "ssl.keystore.key"})
+HIDDEN = "[hidden]"
+
+_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)(?P<options>.*?);?\s*$",
+                   re.DOTALL)
+_JAAS_OPTION = re.compile(r'\s*(?P<key>[\w.-]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s";]+))')
+
+
+def is_security_name(name: str) -> bool:
+    """Whether ``name`` (with or without ``ksql.streams.``) is a Kafka client security property."""
+    key = name.removeprefix(STREAMS_PREFIX)
+    return key == "security.protocol" or key.startswith(("ssl.", "sasl."))
+
+
+def split_security(properties: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``properties`` without the Kafka security ones, and those (prefix removed; a
+    ``ksql.streams.`` one wins over the plain one)."""
+    rest: dict[str, Any] = {}
+    plain: dict[str, str] = {}
+    prefixed: dict[str, str] = {}
+    for name, value in properties.items():
+        if not is_security_name(name):
+            rest[name] = value
+        elif name.startswith(STREAMS_PREFIX):
+            prefixed[name.removeprefix(STREAMS_PREFIX)] = str(value)
+        else:
+            plain[name] = str(value)
+    return rest, {**plain, **prefixed}
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSecurity:
+    """Checked Kafka client security properties under the Java client's names."""
+
+    items: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def from_properties(properties: Mapping[str, Any]) -> KafkaSecurity:
+        """Check ``properties`` (Java client names, or ``ksql.streams.``-prefixed) and keep the
+        security ones; raise ``KafkaClientError`` naming the first bad property."""
+        _, given = split_security(properties)
+        resolved = _check(given)
+        return KafkaSecurity(tuple(sorted(resolved.items())))
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.items)
+
+    @property
+    def protocol(self) -> str:
+        return self.properties.get("security.protocol", "PLAINTEXT")
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={HIDDEN if k in SECRETS else v}" for k, v in self.items)
+        return f"KafkaSecurity({shown})"
+
+    __str__ = __repr__
+
+    def java(self) -> dict[str, str]:
+        """For the Java Kafka clients (``Properties``)."""
+        return self.properties
+
+    def spark_options(self) -> dict[str, str]:
+        """For Spark's Kafka source and sink: the Java properties prefixed ``kafka.``."""
+        return {f"kafka.{k}": v for k, v in self.items}
+
+    def librdkafka(self) -> dict[str, str]:
+        """For confluent-kafka's clients (librdkafka's names)."""
+        p = self.properties
+        if not p:
+            return {}
+        out = {"security.protocol": self.protocol.lower()}
+        if "sasl.mechanism" in p:
+            out["sasl.mechanism"] = p["sasl.mechanism"]
+        if "sasl.jaas.config" in p:
+            options = _jaas(p["sasl.jaas.config"])[1]
+            out["sasl.username"] = options["username"]
+            out["sasl.password"] = options["password"]
+        if "ssl.truststore.location" in p:
+            location = p["ssl.truststore.location"]
+            if p["ssl.truststore.type"] == "PEM":
+                out["ssl.ca.location"] = location
+            else:
+                out["ssl.ca.pem"] = _pkcs12_certificates(location, p.get("ssl.truststore.password"))
+        if "ssl.truststore.certificates" in p:
+            out["ssl.ca.pem"] = p["ssl.truststore.certificates"]
+        if "ssl.keystore.location" in p:
+            location = p["ssl.keystore.location"]
+            if p["ssl.keystore.type"] == "PEM":
+                out["ssl.key.location"] = location
+                out["ssl.certificate.location"] = location
+                if "ssl.key.password" in p:
+                    out["ssl.key.password"] = p["ssl.key.password"]
+            else:
+                out["ssl.keystore.location"] = location
+                if "ssl.keystore.password" in p:
+                    out["ssl.keystore.password"] = p["ssl.keystore.password"]
+        if "ssl.keystore.key" in p:
+            out["ssl.key.pem"] = p["ssl.keystore.key"]
+            out["ssl.certificate.pem"] = p["ssl.keystore.certificate.chain"]
+            if "ssl.key.password" in p:
+                out["ssl.key.password"] = p["ssl.key.password"]
+        algorithm = p.get("ssl.endpoint.identification.algorithm")
+        if algorithm is not None:
+            out["ssl.endpoint.identification.algorithm"] = algorithm.lower() or "none"
+        return out
+
+
+# ---------------------------------------------------------------------- which clusters use what
+
+_IN_USE: dict[str, KafkaSecurity] = {}
+
+
+def use_security(bootstrap_servers: str, security: KafkaSecurity | None) -> None:
+    """Every Kafka client this process makes for ``bootstrap_servers`` uses ``security``
+    from now on (None or an empty one: none)."""
+    if security:
+        _IN_USE[bootstrap_servers] = security
+    else:
+        _IN_USE.pop(bootstrap_servers, None)
+
+
+def security_for(bootstrap_servers: str) -> KafkaSecurity:
+    """The security set for ``bootstrap_servers`` (empty when none was)."""
+    return _IN_USE.get(bootstrap_servers, KafkaSecurity())
+
+
+# ---------------------------------------------------------------------- checks
+
+
+def _check(given: Mapping[str, str]) -> dict[str, str]:
+    for name in sorted(given):
+        if name not in KNOWN:
+            hint = ("kspark's Kafka clients support SASL PLAIN and SCRAM and SSL key and trust stores"
+                    if name.startswith("sasl.") else "see the secured Kafka guide for the supported ones")
+            raise KafkaClientError(f"Unknown Kafka security property '{name}': {hint}.")
+    p = {k: v.strip() if k not in SECRETS else v for k, v in given.items()}
+    protocol = p.get("security.protocol", "").upper()
+    if "security.protocol" in p:
+        if protocol not in PROTOCOLS:
+            raise KafkaClientError(
+                f"Invalid value for 'security.protocol': '{p['security.protocol']}'; expected one of "
+                f"{', '.join(PROTOCOLS)}."
+            )
+        p["security.protocol"] = protocol
+    elif p:
+        first = sorted(p)[0]
+        raise KafkaClientError(
+            f"'{first}' is set but 'security.protocol' is not (PLAINTEXT): set security.protocol "
+            "to SSL, SASL_SSL or SASL_PLAINTEXT."
+        )
+    sasl = protocol.startswith("SASL_")
+    if sasl:
+        _check_sasl(p, protocol)
+    else:
+        for name in sorted(p):
+            if name.startswith("sasl."):
+                raise KafkaClientError(
+                    f"'{name}' is set but 'security.protocol' is {protocol}: SASL settings need "
+                    "SASL_SSL or SASL_PLAINTEXT."
+                )
+    if not protocol.endswith("SSL"):
+        for name in sorted(p):
+            if name.startswith("ssl."):
+                raise KafkaClientError(
+                    f"'{name}' is set but 'security.protocol' is {protocol}: TLS settings need SSL or SASL_SSL."
+                )
+        return p
+    _check_store(p, "truststore", certificates="ssl.truststore.certificates")
+    _check_store(p, "keystore", certificates="ssl.keystore.key")
+    if "ssl.keystore.key" in p and "ssl.keystore.certificate.chain" not in p:
+        raise KafkaClientError("'ssl.keystore.key' is set without 'ssl.keystore.certificate.chain'.")
+    if "ssl.keystore.certificate.chain" in p and "ssl.keystore.key" not in p:
+        raise KafkaClientError("'ssl.keystore.certificate.chain' is set without 'ssl.keystore.key'.")
+    algorithm = p.get("ssl.endpoint.identification.algorithm")
+    if algorithm is not None and algorithm.lower() not in ("", "https"):
+        raise KafkaClientError(
+            f"Invalid value for 'ssl.endpoint.identification.algorithm': '{algorithm}'; expected "
+            "https (verify the broker's host name) or an empty value (do not)."
+        )
+    return p
+
+
+def _check_sasl(p: dict[str, str], protocol: str) -> None:
+    mechanism = p.get("sasl.mechanism", "GSSAPI").strip().upper()
+    if mechanism not in MECHANISMS:
+        raise KafkaClientError(
+            f"Unsupported value for 'sasl.mechanism': '{mechanism}'"
+            f"{' (the Java client default)' if 'sasl.mechanism' not in p else ''}; kspark's Kafka "
+            f"clients support {', '.join(MECHANISMS)}."
+        )
+    p["sasl.mechanism"] = mechanism
+    if "sasl.jaas.config" not in p:
+        raise KafkaClientError(
+            f"'security.protocol' is {protocol} but 'sasl.jaas.config' is not set: give the user "
+            f'as {MECHANISMS[mechanism]} required username="..." password="...";'
+        )
+    module, options = _jaas(p["sasl.jaas.config"])
+    if module != MECHANISMS[mechanism]:
+        raise KafkaClientError(
+            f"'sasl.jaas.config' names the login module {module}, but 'sasl.mechanism' {mechanism} "
+            f"needs {MECHANISMS[mechanism]}."
+        )
+    for option in ("username", "password"):
+        if not options.get(option):
+            raise KafkaClientError(f"'sasl.jaas.config' has no {option}=\"...\" option.")
+
+
+def _jaas(text: str) -> tuple[str, dict[str, str]]:
+    """A JAAS configuration's login module and options (values never appear in errors)."""
+    match = _JAAS.match(text)
+    if match is None:
+        raise KafkaClientError(
+            "'sasl.jaas.config' is not '<LoginModule class> required username=\"...\" password=\"...\";'."
+        )
+    options: dict[str, str] = {}
+    rest = match["options"]
+    while rest.strip():
+        option = _JAAS_OPTION.match(rest)
+        if option is None:
+            raise KafkaClientError(
+                "'sasl.jaas.config' has an option that is not name=\"value\" (values with spaces "
+                "or semicolons are quoted)."
+            )
+        quoted = option["quoted"]
+        options[option["key"]] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else option["bare"]
+        rest = rest[option.end():]
+    return match["module"], options
+
+
+def _check_store(p: dict[str, str], store: str, *, certificates: str) -> None:
+    location_key, type_key = f"ssl.{store}.location", f"ssl.{store}.type"
+    location = p.get(location_key)
+    if location is None:
+        if type_key in p and certificates not in p:
+            raise KafkaClientError(f"'{type_key}' is set without '{location_key}'.")
+        if certificates in p:
+            if p.get(type_key, "PEM").upper() != "PEM":
+                raise KafkaClientError(f"'{certificates}' needs '{type_key}' PEM, got '{p[type_key]}'.")
+            p[type_key] = "PEM"
+        return
+    if certificates in p:
+        raise KafkaClientError(f"Both '{location_key}' and '{certificates}' are set: give one of them.")
+    path = Path(location).expanduser()
+    if not path.is_file():
+        raise KafkaClientError(f"'{location_key}' names {location}, which is not a readable file.")
+    try:
+        head = path.read_bytes()[:4096]
+    except OSError as exc:
+        raise KafkaClientError(f"'{location_key}' names {location}, which cannot be read: {exc.strerror}.") from None
+    pem = b"-----BEGIN " in head
+    given = p.get(type_key, "").upper()
+    # Java's default store type is JKS: the file's own form is taken when none is given.
+    kind = given or ("PEM" if pem else "PKCS12" if head[:1] == b"\x30" else "JKS")
+    if kind not in STORE_TYPES:
+        raise KafkaClientError(f"Invalid value for '{type_key}': '{p[type_key]}'; expected PEM, PKCS12 or JKS.")
+    if kind == "PEM" and not pem:
+        raise KafkaClientError(f"'{location_key}' names {location}, which holds no PEM block ('{type_key}' is PEM).")
+    if kind == "JKS":
+        raise KafkaClientError(
+            f"'{location_key}' is a JKS store, which kspark's librdkafka clients cannot read: convert it "
+            f"with keytool -importkeystore -srckeystore {location} -destkeystore store.p12 "
+            f"-deststoretype PKCS12 and set '{type_key}' to PKCS12."
+        )
+    if kind == "PEM" and store == "keystore" and "ssl.keystore.password" in p:
+        raise KafkaClientError("'ssl.keystore.password' cannot be used with a PEM key store: use 'ssl.key.password'.")
+    if kind == "PKCS12" and store == "keystore" and "ssl.keystore.password" not in p:
+        raise KafkaClientError("'ssl.keystore.location' is a PKCS12 store but 'ssl.keystore.password' is not set.")
+    if kind == "PKCS12" and store == "truststore":
+        _pkcs12_certificates(location, p.get("ssl.truststore.password"))  # loads, or says why not
+    p[type_key] = kind
+
+
+def _pkcs12_certificates(location: str, password: str | None) -> str:
+    """The certificates of a PKCS12 truststore as PEM text."""
+    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+
+    try:
+        store = pkcs12.load_pkcs12(Path(location).expanduser().read_bytes(), password.encode() if password else None)
+    except (OSError, ValueError):
+        raise KafkaClientError(
+            f"'ssl.truststore.location' names {location}, which does not open as a PKCS12 store with "
+            "'ssl.truststore.password'."
+        ) from None
+    certificates = [c.certificate for c in store.additional_certs]
+    if store.cert is not None:
+        certificates.append(store.cert.certificate)
+    if not certificates:
+        raise KafkaClientError(f"'ssl.truststore.location' names {location}, which holds no certificate.")
+    return "".join(c.public_bytes(Encoding.PEM).decode("ascii") for c in certificates)
+
+
+# ---------------------------------------------------------------------- the commands' options
+
+
+def configure(bootstrap_servers: str, properties: Mapping[str, Any], kafka_conf: list[str] | tuple[str, ...] = ()
+              ) -> dict[str, Any]:
+    """Check the security properties among ``properties`` and the ``--kafka-conf`` pairs (which
+    win), use them for ``bootstrap_servers``, and return the other properties."""
+    rest, from_properties = split_security(properties)
+    pairs: dict[str, str] = {}
+    for pair in kafka_conf:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise KafkaClientError(f"--kafka-conf takes KEY=VALUE, got '{name if not sep else pair}'.")
+        if not is_security_name(name):
+            raise KafkaClientError(
+                f"--kafka-conf takes Kafka security properties (security.protocol, sasl.*, ssl.*); "
+                f"'{name}' is not one."
+            )
+        pairs[name] = value
+    _, from_flags = split_security(pairs)
+    use_security(bootstrap_servers, KafkaSecurity.from_properties({**from_properties, **from_flags}))
+    return rest
