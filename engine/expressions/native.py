@@ -612,6 +612,7 @@ _FUNCTIONS_2: dict[tuple[str, int], Callable[[list[Column], NativeCall], Column]
     ("RTRIM", 1): _trim("trailing"),
     ("REPLACE", 1): lambda args, _: F.replace(*args),
     ("CONCAT_WS", 1): lambda args, _: F.call_function("concat_ws", *args),
+    ("CONCAT_WS", 2): lambda args, _: F.call_function("concat_ws", *args),
     ("SQRT", 1): lambda args, _: F.sqrt(args[0].cast("double")),
     ("SIGN", 1): _sign,
     ("CEIL", 1): _floor_or_ceil(F.ceil),

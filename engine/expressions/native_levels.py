@@ -64,6 +64,8 @@ LEVEL_2_FUNCTIONS: dict[tuple[str, int], Callable[[NativeCall], bool]] = {
     ("RTRIM", 1): _params_in(BaseType.STRING),
     ("REPLACE", 1): _replace_accepts,
     ("CONCAT_WS", 1): _params_in(BaseType.STRING),
+    # Version 2 takes the separator as its first value; fewer than two values fail in Python.
+    ("CONCAT_WS", 2): lambda call: len(call.params) >= 2 and _params_in(BaseType.STRING)(call),
     ("SQRT", 1): _params_in(*_NUMBERS),
     ("SIGN", 1): _params_in(*_NUMBERS),
     ("CEIL", 1): _params_in(*_NUMBERS),

@@ -432,16 +432,41 @@ class CollectSetAggregator(BaseAggregator):
         return list(acc)
 
 
-@aggregate("COLLECT_LIST", params=[_T], returns=T.Array(_T), supports_undo=True)
+@aggregate("COLLECT_LIST", params=[_T], returns=T.Array(_T), supports_undo=True, until=1)
 def collect_list(*, config: Mapping[str, Any] | None = None) -> CollectListAggregator:
-    """All values of the group as an array (limit: ksql.functions.collect_list.limit)."""
+    """All values of the group as an array (limit: ksql.functions.collect_list.limit, 1000
+    when unset: version 1, kept for saved plans)."""
     return CollectListAggregator(config_int(config, COLLECT_LIST_LIMIT, DEFAULT_COLLECT_LIMIT))
 
 
-@aggregate("COLLECT_SET", params=[_T], returns=T.Array(_T))
+@aggregate("COLLECT_SET", params=[_T], returns=T.Array(_T), until=1)
 def collect_set(*, config: Mapping[str, Any] | None = None) -> CollectSetAggregator:
-    """The distinct values of the group as an array (limit: ksql.functions.collect_set.limit)."""
+    """The distinct values of the group as an array (limit: ksql.functions.collect_set.limit,
+    1000 when unset: version 1, kept for saved plans)."""
     return CollectSetAggregator(config_int(config, COLLECT_SET_LIMIT, DEFAULT_COLLECT_LIMIT))
+
+
+def _collect_limit(config: Mapping[str, Any] | None, key: str) -> int:
+    """ksqlDB's Collect limit: unlimited unless set, and a negative setting is unlimited too."""
+    limit = config_int(config, key, -1)
+    return UNLIMITED_COLLECT if limit < 0 else limit
+
+
+UNLIMITED_COLLECT = 2**31 - 1  # Java's Integer.MAX_VALUE, ksqlDB's "no limit"
+
+
+@aggregate("COLLECT_LIST", params=[_T], returns=T.Array(_T), supports_undo=True, since=2)
+def collect_list_unlimited(*, config: Mapping[str, Any] | None = None) -> CollectListAggregator:
+    """All values of the group as an array, NULLs included, in arrival order (at most
+    ksql.functions.collect_list.limit values when set)."""
+    return CollectListAggregator(_collect_limit(config, COLLECT_LIST_LIMIT))
+
+
+@aggregate("COLLECT_SET", params=[_T], returns=T.Array(_T), since=2)
+def collect_set_unlimited(*, config: Mapping[str, Any] | None = None) -> CollectSetAggregator:
+    """The distinct values of the group as an array, in first-seen order (at most
+    ksql.functions.collect_set.limit values when set)."""
+    return CollectSetAggregator(_collect_limit(config, COLLECT_SET_LIMIT))
 
 
 # --------------------------------------------------------------------------- ATTR
@@ -590,12 +615,20 @@ class ByOffsetAggregator(BaseAggregator):
 
 
 class ByOffsetNAggregator(BaseAggregator):
-    """EARLIEST/LATEST_BY_OFFSET keeping ``n`` values: acc is [(sequence, value), ...]."""
+    """EARLIEST/LATEST_BY_OFFSET keeping ``n`` values: acc is [(sequence, value), ...].
 
-    def __init__(self, n: int, *, latest: bool, ignore_nulls: bool) -> None:
+    ``merge_keeps_oldest``: a session-window merge keeps the ``n`` oldest of both sides, as
+    ksqlDB's LATEST_BY_OFFSET(col, N) does (its merge sorts by sequence and takes the first
+    N); version 1 of LATEST kept the newest.
+    """
+
+    def __init__(
+        self, n: int, *, latest: bool, ignore_nulls: bool, merge_keeps_oldest: bool = False
+    ) -> None:
         self.n = n
         self.latest = latest
         self.ignore_nulls = ignore_nulls
+        self.merge_keeps_oldest = merge_keeps_oldest
 
     def initial(self) -> list[tuple[int, Any]]:
         return []
@@ -611,7 +644,8 @@ class ByOffsetNAggregator(BaseAggregator):
         return self._keep(acc + [(next_sequence(), value)])
 
     def merge(self, a: list[tuple[int, Any]], b: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
-        return self._keep(sorted(a + b, key=lambda e: e[0]))
+        merged = sorted(a + b, key=lambda e: e[0])
+        return merged[: self.n] if self.merge_keeps_oldest else self._keep(merged)
 
     def result(self, acc: list[tuple[int, Any]]) -> list[Any]:
         return [v for _, v in acc]
@@ -639,29 +673,45 @@ def _register_by_offset(name: str, latest: bool) -> None:
     def one_nulls(ignore_nulls: bool) -> ByOffsetAggregator:
         return ByOffsetAggregator(latest=latest, ignore_nulls=bool(ignore_nulls))
 
-    @aggregate(name, params=[_T, T.INTEGER], returns=T.Array(_T), init_params=1, intermediate=many)
-    def n(count: int) -> ByOffsetNAggregator:
-        return ByOffsetNAggregator(_positive(count, name, "N"), latest=latest, ignore_nulls=True)
+    # LATEST's N overloads changed in version 2 (a merge keeps the oldest N); EARLIEST's did not.
+    versions: tuple[tuple[int, int | None], ...] = ((1, 1), (2, None)) if latest else ((1, None),)
+    for since, until in versions:
+        oldest = since >= 2
 
-    @aggregate(
-        name,
-        params=[_T, T.INTEGER, T.BOOLEAN],
-        returns=T.Array(_T),
-        init_params=2,
-        intermediate=many,
-    )
-    def n_nulls(count: int, ignore_nulls: bool) -> ByOffsetNAggregator:
-        return ByOffsetNAggregator(
-            _positive(count, name, "N"), latest=latest, ignore_nulls=bool(ignore_nulls)
+        @aggregate(
+            name, params=[_T, T.INTEGER], returns=T.Array(_T), init_params=1, intermediate=many,
+            since=since, until=until, description=f"The N {verb} non-NULL values by offset.",
         )
+        def n(count: int, oldest: bool = oldest) -> ByOffsetNAggregator:
+            return ByOffsetNAggregator(
+                _n_by_offset(count), latest=latest, ignore_nulls=True, merge_keeps_oldest=oldest
+            )
 
-    for fn, what in (
-        (one, f"The {verb} non-NULL value by offset."),
-        (one_nulls, f"The {verb} value by offset, NULLs ignored or not."),
-        (n, f"The N {verb} non-NULL values by offset."),
-        (n_nulls, f"The N {verb} values by offset, NULLs ignored or not."),
-    ):
-        fn.__doc__ = what
+        @aggregate(
+            name,
+            params=[_T, T.INTEGER, T.BOOLEAN],
+            returns=T.Array(_T),
+            init_params=2,
+            intermediate=many,
+            since=since,
+            until=until,
+            description=f"The N {verb} values by offset, NULLs ignored or not.",
+        )
+        def n_nulls(count: int, ignore_nulls: bool, oldest: bool = oldest) -> ByOffsetNAggregator:
+            return ByOffsetNAggregator(
+                _n_by_offset(count), latest=latest, ignore_nulls=bool(ignore_nulls),
+                merge_keeps_oldest=oldest,
+            )
+
+    one.__doc__ = f"The {verb} non-NULL value by offset."
+    one_nulls.__doc__ = f"The {verb} value by offset, NULLs ignored or not."
+
+
+def _n_by_offset(count: int) -> int:
+    """ksqlDB's factory refuses N below 1; the statement fails with its factory's message."""
+    if count is None or count <= 0:
+        raise AnalysisError("Failed to invoke UDAF factory method")
+    return count
 
 
 _register_by_offset("LATEST_BY_OFFSET", latest=True)
@@ -768,15 +818,22 @@ def _topk_struct_return(args: Sequence[SqlType | None]) -> SqlType:
     return T.Array(T.Struct(tuple(fields)))
 
 
+# ksqlDB's TOPK sorts INTEGER, BIGINT, DOUBLE or STRING values only (a DECIMAL reaches the
+# DOUBLE overload through a cast); version 1 also took the other comparable types.
+_TOPK_SORTABLE = (T.INTEGER, T.BIGINT, T.DOUBLE, T.STRING)
+
+
 def _register_topk() -> None:
     for t in _COMPARABLE:
         plain_return = _array_of_first if t is ANY_DECIMAL else T.Array(t)
+        until = None if t in _TOPK_SORTABLE else 1
         aggregate(
             "TOPK",
             params=[t, T.INTEGER],
             returns=plain_return,
             init_params=1,
             description="The K largest non-NULL values, descending.",
+            until=until,
         )(lambda k: TopKAggregator(_positive(k, "TOPK", "K")))
         aggregate(
             "TOPKDISTINCT",
@@ -792,10 +849,13 @@ def _register_topk() -> None:
                 returns=_topk_struct_return,
                 init_params=1,
                 description="The rows with the K largest sort values, as structs.",
+                until=until,
             )(lambda k, e=extra: TopKAggregator(_positive(k, "TOPK", "K"), extra_columns=e))
 
 
 _register_topk()
+# Version 2 of TOPK: without the overloads ksqlDB lacks, and its ranking of overloads.
+REGISTRY.declare_ksqldb_ties("TOPK", since=2)
 
 
 # --------------------------------------------------------------------------- STDDEV_SAMP
@@ -1041,3 +1101,7 @@ for _num in (T.DOUBLE, T.INTEGER, T.BIGINT):
         supports_undo=True,
         intermediate=_CORRELATION_STATE,
     )(correlation)
+
+# CORRELATION(INTEGER, BIGINT) fits the BIGINT and the DOUBLE overload only through casts:
+# ambiguous in ksqlDB (version 1 took the BIGINT one).
+REGISTRY.declare_ksqldb_ties("CORRELATION", since=2)

@@ -7,7 +7,7 @@ import binascii
 import struct
 
 from engine.errors import EvaluationError
-from engine.functions.lib_string import pad, substring_bounds
+from engine.functions.lib_string import concat_ws_inputs, pad, substring_bounds
 from engine.functions.registry import scalar
 from engine.plan import types as T
 
@@ -87,12 +87,26 @@ def concat_bytes(*parts: bytes | None) -> bytes:
     return b"".join(p for p in parts if p is not None)
 
 
-@scalar("CONCAT_WS", params=[BYTES, BYTES], returns=BYTES, variadic=True, null_propagating=False)
+@scalar(
+    "CONCAT_WS", params=[BYTES, BYTES], returns=BYTES, variadic=True, null_propagating=False,
+    until=1,
+)
 def concat_ws_bytes(separator: bytes | None, *parts: bytes | None) -> bytes | None:
     """Join the non-NULL byte arrays with the separator; NULL if the separator is NULL."""
     if separator is None:
         return None
     return separator.join(p for p in parts if p is not None)
+
+
+@scalar("CONCAT_WS", params=[BYTES], returns=BYTES, variadic=True, null_propagating=False, since=2)
+def concat_ws_bytes_values(*inputs: bytes | None) -> bytes | None:
+    """Join the non-NULL byte arrays after the first with the first as separator; NULL if
+    the separator is NULL; fewer than two values are an error (ksqlDB's ``BYTES...``)."""
+    concat_ws_inputs(inputs)
+    separator = inputs[0]
+    if separator is None:
+        return None
+    return separator.join(p for p in inputs[1:] if p is not None)
 
 
 @scalar("LEN", params=[BYTES], returns=INTEGER)

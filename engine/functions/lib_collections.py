@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.data.values import format_double
 from engine.errors import EvaluationError
-from engine.functions.registry import Generic, scalar
+from engine.functions.registry import REGISTRY, Generic, scalar
 from engine.plan import types as T
 from engine.plan.types import SqlType
 
@@ -225,6 +225,8 @@ for _t in (T.INTEGER, T.BIGINT):
         params=[_t, _t, _t],
         returns=T.Array(_t),
         description="The integers from start towards end inclusive, in steps of step.",
+        # ksqlDB's step is an INTEGER: GENERATE_SERIES(BIGINT, BIGINT, BIGINT) is version 1's.
+        until=None if _t is T.INTEGER else 1,
     )(_series)
 
 scalar(
@@ -233,6 +235,8 @@ scalar(
     returns=T.Array(T.BIGINT),
     description="The integers from start towards end inclusive, in steps of an INTEGER step.",
 )(_series)
+# Version 2 of GENERATE_SERIES: without the BIGINT step, and ksqlDB's ranking of overloads.
+REGISTRY.declare_ksqldb_ties("GENERATE_SERIES", since=2)
 
 
 # --------------------------------------------------------------------------- maps

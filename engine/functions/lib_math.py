@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from engine.errors import EvaluationError
-from engine.functions.registry import scalar
+from engine.functions.registry import REGISTRY, scalar
 from engine.plan import types as T
 from engine.plan.types import SqlType
 
@@ -447,6 +447,17 @@ for _t in _NUMERIC_PARAMS:
         returns=T.DOUBLE,
         description="Angle of the point (x, y) given as (y, x), in radians.",
     )(_on_doubles(math.atan2))
+
+
+# ksqlDB ranks the overloads a call reaches only through implicit casts without a cost:
+# ROUND(INTEGER, INTEGER) fits ROUND(DOUBLE, INTEGER) and ROUND(DECIMAL, INTEGER) alike and is
+# ambiguous, as are LOG, POWER and ATAN2 of an INTEGER and a BIGINT. Earlier versions took
+# the shortest widening; saved plans keep them.
+REGISTRY.declare_ksqldb_ties("ROUND", since=2)
+REGISTRY.declare_ksqldb_ties("TRUNC", since=3)
+REGISTRY.declare_ksqldb_ties("LOG", since=3)
+REGISTRY.declare_ksqldb_ties("POWER", since=2)
+REGISTRY.declare_ksqldb_ties("ATAN2", since=2)
 
 
 @scalar("PI", params=[], returns=T.DOUBLE)

@@ -262,13 +262,31 @@ def concat(*parts: str | None) -> str:
 
 
 @scalar(
-    "CONCAT_WS", params=[STRING, STRING], returns=STRING, variadic=True, null_propagating=False
+    "CONCAT_WS", params=[STRING, STRING], returns=STRING, variadic=True, null_propagating=False,
+    until=1,
 )
 def concat_ws(separator: str | None, *parts: str | None) -> str | None:
     """Join the non-NULL strings with the separator; NULL if the separator is NULL."""
     if separator is None:
         return None
     return separator.join(p for p in parts if p is not None)
+
+
+def concat_ws_inputs(inputs: tuple[object, ...]) -> None:
+    """ksqlDB's CONCAT_WS takes the separator as its first value and needs two or more."""
+    if len(inputs) < 2:
+        raise EvaluationError("Function Concat_WS expects at least two input arguments.")
+
+
+@scalar("CONCAT_WS", params=[STRING], returns=STRING, variadic=True, null_propagating=False, since=2)
+def concat_ws_values(*inputs: str | None) -> str | None:
+    """Join the non-NULL strings after the first with the first as separator; NULL if the
+    separator is NULL; fewer than two values are an error (ksqlDB's ``STRING...``)."""
+    concat_ws_inputs(inputs)
+    separator = inputs[0]
+    if separator is None:
+        return None
+    return separator.join(p for p in inputs[1:] if p is not None)
 
 
 # --------------------------------------------------------------------------- case and trimming

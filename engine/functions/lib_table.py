@@ -5,10 +5,13 @@ A NULL argument yields no rows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from engine.functions.lib_math import ANY_DECIMAL
 from engine.functions.registry import Generic, table_function
 from engine.plan import types as T
+from engine.plan.types import SqlType
 
 _T = Generic("T")
 
@@ -17,6 +20,18 @@ _T = Generic("T")
 def explode(array: list[Any] | None) -> list[Any]:
     """One row per element of the array."""
     return [] if array is None else list(array)
+
+
+def _decimal_item(args: Sequence[SqlType | None]) -> SqlType:
+    array = args[0]
+    return array.item if isinstance(array, T.Array) else T.STRING
+
+
+@table_function("EXPLODE", params=[T.Array(ANY_DECIMAL)], returns=_decimal_item)
+def explode_decimals(array: list[Any] | None) -> list[Any]:
+    """One row per element of an array of DECIMALs, typed as the array's elements (ksqlDB
+    declares this overload beside the generic one)."""
+    return explode(array)
 
 
 @table_function("CUBE_EXPLODE", params=[T.Array(_T)], returns=T.Array(_T))

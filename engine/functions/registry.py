@@ -190,11 +190,23 @@ class FunctionRegistry:
     # built-in functions are declared in lower case, and its messages name them so.
     _declared_upper: set[str] = field(default_factory=set)
     _internal: set[str] = field(default_factory=set)
+    # Function -> the version from which calls needing casts rank overloads as ksqlDB does.
+    _ksqldb_ties: dict[str, int] = field(default_factory=dict)
 
     def declare_internal(self, *names: str) -> None:
         """Leave these functions out of ``names`` (SHOW FUNCTIONS): kspark's own, for plans
         it imports, not ksqlDB's."""
         self._internal.update(n.upper() for n in names)
+
+    def declare_ksqldb_ties(self, name: str, *, since: int) -> None:
+        """From version ``since`` of the function, rank the overloads a call fits as ksqlDB's
+        UdfIndex does: by their shape only (non-variadic first, then more parameters, then
+        fewer generics), with no cost for how far an implicit cast widens, so that two
+        overloads a call reaches only through casts (ROUND(INTEGER, INTEGER): DOUBLE or
+        DECIMAL) are ambiguous. Earlier versions keep the cheapest widening. ``since`` is a
+        version of the function (``current_semantics``) even where no overload starts at it,
+        so overloads closed with ``until`` at the version before leave new plans."""
+        self._ksqldb_ties[name.upper()] = since
 
     def declare_upper_case(self, *names: str) -> None:
         """Name these functions in upper case in messages, as ksqlDB's declarations do."""
@@ -238,7 +250,9 @@ class FunctionRegistry:
 
     def current_semantics(self, name: str) -> int:
         """The version of the function's behaviour new plans record (1 for unknown names)."""
-        return max((s.since for s in self._by_name.get(name.upper(), ())), default=1)
+        upper = name.upper()
+        newest = max((s.since for s in self._by_name.get(upper, ())), default=1)
+        return max(newest, self._ksqldb_ties.get(upper, 1))
 
     def settled_semantics(self, name: str, arg_types: Sequence[SqlType | None], semantics: int) -> int:
         """The version a call planned at ``semantics`` records once its argument types are
@@ -287,12 +301,17 @@ class FunctionRegistry:
             raise self._no_match(name, arg_types, semantics)
         exact = [m for m in matches if m[3] == 0]
         phase = exact or matches
-        best = phase[0]
-        if len(phase) > 1:
-            tied = phase[1][4] == best[4]
+        ties_since = self._ksqldb_ties.get(name.upper())
+        if ties_since is not None and (semantics is None or semantics >= ties_since):
+            phase = sorted(phase, key=lambda m: _ksqldb_rank(m[0]), reverse=True)
+            if len(phase) > 1 and _ksqldb_rank(phase[0][0]) == _ksqldb_rank(phase[1][0]):
+                raise self._ambiguous(name, arg_types, semantics)
+        elif len(phase) > 1:
+            tied = phase[1][4] == phase[0][4]
             all_variadic_casts = not exact and all(m[0].variadic for m in phase)
             if tied or all_variadic_casts:
                 raise self._ambiguous(name, arg_types, semantics)
+        best = phase[0]
         sig, bindings, params = best[0], best[1], best[2]
         coerced = tuple(
             None if a is None else _param_type(_substitute(p, bindings), a)
@@ -352,7 +371,8 @@ class FunctionRegistry:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' does not accept parameters "
             f"({self._describe_args(arg_types)}).\n"
-            f"Valid alternatives are:\n{self._alternatives(name, semantics)}"
+            f"Valid alternatives are:\n{self._alternatives(name, semantics)}\n"
+            f"{_DESCRIBE_HINT}"
         )
 
     def _ambiguous(
@@ -361,8 +381,29 @@ class FunctionRegistry:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' cannot be resolved due to ambiguous method parameters "
             f"({self._describe_args(arg_types)}).\n"
-            f"Valid alternatives are:\n{self._alternatives(name, semantics)}"
+            "Use CAST() to explicitly cast your parameters to one of the supported function calls.\n"
+            f"Valid function calls are:\n{self._alternatives(name, semantics)}\n"
+            f"{_DESCRIBE_HINT}"
         )
+
+
+# The last line of ksqlDB's UdfIndex messages.
+_DESCRIBE_HINT = "For detailed information on a function run: DESCRIBE FUNCTION <Function-Name>;"
+
+
+def _ksqldb_rank(sig: Signature) -> tuple[int, int, int, int, int]:
+    """How ksqlDB's UdfIndex orders two overloads a call fits (greater is better): non-variadic,
+    more declared parameters, fewer generic parameters (a variadic ANY counts as one), no
+    variadic ANY, a later variadic parameter."""
+    variadic_any = sig.variadic and isinstance(sig.params[-1], AnyType)
+    generics = sum(1 for p in sig.params if _has_generic(p)) + int(variadic_any)
+    return (
+        0 if sig.variadic else 1,
+        len(sig.params),
+        -generics,
+        0 if variadic_any else 1,
+        len(sig.params) - 1 if sig.variadic else -1,
+    )
 
 
 def _overlap(a: Signature, b: Signature) -> bool:

@@ -270,6 +270,7 @@ LEVEL_2_FALLBACK = {
     "GREATEST(D, 1.5)": "function GREATEST runs in Python for",
     "LEAST(DEC, DEC)": "function LEAST runs in Python for",
     "LEN(TO_BYTES(S, 'utf8'))": "function LEN runs in Python for",
+    "CONCAT_WS(S)": "function CONCAT_WS runs in Python for",
     "DEC / 3": "DECIMAL /",
 }
 

@@ -318,8 +318,25 @@ def test_collect_list_limit_comes_from_the_config():
     assert fold(agg, [1, 2, 3]) == [[1], [1, 2], [1, 2]]
 
 
-def test_collect_list_default_limit_is_one_thousand():
-    assert len(final("COLLECT_LIST", [T.INTEGER], list(range(1500)))) == 1000
+def test_collect_list_and_set_have_no_default_limit_and_a_negative_limit_is_none():
+    # ksqlDB's Collect starts at Integer.MAX_VALUE and resets a negative limit to it (the
+    # 1000 of its docs is Confluent Cloud's setting).
+    assert len(final("COLLECT_LIST", [T.INTEGER], list(range(1500)))) == 1500
+    assert len(final("COLLECT_SET", [T.INTEGER], list(range(1500)))) == 1500
+    for name, key in (("COLLECT_LIST", "collect_list"), ("COLLECT_SET", "collect_set")):
+        unlimited = make(name, [T.INTEGER], config={f"ksql.functions.{key}.limit": -1})
+        assert fold(unlimited, list(range(1200)))[-1] == list(range(1200))
+        none = make(name, [T.INTEGER], config={f"ksql.functions.{key}.limit": 0})
+        assert fold(none, [1, 2]) == [[], []]
+
+
+def test_collect_list_and_set_version_1_keep_their_default_of_one_thousand():
+    for name in ("COLLECT_LIST", "COLLECT_SET"):
+        agg = aggregate_spec(name, [T.INTEGER], 1).create()
+        acc = agg.initial()
+        for v in range(1500):
+            acc = agg.add(acc, v)
+        assert len(agg.result(acc)) == 1000
 
 
 def test_collect_list_bad_limit_is_rejected():
@@ -394,11 +411,6 @@ def test_earliest_by_offset_keeps_the_first():
     assert fold(agg, [4, None, 5, 6]) == [[4], [4], [4, 5], [4, 5]]
 
 
-def test_by_offset_n_must_be_positive():
-    with pytest.raises(AnalysisError, match="positive"):
-        make("LATEST_BY_OFFSET", [T.INTEGER, T.INTEGER], [0])
-
-
 def test_latest_by_offset_merge_prefers_the_later_record():
     agg = make("LATEST_BY_OFFSET", [T.INTEGER, T.BOOLEAN], [False])
     first = agg.add(agg.initial(), 1)
@@ -417,7 +429,10 @@ def test_latest_n_merge_orders_by_arrival():
     a = agg.add(agg.initial(), 1)
     b = agg.add(agg.initial(), None)
     c = agg.add(agg.initial(), 2)
-    assert agg.result(agg.merge(agg.merge(a, c), b)) == [None, 2]
+    # Ordered by arrival, then the first N kept (ksqlDB's merge); version 1 kept the last N.
+    assert agg.result(agg.merge(agg.merge(a, c), b)) == [1, None]
+    old = aggregate_spec("LATEST_BY_OFFSET", [T.INTEGER, T.INTEGER, T.BOOLEAN], 1).create([2, False])
+    assert old.result(old.merge(old.merge(a, c), b)) == [None, 2]
 
 
 # --------------------------------------------------------------------------- TOPK
@@ -686,3 +701,37 @@ def test_accumulators_survive_pickling(name, types, init, values):
     restored = pickle.loads(pickle.dumps(acc))
     assert restored == acc
     assert agg.result(restored) == agg.result(acc)
+
+
+def test_topk_sorts_the_types_ksqldb_sorts_and_a_decimal_as_a_double():
+    assert aggregate_spec("TOPK", [T.Decimal(4, 1), T.INTEGER]).return_type == T.Array(T.DOUBLE)
+    assert aggregate_spec("TOPK", [T.Decimal(4, 1), T.INTEGER]).column_types == (T.DOUBLE,)
+    for t in (T.DATE, T.TIME, T.TIMESTAMP, T.BYTES):
+        with pytest.raises(TypeCheckError, match=r"^Function 'topk' does not accept parameters"):
+            aggregate_spec("TOPK", [t, T.INTEGER])
+    # Version 1 kept them for saved plans; the calls ksqlDB takes keep their version.
+    assert aggregate_spec("TOPK", [T.DATE, T.INTEGER], 1).return_type == T.Array(T.DATE)
+    assert REGISTRY.settled_semantics("TOPK", [T.INTEGER, T.STRING, T.INTEGER], 2) == 1
+
+
+def test_latest_by_offset_n_merges_sessions_keeping_the_oldest_n_as_ksqldb_does():
+    # ksqlDB's merge sorts both sides by sequence and takes the first N.
+    agg = make("LATEST_BY_OFFSET", [T.INTEGER, T.INTEGER], init=[2])
+    left = agg.initial()
+    for v in (1, 2):
+        left = agg.add(left, v)
+    right = agg.initial()
+    for v in (3, 4):
+        right = agg.add(right, v)
+    assert agg.result(left) == [1, 2] and agg.result(right) == [3, 4]
+    assert agg.result(agg.merge(left, right)) == [1, 2]
+    # Version 1 kept the newest N for saved plans; EARLIEST keeps the oldest N either way.
+    old = aggregate_spec("LATEST_BY_OFFSET", [T.INTEGER, T.INTEGER], 1).create([2])
+    assert old.result(old.merge(left, right)) == [3, 4]
+    assert REGISTRY.settled_semantics("LATEST_BY_OFFSET", [T.INTEGER], 2) == 1
+
+
+@pytest.mark.parametrize("name", ["LATEST_BY_OFFSET", "EARLIEST_BY_OFFSET"])
+def test_by_offset_with_n_below_one_fails_with_ksqldbs_factory_message(name):
+    with pytest.raises(AnalysisError, match="^Failed to invoke UDAF factory method$"):
+        make(name, [T.INTEGER, T.INTEGER], init=[0])

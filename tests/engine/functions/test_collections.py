@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.errors import EvaluationError
+from engine.errors import EvaluationError, TypeCheckError
 from engine.functions import REGISTRY
 from engine.plan import types as T
 from engine.plan.types import SqlType
@@ -168,7 +168,7 @@ def test_slice_is_one_based_and_inclusive() -> None:
 def test_generate_series_counts_up_or_down() -> None:
     assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 2, 5) == [2, 3, 4, 5]
     assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 1, -1) == [1, 0, -1]
-    assert call("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT], 0, 10, 4) == [0, 4, 8]
+    assert call("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.INTEGER], 0, 10, 4) == [0, 4, 8]
     assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 5, 0, -5) == [5, 0]
     assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], 7, 7) == [7]
     assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER], None, 7) is None
@@ -237,3 +237,10 @@ def test_generate_series_of_bigints_takes_an_integer_step() -> None:
     assert resolved.return_type == T.Array(T.BIGINT)
     assert resolved.invoke([2**40, 2**40 + 5, 2]) == [2**40, 2**40 + 2, 2**40 + 4]
     assert resolved.invoke([10, 4, -3]) == [10, 7, 4]
+
+
+def test_generate_series_takes_an_integer_step_as_ksqldb_does():
+    assert REGISTRY.resolve("GENERATE_SERIES", [T.INTEGER, T.BIGINT, T.INTEGER]).return_type == T.Array(T.BIGINT)
+    with pytest.raises(TypeCheckError, match=r"^Function 'generate_series' does not accept parameters \(BIGINT, BIGINT, BIGINT\)"):
+        REGISTRY.resolve("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT])
+    assert REGISTRY.resolve("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT], 1).invoke([1, 5, 2]) == [1, 3, 5]

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.errors import TypeCheckError
 from engine.functions import REGISTRY
 from engine.functions.lib_math import java_div, java_pow, java_round
 from engine.plan import types as T
@@ -213,7 +214,7 @@ def test_log_in_a_base_of_one_or_at_most_zero_is_nan_as_in_ksqldb(base: int) -> 
 
 def test_log_version_1_stays_in_plans_saved_with_it() -> None:
     """Version 1 took one argument as base 10 and divided by ln(1) for a base of 1."""
-    assert REGISTRY.current_semantics("LOG") == 2
+    assert REGISTRY.current_semantics("LOG") == 3  # 3: ties of casts as in ksqlDB
     assert REGISTRY.resolve("LOG", [T.INTEGER], 1).invoke([1000]) == pytest.approx(3.0)
     assert REGISTRY.resolve("LOG", [T.INTEGER, T.INTEGER], 1).invoke([1, 5]) == math.inf
     assert REGISTRY.resolve("LOG", [T.INTEGER], 2).invoke([1000]) == pytest.approx(math.log(1000))
@@ -281,3 +282,33 @@ def test_trunc_of_an_integer_planned_at_version_1_stays_an_integer() -> None:
     assert REGISTRY.resolve("TRUNC", [T.INTEGER], 1).return_type == T.INTEGER
     assert REGISTRY.settled_semantics("TRUNC", [T.DOUBLE], 2) == 1  # other overloads unchanged
     assert REGISTRY.settled_semantics("TRUNC", [T.INTEGER], 2) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("ROUND", [T.INTEGER, T.INTEGER]),
+        ("ROUND", [T.BIGINT, T.INTEGER]),
+        ("TRUNC", [T.INTEGER, T.INTEGER]),
+        ("LOG", [T.INTEGER, T.BIGINT]),
+        ("POWER", [T.BIGINT, T.INTEGER]),
+        ("ATAN2", [T.INTEGER, T.BIGINT]),
+        ("CORRELATION", [T.INTEGER, T.BIGINT]),
+    ],
+)
+def test_calls_that_fit_two_overloads_only_through_casts_are_ambiguous_as_in_ksqldb(name, args):
+    from engine.functions.udaf import aggregate_spec
+
+    resolve = aggregate_spec if name == "CORRELATION" else REGISTRY.resolve
+    described = ", ".join(str(a) for a in args)
+    with pytest.raises(TypeCheckError, match=rf"^Function '{name.lower()}' cannot be resolved due to ambiguous method parameters \({described}\)\."):
+        resolve(name, args)
+    # Saved plans keep the version that took the shortest widening.
+    old = REGISTRY.current_semantics(name) - 1
+    assert resolve(name, args, old) is not None
+
+
+def test_round_of_integers_still_resolves_with_one_argument_or_a_decimal():
+    assert REGISTRY.resolve("ROUND", [T.INTEGER]).return_type == T.BIGINT
+    assert REGISTRY.resolve("ROUND", [T.Decimal(5, 2), T.INTEGER]).return_type == T.Decimal(5, 2)
+    assert REGISTRY.resolve("ROUND", [T.DOUBLE, T.INTEGER]).return_type == T.DOUBLE

@@ -54,6 +54,36 @@ def test_shortest_widening_wins_when_casts_are_needed() -> None:
     assert resolved.param_types == (T.BIGINT,)
 
 
+def _tied_from_version_2() -> FunctionRegistry:
+    registry = FunctionRegistry()
+    registry.register(Signature("R", (T.DOUBLE, T.INTEGER), T.DOUBLE, _impl))
+    registry.register(Signature("R", (T.Decimal(1000, 0), T.INTEGER), T.STRING, _impl))
+    registry.register(Signature("R", (T.STRING,), T.STRING, _impl, variadic=True))
+    registry.declare_ksqldb_ties("R", since=2)
+    return registry
+
+
+def test_from_its_declared_version_casts_rank_overloads_as_ksqldb_does_with_no_cost() -> None:
+    # ksqlDB's UdfIndex ranks the overloads a call fits with casts by their shape only
+    # (variadic or not, parameter count, generics), never by how far a cast widens.
+    registry = _tied_from_version_2()
+    assert registry.current_semantics("R") == 2
+    with pytest.raises(
+        TypeCheckError,
+        match=r"^Function 'r' cannot be resolved due to ambiguous method parameters \(INTEGER, INTEGER\)\.",
+    ):
+        registry.resolve("R", [T.INTEGER, T.INTEGER])
+    # Version 1 keeps the cheapest widening (INTEGER -> DECIMAL) for saved plans.
+    assert registry.resolve("R", [T.INTEGER, T.INTEGER], 1).return_type == T.STRING
+    # Exact fits still win, and a call no cast ties settles on the version it had.
+    assert registry.resolve("R", [T.DOUBLE, T.INTEGER], 2).return_type == T.DOUBLE
+    assert registry.settled_semantics("R", [T.DOUBLE, T.INTEGER], 2) == 1
+    # A non-variadic fit needing casts beats a variadic one (none here), and the ambiguous
+    # message lists the calls as ksqlDB's does.
+    with pytest.raises(TypeCheckError, match="Use CAST\\(\\) to explicitly cast your parameters"):
+        registry.resolve("R", [T.BIGINT, None])
+
+
 def test_variadic_overloads_that_all_need_casts_are_ambiguous() -> None:
     with pytest.raises(TypeCheckError, match=r"ambiguous method parameters \(INTEGER, BIGINT\)"):
         make_registry().resolve("BIG", [T.INTEGER, T.BIGINT])

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import engine.functions  # noqa: F401  (registers the libraries)
-from engine.errors import EvaluationError
+from engine.errors import EvaluationError, TypeCheckError
 from engine.functions.lib_string import from_units, java_regex, to_units
 from engine.functions.registry import REGISTRY
 from engine.plan import types as T
@@ -34,6 +34,25 @@ def test_concat_ws_uses_separator_and_skips_nulls():
     assert call("CONCAT_WS", "-", "a", None, "b") == "a-b"
     assert call("CONCAT_WS", None, "a", "b") is None
     assert call("CONCAT_WS", ", ", None) == ""
+
+
+def test_concat_ws_takes_one_variadic_parameter_and_needs_two_arguments_at_run_time():
+    # ksqlDB declares CONCAT_WS(STRING...) and CONCAT_WS(BYTES...): the separator is the
+    # first of the values, and fewer than two values fail when the row is evaluated.
+    sigs = {s.describe() for s in REGISTRY.signatures("CONCAT_WS")}
+    assert sigs == {"CONCAT_WS(STRING...)", "CONCAT_WS(BYTES...)"}
+    with pytest.raises(EvaluationError, match="^Function Concat_WS expects at least two input arguments.$"):
+        call("CONCAT_WS", "-")
+    with pytest.raises(EvaluationError, match="expects at least two input arguments"):
+        call("CONCAT_WS", b"-")
+    with pytest.raises(TypeCheckError, match=r"ambiguous method parameters \(\)"):
+        REGISTRY.resolve("CONCAT_WS", [])
+
+
+def test_concat_ws_version_1_kept_a_fixed_separator_for_saved_plans():
+    [old] = [s for s in REGISTRY.signatures("CONCAT_WS", 1) if s.params[0] == T.STRING]
+    assert old.describe() == "CONCAT_WS(STRING, STRING...)"
+    assert REGISTRY.resolve("CONCAT_WS", [T.STRING], 1).invoke(["-"]) == ""
 
 
 def test_case_functions_follow_unicode_rules():

@@ -26,6 +26,17 @@ def test_explode_gives_one_row_per_element() -> None:
     assert REGISTRY.resolve("EXPLODE", [T.Array(T.Decimal(6, 2))]).return_type == T.Decimal(6, 2)
 
 
+def test_explode_has_ksqldbs_array_of_decimal_overload_beside_the_generic_one() -> None:
+    described = sorted(s.describe() for s in REGISTRY.signatures("EXPLODE"))
+    assert described == ["EXPLODE(ARRAY<DECIMAL>)", "EXPLODE(ARRAY<T>)"]
+    resolved = REGISTRY.resolve("EXPLODE", [T.Array(T.Decimal(6, 2))])
+    assert resolved.signature.params[0] != REGISTRY.resolve("EXPLODE", [T.Array(T.INTEGER)]).signature.params[0]
+    assert resolved.return_type == T.Decimal(6, 2)
+    assert resolved.invoke([None]) == []
+    # A NULL literal takes the DECIMAL overload (fewer generics), typed as before.
+    assert REGISTRY.resolve("EXPLODE", [None]).return_type == T.STRING
+
+
 def test_explode_of_null_or_empty_gives_no_rows() -> None:
     assert rows("EXPLODE", [T.Array(T.STRING)], None) == []
     assert rows("EXPLODE", [T.Array(T.STRING)], []) == []
