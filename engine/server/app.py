@@ -35,8 +35,8 @@ from engine.errors import KsqlError
 from engine.server import entities as E
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
-from engine.server.properties import request_properties
-from engine.server.pull import pull_query_body, pull_query_stream_body
+from engine.server.properties import check_settable, request_properties
+from engine.server.pull import pull_query_body, pull_query_protobuf_body, pull_query_stream_body
 from engine.server.service import KsqlService
 
 LOG = logging.getLogger("engine.server")
@@ -47,7 +47,7 @@ KSQL_V1_JSON = "application/vnd.ksql.v1+json"
 KSQL_V1_PROTOBUF = "application/vnd.ksql.v1+protobuf"
 # The media types ksqlDB's routes produce, per route in its order (ServerVerticle): a request's
 # Accept picks the first route one of whose types it accepts. /query's second route answers in
-# /query-stream's delimited form; the protobuf routes are ksqlDB's and kspark refuses them.
+# /query-stream's delimited form; the protobuf routes answer pull queries (push queries are refused).
 OLD_API = (KSQL_V1_JSON, JSON)
 QUERY_ROUTES = (OLD_API, (DELIMITED, KSQL_V1_JSON, JSON), (KSQL_V1_PROTOBUF,))
 QUERY_STREAM_ROUTES = ((DELIMITED, JSON, KSQL_V1_JSON), (KSQL_V1_PROTOBUF,))
@@ -198,6 +198,15 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         body = {"isHealthy": healthy, "details": details, "serverState": "READY" if healthy else "STARTING"}
         return JSONResponse(body, status_code=200 if healthy else 503)
 
+    async def is_valid_property(request: Request) -> Response:
+        """ksqlDB's ``GET /is_valid_property/:property``: ``true``, or 400 saying why a request may
+        not set it (``engine.server.properties.check_settable``)."""
+        try:
+            check_settable(request.path_params["property"])
+        except ServiceError as exc:
+            return _error(exc)
+        return JSONResponse(True)
+
     async def cluster_status(request: Request) -> Response:
         try:  # the live servers of the service (query-owner group members), this one if it runs no queries
             hosts = await run_in_threadpool(service.cluster_members)
@@ -243,11 +252,10 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query(request: Request) -> Response:
         try:
             route, _media = negotiate(request.headers.get("accept"), QUERY_ROUTES)
-            if route == 2:
-                raise ServiceError("kspark does not answer queries in ksqlDB's protobuf form "
-                                   f"({KSQL_V1_PROTOBUF}); accept {KSQL_V1_JSON} or {DELIMITED}.", code=40600)
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
             text, properties, variables = body["ksql"], body["properties"], body["sessionVariables"]
+            if route == 2:
+                return await _protobuf_answer(text, properties, variables)
             printed = await run_in_threadpool(service.print_query, text, variables)
             if printed is not None:  # ksqlDB's PRINT lines: formats, records, a blank line a quiet poll
                 return _PushResponse(_print_messages(printed, prints, formats=route == 0), media_type=JSON)
@@ -264,11 +272,10 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query_stream(request: Request) -> Response:
         try:
             route, media = negotiate(request.headers.get("accept"), QUERY_STREAM_ROUTES)
-            if route == 1:
-                raise ServiceError("kspark does not answer queries in ksqlDB's protobuf form "
-                                   f"({KSQL_V1_PROTOBUF}); accept {DELIMITED} or {JSON}.", code=40600)
             body = await _body(request, QUERY_STREAM_FIELDS, "sql")
             text, properties, variables = body["sql"], body["properties"], body["sessionVariables"]
+            if route == 1:
+                return await _protobuf_answer(text, properties, variables)
             printed = await run_in_threadpool(service.print_query, text, variables)
             if printed is not None:
                 if media not in (None, DELIMITED):
@@ -278,6 +285,14 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
             return await _query_stream_answer(text, properties, variables, media in (None, DELIMITED), media)
         except ServiceError as exc:
             return _error(exc)
+
+    async def _protobuf_answer(text: str, properties: dict[str, Any], variables: dict[str, str]) -> Response:
+        """A pull query answered in ksqlDB's protobuf form (``pull_query_protobuf_body``)."""
+        pull = await run_in_threadpool(service.pull_query, text, properties, variables)
+        if pull is None:
+            raise ServiceError(f"kspark answers only pull queries in ksqlDB's protobuf form ({KSQL_V1_PROTOBUF}); "
+                               f"accept {KSQL_V1_JSON} or {DELIMITED} for push queries and PRINT.", code=40600)
+        return Response(pull_query_protobuf_body(pull), media_type=KSQL_V1_PROTOBUF)
 
     async def _query_stream_answer(text: str, properties: dict[str, Any], variables: dict[str, str],
                                    delimited: bool, media: str | None) -> Response:
@@ -384,6 +399,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         Route("/info", old_api(info), methods=["GET"]),
         Route("/healthcheck", old_api(healthcheck), methods=["GET"]),
         Route("/clusterStatus", old_api(cluster_status), methods=["GET"]),
+        Route("/is_valid_property/{property:path}", old_api(is_valid_property), methods=["GET"]),
         Route("/ksql", ksql, methods=["POST"]),
         Route("/status", old_api(statuses), methods=["GET"]),
         Route("/status/{command_id:path}", old_api(status), methods=["GET"]),

@@ -371,6 +371,17 @@ def describe_function(statement_text: str, name: str, signatures: Sequence[Any])
     )
 
 
+def warning_entity(statement_text: str, message: str) -> dict[str, Any]:
+    """``warning_entity``: a statement that did nothing, and why (ksqlDB's ``WarningEntity``)."""
+    return _entity("warning_entity", statement_text, message=message)
+
+
+def variables_list(statement_text: str, variables: Mapping[str, str]) -> dict[str, Any]:
+    """``variables``: SHOW VARIABLES, the session's variables (the request's and its DEFINEs)."""
+    return _entity("variables", statement_text,
+                   variables=[{"name": name, "value": value} for name, value in variables.items()])
+
+
 def type_list(statement_text: str, types: Mapping[str, T.SqlType]) -> dict[str, Any]:
     """``type_list``: LIST/SHOW TYPES, the custom types by name with their schema."""
     return _entity("type_list", statement_text, types={name: schema_info(t) for name, t in sorted(types.items())})

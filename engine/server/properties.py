@@ -19,7 +19,10 @@ properties cannot be overridden, ``auto.offset.reset`` is ``earliest`` or ``late
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 from engine.server.errors import ServiceError
@@ -105,3 +108,32 @@ def request_properties(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
                 ranked[canonical] = (rank, value)
         merged.update({name: value for name, (_, value) in ranked.items()})
     return merged
+
+
+@functools.cache
+def ksql_config_names() -> frozenset[str]:
+    """The names of ksqlDB's ``ksql.*`` settings (``ksql_config_names.json``)."""
+    text = resources.files("engine.server").joinpath("ksql_config_names.json").read_text(encoding="utf-8")
+    return frozenset(json.loads(text)["names"])
+
+
+def check_settable(name: str) -> None:
+    """Raise ``ServiceError`` (400) unless a request may set ``name``, as ksqlDB's
+    ``/is_valid_property`` judges it: a ``request.ksql.*`` name must be a request config and a
+    ``ksql.*`` one (not ``ksql.streams.*``) a ksqlDB setting (``ksql.functions.*`` is free-form),
+    and the immutable properties cannot be overridden (the value is not judged: the endpoint
+    asks about a name). Other names (Kafka Streams,
+    consumer and producer configs) are not resolved against Kafka's config definitions here:
+    a name kspark does not know is taken as one it passes on."""
+    unknown = ServiceError(
+        f"Not recognizable as ksql, streams, consumer, or producer property: '{name}'", code=40000
+    )
+    if name.startswith(REQUEST_PREFIX):
+        if name not in REQUEST_CONFIGS:
+            raise unknown
+    elif name.startswith("ksql.") and not name.startswith(STREAMS_PREFIX):
+        if name not in ksql_config_names() and not name.startswith("ksql.functions."):
+            raise unknown
+    canonical, _ = canonical_name(name)
+    if canonical in IMMUTABLE:
+        raise ServiceError(f"Cannot override property '{canonical}'", code=40000)

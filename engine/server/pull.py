@@ -11,9 +11,10 @@ sink of its CREATE TABLE AS SELECT, or the topic of a CREATE SOURCE TABLE) read 
 beginning by a ``read_committed`` consumer on a thread of its own, each record decoded with
 the table's key and value formats into a row (AVRO and JSON_SR in the schema registry's
 wire format when ``PullQueries`` has a ``registry_url``), key -> latest row, a null value
-deleting its key. A windowed table keeps one row per key and window. ``KEY = x`` and ``KEY IN (...)``
-are answered by looking the keys up; any other WHERE (or none) scans the table when
-``ksql.query.pull.table.scan.enabled`` is true (the default, as in ksqlDB). A pull query
+deleting its key. A windowed table keeps one row per key and window. Which WHERE clauses ksqlDB
+serves by a key lookup, a range scan or a table scan, and what it refuses (with
+``ksql.query.pull.table.scan.enabled`` false, or always), is ``engine.server.pull_where``'s;
+keys are looked up when ksqlDB would look them up, anything else scans the table. A pull query
 against a stream reads the stream's topic from the beginning up to its end offsets at the
 time of the query and finishes. WHERE and the SELECT list are evaluated per row by the
 engine's expression evaluator (``engine.expressions``): no Spark job runs.
@@ -26,7 +27,6 @@ has read the topic up to its end offsets at that time.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import secrets
 import threading
@@ -35,12 +35,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from engine.errors import AnalysisError, KsqlError
+from engine.errors import KsqlError
 from engine.metastore.model import DataSource, MetaStore
 from engine.parser import ast
 from engine.plan import expr as X
 from engine.plan import types as T
 from engine.plan.schema import Namespace
+from engine.server.pull_where import PullQueryError, where_access
 
 LOG = logging.getLogger("engine.server.pull")
 TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
@@ -53,10 +54,6 @@ DISALLOWED_PSEUDO_COLUMNS = ("ROWPARTITION", "ROWOFFSET")
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 CATCH_UP_SECONDS = 30.0
 SCAN_ORDER = "__pull_scan_order"  # a row's (partition, key bytes): table scans answer in this order
-
-
-class PullQueryError(AnalysisError):
-    """A pull query that is refused (ksqlDB's message) or cannot be answered."""
 
 
 # ---------------------------------------------------------------------------- results
@@ -138,26 +135,6 @@ def _flag(properties: Mapping[str, Any], name: str, default: bool) -> bool:
     return bool(value)
 
 
-def _conjuncts(expression: X.Expr | None) -> list[X.Expr]:
-    if expression is None:
-        return []
-    if isinstance(expression, X.Logical) and expression.op.upper() == "AND":
-        return _conjuncts(expression.left) + _conjuncts(expression.right)
-    return [expression]
-
-
-def _constant(expression: X.Expr) -> tuple[bool, Any]:
-    """(True, value) when ``expression`` holds no column: a literal, maybe negated or cast."""
-    from engine.expressions.evaluator import compile_expression
-
-    if any(isinstance(e, X.ColumnRef | X.LambdaVariable) for e in X.walk(expression)):
-        return False, None
-    try:
-        return True, compile_expression(expression, {})({})
-    except KsqlError:
-        return False, None
-
-
 def _fits(value: Any, sql_type: T.SqlType) -> bool:
     """Whether a key looked up as ``value`` finds the rows a ``sql_type`` key holds (else: scan)."""
     base = getattr(sql_type, "base", None)
@@ -170,110 +147,6 @@ def _fits(value: Any, sql_type: T.SqlType) -> bool:
     if base is T.BaseType.BOOLEAN:
         return isinstance(value, bool)
     return False
-
-
-def _lookup_keys(where: X.Expr | None, key_columns: Sequence[Any]) -> list[tuple[Any, ...]] | None:
-    """The key tuples a WHERE of ``KEY = x`` / ``KEY IN (...)`` conjuncts pins, else None (a scan)."""
-    if not key_columns:
-        return None
-    wanted: dict[str, set[Any] | None] = {c.name: None for c in key_columns}
-    types = {c.name: c.type for c in key_columns}
-    for part in _conjuncts(where):
-        column: str | None = None
-        values: list[Any] = []
-        if isinstance(part, X.Comparison) and part.op == "=":
-            for ref, other in ((part.left, part.right), (part.right, part.left)):
-                if isinstance(ref, X.ColumnRef) and ref.name in wanted:
-                    ok, value = _constant(other)
-                    if ok:
-                        column, values = ref.name, [value]
-                        break
-        elif isinstance(part, X.In) and isinstance(part.value, X.ColumnRef) and part.value.name in wanted \
-                and not part.negated:
-            found = [_constant(item) for item in part.items]
-            if all(ok for ok, _ in found):
-                column, values = part.value.name, [v for _, v in found]
-        if column is None:
-            continue
-        if not all(v is not None and _fits(v, types[column]) for v in values):
-            return None
-        known = wanted[column]
-        wanted[column] = set(values) if known is None else known & set(values)
-    if any(v is None for v in wanted.values()):
-        return None
-    pinned = [sorted(wanted[c.name] or (), key=repr) for c in key_columns]
-    return [tuple(combo) for combo in itertools.product(*pinned)]
-
-
-# What ksqlDB appends to a WHERE clause it refuses for a pull query (QueryFilterNode), non-windowed.
-WHERE_HELP = (
-    "\nPull queries require a WHERE clause that:"
-    "\n - includes a key equality expression, e.g. `SELECT * FROM X WHERE <key-column> = Y;`."
-    "\n - in the case of a multi-column key, is a conjunction of equality expressions that cover all key columns."
-    "\n - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be "
-    f"enabled by setting {RANGE_SCAN_ENABLED}=true"
-    f"\nIf more flexible queries are needed, , table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true."
-)
-TABLE_SCAN_NEEDED = (
-    f"Query requires table scan to be enabled. Table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true"
-)
-_RANGE_OPS = frozenset({">", ">=", "<", "<="})
-
-
-def _where_refusal(reason: str) -> PullQueryError:
-    return PullQueryError(f"{reason}. {' ' + QUERIES_URL}{PUSH_HINT}{WHERE_HELP}")
-
-
-def _key_bounds(where: X.Expr | None, key_names: Sequence[str]) -> dict[str, list[str]]:
-    """Per key column, the comparisons the WHERE (one conjunction) puts on it, as ksqlDB counts
-    them after rewriting: ``IN`` one ``=``, ``BETWEEN`` a ``>=`` and a ``<=``."""
-    bounds: dict[str, list[str]] = {}
-    for part in _conjuncts(where):
-        if isinstance(part, X.Comparison):
-            for ref, flipped in ((part.left, False), (part.right, True)):
-                if isinstance(ref, X.ColumnRef) and ref.name in key_names:
-                    op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(part.op, part.op) if flipped else part.op
-                    bounds.setdefault(ref.name, []).append(op)
-                    break
-        elif isinstance(part, X.In) and isinstance(part.value, X.ColumnRef) and part.value.name in key_names:
-            bounds.setdefault(part.value.name, []).append("=" if not part.negated else "<>")
-        elif isinstance(part, X.Between) and isinstance(part.value, X.ColumnRef) and part.value.name in key_names:
-            bounds.setdefault(part.value.name, []).extend([">=", "<="] if not part.negated else ["<>"])
-    return bounds
-
-
-def check_without_table_scan(source: DataSource, where: X.Expr | None, lookup: list[tuple[Any, ...]] | None,
-                             properties: Mapping[str, Any]) -> bool:
-    """With table scans disabled, whether ksqlDB serves the pull query (True: a range scan on
-    the key, False: a key lookup), or its refusal (raised). ksqlDB's rules (QueryFilterNode,
-    PullPhysicalPlanBuilder) for a conjunction on a non-windowed table: every key comparison is
-    ``=`` or a range, the key is compared once, and a range scan needs one STRING or BYTES key."""
-    if where is None:
-        raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
-    if source.window_info is not None or any(
-            isinstance(e, X.Logical) and e.op.upper() == "OR" for e in X.walk(where)):
-        if lookup is None:
-            raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
-        return False
-    keys = list(source.schema.key)
-    bounds = _key_bounds(where, [c.name for c in keys])
-    if not bounds:
-        raise _where_refusal(f"WHERE clause missing key column for disjunct: {X.format_sql(where)}")
-    if any(op not in _RANGE_OPS | {"="} for ops in bounds.values() for op in ops):
-        shown = ", ".join(f"`{c.name}` {c.type} KEY" for c in keys)
-        raise _where_refusal(f"Bound on key columns '[{shown}]' must currently be '='")
-    if any(len(ops) > 1 for ops in bounds.values()):
-        raise _where_refusal(
-            "A comparison condition on the key column cannot be combined with other comparisons such as an "
-            "IN predicate")
-    if lookup is not None:
-        return False
-    ops = [op for found in bounds.values() for op in found]
-    key_type = getattr(keys[0].type, "base", None) if len(keys) == 1 else None
-    if (len(keys) == 1 and ops[0] in _RANGE_OPS and key_type in (T.BaseType.STRING, T.BaseType.BYTES)
-            and _flag(properties, RANGE_SCAN_ENABLED, True)):
-        return True
-    raise PullQueryError(TABLE_SCAN_NEEDED + PUSH_HINT)
 
 
 def _column_names(expressions: Iterable[X.Expr]) -> list[str]:
@@ -370,10 +243,11 @@ def plan_pull_query(
             getattr(ref, "name", ""), T.Primitive(T.BaseType.STRING)), suffix))
     lookup = None
     if source.is_table:
-        key_columns = list(source.schema.key)
-        lookup = _lookup_keys(analysis.where, key_columns)
-        if not _flag(properties, TABLE_SCAN_ENABLED, True):
-            check_without_table_scan(source, analysis.where, lookup, properties)
+        access = where_access(analysis.where, source, properties)
+        key_types = [c.type for c in source.schema.key]
+        if access.kind == "KEY_LOOKUP" and access.keys is not None and all(
+                _fits(v, t) for key in access.keys for v, t in zip(key, key_types, strict=True)):
+            lookup = list(dict.fromkeys(access.keys))  # else found by a scan: the WHERE picks the same rows
     return PullPlan(
         query_id=f"query_{int(time.time() * 1000)}_{secrets.randbelow(10**6)}",
         source=source,
@@ -722,4 +596,34 @@ def pull_query_stream_body(result: PullResult, delimited: bool) -> str:
     parts = [json_text(metadata)] + [json_text(row) for row in result.json_rows()]
     if delimited:
         return "".join(part + "\n" for part in parts)
+    return "[" + ",\n".join(parts) + "]\n"
+
+
+def pull_query_protobuf_body(result: PullResult) -> str:
+    """``/query``'s answer in ksqlDB's ``application/vnd.ksql.v1+protobuf`` form: the header
+    with the proto3 schema of the result's columns (``protoSchema``, message ``ConnectDefault1``),
+    then each row as that message's bytes (``protobufBytes``, base64), as PROTOBUF_NOSR writes
+    them; the final message of a stream as in the JSON form."""
+    import base64
+
+    from engine.plan.schema import Column
+    from engine.serde import value_serde
+    from engine.serde.coerce import json_text
+    from engine.serde.formats import FormatInfo, SerdeFeatures
+    from engine.serde.protobuf import proto_schema
+    from engine.serde.registry import wire_serde
+
+    header = result.header or result.columns
+    columns = [Column(c.name, c.type) for c in header]
+    fmt = FormatInfo("PROTOBUF_NOSR")
+    serde = wire_serde(value_serde(fmt, columns, SerdeFeatures()), "", None)
+    position = {c.name: i for i, c in enumerate(result.columns)}
+    parts = [json_text({"header": {"queryId": result.query_id, "schema": result.schema_text,
+                                   "protoSchema": proto_schema(columns, fmt)}})]
+    for row in result.rows:
+        record = serde.serialize({c.name: row[position[c.name]] for c in columns})
+        payload = serde.to_bytes(record) or b""
+        parts.append(json_text({"row": {"protobufBytes": base64.b64encode(payload).decode("ascii")}}))
+    if result.final_message is not None:
+        parts.append(json_text({"finalMessage": result.final_message}))
     return "[" + ",\n".join(parts) + "]\n"

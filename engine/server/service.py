@@ -521,8 +521,12 @@ class KsqlService:
             variables[stmt.name] = stmt.value
             return None
         if isinstance(stmt, ast.UndefineVariable):
+            if stmt.name not in variables:  # ksqlDB's VariableExecutor warns and goes on
+                return E.warning_entity(text, f"Cannot undefine variable '{stmt.name}' which was never defined")
             variables.pop(stmt.name, None)
             return None
+        if isinstance(stmt, ast.Informational) and stmt.kind == "LIST VARIABLES":
+            return E.variables_list(text, variables)
         if isinstance(stmt, ast.Informational):
             return self._informational(stmt, text, properties)
         if isinstance(stmt, ast.InsertValues):
@@ -592,6 +596,8 @@ class KsqlService:
         try:
             queued = self.log.submit(execute)
         except _NothingToDo:
+            if not isinstance(stmt, ast.DropSource):  # ksqlDB's DistributingExecutor: a warning, nothing logged
+                return E.warning_entity(text, skipped[0])
             return E.current_status(text, _command_id(stmt), E.CommandStatus("SUCCESS", skipped[0]),
                                     max(self.log.position - 1, 0))
         except CommandLogError as exc:

@@ -100,22 +100,42 @@ class RestClient:
         properties: Mapping[str, Any],
         *,
         command_sequence_number: int | None = None,
+        variables: Mapping[str, str] | None = None,
     ) -> RestAnswer:
-        """POST /ksql: one statement, its request properties, read-your-writes sequence."""
+        """POST /ksql: one statement, its request properties, read-your-writes sequence and
+        the session's variables (``sessionVariables``, when there are any)."""
         body: dict[str, Any] = {"ksql": statement, "streamsProperties": dict(properties)}
         if command_sequence_number is not None:
             body["commandSequenceNumber"] = command_sequence_number
+        if variables:
+            body["sessionVariables"] = dict(variables)
         return self.request("POST", "/ksql", body)
 
-    def query(self, statement: str, properties: Mapping[str, Any]) -> QueryStream:
-        """POST /query; the answer streams in on a reader thread."""
-        return QueryStream(self, statement, properties)
+    def query(
+        self,
+        statement: str,
+        properties: Mapping[str, Any],
+        *,
+        accept: str = JSON_CONTENT,
+        variables: Mapping[str, str] | None = None,
+    ) -> QueryStream:
+        """POST /query (``accept``: the media type asked for, ksqlDB's protobuf form for one);
+        the answer streams in on a reader thread."""
+        return QueryStream(self, statement, properties, accept=accept, variables=variables)
 
 
 class QueryStream:
     """A /query answer being read: its status, the messages so far, whether it ended."""
 
-    def __init__(self, client: RestClient, statement: str, properties: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        client: RestClient,
+        statement: str,
+        properties: Mapping[str, Any],
+        *,
+        accept: str = "application/json",
+        variables: Mapping[str, str] | None = None,
+    ) -> None:
         self.url = f"{client.url}/query"
         self.status = 0
         self.error_body: Any = None  # the parsed body of a non-200 answer
@@ -125,13 +145,15 @@ class QueryStream:
         self._done = False
         self._closing = False
         self._connection = client._connection()
-        body = {"ksql": statement, "streamsProperties": dict(properties)}
+        body: dict[str, Any] = {"ksql": statement, "streamsProperties": dict(properties)}
+        if variables:
+            body["sessionVariables"] = dict(variables)
         try:
             self._connection.request(
                 "POST",
                 "/query",
                 body=_dumps(body).encode("utf-8"),
-                headers={"Accept": JSON_CONTENT, "Content-Type": JSON_CONTENT},
+                headers={"Accept": accept, "Content-Type": JSON_CONTENT},
             )
             self._response = self._connection.getresponse()
         except (OSError, http.client.HTTPException) as exc:

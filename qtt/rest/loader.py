@@ -6,7 +6,10 @@ The file holds ``{"comments": [...]?, "tests": [case, ...]}``. A case has ``name
 ``statements`` and may have ``inputs``, ``outputs`` and ``topics`` (in QTT's record and
 topic forms), ``format`` (each entry replaces ``{FORMAT}`` in the statements and makes its
 own case), ``properties`` (sent with every request), ``responses`` (one per statement, in
-order), ``expectedError``, ``inputConditions``, ``enabled``, ``notes`` and ``comment``.
+order), ``expectedError``, ``inputConditions``, ``testPullWithProtoFormat`` (pull queries
+answered in ksqlDB's protobuf form), ``enabled``, ``notes`` and ``comment``. Other keys are
+ignored, as ksqlDB's test JSON mapper ignores unknown properties; ``RestCase.ignored_keys``
+names them.
 A malformed file or case never stops the others from loading: it becomes a ``LoadProblem``
 naming the file, the case and what is wrong.
 """
@@ -46,6 +49,7 @@ CASE_KEYS = frozenset(
         "responses",
         "expectedError",
         "inputConditions",
+        "testPullWithProtoFormat",
         "enabled",
         "notes",
         "comment",
@@ -117,11 +121,7 @@ def expand_rest_case(raw: Any, file: Path, index: int) -> list[RestCase]:
     """One raw case, expanded over its ``format`` list (one case without it)."""
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected a case to be a JSON object, found {_kind(raw)}.")
-    unknown = sorted(set(raw) - CASE_KEYS)
-    if unknown:
-        raise QttFormatError(
-            f"Unknown case key '{unknown[0]}'; expected one of {', '.join(sorted(CASE_KEYS))}."
-        )
+    ignored = tuple(sorted(set(raw) - CASE_KEYS))
     name = _required(raw, "name", str, "case")
     statements = _string_list(raw, "statements", required=True)
     if not statements:
@@ -152,6 +152,8 @@ def expand_rest_case(raw: Any, file: Path, index: int) -> list[RestCase]:
         "expected_error": _expected_error(raw.get("expectedError")),
         "wait_for_active_push_query": bool(wait_push),
         "enabled": _optional(raw, "enabled", bool, "case") is not False,
+        "pull_protobuf": bool(_optional(raw, "testPullWithProtoFormat", bool, "case")),
+        "ignored_keys": ignored,
     }
     cases = []
     for fmt in formats:
@@ -200,10 +202,14 @@ def _query_message(raw: Any, where: str) -> None:
         if not isinstance(value, dict):
             raise QttFormatError(f"Expected {where}.header to be an object, found {_kind(value)}.")
         _optional(value, "schema", str, f"{where}.header")
+        _optional(value, "protoSchema", str, f"{where}.header")
     elif key == "row":
         if not isinstance(value, dict):
             raise QttFormatError(f"Expected {where}.row to be an object, found {_kind(value)}.")
-        _required(value, "columns", list, f"{where}.row")
+        if "protobufBytes" in value:  # a row in ksqlDB's protobuf form: the message, base64
+            _required(value, "protobufBytes", str, f"{where}.row")
+        else:
+            _required(value, "columns", list, f"{where}.row")
         _optional(value, "tombstone", bool, f"{where}.row")
     elif key == "finalMessage" and not isinstance(value, str):
         raise QttFormatError(f"Expected {where}.finalMessage to be a string, found {_kind(value)}.")

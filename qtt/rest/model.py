@@ -64,6 +64,8 @@ class RestCase:
     wait_for_active_push_query: bool = False
     format: str | None = None
     enabled: bool = True
+    pull_protobuf: bool = False  # testPullWithProtoFormat: pull queries accept ksqlDB's protobuf form
+    ignored_keys: tuple[str, ...] = ()  # case keys ksqlDB's model does not read either
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ Every function returns None when the actual answer matches, else a one-line reas
 - **Query responses** (``/query``, ksqlDB's streamed form): the header's ``schema`` exactly
   (other header fields as a subset), then the rows: in order for push queries, in key order
   for pull queries (both sides sorted, since a pull query's order follows partitions), a
-  row's ``tombstone`` flag included; then the ``finalMessage`` when the case gives one.
+  row's ``tombstone`` flag included (a row in ksqlDB's protobuf form: its ``protobufBytes``
+  exactly); then the ``finalMessage`` when the case gives one.
   Values compare as the QTT harness compares records (``qtt.verify``): numbers by value,
   booleans never numbers.
 - **Errors**: the error body's ``@type`` must be the expected entity class's (or a
@@ -178,6 +179,13 @@ def query_difference(
 def _row_difference(expected: Mapping[str, Any], actual: Any) -> str | None:
     if not isinstance(actual, Mapping):
         return f"expected a row object but got {short(actual)}"
+    if "protobufBytes" in expected:  # ksqlDB's protobuf form: the message's bytes exactly
+        if expected["protobufBytes"] != actual.get("protobufBytes"):
+            return (
+                f"protobufBytes expected {expected['protobufBytes']!r} "
+                f"but were {short(actual.get('protobufBytes', actual))}"
+            )
+        return None
     columns_e, columns_a = expected.get("columns"), actual.get("columns")
     path = find_difference(columns_e, columns_a, "columns")
     if path is not None:

@@ -12,7 +12,9 @@ A case runs as ksqlDB's own REST test runner runs it:
 2. **Statements**, in order, each as its own request with the case's ``properties`` (and
    ``auto.offset.reset=earliest`` unless the case sets it): queries (``SELECT``, ``PRINT``)
    to ``/query``, everything else to ``/ksql`` with the last ``commandSequenceNumber`` seen,
-   so each statement sees the ones before it.
+   so each statement sees the ones before it, and the variables the case's ``DEFINE``
+   statements set so far (``sessionVariables``); with ``testPullWithProtoFormat`` pull
+   queries ask for ksqlDB's protobuf form (``application/vnd.ksql.v1+protobuf``).
 3. **Inputs** are produced before the first query (or after the last statement when there
    is none), encoded with the key and value formats of the source reading their topic, by
    Kafka's Java client (timestamps as given, 0 when none). With ``inputConditions.
@@ -49,7 +51,7 @@ from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import KafkaClientError, UnsupportedFeatureError
 from engine.hosting.application import SCHEMA_REGISTRY_URL
 from qtt.kafka_runtime import SourceSerdes, encode_windowed_key, plain_bytes
-from qtt.rest.client import QueryStream, RestClient, RestClientError, parse_json
+from qtt.rest.client import JSON_CONTENT, QueryStream, RestClient, RestClientError, parse_json
 from qtt.rest.model import ExpectedResponse, RestCase
 from qtt.rest.producer import JavaInputProducer, ProducerError
 from qtt.rest.responses import (
@@ -66,6 +68,7 @@ from qtt.runner import STATEMENT_TOPIC_PARTITIONS, CaseResult, Status, describe_
 from qtt.verify import Verification, verify_outputs
 
 OFFSET_RESET = "auto.offset.reset"
+PROTOBUF_CONTENT = "application/vnd.ksql.v1+protobuf"
 PUSH_GRACE_SECONDS = 1.0
 _EMIT = re.compile(r"\bEMIT\s+(CHANGES|FINAL)\b", re.IGNORECASE)
 _LEADING_COMMENTS = re.compile(r"^(\s+|--[^\n]*\n?|/\*.*?\*/)*", re.DOTALL)
@@ -101,6 +104,26 @@ def _sequence_number(entities: Any) -> int | None:
         if isinstance(e, Mapping) and isinstance(e.get("commandSequenceNumber"), int)
     ]
     return max(numbers) if numbers else None
+
+
+def track_variables(statement: str, variables: dict[str, str]) -> str:
+    """``statement`` with ``variables`` substituted; its DEFINE / UNDEFINE applied to them (as a
+    ksqlDB client session keeps them). A statement that does not parse is left as it is."""
+    from engine.errors import KsqlError
+    from engine.parser import ast, parse
+
+    if "${" not in statement and "DEFINE" not in statement.upper():
+        return statement
+    try:
+        parsed = parse(statement, variables=variables)
+    except KsqlError:
+        return statement
+    for item in parsed:
+        if isinstance(item.statement, ast.DefineVariable):
+            variables[item.statement.name] = item.statement.value
+        elif isinstance(item.statement, ast.UndefineVariable):
+            variables.pop(item.statement.name, None)
+    return " ".join(item.text for item in parsed) or statement
 
 
 # ---------------------------------------------------------------------------- the harness
@@ -375,6 +398,7 @@ class _CaseRun:
     inputs_done: bool = False
     stage: str = "starting"
     schema_ids: dict[int, int] = field(default_factory=dict)  # the case's schema id -> the registry's
+    variables: dict[str, str] = field(default_factory=dict)  # DEFINEd so far: later requests' sessionVariables
 
     def __post_init__(self) -> None:
         from engine.facade.engine import KsqlEngine
@@ -422,7 +446,7 @@ class _CaseRun:
 
         case = self.case
         wanted: dict[str, int] = {t.name: t.partitions for t in case.topics}
-        for statement in case.statements:
+        for statement in self._substituted():
             # As ksqlDB's runner: PARTITIONS, else 4 (a record's ROWPARTITION and a pull
             # query's scan order, partition by partition, follow from it).
             for name, partitions in topics_declared_by(statement, STATEMENT_TOPIC_PARTITIONS):
@@ -437,16 +461,22 @@ class _CaseRun:
         outputs = {r.topic for r in case.outputs} - set(wanted)
         for name in outputs:
             self.shadow.create_topic(TopicInfo(name=name))
-        for index, statement in enumerate(case.statements):
+        for statement in self._substituted():
             if statement_kind(statement) == "admin":
                 with contextlib.suppress(Exception):  # the server judges statements
-                    self.shadow.execute_sql(self.statement(index))
+                    self.shadow.execute_sql(statement)
         sinks = {self._topic_of(q.sink) for q in self.shadow.query_order()}
         for name in outputs - sinks:
             wanted[name] = 1
         admin = self.harness.admin
         for name, partitions in wanted.items():
             admin.create_topic(name, partitions, exist_ok=True)
+
+    def _substituted(self) -> list[str]:
+        """The statements as sent, with the variables the case's DEFINEs set before each
+        substituted (for the topics they name and the local engine)."""
+        variables: dict[str, str] = {}
+        return [track_variables(self.statement(i), variables) for i in range(len(self.case.statements))]
 
     def _topic_of(self, source: str) -> str:
         info = self.shadow.source(source)
@@ -568,11 +598,12 @@ class _CaseRun:
 
     def _admin(self, index: int, statement: str, expected: ExpectedResponse | None) -> None:
         answer = self.harness.client.ksql(
-            statement, self.properties, command_sequence_number=self.sequence
+            statement, self.properties, command_sequence_number=self.sequence, variables=self.variables
         )
         if answer.status != 200:
             self._error(index, answer.status, answer.body)
         self.sequence = _sequence_number(answer.body) or self.sequence
+        track_variables(statement, self.variables)  # the session's, sent with later requests
         if expected is None:
             return
         if expected.admin is None:
@@ -584,8 +615,11 @@ class _CaseRun:
         if problem is not None:
             raise CaseFailure(Status.FAILED, f"{self._label(index)}: {problem}.")
 
-    def _open(self, index: int, statement: str) -> QueryStream:
-        stream = self.harness.client.query(statement, self.properties)
+    def _open(self, index: int, statement: str, *, pull: bool = False) -> QueryStream:
+        accept = PROTOBUF_CONTENT if pull and self.case.pull_protobuf else JSON_CONTENT
+        stream = self.harness.client.query(
+            statement, self.properties, accept=accept, variables=self.variables
+        )
         if stream.status != 200:
             self._error(index, stream.status, stream.error_body)
         return stream
@@ -607,7 +641,7 @@ class _CaseRun:
     def _pull(self, index: int, statement: str, expected: ExpectedResponse | None) -> None:
         deadline = time.monotonic() + self.harness.wait
         while True:
-            with self._open(index, statement) as stream:
+            with self._open(index, statement, pull=True) as stream:
                 stream.wait(lambda _m: False, timeout=max(1.0, deadline - time.monotonic()))
                 ended, failure, messages = stream.done, stream.failure, stream.messages()
             problem = self._judge_query(index, expected, messages, pull=True)

@@ -80,7 +80,12 @@ def test_a_good_file_loads_with_format_expansion(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ('{"name": "x", "statements": ["S;"], "surprise": 1}', "Unknown case key 'surprise'"),
+        ('{"name": "x", "statements": ["S;"], "testPullWithProtoFormat": "yes"}',
+         "Expected 'testPullWithProtoFormat' in case to be a boolean"),
+        (
+            '{"name": "x", "statements": ["S;"], "responses": [{"query": [{"row": {"protobufBytes": 1}}]}]}',
+            "Expected 'protobufBytes' in responses[0].query[0].row to be a string",
+        ),
         ('{"statements": ["S;"]}', "Required key 'name' is missing from case"),
         ('{"name": "x", "statements": []}', "Key 'statements' is empty"),
         (
@@ -149,3 +154,28 @@ def test_the_project_rest_cases_load_without_problems() -> None:
     assert files, "tests/rest_cases holds no file"
     assert [str(p) for f in files for p in f.problems] == []
     assert sum(len(f.cases) for f in files) >= 10
+
+
+def test_keys_ksqldbs_model_does_not_read_are_ignored_and_named(tmp_path: Path) -> None:
+    # ksqlDB's test JSON mapper does not fail on unknown properties: such a case still runs.
+    path = _write(tmp_path, '{"tests": [{"name": "x", "statements": ["S;"], "surprise": 1, "also": {}}]}')
+    loaded = load_rest_file(path)
+    assert loaded.problems == ()
+    (case,) = loaded.cases
+    assert case.ignored_keys == ("also", "surprise")
+
+
+def test_protobuf_pull_cases_load_their_proto_rows(tmp_path: Path) -> None:
+    text = """{"tests": [{
+      "name": "proto", "testPullWithProtoFormat": true,
+      "statements": ["CREATE TABLE T (K STRING PRIMARY KEY, V INT) WITH (kafka_topic='t', value_format='JSON');",
+                     "SELECT * FROM T WHERE K = 'a';"],
+      "responses": [
+        {"admin": {"@type": "currentStatus"}},
+        {"query": [{"header": {"protoSchema": "syntax = \\"proto3\\";"}}, {"row": {"protobufBytes": "CgFh"}}]}
+      ]}, {"name": "plain", "statements": ["S;"]}]}"""
+    loaded = load_rest_file(_write(tmp_path, text))
+    assert loaded.problems == ()
+    proto, plain = loaded.cases
+    assert proto.pull_protobuf is True and plain.pull_protobuf is False
+    assert proto.responses[1].query[1] == {"row": {"protobufBytes": "CgFh"}}

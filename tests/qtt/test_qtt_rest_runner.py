@@ -35,6 +35,7 @@ class StandIn:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.accepts: list[str | None] = []  # each request's Accept header
         self.sources: dict[str, str] = {}  # name -> STREAM / TABLE
         self.queries: list[str] = []
         self.ksql: Callable[[str], Answer | None] = lambda _s: None
@@ -82,6 +83,7 @@ class StandIn:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stand_in.requests.append((self.path, body))
+                stand_in.accepts.append(self.headers.get("Accept"))
                 if self.path == "/ksql":
                     self._send(*stand_in.answer_ksql(body))
                     return
@@ -368,3 +370,67 @@ def test_a_reset_producer_writes_to_a_topic_made_again_with_fewer_partitions(
     admin.create_topic(topic, 1)
     producer.reset()
     assert producer.send(topic, timestamp=2, key=key, value=b"{}") == (0, 0)
+
+
+def test_pull_queries_of_a_proto_case_ask_for_ksqldbs_protobuf_form(
+    stand_in: tuple[StandIn, RestHarness], tmp_path: Path
+) -> None:
+    fake, harness = stand_in
+    proto_header = {"header": {"schema": "`K` STRING, `V` INTEGER", "protoSchema": "syntax = \"proto3\";"}}
+    fake.query = lambda s: (200, _streamed([proto_header, {"row": {"protobufBytes": "CgFhEAE="}}]))
+    case = _case(
+        tmp_path,
+        {
+            "name": "proto",
+            "testPullWithProtoFormat": True,
+            "statements": [CREATE, "SELECT K, V FROM S WHERE K='a';"],
+            "responses": [
+                {"admin": {"@type": "currentStatus"}},
+                {"query": [proto_header, {"row": {"protobufBytes": "CgFhEAE="}}]},
+            ],
+        },
+    )
+    result = run_rest_case(case, harness)
+    assert result.status is Status.PASSED, result.reason
+    asked = [a for (p, _), a in zip(fake.requests, fake.accepts, strict=True) if p == "/query"]
+    assert asked == ["application/vnd.ksql.v1+protobuf"]
+
+
+def test_a_proto_row_with_other_bytes_fails(stand_in: tuple[StandIn, RestHarness], tmp_path: Path) -> None:
+    fake, harness = stand_in
+    fake.query = lambda s: (200, _streamed([HEADER, {"row": {"protobufBytes": "CgFi"}}]))
+    case = _case(
+        tmp_path,
+        {
+            "name": "proto",
+            "testPullWithProtoFormat": True,
+            "statements": [CREATE, "SELECT K, V FROM S WHERE K='a';"],
+            "responses": [{"admin": {}}, {"query": [HEADER, {"row": {"protobufBytes": "CgFh"}}]}],
+        },
+    )
+    result = run_rest_case(case, harness)
+    assert result.status is Status.FAILED
+    assert "protobufBytes expected 'CgFh' but were \"CgFi\"" in result.reason
+
+
+def test_defined_variables_go_with_the_later_requests(stand_in: tuple[StandIn, RestHarness], tmp_path: Path) -> None:
+    fake, harness = stand_in
+    fake.ksql = lambda s: (200, []) if s.upper().startswith(("DEFINE", "UNDEFINE")) else None
+    case = _case(
+        tmp_path,
+        {
+            "name": "vars",
+            "statements": ["DEFINE topic = 'rest_in';", "DEFINE gone = 'x';", "UNDEFINE gone;",
+                           "CREATE STREAM S (K STRING KEY, V INT) WITH (kafka_topic='${topic}', value_format='JSON');",
+                           "SELECT * FROM S WHERE K = '${topic}';"],
+        },
+    )
+    run_rest_case(case, harness)
+    sent = [(p, b.get("sessionVariables")) for p, b in fake.requests if not b.get("ksql", "").startswith("SHOW")]
+    assert sent[:5] == [
+        ("/ksql", None),
+        ("/ksql", {"TOPIC": "rest_in"}),
+        ("/ksql", {"TOPIC": "rest_in", "GONE": "x"}),
+        ("/ksql", {"TOPIC": "rest_in"}),
+        ("/query", {"TOPIC": "rest_in"}),
+    ]

@@ -49,8 +49,12 @@ def test_key_equality_and_in_are_lookups_other_filters_scan(local) -> None:
     assert _plan(local, "SELECT * FROM T WHERE ID='a';").lookup_keys == [("a",)]
     assert _plan(local, "SELECT * FROM T WHERE 'b' = ID AND C > 1;").lookup_keys == [("b",)]
     assert _plan(local, "SELECT * FROM T WHERE ID IN ('x', 'y');").lookup_keys == [("x",), ("y",)]
-    assert _plan(local, "SELECT * FROM T WHERE ID IN ('x', 'y') AND ID = 'y';").lookup_keys == [("y",)]
-    assert _plan(local, "SELECT * FROM T WHERE ID='a' OR ID='b';").lookup_keys is None
+    # ksqlDB's extraction: the DNF's disjuncts (ID='x' AND ID='y') OR (ID='y' AND ID='y') each look
+    # up their first equality; the WHERE then keeps the rows that match it.
+    assert _plan(local, "SELECT * FROM T WHERE ID IN ('x', 'y') AND ID = 'y';").lookup_keys == [("x",), ("y",)]
+    assert _plan(local, "SELECT * FROM T WHERE ID='a' OR ID='b';").lookup_keys == [("a",), ("b",)]
+    assert _plan(local, "SELECT * FROM T WHERE (ID='a' AND C > 1) OR ID='b';").lookup_keys == [("a",), ("b",)]
+    assert _plan(local, "SELECT * FROM T WHERE ID='a' OR C > 1;").lookup_keys is None
     assert _plan(local, "SELECT * FROM T WHERE ID > 'a';").lookup_keys is None
     assert _plan(local, "SELECT * FROM T;").lookup_keys is None
 
@@ -81,8 +85,9 @@ def test_header_marks_table_keys_and_window_bounds(local) -> None:
          "WHERE clause missing key column for disjunct: (C > 1).  See https://cnfl.io/queries for more info.\n"
          "Add EMIT CHANGES if you intended to issue a push query.\nPull queries require a WHERE clause that:"),
         ("SELECT * FROM T;", {"ksql.query.pull.table.scan.enabled": False},
-         "Query requires table scan to be enabled. Table scans can be enabled by setting "
-         "ksql.query.pull.table.scan.enabled=true"),
+         "Missing WHERE clause.  See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES"),
+        ("SELECT * FROM T WHERE ID='a' OR C > 1;", {"ksql.query.pull.table.scan.enabled": False},
+         "WHERE clause missing key column for disjunct: (C > 1)"),
         ("SELECT * FROM T WHERE ID > 'a' AND ID < 'c';", {"ksql.query.pull.table.scan.enabled": False},
          "A comparison condition on the key column cannot be combined with other comparisons such as an IN "
          "predicate.  See https://cnfl.io/queries"),

@@ -1,0 +1,392 @@
+"""How a pull query against a table finds its rows: key lookup, range scan or table scan.
+
+    access = where_access(where, source, properties)    # WhereAccess, or PullQueryError
+    access.kind                                           # "KEY_LOOKUP" / "RANGE_SCAN" / "TABLE_SCAN"
+    access.keys                                           # KEY_LOOKUP: the key tuples, in WHERE order
+
+The rules are ksqlDB's (``QueryFilterNode``, ``PullQueryRewriter``, ``LogicRewriter``,
+``PullPhysicalPlanBuilder``), with its messages:
+
+1. The WHERE is rewritten: ``BETWEEN`` as ``>=`` AND ``<=``, ``IN`` as ``=`` comparisons joined
+   by OR, NOT pushed down to the comparisons (De Morgan), then the disjunctive normal form; each
+   disjunct (a conjunction) is judged on its own.
+2. A disjunct may hold only AND, comparisons and LIKE. A comparison has a column on one side and
+   an expression without columns on the other; a key column is compared with ``=`` or a range
+   (``<>`` and ``IS [NOT] DISTINCT FROM`` need a table scan), once; every column of a
+   multi-column key appears; WINDOWSTART / WINDOWEND only on a windowed table. What breaks a
+   rule needs a table scan: with ``ksql.query.pull.table.scan.enabled`` false it is refused
+   with the rule's message (a few are refused either way).
+3. Per disjunct the key constraint: every key column ``=`` a value (a lookup of that key), one
+   STRING or BYTES key column compared by a range (a range scan), else none.
+4. All disjuncts lookups: a key lookup; one disjunct with a range: a range scan (a table scan
+   on a windowed table or with ``ksql.query.pull.range.scan.enabled`` false); else a table scan,
+   refused when table scans are disabled.
+
+The access kind decides what is refused; the rows are the same either way, since the whole
+WHERE is evaluated on each row found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import AnalysisError, KsqlError
+from engine.metastore.model import DataSource
+from engine.plan import expr as X
+from engine.plan import types as T
+from engine.plan.schema import Column, Namespace
+
+TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
+RANGE_SCAN_ENABLED = "ksql.query.pull.range.scan.enabled"
+SYNTAX_HELP = " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES if you intended to issue a push query."
+TABLE_SCAN_NEEDED = (
+    f"Query requires table scan to be enabled. Table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true"
+)
+WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
+# ksqlDB's ComparisonExpression.Type names, as its messages show them.
+OPERATOR_NAMES = {
+    "=": "EQUAL", "<>": "NOT_EQUAL", "<": "LESS_THAN", "<=": "LESS_THAN_OR_EQUAL", ">": "GREATER_THAN",
+    ">=": "GREATER_THAN_OR_EQUAL", "IS DISTINCT FROM": "IS_DISTINCT_FROM",
+    "IS NOT DISTINCT FROM": "IS_NOT_DISTINCT_FROM",
+}
+WINDOW_BOUND_OPERATORS = ("=", ">", ">=", "<", "<=")
+RANGE_OPERATORS = frozenset({">", ">=", "<", "<="})
+NOT_KEY_OPERATORS = frozenset({"<>", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"})
+# The Java class ksqlDB names for a LIKE pattern that is not a string.
+_JAVA_NODE = {
+    X.FunctionCall: "FunctionCall", X.ColumnRef: "UnqualifiedColumnReferenceExp", X.Arithmetic: "ArithmeticBinaryExpression",
+    X.Cast: "Cast", X.Case: "SearchedCaseExpression", X.Dereference: "DereferenceExpression",
+    X.Subscript: "SubscriptExpression",
+}
+
+
+class PullQueryError(AnalysisError):
+    """A pull query that is refused (ksqlDB's message) or cannot be answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class WhereAccess:
+    """How the rows are found, and for a key lookup the keys (one tuple per disjunct)."""
+
+    kind: str
+    keys: tuple[tuple[Any, ...], ...] | None = None
+
+
+def refusal(message: str, *, windowed: bool) -> PullQueryError:
+    """ksqlDB's ``invalidWhereClauseException``: the reason, then what a pull query's WHERE needs."""
+    extra = (
+        "\n - (optionally) limits the time bounds of the windowed table."
+        "\n\t Bounds on [`WINDOWSTART`, `WINDOWEND`] are supported"
+        "\n\t Supported operators are [" + ", ".join(OPERATOR_NAMES[o] for o in WINDOW_BOUND_OPERATORS) + "]"
+    ) if windowed else ""
+    return PullQueryError(
+        f"{message}. {SYNTAX_HELP}"
+        "\nPull queries require a WHERE clause that:"
+        "\n - includes a key equality expression, e.g. `SELECT * FROM X WHERE <key-column> = Y;`."
+        "\n - in the case of a multi-column key, is a conjunction of equality expressions that cover all key columns."
+        "\n - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be "
+        f"enabled by setting {RANGE_SCAN_ENABLED}=true"
+        f"{extra}"
+        f"\nIf more flexible queries are needed, , table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true."
+    )
+
+
+def flag(properties: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = properties.get(name, default)
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+# ---------------------------------------------------------------------------- rewriting
+
+
+def rewrite(where: X.Expr) -> X.Expr:
+    """ksqlDB's ``PullQueryRewriter``: BETWEEN and IN rewritten, then the DNF."""
+    return dnf(push_not(_expand(where)))
+
+
+def _expand(node: X.Expr) -> X.Expr:
+    """BETWEEN as ``>=`` AND ``<=``; IN as ``=`` comparisons joined by OR (NOT kept around them)."""
+    match node:
+        case X.Logical(op=op, left=left, right=right):
+            return X.Logical(op, _expand(left), _expand(right))
+        case X.Not(operand=operand):
+            return X.Not(_expand(operand))
+        case X.Between(value=value, low=low, high=high, negated=negated):
+            both = X.Logical("AND", X.Comparison(">=", value, low), X.Comparison("<=", value, high))
+            return X.Not(both) if negated else both
+        case X.In(value=value, items=items, negated=negated):
+            current: X.Expr | None = None
+            for item in reversed(items):
+                equal = X.Comparison("=", value, item)
+                current = equal if current is None else X.Logical("OR", equal, current)
+            assert current is not None, "an IN predicate without values is a parser bug"
+            return X.Not(current) if negated else current
+        case X.Like(negated=True):
+            return X.Not(X.Like(node.value, node.pattern, node.escape, False))
+    return node
+
+
+def push_not(node: X.Expr, negated: bool = False) -> X.Expr:
+    """ksqlDB's ``NotPropagator``: NOT moved down to the comparisons, columns and booleans."""
+    match node:
+        case X.Logical(op=op, left=left, right=right):
+            flipped = ({"AND": "OR", "OR": "AND"}[op.upper()]) if negated else op.upper()
+            return X.Logical(flipped, push_not(left, negated), push_not(right, negated))
+        case X.Not(operand=operand):
+            return push_not(operand, not negated)
+        case X.Comparison() | X.ColumnRef():
+            return X.Not(node) if negated else node
+        case X.Literal(value=bool()):
+            return X.Not(node) if negated else node
+    return node  # as ksqlDB: any other term keeps no NOT
+
+
+def dnf(node: X.Expr) -> X.Expr:
+    """ksqlDB's distribution of AND over OR (``LogicRewriter.rewriteDNF``)."""
+    if not isinstance(node, X.Logical):
+        return node
+    if not isinstance(node.left, X.Logical) and not isinstance(node.right, X.Logical):
+        return node
+    left, right = dnf(node.left), dnf(node.right)
+    if node.op.upper() == "AND":
+        if isinstance(left, X.Logical) and left.op.upper() == "OR":
+            return X.Logical("OR", dnf(X.Logical("AND", left.left, right)), dnf(X.Logical("AND", left.right, right)))
+        if isinstance(right, X.Logical) and right.op.upper() == "OR":
+            return X.Logical("OR", dnf(X.Logical("AND", left, right.left)), dnf(X.Logical("AND", left, right.right)))
+    return X.Logical(node.op.upper(), left, right)
+
+
+def disjuncts(node: X.Expr) -> list[X.Expr]:
+    if isinstance(node, X.Logical) and node.op.upper() == "OR":
+        return disjuncts(node.left) + disjuncts(node.right)
+    return [node]
+
+
+# ---------------------------------------------------------------------------- judging
+
+
+def _column_side(comparison: X.Comparison) -> tuple[X.ColumnRef | None, X.Expr]:
+    if isinstance(comparison.right, X.ColumnRef):
+        return comparison.right, comparison.left
+    if isinstance(comparison.left, X.ColumnRef):
+        return comparison.left, comparison.right
+    return None, comparison.right
+
+
+def _has_column(node: X.Expr) -> bool:
+    return any(isinstance(n, X.ColumnRef) for n in X.walk(node))
+
+
+def _key_text(keys: Sequence[Column]) -> str:
+    return "[" + ", ".join(str(c) for c in keys) + "]"
+
+
+class _Disjunct:
+    """ksqlDB's ``Validator`` over one disjunct."""
+
+    def __init__(self, source: DataSource, scans: bool) -> None:
+        self.source = source
+        self.scans = scans
+        self.windowed = source.window_info is not None
+        self.keys = list(source.schema.key)
+        self.columns = {c.name: c for c in source.schema.columns}
+        self.seen: list[int] = []
+        self.keyed = False
+        self.needs_scan = False
+
+    def scan_or_refuse(self, message: str, *, windowed: bool) -> None:
+        if not self.scans:
+            raise refusal(message, windowed=windowed)
+        self.needs_scan = True
+
+    def find(self, name: str) -> Column | None:
+        if name in self.columns:
+            return self.columns[name]
+        if name in ("ROWTIME", "ROWPARTITION", "ROWOFFSET"):
+            return Column(name, T.BIGINT if name != "ROWPARTITION" else T.INTEGER)
+        return None
+
+    def visit(self, node: X.Expr) -> None:
+        if not isinstance(node, X.Logical | X.Comparison | X.Like):
+            raise refusal(f"Unsupported expression in WHERE clause: {X.format_sql(node)}", windowed=False)
+        if isinstance(node, X.Logical):
+            if node.op.upper() != "AND":
+                self.scan_or_refuse(f"Only AND expressions are supported: {X.format_sql(node)}", windowed=False)
+            self.visit(node.left)
+            self.visit(node.right)
+        elif isinstance(node, X.Comparison):
+            self.comparison(node)
+        else:
+            self.like(node)
+
+    def comparison(self, node: X.Comparison) -> None:
+        column, other = _column_side(node)
+        if column is None:
+            self.scan_or_refuse("A comparison must directly reference a key column", windowed=self.windowed)
+            return
+        if _has_column(other):
+            self.scan_or_refuse("A comparison must be between a key column and a resolvable expression",
+                                windowed=self.windowed)
+            return
+        if column.name in WINDOW_BOUNDS:
+            if node.op not in WINDOW_BOUND_OPERATORS:
+                raise refusal(f"Unsupported {column.name} bounds: {OPERATOR_NAMES[node.op]}", windowed=True)
+            if not self.windowed:
+                raise refusal("Cannot use WINDOWSTART/WINDOWEND on non-windowed source", windowed=False)
+            return
+        found = self.find(column.name)
+        if found is None:
+            raise refusal(f"Bound on non-existent column `{column.name}`", windowed=self.windowed)
+        if found.namespace is not Namespace.KEY:
+            return
+        if node.op in NOT_KEY_OPERATORS:
+            self.scan_or_refuse(f"Bound on key columns '{_key_text(self.keys)}' must currently be '='",
+                                windowed=self.windowed)
+        index = [c.name for c in self.keys].index(found.name)
+        if index in self.seen and not self.scans:
+            raise refusal("A comparison condition on the key column cannot be combined with other comparisons "
+                          "such as an IN predicate", windowed=self.windowed)
+        if index not in self.seen:
+            self.seen.append(index)
+        self.keyed = True
+
+    def like(self, node: X.Like) -> None:
+        if not isinstance(node.value, X.ColumnRef):
+            self.scan_or_refuse("Like condition must be between strings", windowed=self.windowed)
+            return
+        found = self.find(node.value.name)
+        if found is None:
+            raise refusal(f"Like condition on non-existent column `{node.value.name}`", windowed=self.windowed)
+        if getattr(found.type, "base", None) is not T.BaseType.STRING:
+            raise refusal("The column type for Like condition must be VARCHAR. The column type is "
+                          f"{found.type.base.name}", windowed=self.windowed)
+        pattern = node.pattern
+        if not (isinstance(pattern, X.Literal) and (pattern.value is None or isinstance(pattern.value, str))):
+            java = _JAVA_NODE.get(type(pattern), type(pattern).__name__)
+            raise refusal(f"Like condition on non-string pattern io.confluent.ksql.execution.expression.tree.{java}",
+                          windowed=self.windowed)
+
+
+def _key_value(other: X.Expr, column: Column, comparison: X.Comparison) -> Any:
+    """ksqlDB's ``resolveKey``: the compared value as the key column's type."""
+    from engine.expressions.evaluator import compile_expression
+
+    if isinstance(other, X.Literal):
+        value = other.value
+    else:
+        try:
+            value = compile_expression(X.Cast(other, column.type), {})({})
+        except KsqlError as exc:
+            raise PullQueryError(str(exc)) from None
+    if value is None:
+        raise PullQueryError(f"Primary key columns can not be NULL: {X.format_sql(comparison)}")
+    return _coerce(value, column)
+
+
+def _coerce(value: Any, column: Column) -> Any:
+    """ksqlDB's strict coercion of a key value (widening only)."""
+    import decimal
+
+    base = getattr(column.type, "base", None)
+    ok = False
+    if base is T.BaseType.STRING:
+        ok = isinstance(value, str)
+    elif base in (T.BaseType.INTEGER, T.BaseType.BIGINT):
+        limit = 2**31 if base is T.BaseType.INTEGER else 2**63
+        ok = isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit
+    elif base is T.BaseType.DOUBLE:
+        ok = isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif base is T.BaseType.DECIMAL:
+        ok = isinstance(value, int | decimal.Decimal) and not isinstance(value, bool)
+        value = decimal.Decimal(value) if ok else value
+    elif base is T.BaseType.BOOLEAN:
+        ok = isinstance(value, bool)
+    else:
+        ok = True  # BYTES, temporal and structured keys: compared as they are
+    if not ok:
+        shown = "true" if value is True else "false" if value is False else value
+        raise PullQueryError(f"'{shown}' can not be converted to the type of the key column: "
+                             f"{column.name} {column.type} KEY")
+    return value
+
+
+def _constraint(disjunct: X.Expr, source: DataSource) -> tuple[str, tuple[Any, ...]] | None:
+    """ksqlDB's ``KeyValueExtractor``: ("=", key) or (range op, key), None for no key constraint."""
+    keys = list(source.schema.key)
+    names = [c.name for c in keys]
+    contents: list[Any] = [None] * len(keys)
+    operators: dict[int, str] = {}
+    for node in X.walk(disjunct):
+        if not isinstance(node, X.Comparison):
+            continue
+        column, other = _column_side(node)
+        if column is None or column.name not in names:
+            continue
+        index = names.index(column.name)
+        value = _key_value(other, keys[index], node)
+        if operators.get(index) == "=":
+            continue
+        if node.op == "=" or index not in operators:
+            contents[index] = value
+            operators[index] = node.op if column is node.left else _flip(node.op)
+    if not operators:
+        return None
+    if len(operators) > 1:
+        return ("=", tuple(contents)) if all(op == "=" for op in operators.values()) else None
+    op = operators[0] if 0 in operators else next(iter(operators.values()))
+    if op == "=":
+        return "=", tuple(contents)
+    if op in RANGE_OPERATORS and getattr(keys[0].type, "base", None) in (T.BaseType.STRING, T.BaseType.BYTES):
+        return op, tuple(contents)
+    return None
+
+
+def _flip(op: str) -> str:
+    return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
+
+
+def where_access(where: X.Expr | None, source: DataSource, properties: Mapping[str, Any]) -> WhereAccess:
+    """How ksqlDB answers a pull query with this WHERE against the table ``source``; raises
+    ``PullQueryError`` with ksqlDB's message where it refuses it."""
+    scans = flag(properties, TABLE_SCAN_ENABLED, True)
+    windowed = source.window_info is not None
+    if where is None:
+        if not scans:
+            raise refusal("Missing WHERE clause", windowed=windowed)
+        return WhereAccess("TABLE_SCAN")
+    parts = disjuncts(rewrite(where))
+    needs_scan = False
+    for part in parts:
+        judged = _Disjunct(source, scans)
+        judged.visit(part)
+        if judged.needs_scan:
+            needs_scan = True
+            break
+        if not judged.keyed:
+            if scans:
+                needs_scan = True
+                break
+            raise refusal(f"WHERE clause missing key column for disjunct: {X.format_sql(part)}", windowed=windowed)
+        if judged.seen and len(judged.seen) != len(judged.keys):
+            if scans:
+                needs_scan = True
+                break
+            specified = ", ".join(f"`{judged.keys[i].name}`" for i in judged.seen)
+            raise refusal(f"Multi-column sources must specify every key in the WHERE clause. Specified: "
+                          f"[{specified}] Expected: {_key_text(judged.keys)}", windowed=windowed)
+    kind = "TABLE_SCAN"
+    keys: tuple[tuple[Any, ...], ...] | None = None
+    if not needs_scan:
+        constraints = [_constraint(part, source) for part in parts]
+        if all(c is not None and c[0] == "=" for c in constraints):
+            kind, keys = "KEY_LOOKUP", tuple(c[1] for c in constraints if c is not None)
+        elif len(constraints) == 1 and constraints[0] is not None:
+            kind = "RANGE_SCAN" if flag(properties, RANGE_SCAN_ENABLED, True) and not windowed else "TABLE_SCAN"
+    if kind == "TABLE_SCAN" and not scans:
+        raise PullQueryError(TABLE_SCAN_NEEDED + "\nAdd EMIT CHANGES if you intended to issue a push query.")
+    return WhereAccess(kind, keys)

@@ -1,0 +1,168 @@
+"""ksqlDB's session entities and extra answers over a real broker (no Spark): DEFINE / UNDEFINE /
+SHOW VARIABLES and ``${name}`` substitution, warning entities, /is_valid_property, pull queries in
+ksqlDB's protobuf form."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from engine.kafka.produce import ProducerRecord, produce
+from engine.serde.protobuf import ProtoCodec
+from engine.server.app import create_app
+from engine.server.service import KsqlService
+
+PROTOBUF = "application/vnd.ksql.v1+protobuf"
+
+
+@pytest.fixture(scope="module")
+def service(kafka_broker, tmp_path_factory) -> Iterator[KsqlService]:
+    svc = KsqlService(
+        kafka_broker.bootstrap_servers, f"se_{uuid.uuid4().hex[:8]}", tmp_path_factory.mktemp("state"),
+        run_queries=False, command_timeout=5.0,
+    )
+    svc.start(timeout=30)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def client(service) -> Iterator[TestClient]:
+    with TestClient(create_app(service), raise_server_exceptions=False) as c:
+        yield c
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:6]}".upper()
+
+
+# ---------------------------------------------------------------- variables
+
+
+def test_define_substitutes_later_statements_and_show_variables_lists_the_session(client) -> None:
+    name = _name("VAR")
+    script = (
+        f"DEFINE topic = '{name.lower()}'; DEFINE fmt = 'JSON';"
+        f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='${{topic}}', VALUE_FORMAT='${{fmt}}', PARTITIONS=1);"
+        "SHOW VARIABLES;"
+    )
+    answer = client.post("/ksql", json={"ksql": script, "sessionVariables": {"given": "1"}})
+    assert answer.status_code == 200, answer.text
+    created, listed = answer.json()  # DEFINE answers no entity, as in ksqlDB
+    assert created["@type"] == "currentStatus"
+    assert f"KAFKA_TOPIC='{name.lower()}'" in created["statementText"]
+    assert listed == {
+        "@type": "variables",
+        "statementText": "SHOW VARIABLES;",
+        "variables": [{"name": "given", "value": "1"}, {"name": "TOPIC", "value": name.lower()},
+                      {"name": "FMT", "value": "JSON"}],
+        "warnings": [],
+    }
+    described = client.post("/ksql", json={"ksql": f"DESCRIBE {name};"}).json()[0]
+    assert described["sourceDescription"]["topic"] == name.lower()
+
+
+def test_a_request_variable_reaches_a_query(client, service) -> None:
+    name = _name("VQ")
+    service.execute(f"CREATE SOURCE TABLE {name} (ID STRING PRIMARY KEY, V INT) WITH (KAFKA_TOPIC='{name.lower()}', "
+                    "VALUE_FORMAT='JSON', PARTITIONS=1);")
+    answer = client.post("/query", json={"ksql": "SELECT * FROM ${t} WHERE ID = '${k}';",
+                                         "sessionVariables": {"t": name, "k": "a"}})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()[0]["header"]["schema"] == "`ID` STRING KEY, `V` INTEGER"
+
+
+def test_undefine_of_an_unknown_variable_is_a_warning(client) -> None:
+    answer = client.post("/ksql", json={"ksql": "DEFINE a = 'x'; UNDEFINE a; UNDEFINE nope; SHOW VARIABLES;"})
+    assert answer.status_code == 200, answer.text
+    warning, listed = answer.json()
+    assert warning == {"@type": "warning_entity", "statementText": "UNDEFINE nope;",
+                       "message": "Cannot undefine variable 'NOPE' which was never defined", "warnings": []}
+    assert listed["variables"] == []
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def test_create_if_not_exists_of_an_existing_source_is_a_warning(client, service) -> None:
+    name = _name("WE")
+    create = f"CREATE STREAM IF NOT EXISTS {name} (ID STRING KEY) WITH (KAFKA_TOPIC='{name.lower()}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+    first = client.post("/ksql", json={"ksql": create}).json()[0]
+    assert first["@type"] == "currentStatus"
+    again = client.post("/ksql", json={"ksql": create}).json()[0]
+    assert again == {"@type": "warning_entity", "statementText": create,
+                     "message": f"Cannot add stream `{name}`: A stream with the same name already exists.",
+                     "warnings": []}
+
+
+# ---------------------------------------------------------------- /is_valid_property
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [
+        ("ksql.query.pull.table.scan.enabled", 200, None),
+        ("ksql.streams.num.stream.threads", 200, None),
+        ("auto.offset.reset", 200, None),
+        ("ksql.functions.any.thing", 200, None),
+        ("ksql.no.such.setting", 400, "Not recognizable as ksql, streams, consumer, or producer property: "
+                                      "'ksql.no.such.setting'"),
+        ("request.ksql.nope", 400, "Not recognizable as ksql, streams, consumer, or producer property"),
+        ("bootstrap.servers", 400, "Cannot override property 'bootstrap.servers'"),
+    ],
+)
+def test_is_valid_property_answers_true_or_why_not(client, name, status, message) -> None:
+    answer = client.get(f"/is_valid_property/{name}")
+    assert answer.status_code == status, answer.text
+    if message is None:
+        assert answer.json() is True
+    else:
+        body = answer.json()
+        assert body["@type"] == "generic_error" and body["error_code"] == 40000
+        assert message in body["message"]
+
+
+# ---------------------------------------------------------------- protobuf pull queries
+
+
+def test_a_pull_query_in_protobuf_form_answers_the_schema_and_the_rows_bytes(client, service, kafka_broker) -> None:
+    name = _name("PB")
+    service.execute(f"CREATE SOURCE TABLE {name} (ID STRING PRIMARY KEY, V INT, NAME STRING) WITH "
+                    f"(KAFKA_TOPIC='{name.lower()}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+    produce(kafka_broker.bootstrap_servers, name.lower(), [
+        ProducerRecord(key=b"a", value=json.dumps({"V": 1, "NAME": "x"}).encode(), timestamp=1),
+    ])
+    deadline = time.monotonic() + 30
+    while True:
+        answer = client.post("/query", json={"ksql": f"SELECT * FROM {name} WHERE ID = 'a';"},
+                             headers={"Accept": PROTOBUF})
+        assert answer.status_code == 200, answer.text
+        messages = answer.json()
+        if len(messages) > 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert answer.headers["content-type"].startswith(PROTOBUF)
+    header, row = messages
+    schema = 'syntax = "proto3";\n\nmessage ConnectDefault1 {\n  string ID = 1;\n  int32 V = 2;\n  string NAME = 3;\n}\n'
+    assert header["header"]["protoSchema"] == schema
+    assert header["header"]["schema"] == "`ID` STRING KEY, `V` INTEGER, `NAME` STRING"
+    message = ProtoCodec.from_text(schema).message_class.FromString(base64.b64decode(row["row"]["protobufBytes"]))
+    assert (message.ID, message.V, message.NAME) == ("a", 1, "x")
+    stream_form = client.post("/query-stream", json={"sql": f"SELECT * FROM {name} WHERE ID = 'a';"},
+                              headers={"Accept": PROTOBUF})
+    assert stream_form.status_code == 200 and stream_form.json()[1] == row
+
+
+def test_a_push_query_in_protobuf_form_is_refused(client, service) -> None:
+    name = _name("PP")
+    service.execute(f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{name.lower()}', "
+                    "VALUE_FORMAT='JSON', PARTITIONS=1);")
+    answer = client.post("/query", json={"ksql": f"SELECT * FROM {name} EMIT CHANGES;"}, headers={"Accept": PROTOBUF})
+    assert answer.status_code == 406
+    assert "only pull queries in ksqlDB's protobuf form" in answer.json()["message"]
