@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import decimal
+import math
 import re
 import threading
 from collections.abc import Mapping
@@ -1113,8 +1114,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         if len(children) > 2:
             escape = _unquote(children[2], "'")
             if len(escape) != 1:
-                raise self._error(
-                    f"The ESCAPE of LIKE must be a single character, got '{escape}'.", meta
+                # ksqlDB's text prints the escape's location as a Java Optional.
+                token = children[2]
+                line, col = self._chunk.position(token.line, token.column) if isinstance(token, Token) else self._at(meta)
+                raise ParseError(
+                    f"Optional[Line: {line}, Col: {col}]: Expected single character escape but got: {escape}"
                 )
         return E.Like(children[0], children[1], escape=escape, negated=negated)
 
@@ -1267,8 +1271,25 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def lambda_list(self, children: list[Any]) -> E.Expr:
         return _make_lambda(tuple(children[:-1]), children[-1])
 
-    def number(self, children: list[Token]) -> E.Literal:
-        return _number_literal(str(children[0]))
+    @v_args(meta=True)
+    def source_name(self, meta: Any, children: list[Any]) -> Any:
+        name = children[0]
+        if not _VALID_SOURCE_NAME.fullmatch(str(name)):
+            line, col = self._at(meta)
+            raise ParseError(
+                f"Illegal argument at Line: {line}, Col: {col}. Source names may only contain "
+                "alphanumeric values, '_' or '-'."
+            )
+        return name
+
+    @v_args(meta=True)
+    def number(self, meta: Any, children: list[Token]) -> E.Literal:
+        try:
+            return _number_literal(str(children[0]))
+        except ParseError as exc:
+            # ksqlDB's ParsingException: its detail after the literal's position.
+            line, col = self._at(meta)
+            raise ParseError(f"line {line}:{col}: {exc.reason}") from None
 
     def string(self, children: list[Token]) -> E.Literal:
         return E.Literal(_unquote(children[0], "'"), T.STRING)
@@ -1283,6 +1304,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return E.Literal(None, None)
 
 
+_VALID_SOURCE_NAME = re.compile(r"[a-zA-Z0-9_-]*")
+
+
 def _number_literal(text: str) -> E.Literal:
     """Type a numeric literal as ksqlDB does (see the module docstring)."""
     unsigned = text.lstrip("-")
@@ -1293,9 +1317,12 @@ def _number_literal(text: str) -> E.Literal:
         if T.BIGINT_MIN <= value <= T.BIGINT_MAX or value == T.BIGINT_MAX + 1:
             # 2**63 is only valid negated; the negative form re-types it.
             return E.Literal(value, T.BIGINT)
-        raise ParseError(f"Invalid numeric literal '{text}': it does not fit in a BIGINT.")
+        raise ParseError(f"Invalid numeric literal: {unsigned}")
     if "e" in unsigned.lower():
-        return E.Literal(float(text), T.DOUBLE)
+        value = float(text)
+        if math.isinf(value):
+            raise ParseError(f"Number overflows DOUBLE: {unsigned}")
+        return E.Literal(value, T.DOUBLE)
     return _decimal_literal(decimal.Decimal(text))
 
 

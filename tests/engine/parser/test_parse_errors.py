@@ -104,8 +104,13 @@ def test_unknown_variable_is_an_error() -> None:
 
 
 def test_integer_literal_out_of_bigint_range_is_an_error() -> None:
-    with pytest.raises(ParseError, match="BIGINT"):
+    with pytest.raises(ParseError, match="^line 1:1: Invalid numeric literal: 99999999999999999999$"):
         parse_expression("99999999999999999999")
+
+
+def test_double_literal_out_of_double_range_is_an_error() -> None:
+    with pytest.raises(ParseError, match="^line 1:1: Number overflows DOUBLE: 2E999$"):
+        parse_expression("2E999")
 
 
 def test_like_escape_must_be_one_character() -> None:
