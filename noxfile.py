@@ -196,6 +196,13 @@ def stream_bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def metrics_bench(session: nox.Session) -> None:
+    """A query's records/s on a real broker with its metrics gathered and without (target: within 3 %)."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.metrics_bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def perf(session: nox.Session) -> None:
     """100,000 JSON records in memory: the engine's stateless CSAS and running GROUP BY against hand-written PySpark."""
     session.install("-e", ".")

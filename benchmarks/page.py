@@ -19,6 +19,9 @@ TITLES = {
     "metastore_bench": ("Server restart: metastore tables against the command topic", "nox -s metastore_bench",
                         "a server's restart after many create/drop cycles, KLIP-18 tables against "
                         "replaying the command topic, in the same run"),
+    "metrics_bench": ("The cost of metrics", "nox -s metrics_bench",
+                      "records/s of a stateless query on a real broker with each query's figures gathered "
+                      "(docs/guides/metrics.md), against the same query without them"),
     "perf": ("In-memory queries against hand-written PySpark", "nox -s perf",
              "JSON records in memory through a stateless CSAS and a running GROUP BY, the engine "
              "against a hand-written PySpark job doing the same work"),

@@ -281,19 +281,48 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
             f"{len(app.queries())} persistent queries.",
             file=sys.stderr,
         )
-        if args.until_caught_up:
-            app.run_until_caught_up()
-            return 0
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            app.run_forever(stop)
-        except KeyboardInterrupt:
-            print("kspark: interrupted; stopping the queries.", file=sys.stderr)
-            app.stop()
+        with _metrics_reports(args, app):
+            if args.until_caught_up:
+                app.run_until_caught_up()
+                return 0
+            signal.signal(signal.SIGTERM, lambda *_: stop.set())
+            try:
+                app.run_forever(stop)
+            except KeyboardInterrupt:
+                print("kspark: interrupted; stopping the queries.", file=sys.stderr)
+                app.stop()
         return 0
     except KsqlError as exc:
         print(f"kspark: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"the interval must be more than 0 seconds, not {text}")
+    return value
+
+
+@contextlib.contextmanager
+def _metrics_reports(args: argparse.Namespace, app: Any) -> Iterator[None]:
+    """``--metrics-interval``: each query's figures as JSON lines (``engine.hosting.query_metrics``)
+    on stderr or ``--metrics-file``, every interval and once at the end."""
+    if not args.metrics_interval:
+        yield
+        return
+    from engine.hosting.query_metrics import MetricsReporter
+
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(open(args.metrics_file, "a", encoding="utf-8")) if args.metrics_file else sys.stderr
+        reporter = MetricsReporter(app.metrics, args.bootstrap_servers, args.metrics_interval, out).start()
+        try:
+            yield
+        finally:
+            reporter.stop()
 
 
 def _add_query_parser(sub: Any) -> None:
@@ -585,6 +614,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     run.add_argument("--config", metavar="FILE",
                      help="ksqlDB-style properties file (name=value lines); --property wins (Kafka mode)")
+    run.add_argument("--metrics-interval", type=_positive_seconds, default=None, metavar="SECONDS",
+                     help="write each query's figures (records, lag, saturation...) as a JSON line every "
+                          "SECONDS, and at the end (Kafka mode)")
+    run.add_argument("--metrics-file", metavar="FILE",
+                     help="append the --metrics-interval lines to FILE instead of stderr")
     add_kafka_conf_argument(run)
     explain = sub.add_parser(
         "explain", help="per step of each query: which expressions run natively in Spark and which in Python"

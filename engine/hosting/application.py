@@ -39,6 +39,7 @@ from engine.errors import (
     root_cause_line,
 )
 from engine.facade.engine import KsqlEngine
+from engine.hosting.query_metrics import QueryMetrics
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, SharedProducer, UnknownPartitionError
 from engine.parser import parse
@@ -196,6 +197,9 @@ class StreamingApplication:
     # among every application on the broker; by default ksqlDB's application-id prefix
     # ``_confluent-ksql-<ksql.service.id>query_``.
     application_prefix: str | None = None
+    # False: no figures are gathered (no observation on the sink, no progress listener);
+    # the metrics benchmark's baseline.
+    collect_metrics: bool = True
 
     def __post_init__(self) -> None:
         self.state_dir = state_dir_path(self.state_dir)
@@ -207,6 +211,8 @@ class StreamingApplication:
         self.running: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.processing_log = self._processing_log()
+        self.metrics = QueryMetrics()  # every query's figures (engine.hosting.query_metrics)
+        self._counting_log = False
 
     def _processing_log(self) -> processing_log.ProcessingLogTopic | None:
         """The processing-log topic the properties configure (created here), its stream registered."""
@@ -320,7 +326,7 @@ class StreamingApplication:
             self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets
         )
         writer = (
-            streaming.records.writeStream.foreachBatch(
+            self.observed(streaming).writeStream.foreachBatch(
                 TransactionalSink(self.bootstrap_servers, streaming.topic, self.application_id(query.query_id))
             )
             .option("checkpointLocation", str(self.state_dir / query.query_id / CHECKPOINT_DIR))
@@ -334,8 +340,27 @@ class StreamingApplication:
                 handle = writer.start()
             finally:
                 spark.conf.set("spark.sql.shuffle.partitions", "1")
+        self.track(query, handle, streaming)
         self.running[query.query_id] = handle
         return handle
+
+    def observed(self, streaming: StreamingQuery) -> Any:
+        """The query's sink records, counted per batch by ``self.metrics`` (which from the first
+        query on also counts the processing log's entries, when there is one)."""
+        if not self.collect_metrics:
+            return streaming.records
+        with self._lock:
+            follow, self._counting_log = self.processing_log is not None and not self._counting_log, True
+        if follow and self.processing_log is not None:
+            self.metrics.follow_processing_log(self.processing_log.bootstrap_servers, self.processing_log.topic)
+        return self.metrics.observed(streaming.records)
+
+    def track(self, query: QueryPlan, handle: Any, streaming: StreamingQuery) -> None:
+        """Follow the started query's progress in ``self.metrics``."""
+        if not self.collect_metrics:
+            return
+        self.metrics.track(query.query_id, handle, sink_topic=streaming.topic,
+                           source_topics=source_topics(self.engine, query))
 
     def run_until_caught_up(self) -> None:
         """Run each query over everything its input topics hold, upstream queries first."""
@@ -349,6 +374,7 @@ class StreamingApplication:
                     if attempt == RESTARTS:
                         raise
                 finally:
+                    self.metrics.catch_up(handle)
                     self.running.pop(query.query_id, None)
 
     def run_forever(self, stop: threading.Event | None = None, poll: float = 0.5) -> None:
@@ -385,6 +411,7 @@ class StreamingApplication:
                 pass
         self.running.clear()
         self.topics.close()
+        self.metrics.close()
 
 
 @dataclass(frozen=True)
@@ -446,6 +473,15 @@ def build_streaming_query(
         records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx,
                                        base_key_partitions=built.base_key_partitions)
     return StreamingQuery(records, topic, runtime)
+
+
+def source_topics(engine: KsqlEngine, query: QueryPlan) -> list[str]:
+    """The topics a query reads (its sources' topics)."""
+    topics = []
+    for name in query.sources:
+        source = engine.metastore.get(name)
+        topics.append(source.topic if source is not None else name)
+    return sorted(set(topics))
 
 
 def task_count(engine: KsqlEngine, query: QueryPlan) -> int:

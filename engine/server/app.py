@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from engine.errors import KsqlError
 from engine.server import entities as E
+from engine.server import metrics as server_metrics
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
 from engine.server.properties import check_settable, request_properties
@@ -341,12 +342,14 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         return _DuplexResponse(_acks(stream, lines, delimited), media_type=DELIMITED if delimited else JSON)
 
     async def _started(text: str, properties: dict[str, Any], variables: dict[str, str]) -> _RunningPush:
+        started = time.perf_counter()
         query_ = await run_in_threadpool(service.push_query, text, properties, variables)
         try:
             await run_in_threadpool(query_.start)
         except KsqlError as exc:
             service.close_push_query(query_)
             raise ServiceError(str(exc).splitlines()[0], statement_text=text) from None
+        service.metrics.push_started(time.perf_counter() - started)
         push = _RunningPush(query_, service.close_push_query)
         push_queries.add(push)
         push.on_close = lambda: push_queries.discard(query_.query_id)
@@ -386,6 +389,15 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
 
         return negotiated
 
+    async def metrics(request: Request) -> Response:
+        """The server's Prometheus metrics: per query and per server (``engine.server.metrics``)."""
+        body = await run_in_threadpool(service.metrics.exposition)
+        return Response(body, media_type=server_metrics.CONTENT_TYPE)
+
+    async def lag(request: Request) -> Response:
+        """The figures and per-partition consumer lag of every persistent query this server runs."""
+        return JSONResponse({"queries": await run_in_threadpool(server_metrics.query_reports, service)})
+
     async def info_redirect(request: Request) -> Response:
         return Response(status_code=307, headers={"location": "/info"})
 
@@ -409,13 +421,16 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         Route("/query-stream", query_stream, methods=["POST"]),
         Route("/close-query", close_query, methods=["POST"]),
         Route("/inserts-stream", inserts_stream, methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/lag", lag, methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, Exception: server_error},
     )
-    return app if auth is None else BasicAuthMiddleware(app, auth)
+    measured = server_metrics.RequestMetrics(app, lambda: service.metrics)
+    return measured if auth is None else BasicAuthMiddleware(measured, auth)
 
 
 class _PushResponse(StreamingResponse):

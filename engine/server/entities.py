@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.hosting.query_metrics import Stat, format_stats
 from engine.metastore import DataSource
 from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
@@ -225,8 +226,12 @@ def source_description(
     write_queries: Sequence[RunningQueryInfo],
     extended: bool,
     partitions: int,
+    statistics: Sequence[Stat] = (),
+    error_stats: Sequence[Stat] = (),
+    host: str = "",
 ) -> dict[str, Any]:
-    """ksqlDB's ``SourceDescription`` (the body of ``sourceDescription``)."""
+    """ksqlDB's ``SourceDescription`` (the body of ``sourceDescription``); ``statistics`` and
+    ``error_stats`` are the topic's figures, formatted as ksqlDB formats them (EXTENDED only)."""
 
     def query(q: RunningQueryInfo) -> dict[str, Any]:
         return {
@@ -249,8 +254,8 @@ def source_description(
         "fields": [field_info(c) for c in source.schema.columns],
         "type": source.kind,
         "timestamp": timestamp,
-        "statistics": "",
-        "errorStats": "",
+        "statistics": format_stats(statistics, "last-message") if extended else "",
+        "errorStats": format_stats(error_stats, "last-failed") if extended else "",
         "extended": extended,
         "keyFormat": source.formats.key_format,
         "valueFormat": source.formats.value_format,
@@ -260,9 +265,14 @@ def source_description(
         "statement": source.sql,
         "queryOffsetSummaries": [],
         "sourceConstraints": [],
-        "clusterStatistics": [],
-        "clusterErrorStats": [],
+        "clusterStatistics": [_host_stat(stat, host) for stat in statistics] if extended else [],
+        "clusterErrorStats": [_host_stat(stat, host) for stat in error_stats] if extended else [],
     }
+
+
+def _host_stat(stat: Stat, host: str) -> dict[str, Any]:
+    """ksqlDB's ``QueryHostStat``: one statistic with the host that measured it."""
+    return {"name": stat.name, "host": host, "value": stat.value, "timestamp": stat.timestamp}
 
 
 def source_description_entity(statement_text: str, description: dict[str, Any]) -> dict[str, Any]:

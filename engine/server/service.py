@@ -138,6 +138,9 @@ class KsqlService:
         self._replayed = False
         self.ready = False
         self.cluster_id = ""
+        from engine.server.metrics import ServerMetrics
+
+        self.metrics = ServerMetrics(self)  # GET /metrics (engine.server.metrics)
 
     @property
     def engine(self) -> Any:
@@ -216,6 +219,7 @@ class KsqlService:
                 with self._queries_lock:
                     self._queries.pop(query_id, None)
                 self._backoff.forget(query_id)
+                self.app.metrics.forget(query_id)
 
     # ------------------------------------------------------------------ ownership (engine.server.ownership)
 
@@ -350,7 +354,7 @@ class KsqlService:
                 tasks=tasks, starting_offsets=str(offsets).lower(),
             )
             writer = (
-                streaming.records.writeStream.foreachBatch(
+                app.observed(streaming).writeStream.foreachBatch(
                     TransactionalSink(self.bootstrap_servers, streaming.topic, app.application_id(query_id))
                 )
                 .option("checkpointLocation", str(app.state_dir / query_id / CHECKPOINT_DIR))
@@ -363,6 +367,7 @@ class KsqlService:
                     entry.handle = writer.start()
                 finally:
                     spark.conf.set("spark.sql.shuffle.partitions", "1")
+            app.track(entry.query, entry.handle, streaming)
             _await_first_offsets(entry.handle, app.state_dir / query_id / CHECKPOINT_DIR, self.command_timeout)
             entry.error = None
             if self.ownership is not None:
@@ -383,6 +388,11 @@ class KsqlService:
             handle.stop()
         except Exception:  # noqa: BLE001 - a failed query is stopped already
             pass
+
+    def running_query_ids(self) -> set[str]:
+        """The persistent queries running on this server now."""
+        with self._queries_lock:
+            return {query_id for query_id, entry in self._queries.items() if entry.handle is not None}
 
     def query_infos(self) -> list[E.RunningQueryInfo]:
         """The persistent queries in creation order, with their state and owner."""
@@ -727,8 +737,14 @@ class KsqlService:
         if extended:
             topic = self.app.topics.topics.get(source.topic)
             partitions = topic.partitions if topic is not None else 0
+        statistics: dict[str, Any] = {}
+        if extended:  # ksqlDB's figures of the source's topic (engine.hosting.query_metrics)
+            metrics = self.app.metrics
+            statistics = {"statistics": metrics.topic_statistics(source.topic),
+                          "error_stats": metrics.topic_error_statistics(source.topic), "host": self.host or ""}
         return E.source_description(
-            source, read_queries=readers, write_queries=writers, extended=extended, partitions=partitions
+            source, read_queries=readers, write_queries=writers, extended=extended, partitions=partitions,
+            **statistics,
         )
 
     # ------------------------------------------------------------------ push queries
@@ -759,6 +775,7 @@ class KsqlService:
                 query = PushQuery.on_application(self.app, text, dict(properties or {}), variables=variables)
                 config = {**self.engine.config, **dict(properties or {})}
                 if is_scalable_push_query(statements[0].statement, self.engine.metastore, config):
+                    _check_scalable_push(statements[0].statement, self.engine.metastore)
                     query.plan = dataclasses.replace(query.plan, query_id=f"SCALABLE_PUSH_QUERY_{uuid.uuid4()}")
         except KsqlError as exc:
             raise ServiceError(str(exc), statement_text=text) from None
@@ -807,6 +824,7 @@ class KsqlService:
         ``variables`` (the request's session variables) are substituted over the server's."""
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        started = time.perf_counter()
         try:
             statements = parse(text, variables={**self.engine.variables, **dict(variables or {})})
             if len(statements) != 1 or not is_pull_query(statements[0].statement):
@@ -814,8 +832,11 @@ class KsqlService:
             with self._engine_lock:
                 config = {**self.engine.config, **(properties or {})}
                 plan = self.pulls.plan(self.engine.metastore, statements[0].statement, text, config)
-            return self.pulls.run(plan)
+            result = self.pulls.run(plan)
+            self.metrics.pull_answered(time.perf_counter() - started, ok=True)
+            return result
         except KsqlError as exc:
+            self.metrics.pull_answered(time.perf_counter() - started, ok=False)
             raise ServiceError(statement_failure(exc, text), statement_text=text) from None
 
     def inserts_stream(self, target: str) -> Any:
@@ -880,6 +901,17 @@ def is_scalable_push_query(stmt: Any, metastore: Any, config: Mapping[str, Any])
         expressions.append(stmt.where)
     return not any(isinstance(node, X.ColumnRef) and node.name in DISALLOWED_PSEUDO_COLUMNS
                    for expression in expressions for node in X.walk(expression))
+
+
+def _check_scalable_push(stmt: ast.Query, metastore: Any) -> None:
+    """Refuse what ksqlDB refuses in a scalable push query (``engine.server.pull_where``)."""
+    from engine.analysis.query import Scope
+    from engine.server.pull_where import check_scalable_push
+
+    source = metastore.get(stmt.from_.name)
+    scope = Scope.of_source(source, getattr(stmt.from_, "alias", None) or source.name)
+    where = scope.resolve(stmt.where, clause="WHERE") if stmt.where is not None else None
+    check_scalable_push(stmt, source, where)
 
 
 def _command_id(stmt: Any) -> str:
