@@ -222,7 +222,7 @@ class Broker(JvmComponent):
         """The certificates of the secured listeners (made at the first start)."""
         directory = self.directory / "pki"
         return Pki(directory, directory / "ca.pem", directory / "server.p12",
-                   directory / "client.p12", directory / "client.pem")
+                   directory / "client.p12", directory / "client.pem", directory / "server.pem")
 
     def client_properties(self, listener: str = SASL_SSL, *, mechanism: str = "SCRAM-SHA-512",
                           password: str | None = None) -> dict[str, str]:

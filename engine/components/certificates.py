@@ -5,6 +5,7 @@
     pki.server_keystore              # server.p12: key and chain (PKCS12, pki.password)
     pki.client_keystore              # client.p12: the client's key and chain (PKCS12)
     pki.client_pem                   # client.pem: the client's key and certificate (PEM)
+    pki.server_pem                   # server.pem: the server's key and certificate (PEM)
 
 The server certificate names ``127.0.0.1`` and ``localhost``, so clients verify the host
 name as they do by default. Made with the ``cryptography`` package: no ``keytool`` or
@@ -38,6 +39,7 @@ class Pki:
     server_keystore: Path
     client_keystore: Path
     client_pem: Path
+    server_pem: Path
     password: str = STORE_PASSWORD
 
 
@@ -89,15 +91,18 @@ def make_pki(directory: Path, *, hosts: tuple[str, ...] = ("127.0.0.1", "localho
     server_keystore.write_bytes(_pkcs12("server", server_key, server_cert, ca_cert))
     client_keystore = directory / "client.p12"
     client_keystore.write_bytes(_pkcs12("client", client_key, client_cert, ca_cert))
-    client_pem = directory / "client.pem"
-    client_pem.write_bytes(
-        client_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                 serialization.NoEncryption())
-        + client_cert.public_bytes(serialization.Encoding.PEM)
-    )
-    for path in (server_keystore, client_keystore, client_pem):
+    client_pem, server_pem = directory / "client.pem", directory / "server.pem"
+    client_pem.write_bytes(_pem(client_key, client_cert))
+    server_pem.write_bytes(_pem(server_key, server_cert))
+    for path in (server_keystore, client_keystore, client_pem, server_pem):
         path.chmod(0o600)
-    return Pki(directory, ca, server_keystore, client_keystore, client_pem)
+    return Pki(directory, ca, server_keystore, client_keystore, client_pem, server_pem)
+
+
+def _pem(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> bytes:
+    return (key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption())
+            + cert.public_bytes(serialization.Encoding.PEM))
 
 
 def _name(host: str) -> x509.GeneralName:

@@ -33,10 +33,11 @@ CREDENTIALS_REFUSED = ("the broker refused the credentials (check sasl.mechanism
                        "password of sasl.jaas.config)")
 TLS_FAILED = ("the TLS handshake failed (check ssl.truststore.*, ssl.keystore.* and "
               "ssl.endpoint.identification.algorithm)")
-WRONG_PROTOCOL = ("the broker closes every connection before its first answer: its listener speaks another "
-                  "protocol than security.protocol says")
 # A plain client at a TLS listener (or a TLS client at a plain one) is disconnected at its
-# first request, each time; a broker that answers never does that more than once or twice.
+# first request, each time. So is any client behind a proxy whose broker is away: this is
+# said when the time is up, not taken for a refusal.
+WRONG_PROTOCOL = ("the broker closed every connection before its first answer: does its listener speak "
+                  "another protocol than security.protocol says?")
 WRONG_PROTOCOL_AFTER = 3
 
 
@@ -52,7 +53,9 @@ class _Refusals(logging.Handler):
         code, text = error.code(), error_text(error)
         if code == KafkaError._AUTHENTICATION:
             self.reasons.append(f"{CREDENTIALS_REFUSED}: {text}")
-        elif code == KafkaError._SSL or (code == KafkaError._TRANSPORT and "SSL routines" in text):
+        elif code in (KafkaError._SSL, KafkaError._TRANSPORT) and "SSL routines" in text:
+            # OpenSSL's own verdict (a certificate not trusted or refused); a TLS connection that
+            # is only closed may be a broker away, which the timeout covers.
             self.reasons.append(f"{TLS_FAILED}: {text}")
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -62,13 +65,11 @@ class _Refusals(logging.Handler):
         if "incorrect security.protocol" in message or (
                 "Disconnected" in message and "in state APIVERSION_QUERY" in message):
             self.early_disconnects += 1
-            if self.early_disconnects == WRONG_PROTOCOL_AFTER:
-                self.reasons.append(WRONG_PROTOCOL)
 
 
 def check_connection(bootstrap_servers: str, timeout: float = 10.0) -> None:
     """Raise ``KafkaClientError`` naming ``bootstrap_servers`` if no broker answers in time;
-    at once when the broker refuses the client's credentials, certificate or protocol."""
+    at once when the broker refuses the client's credentials or the TLS handshake fails."""
     refusals = _Refusals()
     # librdkafka reports a disconnection at INFO: a logger of its own sees them all.
     watcher = logging.Logger(f"{LOG.name}.check", logging.DEBUG)
@@ -85,8 +86,9 @@ def check_connection(bootstrap_servers: str, timeout: float = 10.0) -> None:
         if refusals.reasons:
             raise KafkaClientError(f"Cannot connect to the Kafka broker at {bootstrap_servers}: {refusals.reasons[0]}.")
         if time.monotonic() >= deadline:
+            hint = f" ({WRONG_PROTOCOL})" if refusals.early_disconnects >= WRONG_PROTOCOL_AFTER else ""
             raise KafkaClientError(
-                f"Cannot reach the Kafka broker at {bootstrap_servers} within {timeout:g} s: {last}."
+                f"Cannot reach the Kafka broker at {bootstrap_servers} within {timeout:g} s: {last}{hint}."
             )
 
 

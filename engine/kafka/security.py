@@ -23,7 +23,11 @@ checked once and then given, translated, to every client:
   the store types made explicit).
 - Spark's Kafka source (``spark_options()``): the same, prefixed ``kafka.``.
 
-``split_security`` takes these properties out of a config, so that they reach neither the
+The schema registry's client takes its own settings, as ksqlDB's do
+(``ksql.schema.registry.basic.auth.user.info``, ``ksql.schema.registry.ssl.truststore.*``, a
+PEM ``ksql.schema.registry.ssl.keystore.*``): ``RegistrySecurity``, set per registry URL.
+
+``configure`` takes these properties out of a config, so that they reach neither the
 engine's properties nor its plans, statements or command log. An unknown name under
 ``ssl.``/``sasl.``, a missing file, or settings that contradict each other raise
 ``KafkaClientError`` naming the property; no message, ``repr`` or log line holds a secret.
@@ -364,7 +368,8 @@ def _pkcs12_certificates(location: str, password: str | None) -> str:
 def configure(bootstrap_servers: str, properties: Mapping[str, Any], kafka_conf: list[str] | tuple[str, ...] = ()
               ) -> dict[str, Any]:
     """Check the security properties among ``properties`` and the ``--kafka-conf`` pairs (which
-    win), use them for ``bootstrap_servers``, and return the other properties."""
+    win), use them for ``bootstrap_servers`` (and the ``ksql.schema.registry.`` basic-auth and TLS
+    ones for ``ksql.schema.registry.url``), and return the other properties."""
     rest, from_properties = split_security(properties)
     pairs: dict[str, str] = {}
     for pair in kafka_conf:
@@ -380,4 +385,139 @@ def configure(bootstrap_servers: str, properties: Mapping[str, Any], kafka_conf:
         pairs[name] = value
     _, from_flags = split_security(pairs)
     use_security(bootstrap_servers, KafkaSecurity.from_properties({**from_properties, **from_flags}))
-    return rest
+    registry = RegistrySecurity.from_properties(rest)
+    url = str(rest.get(f"{REGISTRY_PREFIX}url", "") or "")
+    if registry and not url:
+        first = sorted(name for name in rest if is_registry_security_name(name))[0]
+        raise KafkaClientError(f"'{first}' is set but '{REGISTRY_PREFIX}url' is not.")
+    if url:
+        use_registry_security(url, registry)
+    return {name: value for name, value in rest.items() if not is_registry_security_name(name)}
+
+
+# ---------------------------------------------------------------------- the schema registry's client
+
+REGISTRY_PREFIX = "ksql.schema.registry."
+REGISTRY_SETTINGS = frozenset({
+    "basic.auth.credentials.source", "basic.auth.user.info",
+    "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password",
+})
+REGISTRY_SECRETS = frozenset({"basic.auth.user.info", "ssl.truststore.password", "ssl.key.password"})
+
+
+def is_registry_security_name(name: str) -> bool:
+    """Whether ``name`` is a ``ksql.schema.registry.`` basic-auth or TLS setting."""
+    key = name.removeprefix(REGISTRY_PREFIX)
+    return name.startswith(REGISTRY_PREFIX) and key.startswith(("basic.auth.", "ssl."))
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrySecurity:
+    """The schema registry client's basic authentication and TLS, from ksqlDB's
+    ``ksql.schema.registry.*`` properties, as confluent-kafka's ``SchemaRegistryClient`` takes them."""
+
+    items: tuple[tuple[str, str], ...] = ()
+
+    @staticmethod
+    def from_properties(properties: Mapping[str, Any]) -> RegistrySecurity:
+        """Check the ``ksql.schema.registry.`` basic-auth and TLS properties among ``properties``."""
+        given = {name.removeprefix(REGISTRY_PREFIX): str(value) for name, value in properties.items()
+                 if is_registry_security_name(name)}
+        for key in sorted(given):
+            if key not in REGISTRY_SETTINGS:
+                raise KafkaClientError(
+                    f"Unknown schema registry property '{REGISTRY_PREFIX}{key}': kspark's registry client takes "
+                    "basic.auth.credentials.source, basic.auth.user.info and PEM or PKCS12 ssl.truststore.* "
+                    "and a PEM ssl.keystore.*."
+                )
+        conf: dict[str, str] = {}
+        source = given.get("basic.auth.credentials.source", "USER_INFO" if "basic.auth.user.info" in given else "")
+        if source:
+            if source.upper() not in ("USER_INFO", "URL"):
+                raise KafkaClientError(
+                    f"Unsupported value for '{REGISTRY_PREFIX}basic.auth.credentials.source': '{source}'; "
+                    "expected USER_INFO or URL."
+                )
+            conf["basic.auth.credentials.source"] = source.upper()
+            if source.upper() == "USER_INFO":
+                info = given.get("basic.auth.user.info", "")
+                if ":" not in info:
+                    raise KafkaClientError(
+                        f"'{REGISTRY_PREFIX}basic.auth.user.info' must be USER:PASSWORD."
+                    )
+                conf["basic.auth.user.info"] = info
+        store = {k: v for k, v in given.items() if k.startswith("ssl.")}
+        if store:
+            checked = {"security.protocol": "SSL", **store}
+            try:
+                resolved = _check(checked)
+            except KafkaClientError as exc:
+                raise KafkaClientError(str(exc).replace("'ssl.", f"'{REGISTRY_PREFIX}ssl.")) from None
+            if "ssl.truststore.location" in resolved:
+                conf["ssl.ca.location"] = resolved["ssl.truststore.location"]
+                conf["truststore.type"] = resolved["ssl.truststore.type"]
+                if "ssl.truststore.password" in resolved:
+                    conf["truststore.password"] = resolved["ssl.truststore.password"]
+            if "ssl.keystore.location" in resolved:
+                if resolved["ssl.keystore.type"] != "PEM":
+                    raise KafkaClientError(
+                        f"'{REGISTRY_PREFIX}ssl.keystore.location' must be a PEM file with the key and the "
+                        "certificate for kspark's registry client."
+                    )
+                conf["ssl.certificate.location"] = resolved["ssl.keystore.location"]
+                conf["ssl.key.location"] = resolved["ssl.keystore.location"]
+                if "ssl.key.password" in resolved:
+                    conf["ssl.key.password"] = resolved["ssl.key.password"]
+        return RegistrySecurity(tuple(sorted(conf.items())))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={HIDDEN if k in REGISTRY_SECRETS or 'password' in k else v}" for k, v in self.items)
+        return f"RegistrySecurity({shown})"
+
+    __str__ = __repr__
+
+    def client_config(self) -> dict[str, Any]:
+        """For confluent-kafka's ``SchemaRegistryClient`` (besides ``url``); a PKCS12 truststore's
+        certificates are written once to a private PEM file, which is what that client reads."""
+        conf = dict(self.items)
+        conf.pop("basic.auth.credentials.source", None)  # the client reads a URL's user by itself
+        kind = conf.pop("truststore.type", "PEM")
+        password = conf.pop("truststore.password", None)
+        if kind == "PKCS12":
+            conf["ssl.ca.location"] = _pem_file(_pkcs12_certificates(conf["ssl.ca.location"], password))
+        return conf
+
+
+_REGISTRIES: dict[str, RegistrySecurity] = {}
+_PEM_FILES: dict[str, str] = {}
+
+
+def use_registry_security(url: str, security: RegistrySecurity | None) -> None:
+    """Every schema registry client this process makes for ``url`` uses ``security`` from now on."""
+    if security:
+        _REGISTRIES[url] = security
+    else:
+        _REGISTRIES.pop(url, None)
+
+
+def registry_security_for(url: str) -> RegistrySecurity:
+    """The registry security set for ``url`` (empty when none was)."""
+    return _REGISTRIES.get(url, RegistrySecurity())
+
+
+def _pem_file(text: str) -> str:
+    import hashlib
+    import os
+    import tempfile
+
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if key not in _PEM_FILES or not Path(_PEM_FILES[key]).is_file():
+        descriptor, path = tempfile.mkstemp(prefix="kspark-registry-ca-", suffix=".pem")
+        with os.fdopen(descriptor, "w", encoding="ascii") as out:
+            out.write(text)
+        _PEM_FILES[key] = path
+    return _PEM_FILES[key]

@@ -230,7 +230,10 @@ def registry_client(url: str) -> Any:
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(url)
         if client is None:
-            conf: dict[str, Any] = {"url": url}
+            from engine.kafka.security import registry_security_for
+
+            # ksql.schema.registry.basic.auth.* and ssl.* (engine.kafka.security.configure)
+            conf: dict[str, Any] = {"url": url, **registry_security_for(url).client_config()}
             if url.startswith("mock://"):
                 # The in-process registry opens no connection: no CA bundle to load (loading
                 # certifi's is a noticeable cost, and QTT makes a client per case with a registry).
@@ -260,8 +263,13 @@ class WireSerde(RecordSerde):
     """A QTT-form serde of AVRO, JSON_SR or PROTOBUF with the registry's wire format for its
     bytes (PROTOBUF_NOSR: the bare protobuf payload, no registry)."""
 
-    def __init__(self, inner: RecordSerde, topic: str, registry_url: str | None) -> None:
+    def __init__(self, inner: RecordSerde, topic: str, registry_url: str | None,
+                 registry_security: tuple[tuple[str, str], ...] | None = None) -> None:
         super().__init__(inner.format, inner.columns, inner.wrapped, inner.is_key)
+        if registry_security and registry_url:  # unpickled in a Spark worker: the driver's settings
+            from engine.kafka.security import RegistrySecurity, use_registry_security
+
+            use_registry_security(registry_url, RegistrySecurity(registry_security))
         if inner.format.name not in WIRE_FORMATS:
             raise RecordSerdeError(
                 f"{inner.format.name} has no schema-registry wire serde: expected one of "
@@ -277,7 +285,10 @@ class WireSerde(RecordSerde):
         self._proto_readers: dict[int, Any] = {}  # schema id -> the ProtoCodec of that schema
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.inner, self.topic, self.registry_url))
+        from engine.kafka.security import registry_security_for
+
+        security = registry_security_for(self.registry_url).items if self.registry_url else ()
+        return (type(self), (self.inner, self.topic, self.registry_url, security or None))
 
     @property
     def subject(self) -> str:

@@ -14,6 +14,7 @@ from engine.kafka.security import (
     configure,
     security_for,
     split_security,
+    use_registry_security,
     use_security,
 )
 
@@ -192,3 +193,33 @@ def test_a_properties_file_with_the_jaas_config_over_several_lines(pki, tmp_path
     assert properties["ksql.service.id"] == "svc"
     mapped = KafkaSecurity.from_properties(properties).librdkafka()
     assert (mapped["sasl.username"], mapped["sasl.password"]) == ("ksql", "pw")
+
+
+def test_the_registry_client_takes_its_own_basic_auth_and_truststore(pki) -> None:
+    from engine.kafka.security import RegistrySecurity, registry_security_for
+
+    url = "https://registry.example:8081"
+    try:
+        rest = configure("x:1", {
+            "ksql.schema.registry.url": url,
+            "ksql.schema.registry.basic.auth.credentials.source": "USER_INFO",
+            "ksql.schema.registry.basic.auth.user.info": "bob:pw",
+            "ksql.schema.registry.ssl.truststore.location": str(pki.client_keystore),
+            "ksql.schema.registry.ssl.truststore.password": pki.password,
+        })
+        assert rest == {"ksql.schema.registry.url": url}
+        conf = registry_security_for(url).client_config()
+        assert conf["basic.auth.user.info"] == "bob:pw"
+        assert Path(conf["ssl.ca.location"]).read_text().count("BEGIN CERTIFICATE") == 2  # from the PKCS12 store
+        assert "bob:pw" not in repr(registry_security_for(url))
+    finally:
+        use_registry_security(url, None)
+    with pytest.raises(KafkaClientError, match="^'ksql.schema.registry.basic.auth.user.info' must be USER:PASSWORD.$"):
+        RegistrySecurity.from_properties({"ksql.schema.registry.basic.auth.user.info": "nocolon"})
+    with pytest.raises(KafkaClientError, match="^Unknown schema registry property 'ksql.schema.registry.ssl.keystore.pw'"):
+        RegistrySecurity.from_properties({"ksql.schema.registry.ssl.keystore.pw": "x"})
+    with pytest.raises(KafkaClientError, match="^'ksql.schema.registry.ssl.truststore.location' names /no.pem, "):
+        RegistrySecurity.from_properties({"ksql.schema.registry.ssl.truststore.location": "/no.pem"})
+    with pytest.raises(KafkaClientError, match="^'ksql.schema.registry.basic.auth.user.info' is set but "
+                                               "'ksql.schema.registry.url' is not.$"):
+        configure("x:1", {"ksql.schema.registry.basic.auth.user.info": "a:b"})
