@@ -41,7 +41,7 @@ from engine.parser import ast
 from engine.plan import expr as X
 from engine.plan import types as T
 from engine.plan.schema import Namespace
-from engine.server.pull_where import PullQueryError, where_access
+from engine.server.pull_where import PullQueryError, check_star_alone, where_access
 
 LOG = logging.getLogger("engine.server.pull")
 TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
@@ -244,6 +244,7 @@ def plan_pull_query(
     lookup = None
     if source.is_table:
         access = where_access(analysis.where, source, properties)
+        check_star_alone(query, "Pull")
         key_types = [c.type for c in source.schema.key]
         if access.kind == "KEY_LOOKUP" and access.keys is not None and all(
                 _fits(v, t) for key in access.keys for v, t in zip(key, key_types, strict=True)):

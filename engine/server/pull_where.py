@@ -390,3 +390,20 @@ def where_access(where: X.Expr | None, source: DataSource, properties: Mapping[s
     if kind == "TABLE_SCAN" and not scans:
         raise PullQueryError(TABLE_SCAN_NEEDED + "\nAdd EMIT CHANGES if you intended to issue a push query.")
     return WhereAccess(kind, keys)
+
+
+def check_star_alone(query: Any, kind: str) -> None:
+    """ksqlDB's ``QueryProjectNode``: ``*`` only as the whole SELECT list of a ``kind`` (Pull,
+    Scalable push) query."""
+    from engine.parser import ast
+
+    items = list(query.select)
+    if len(items) > 1 and any(isinstance(item, ast.AllColumns) for item in items):
+        raise PullQueryError(f"{kind} queries only support wildcards in the projects if they are the only expression")
+
+
+def check_scalable_push(query: Any, source: DataSource, where: X.Expr | None) -> None:
+    """What ksqlDB refuses in a scalable push query's WHERE and SELECT (its logical plan is a
+    pull query's, with table scans enabled: ``PushQueryConfigPlannerOptions``)."""
+    where_access(where, source, {TABLE_SCAN_ENABLED: True})
+    check_star_alone(query, "Scalable push")

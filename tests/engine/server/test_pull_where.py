@@ -133,3 +133,10 @@ def test_the_pull_query_planner_refuses_as_the_where_rules_say(engine) -> None:
         plan_pull_query(engine.metastore, parsed.statement, parsed.text, OFF)
     [parsed] = parse("SELECT * FROM BY_USER WHERE USER = 'a' OR USER = 'b';")
     assert plan_pull_query(engine.metastore, parsed.statement, parsed.text, OFF).lookup_keys == [("a",), ("b",)]
+
+
+def test_a_star_beside_other_items_is_refused_in_a_pull_query(engine) -> None:
+    [parsed] = parse("SELECT *, N AS AGAIN FROM BY_USER WHERE USER = 'a';")
+    with pytest.raises(PullQueryError, match="Pull queries only support wildcards in the projects if they are the only "
+                                             "expression"):
+        plan_pull_query(engine.metastore, parsed.statement, parsed.text, {})

@@ -166,3 +166,24 @@ def test_a_push_query_in_protobuf_form_is_refused(client, service) -> None:
     answer = client.post("/query", json={"ksql": f"SELECT * FROM {name} EMIT CHANGES;"}, headers={"Accept": PROTOBUF})
     assert answer.status_code == 406
     assert "only pull queries in ksqlDB's protobuf form" in answer.json()["message"]
+
+
+# ---------------------------------------------------------------- scalable push queries
+
+
+def test_a_scalable_push_query_is_refused_with_ksqldbs_message(service) -> None:
+    from engine.server.errors import ServiceError
+
+    name = _name("SP")
+    service.execute(f"CREATE STREAM {name}_IN (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{name.lower()}', "
+                    f"VALUE_FORMAT='JSON', PARTITIONS=1); CREATE STREAM {name} AS SELECT * FROM {name}_IN;")
+    v2 = {"ksql.query.push.v2.enabled": True, "auto.offset.reset": "latest"}
+    with pytest.raises(ServiceError) as refused:
+        service.push_query(f"SELECT *, V AS W FROM {name} EMIT CHANGES;", v2)
+    assert refused.value.http_status == 400
+    assert refused.value.message == ("Scalable push queries only support wildcards in the projects if they are "
+                                     "the only expression")
+    # the same query is no scalable push query without v2: a transient push query takes it
+    query = service.push_query(f"SELECT *, V AS W FROM {name} EMIT CHANGES;", {})
+    assert not query.plan.query_id.startswith("SCALABLE_PUSH_QUERY_")
+    service.close_push_query(query)
