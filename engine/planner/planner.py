@@ -422,16 +422,26 @@ class Planner:
 
     def plan_drop(self, stmt: ast.DropSource, text: str) -> StatementPlan | None:
         existing = self.metastore.get(stmt.name)
+        # DELETE TOPIC's checks come first, as ksqlDB's topic-delete injector runs before the drop.
         if existing is None:
             if stmt.if_exists:
                 return None
+            if stmt.delete_topic:
+                raise AnalysisError(f"Could not find source to delete topic for: {text.strip()}")
             raise AnalysisError(f"Source {stmt.name} does not exist.")
+        if stmt.delete_topic:
+            if existing.is_source:
+                raise AnalysisError(f"Cannot delete topic for read-only source: {stmt.name}")
+            sharing = sorted(s.name for s in self.metastore.all() if s.topic == existing.topic and s.name != existing.name)
+            if sharing:
+                raise AnalysisError(
+                    f"Refusing to delete topic. Found other data sources ({', '.join(sharing)}) "
+                    f"using topic {existing.topic}"
+                )
         if existing.kind != stmt.kind:
             raise AnalysisError(
                 f"Incompatible data source type is {existing.kind}, but statement was DROP {stmt.kind}"
             )
-        if existing.is_source and stmt.delete_topic:
-            raise AnalysisError(f"Cannot delete topic for read-only source: {stmt.name}")
         return StatementPlan(statement_text=text, command=DropSourceCommand(name=stmt.name, kind=stmt.kind))
 
     def plan_alter(self, stmt: ast.AlterSource, text: str) -> StatementPlan:

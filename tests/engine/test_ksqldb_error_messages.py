@@ -329,6 +329,9 @@ CASES = [
      "INSERT INTO SS SELECT ID, KM FROM RIDES;", "Cannot insert into read-only stream: SS"),
     ("CREATE SOURCE TABLE ST (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
      "DROP TABLE ST DELETE TOPIC;", "Cannot delete topic for read-only source: ST"),
+    ("DROP TABLE GHOSTS DELETE TOPIC;", "Could not find source to delete topic for: "),
+    ("CREATE STREAM RIDES_TOO (KM INT) WITH (kafka_topic='rides', value_format='JSON'); DROP STREAM RIDES DELETE TOPIC;",
+     "Refusing to delete topic. Found other data sources (RIDES_TOO) using topic rides"),
     ("INSERT INTO W_RIDERS (ID, AGE) VALUES ('r1', 30);", "Cannot insert values into windowed stream/table!"),
     ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, KM => KM + 1) AS Z FROM RIDES;",
      "Lambda function argument can't be a column name: KM"),
