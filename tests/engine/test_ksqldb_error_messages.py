@@ -201,6 +201,7 @@ CASES = [
      "Invalid type for HEADER('trace') column: expected BYTES, got STRING"),
     ("CREATE STREAM X AS SELECT ID, TIME '10:00' AS Z FROM RIDES;",
      "Unknown type: TIME, location:Optional[Line: 1, Col: 31]"),
+    ("CREATE STREAM X AS SELECT ID, LEG->DURATION AS D FROM TRIPS;", "Could not find field 'DURATION' in 'LEG'."),
     # PARTITION BY
     ("CREATE STREAM X AS SELECT * FROM RIDES PARTITION BY KM, KM;", "Duplicate PARTITION BY expression: KM"),
     ("CREATE STREAM X AS SELECT * FROM RIDES R PARTITION BY KM, R.KM;", "Duplicate PARTITION BY expression: R.KM"),
