@@ -33,9 +33,11 @@ CREATE TABLE H_AGES (ID INT PRIMARY KEY, LABEL STRING) WITH (kafka_topic='h_ages
     window_type='HOPPING', window_size='1 MINUTE');
 CREATE STREAM TRIPS (ID STRING KEY, LEG STRUCT<KM INT, DEST STRUCT<CITY STRING>>)
     WITH (kafka_topic='trips', value_format='JSON');
+CREATE STREAM W_VISITS (ID STRING KEY, RIDER STRING) WITH (kafka_topic='w_visits', value_format='JSON',
+    window_type='TUMBLING', window_size='1 MINUTE');
 CREATE STREAM BEEPS (ID STRING KEY, KM INT) WITH (kafka_topic='beeps', value_format='KAFKA');
 """
-TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", "h_ages", "trips", "beeps")
+TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", "h_ages", "trips", "w_visits", "beeps")
 
 # (statement, the text ksqlDB's message holds)
 CASES = [
@@ -139,6 +141,8 @@ CASES = [
      "Can not join windowed source to non-windowed source.\n`R` is not windowed\n`W` is TUMBLING windowed"),
     ("CREATE TABLE X AS SELECT * FROM RIDERS R JOIN W_RIDERS W ON W.ID = R.BIKE;",
      "Can not join windowed source to non-windowed source.\n`W` is TUMBLING windowed\n`R` is not windowed"),
+    ("CREATE STREAM X AS SELECT * FROM W_VISITS V JOIN W_RIDERS R ON V.RIDER = R.ID;",
+     "Implicit repartitioning of windowed sources is not supported. See https://github.com/confluentinc/ksql/issues/4385."),
     ("CREATE TABLE X AS SELECT * FROM W_RIDERS W JOIN H_AGES H ON W.AGE = H.ID;",
      "Foreign-key table-table joins are not supported on windowed tables."),
     ("CREATE TABLE X AS SELECT * FROM RIDERS R JOIN SHOPS S ON R.ID = S.ID JOIN BIKES B ON R.BIKE = B.ID;",
