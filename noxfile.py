@@ -79,6 +79,15 @@ def soak(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def upgrade(session: nox.Session) -> None:
+    """A rolling upgrade of a three-server service from the previous release's wheel to the
+    current one under load and statements, then the downgrade; every output topic checked
+    against a bounded run of the same input (``ci/rolling_upgrade.py``, report in build/)."""
+    session.install("-e", ".[test]")
+    session.run("python", "ci/rolling_upgrade.py", "--repo", str(Path.cwd()), *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def faults(session: nox.Session) -> None:
     """Faults by real means under running queries, one test at a time: the broker stopped and
     restarted or SIGSTOPped, the schema registry down, the network to the broker delayed and cut
