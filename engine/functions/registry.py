@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import enum
 import inspect
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.errors import KsqlError, TypeCheckError, UnknownFunctionError, newer_behaviour_error
@@ -192,6 +194,13 @@ class FunctionRegistry:
     _internal: set[str] = field(default_factory=set)
     # Function -> the version from which calls needing casts rank overloads as ksqlDB does.
     _ksqldb_ties: dict[str, int] = field(default_factory=dict)
+    # Function -> the lines its messages list as the valid calls (ksqlDB's own list).
+    _listed: dict[str, list[str]] = field(default_factory=dict)
+
+    def list_alternatives(self, listed: dict[str, list[str]]) -> None:
+        """Messages about these scalar and table functions list these lines as their valid
+        calls (``ksqldb_alternatives``) instead of kspark's overloads."""
+        self._listed.update({n.upper(): lines for n, lines in listed.items()})
 
     def declare_internal(self, *names: str) -> None:
         """Leave these functions out of ``names`` (SHOW FUNCTIONS): kspark's own, for plans
@@ -363,7 +372,13 @@ class FunctionRegistry:
         return ", ".join("null" if a is None else str(a) for a in arg_types)
 
     def _alternatives(self, name: str, semantics: int | None) -> str:
-        return "\n".join(s.describe() for s in self.signatures(name, semantics))
+        """The overloads a message lists: ksqlDB's own list for its scalar and table
+        functions (as its UdfIndex prints them), kspark's overloads otherwise."""
+        sigs = self.signatures(name, semantics)
+        listed = self._listed.get(name.upper())
+        if listed and sigs and sigs[0].kind is not FunctionKind.AGGREGATE:
+            return "\n".join(listed)
+        return "\n".join(s.describe() for s in sigs)
 
     def _no_match(
         self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None
@@ -385,6 +400,18 @@ class FunctionRegistry:
             f"Valid function calls are:\n{self._alternatives(name, semantics)}\n"
             f"{_DESCRIBE_HINT}"
         )
+
+
+ALTERNATIVES_FILE = Path(__file__).with_name("ksqldb_alternatives.json")
+
+
+def ksqldb_alternatives() -> dict[str, list[str]]:
+    """Per scalar or table function of ksqlDB, the lines of its "Valid alternatives are:"
+    list: parameter types as its ParamTypes print (INT, VARCHAR), the parameters' names, in
+    its UdfIndex's (hash) order. Written by ``qtt parity --table functions`` from ksqlDB's
+    sources."""
+    data: dict[str, list[str]] = json.loads(ALTERNATIVES_FILE.read_text(encoding="utf-8"))
+    return data
 
 
 # The last line of ksqlDB's UdfIndex messages.
@@ -561,6 +588,7 @@ def _match_all(
 
 
 REGISTRY = FunctionRegistry()
+REGISTRY.list_alternatives(ksqldb_alternatives())
 
 
 def _register(

@@ -86,6 +86,10 @@ class Overload:
     returns: Ty | None  # None: computed by a schema provider or at run time
     variadic_at: int | None  # index of the variadic parameter
     source: str
+    # The names ksqlDB's messages give the parameters: @UdfParameter's value, else the Java
+    # name (scalar and table functions; ksqlDB compiles with -parameters).
+    param_names: tuple[str, ...] = ()
+    declared_name: str = ""  # the name as @UdfDescription/@UdtfDescription writes it
 
     def describe(self) -> str:
         ps = [p.render() + ("..." if i == self.variadic_at else "") for i, p in enumerate(self.params)]
@@ -258,6 +262,19 @@ def _parameter(node: Any, generics: set[str], constants: dict[str, str]) -> Ty:
     return _java_type(type_node, generics)
 
 
+def _parameter_name(node: Any, constants: dict[str, str]) -> str:
+    """ksqlDB's name of a parameter: a non-empty @UdfParameter value, else its Java name."""
+    annotation = _annotations(node).get("UdfParameter")
+    if annotation is not None:
+        value = _annotation_values(annotation, constants).get("value")
+        if value:
+            return value
+    if node.type == "spread_parameter":
+        declarator = next(c for c in node.named_children if c.type == "variable_declarator")
+        return _text(declarator.child_by_field_name("name"))
+    return _text(node.child_by_field_name("name"))
+
+
 def _aggregate_columns(input_type: Ty) -> tuple[list[Ty], int | None]:
     """The columns of a UDAF's input type: ``Pair<A, B>`` is two, ``VariadicArgs<C>`` variadic."""
     parts = list(input_type.args) if input_type.name in _TUPLES else [input_type]
@@ -280,12 +297,14 @@ def _overloads_of_class(cls: Any, kind: str, fn_name: str, constants: dict[str, 
         values = _annotation_values(annotation, constants)
         generics = class_generics | _type_parameters(member)
         params: list[Ty] = []
+        names: list[str] = []
         variadic_at: int | None = None
         for p in member.child_by_field_name("parameters").named_children:
             if p.type == "spread_parameter":
                 variadic_at = len(params)
             if p.type in ("formal_parameter", "spread_parameter"):
                 params.append(_parameter(p, generics, constants))
+                names.append(_parameter_name(p, constants))
         java_return = _java_type(member.child_by_field_name("type"), generics)
         returns: Ty | None
         if kind == "aggregate":
@@ -307,7 +326,10 @@ def _overloads_of_class(cls: Any, kind: str, fn_name: str, constants: dict[str, 
             returns = _schema_type(schema) if schema else java_return
         if "schemaProvider" in values:  # the return type is computed from the arguments
             returns = None
-        yield Overload(fn_name.upper(), kind, tuple(params), returns, variadic_at, source)
+        param_names = tuple(names) if kind != "aggregate" else ()
+        yield Overload(
+            fn_name.upper(), kind, tuple(params), returns, variadic_at, source, param_names, fn_name
+        )
 
 
 def read_ksqldb_functions(src: Path) -> list[Overload]:
@@ -332,6 +354,126 @@ def read_ksqldb_functions(src: Path) -> list[Overload]:
                             raise ValueError(f"{path}: @{description} without a readable name.")
                         found.extend(_overloads_of_class(node, kind, name, constants, str(path.relative_to(src))))
     return found
+
+
+# --------------------------------------------------------------------------- ksqlDB's alternatives
+
+ALTERNATIVES_FILE = ROOT / "engine" / "functions" / "ksqldb_alternatives.json"
+
+# ksqlDB's ParamType classes: how each prints and its hashCode (primitives are constants).
+_PARAM_TYPES = {
+    "BOOLEAN": ("BOOLEAN", 1), "DECIMAL": ("DECIMAL", 2), "DOUBLE": ("DOUBLE", 3),
+    "INTEGER": ("INT", 4), "BIGINT": ("BIGINT", 5), "STRING": ("VARCHAR", 6),
+    "TIMESTAMP": ("TIMESTAMP", 7), "TIME": ("TIME", 8), "INTERVALUNIT": ("INTERVAL UNIT", 8),
+    "DATE": ("DATE", 9), "BYTES": ("BYTES", 10), "ANY": ("ANY", 11),
+}
+
+
+def _int32(x: int) -> int:
+    return (x + 2**31) % 2**32 - 2**31
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units)."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = _int32(31 * h + int.from_bytes(units[i:i + 2], "big"))
+    return h
+
+
+def _objects_hash(*hashes: int) -> int:
+    h = 1
+    for x in hashes:
+        h = _int32(31 * h + x)
+    return h
+
+
+def param_type(t: Ty) -> tuple[str, int]:
+    """How ksqlDB's ParamType of ``t`` prints, and its hashCode."""
+    if t.generic:
+        return t.name, _objects_hash(java_string_hash(t.name))
+    if t.name in _PARAM_TYPES:
+        return _PARAM_TYPES[t.name]
+    if t.name.startswith("DECIMAL("):
+        return _PARAM_TYPES["DECIMAL"]
+    if t.name == "ARRAY":
+        text, h = param_type(t.args[0])
+        return f"ARRAY<{text}>", _objects_hash(h)
+    if t.name == "MAP":
+        (kt, kh), (vt, vh) = param_type(t.args[0]), param_type(t.args[1])
+        return f"MAP<{kt}, {vt}>", _objects_hash(kh, vh)
+    if t.name == "LAMBDA":
+        inputs = [param_type(a) for a in t.args[:-1]]
+        rt, rh = param_type(t.args[-1])
+        text = "LAMBDA (" + ", ".join(i[0] for i in inputs) + ") => " + rt
+        return text, _objects_hash(_objects_hash(*(i[1] for i in inputs)), rh)
+    if t.name == "STRUCT" or t.name.startswith("STRUCT<"):
+        fields = _struct_fields(t)
+        shown = ", ".join(f"{name} {param_type(ft)[0]}" for name, ft in fields)
+        schema_hash = sum(java_string_hash(name) ^ param_type(ft)[1] for name, ft in fields)
+        return f"STRUCT<{shown}>", _objects_hash(_int32(schema_hash))
+    raise ValueError(f"No ksqlDB ParamType for {t.render()}.")
+
+
+def _struct_fields(t: Ty) -> list[tuple[str, Ty]]:
+    if t.name == "STRUCT":
+        return []  # Java's Struct: any struct
+    from engine.plan import types as T
+
+    parsed = T.parse_type(t.name)
+    return [(f.name, _from_sql(f.type)) for f in parsed.fields]
+
+
+def _key_hash(o: Overload) -> int:
+    """The hashCode of the overload's ``List<ParamType>`` (a variadic one is an ARRAY)."""
+    hashes = []
+    for i, p in enumerate(o.params):
+        h = param_type(p)[1]
+        hashes.append(_objects_hash(h) if i == o.variadic_at else h)
+    return _objects_hash(*hashes)
+
+
+def _signature_line(o: Overload) -> str:
+    parts = []
+    for i, (p, name) in enumerate(zip(o.params, o.param_names, strict=True)):
+        text = param_type(p)[0] + ("..." if i == o.variadic_at else "")
+        parts.append(f"{text} {name}" if name else text)
+    return f"{o.declared_name}({', '.join(parts)})"
+
+
+def java_hash_map_order(keys: Sequence[int]) -> list[int]:
+    """The iteration order of a ``java.util.HashMap`` filled with keys of these hashCodes in
+    this order: by bucket of the final table (16 slots, doubled past 3/4 full), then by
+    insertion within a bucket. Returns indexes into ``keys``."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(h: int) -> int:
+        u = h & 0xFFFFFFFF
+        return (u ^ (u >> 16)) & (capacity - 1)
+
+    return sorted(range(len(keys)), key=lambda i: (bucket(keys[i]), i))
+
+
+def ksqldb_alternatives(overloads: Iterable[Overload]) -> dict[str, list[str]]:
+    """Per scalar or table function (upper-case name), the lines of ksqlDB's "Valid
+    alternatives are:" list, in the order its UdfIndex prints them."""
+    by_name: dict[str, list[Overload]] = {}
+    for o in overloads:
+        if o.kind in ("scalar", "table"):
+            by_name.setdefault(o.name, []).append(o)
+    out: dict[str, list[str]] = {}
+    for name, group in by_name.items():
+        unique: dict[tuple[tuple[str, bool], ...], Overload] = {}
+        for o in group:  # ksqlDB keys its overloads by their parameter types
+            key = tuple((param_type(p)[0], i == o.variadic_at) for i, p in enumerate(o.params))
+            unique.setdefault(key, o)
+        kept = list(unique.values())
+        order = java_hash_map_order([_key_hash(o) for o in kept])
+        out[name] = [_signature_line(kept[i]) for i in order]
+    return out
 
 
 # --------------------------------------------------------------------------- kspark's side
@@ -486,4 +628,10 @@ def rows(overloads: Iterable[Overload], signatures: dict[str, list[Any]], tests:
 def functions_table(src: Path) -> list[Row]:
     """Each overload of each function ksqlDB registers, and whether kspark has it, tested."""
     reasons = json.loads(MAP_FILE.read_text(encoding="utf-8"))["reasoned"] if MAP_FILE.is_file() else {}
-    return rows(read_ksqldb_functions(src), kspark_overloads(), function_tests(), reasons)
+    overloads = read_ksqldb_functions(src)
+    # kspark's registry lists ksqlDB's own alternatives in its messages: written here, from
+    # the same reading of ksqlDB's sources.
+    ALTERNATIVES_FILE.write_text(
+        json.dumps(ksqldb_alternatives(overloads), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    return rows(overloads, kspark_overloads(), function_tests(), reasons)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.errors import TypeCheckError
 from engine.functions import REGISTRY, FunctionKind
 from engine.plan import types as T
 from engine.plan.types import SqlType
@@ -35,6 +36,18 @@ def test_explode_has_ksqldbs_array_of_decimal_overload_beside_the_generic_one() 
     assert resolved.invoke([None]) == []
     # A NULL literal takes the DECIMAL overload (fewer generics), typed as before.
     assert REGISTRY.resolve("EXPLODE", [None]).return_type == T.STRING
+
+
+def test_a_call_no_overload_takes_lists_ksqldbs_alternatives_as_its_udf_index_prints_them() -> None:
+    with pytest.raises(TypeCheckError) as raised:
+        REGISTRY.resolve("EXPLODE", [T.Map(T.STRING, T.INTEGER)])
+    assert str(raised.value) == (
+        "Function 'explode' does not accept parameters (MAP<STRING, INTEGER>).\n"
+        "Valid alternatives are:\n"
+        "explode(ARRAY<DECIMAL> input)\n"
+        "explode(ARRAY<T> list)\n"
+        "For detailed information on a function run: DESCRIBE FUNCTION <Function-Name>;"
+    )
 
 
 def test_explode_of_null_or_empty_gives_no_rows() -> None:
