@@ -98,11 +98,12 @@ def faults(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def secured_kafka(session: nox.Session) -> None:
-    """kspark run and kspark server against the SASL_SSL broker (minutes on a loaded machine);
-    the client and error tests of the secured broker run in ``nox -s tests``."""
+    """kspark run (exact output, and kill -9 in the middle of a stream) and kspark server
+    against the SASL_SSL broker (minutes); the client and error tests of the secured broker run
+    in ``nox -s tests``."""
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "secured_kafka", "tests/engine/kafka/test_secured_kafka.py", "-p", "no:cacheprovider",
-                *session.posargs)
+    session.run("pytest", "-m", "secured_kafka", "tests/engine/kafka/test_secured_kafka.py",
+                "tests/engine/runtime/test_kafka_runtime.py", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -150,16 +150,20 @@ def _add_broker_parser(sub: Any) -> None:
     start.add_argument("--dir", required=True, help="the broker's directory (data, logs, pid file)")
     start.add_argument("--port", type=int, default=None, help="listener port (default: a free one)")
     start.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for it to answer")
+    start.add_argument("--secured", action="store_true",
+                       help="also listen on SASL_SSL (user kspark, SCRAM-SHA-512 and PLAIN) and SSL (client "
+                            "certificates); write each listener's client properties into DIR")
     for action, text in (("stop", "stop the broker running in DIR"), ("status", "is a broker running in DIR")):
         actions.add_parser(action, help=text).add_argument("--dir", required=True)
 
 
 def _broker_command(args: argparse.Namespace) -> int:
     """``kspark broker start|stop|status``: exit 0, 1 on an error, 3 for status of a stopped one."""
-    from engine.components.broker import Broker
+    from engine.components.broker import Broker, BrokerSecurity
     from engine.errors import ComponentError
 
-    broker = Broker(args.dir, getattr(args, "port", None))
+    secured = getattr(args, "secured", False)
+    broker = Broker(args.dir, getattr(args, "port", None), security=BrokerSecurity() if secured else None)
     try:
         if args.action == "status":
             status = broker.status()
@@ -188,6 +192,14 @@ def _broker_command(args: argparse.Namespace) -> int:
             print(f"kspark: Kafka broker started in {broker.directory} (pid {broker.running_pid()}).",
                   file=sys.stderr)
         print(f"bootstrap.servers={broker.bootstrap_servers}")
+        if secured:
+            for listener in ("SASL_SSL", "SSL"):
+                conf = broker.directory / f"client-{listener.lower()}.properties"
+                conf.write_text("".join(f"{k}={v}\n" for k, v in broker.client_properties(listener).items()),
+                                encoding="utf-8")
+                conf.chmod(0o600)
+                print(f"{listener.lower()}.bootstrap.servers={broker.secured_bootstrap_servers(listener)} "
+                      f"(client properties: {conf})")
         return 0
     except ComponentError as exc:
         print(f"kspark: {exc}", file=sys.stderr)

@@ -225,3 +225,24 @@ def test_every_command_that_talks_to_kafka_takes_kafka_conf(
     assert code != 0 and len(err) == 1, err
     assert err[0].endswith("'ssl.truststore.location' is set but 'security.protocol' is not (PLAINTEXT): set "
                            "security.protocol to SSL, SASL_SSL or SASL_PLAINTEXT.")
+
+
+@pytest.mark.long
+def test_kspark_broker_start_secured_writes_client_properties_that_connect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "broker"
+    try:
+        assert main(["broker", "start", "--dir", str(directory), "--secured"]) == 0
+        out = capsys.readouterr().out.splitlines()
+        listeners = {line.split(".", 1)[0]: line.split("=", 1)[1].split(" ")[0]
+                     for line in out if ".bootstrap.servers=" in line}
+        assert set(listeners) == {"sasl_ssl", "ssl"}
+        for listener, bootstrap in listeners.items():
+            conf = directory / f"client-{listener}.properties"
+            assert conf.stat().st_mode & 0o077 == 0  # the password is for the service's user only
+            code = main(["query", "--bootstrap-servers", bootstrap, "--config", str(conf), "PRINT 'nope';"])
+            assert code == 1  # connected and asked: the topic is not there
+            assert capsys.readouterr().err.splitlines() == ["kspark: KafkaClientError: Topic 'nope' does not exist."]
+    finally:
+        main(["broker", "stop", "--dir", str(directory)])

@@ -302,12 +302,17 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
 # The V1 run is in the default suite. The native run (native sources and sinks, about 3 minutes
 # more) is marked soak and runs in ``nox -s soak``: both write through the same exactly-once
 # sink, whose replay rule was what lost records (issue 12; see tests/engine/runtime/test_kafka_sink.py).
+# The SASL_SSL run (the secured broker: Spark's source, the writer in the executors and the
+# marks over SCRAM-SHA-512) runs in ``nox -s secured_kafka``.
 @pytest.mark.long
 @pytest.mark.parametrize(
-    "native", [pytest.param(False, id="v1_steps"), pytest.param(True, id="native_steps", marks=pytest.mark.soak)]
+    ("native", "secured"),
+    [pytest.param(False, False, id="v1_steps"),
+     pytest.param(True, False, id="native_steps", marks=pytest.mark.soak),
+     pytest.param(False, True, id="v1_steps_sasl_ssl", marks=pytest.mark.secured_kafka)],
 )
 def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
-    kafka_broker: Any, tmp_path: Path, native: bool
+    request: pytest.FixtureRequest, tmp_path: Path, native: bool, secured: bool
 ) -> None:
     """The process group of ``kspark run`` is killed while batches are being written."""
     import os
@@ -316,7 +321,19 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
     import sys
     import time
 
-    bootstrap = kafka_broker.bootstrap_servers
+    from engine.kafka.security import configure, use_security
+
+    kafka_conf: list[str] = []
+    if secured:
+        broker = request.getfixturevalue("secured_kafka_broker")
+        bootstrap = broker.secured_bootstrap_servers("SASL_SSL")
+        configure(bootstrap, broker.client_properties("SASL_SSL"))  # this process's clients
+        request.addfinalizer(lambda: use_security(bootstrap, None))
+        config = tmp_path / "kafka.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in broker.client_properties("SASL_SSL").items()))
+        kafka_conf = ["--config", str(config)]
+    else:
+        bootstrap = request.getfixturevalue("kafka_broker").bootstrap_servers
     source, sink = _unique("events"), _unique("COPIED")
     TopicAdmin(bootstrap).create_topic(source, 2)
     sql_file = tmp_path / "copy.sql"
@@ -332,7 +349,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
     )
     command = [
         sys.executable, "-m", "engine.cli", "run", str(sql_file),
-        "--bootstrap-servers", bootstrap, "--state-dir", str(tmp_path / "state"),
+        "--bootstrap-servers", bootstrap, "--state-dir", str(tmp_path / "state"), *kafka_conf,
     ]
     total = 8_000
     records = [(f"e{i}", {"N": i}, 1_000 + i) for i in range(total)]
@@ -387,7 +404,11 @@ def _sink_marks(bootstrap: str, sink: str, query_id: str = "CSAS_COPIED_0") -> d
 
     jvm = get_spark()._jvm
     assert jvm is not None
+    from engine.kafka.security import security_for
+
     properties = jvm.java.util.Properties()
+    for key, value in security_for(bootstrap).java().items():
+        properties.put(key, value)
     properties.put("bootstrap.servers", bootstrap)
     admin = jvm.org.apache.kafka.clients.admin.Admin.create(properties)
     mark_partition = jvm.org.apache.kafka.common.TopicPartition(sink, 0)
