@@ -211,7 +211,7 @@ class Endpoint:
 def endpoints() -> list[Endpoint]:
     """Every route of the server: ``create_app``'s Starlette routes and the tables service's
     internal route, sorted by path then method."""
-    from starlette.routing import Route
+    from starlette.routing import Route, WebSocketRoute
 
     from engine.server import tables_service
     from engine.server.app import create_app
@@ -223,6 +223,8 @@ def endpoints() -> list[Endpoint]:
             for method in sorted((route.methods or set()) - {"HEAD"}):
                 found.append(Endpoint(method, route.path, "engine/server/app.py",
                                       _first_line(route.endpoint.__doc__)))
+        elif isinstance(route, WebSocketRoute):  # a WebSocket opens with a GET
+            found.append(Endpoint("GET", route.path, "engine/server/app.py", _first_line(route.endpoint.__doc__)))
     found.append(Endpoint("POST", tables_service.INTERNAL_PATH, "engine/server/tables_service.py",
                           _first_line(tables_service.TablesService.handle_internal.__doc__)))
     return sorted(found, key=lambda e: (e.path, e.method))

@@ -29,7 +29,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from engine.errors import KsqlError
 from engine.server import entities as E
@@ -198,6 +199,12 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         details = {name: {"isHealthy": healthy} for name in ("metastore", "kafka", "commandRunner")}
         body = {"isHealthy": healthy, "details": details, "serverState": "READY" if healthy else "STARTING"}
         return JSONResponse(body, status_code=200 if healthy else 503)
+
+    async def ws_query(websocket: WebSocket) -> None:
+        """ksqlDB's ``GET /ws/query``: a query over a WebSocket (``engine.server.ws_query``)."""
+        from engine.server import ws_query as ws
+
+        await ws.serve(websocket, service, _started, _rows)
 
     async def is_valid_property(request: Request) -> Response:
         """ksqlDB's ``GET /is_valid_property/:property``: ``true``, or 400 saying why a request may
@@ -412,6 +419,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         Route("/healthcheck", old_api(healthcheck), methods=["GET"]),
         Route("/clusterStatus", old_api(cluster_status), methods=["GET"]),
         Route("/is_valid_property/{property:path}", old_api(is_valid_property), methods=["GET"]),
+        WebSocketRoute("/ws/query", ws_query),
         Route("/ksql", ksql, methods=["POST"]),
         Route("/status", old_api(statuses), methods=["GET"]),
         Route("/status/{command_id:path}", old_api(status), methods=["GET"]),

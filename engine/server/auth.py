@@ -120,19 +120,23 @@ def unauthorized_body() -> dict[str, Any]:
 
 
 class BasicAuthMiddleware:
-    """ASGI middleware: HTTP requests to any path but /healthcheck need valid basic credentials."""
+    """ASGI middleware: HTTP requests to any path but /healthcheck need valid basic credentials,
+    and so does a WebSocket's opening request (refused before it is accepted: HTTP 403)."""
 
     def __init__(self, app: Any, auth: BasicAuth) -> None:
         self.app = app
         self.auth = auth
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+        if scope["type"] not in ("http", "websocket") or scope.get("path") in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         header = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
         if self.auth.check(header.decode("latin-1") if header is not None else None):
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
             return
         body = json.dumps(unauthorized_body()).encode("utf-8")
         await send({

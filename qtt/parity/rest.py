@@ -80,8 +80,12 @@ def kspark_routes() -> tuple[tuple[str, str], ...]:
     from engine.server.app import create_app
 
     app = create_app(None)  # type: ignore[arg-type]  # routes are built without touching the service
+    from starlette.routing import WebSocketRoute
+
     routes = []
     for route in app.routes:
+        if isinstance(route, WebSocketRoute):  # a WebSocket opens with a GET
+            routes.append(("GET", route.path))
         for method in sorted(getattr(route, "methods", None) or ()):
             if method != "HEAD":
                 routes.append((method, route.path))

@@ -1,6 +1,6 @@
 """ksqlDB's session entities and extra answers over a real broker (no Spark): DEFINE / UNDEFINE /
 SHOW VARIABLES and ``${name}`` substitution, warning entities, /is_valid_property, pull queries in
-ksqlDB's protobuf form."""
+ksqlDB's protobuf form, scalable push query refusals, /ws/query."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from starlette.testclient import TestClient
@@ -187,3 +189,87 @@ def test_a_scalable_push_query_is_refused_with_ksqldbs_message(service) -> None:
     query = service.push_query(f"SELECT *, V AS W FROM {name} EMIT CHANGES;", {})
     assert not query.plan.query_id.startswith("SCALABLE_PUSH_QUERY_")
     service.close_push_query(query)
+
+
+# ---------------------------------------------------------------- /ws/query
+
+
+def _ws_messages(client: TestClient, params: dict[str, str], path: str = "/ws/query") -> tuple[list[Any], int, str]:
+    """The text messages of a WebSocket query, its close code and reason."""
+    from starlette.websockets import WebSocketDisconnect
+
+    messages: list[Any] = []
+    with client.websocket_connect(path + "?" + urlencode(params)) as socket:
+        while True:
+            try:
+                messages.append(json.loads(socket.receive_text()))
+            except WebSocketDisconnect as closed:
+                return messages, closed.code, closed.reason
+
+
+def test_a_pull_query_over_a_websocket_sends_schema_rows_and_done(client, service, kafka_broker) -> None:
+    name = _name("WS")
+    service.execute(f"CREATE SOURCE TABLE {name} (ID STRING PRIMARY KEY, V INT) WITH "
+                    f"(KAFKA_TOPIC='{name.lower()}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+    produce(kafka_broker.bootstrap_servers, name.lower(), [
+        ProducerRecord(key=b"a", value=b'{"V": 1}', timestamp=1),
+        ProducerRecord(key=b"b", value=b'{"V": 2}', timestamp=2),
+    ])
+    request = json.dumps({"ksql": f"SELECT * FROM {name} WHERE ID = 'b';", "streamsProperties": {}})
+    deadline = time.monotonic() + 30
+    while True:
+        messages, code, reason = _ws_messages(client, {"request": request, "version": "1"}, "/ws/query")
+        if len(messages) > 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    schema, row, end = messages
+    assert schema == [
+        {"name": "ID", "schema": {"type": "STRING", "fields": None, "memberSchema": None}, "type": "KEY"},
+        {"name": "V", "schema": {"type": "INTEGER", "fields": None, "memberSchema": None}},
+    ]
+    assert row == {"row": {"columns": ["b", 2]}}
+    assert end == {"error": "done"} and (code, reason) == (1000, "done")
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({}, "Error parsing request: missing request parameter"),
+        ({"request": "{not json"}, "Error parsing request: "),
+        ({"request": '{"ksql": ""}'}, 'Error parsing request: "ksql" field of "request" must be populated'),
+        ({"request": '{"ksql": "SELECT 1;"}', "version": "7"}, "Received invalid api version: 7"),
+        ({"request": '{"ksql": "SELECT * FROM X;", "streamsProperties": {"bootstrap.servers": "x"}}'},
+         "Error parsing request: Cannot override property 'bootstrap.servers'"),
+        ({"request": '{"ksql": "SELECT * FROM NO_SUCH_TABLE;"}'}, "NO_SUCH_TABLE does not exist."),
+    ],
+)
+def test_a_websocket_request_that_cannot_run_closes_with_1003_and_the_reason(client, params, message) -> None:
+    messages, code, reason = _ws_messages(client, params)
+    assert code == 1003
+    assert messages[-1]["error"].startswith(message) and reason.startswith(message[:100])
+
+
+def test_a_long_close_reason_is_cut_to_the_websocket_limit() -> None:
+    from engine.server.ws_query import close_reason
+
+    assert close_reason("short") == "short"
+    cut = close_reason("é" * 200)
+    assert len(cut.encode("utf-8")) <= 123 and cut.endswith("...")
+
+
+def test_a_websocket_needs_credentials_when_the_server_asks_for_them(service, tmp_path) -> None:
+    from starlette.websockets import WebSocketDisconnect
+
+    from engine.server.auth import BasicAuth
+
+    path = tmp_path / "users"
+    path.write_text("fred: letmein, admin\n")
+    with TestClient(create_app(service, BasicAuth.from_file(path)), raise_server_exceptions=False) as guarded:
+        with pytest.raises(WebSocketDisconnect) as refused:
+            with guarded.websocket_connect("/ws/query?" + urlencode({"request": '{"ksql": "SELECT 1;"}'})) as socket:
+                socket.receive_text()
+        assert refused.value.code == 1008
+        credentials = base64.b64encode(b"fred:letmein").decode()
+        with guarded.websocket_connect("/ws/query?" + urlencode({"request": '{"ksql": ""}'}),
+                                       headers={"Authorization": f"Basic {credentials}"}) as socket:
+            assert "must be populated" in json.loads(socket.receive_text())["error"]
