@@ -265,19 +265,27 @@ class ProxiedBroker(Broker):
         return f"{HOST}:{self.proxy_port}"
 
     def _server_properties(self, *args: Any, **kwargs: Any) -> str:
-        text = super()._server_properties(*args, **kwargs)
-        additions = {
-            "listeners": f"{PROXIED_LISTENER}://{HOST}:{self.proxied_port}",
-            "advertised.listeners": f"{PROXIED_LISTENER}://{HOST}:{self.proxy_port}",
-            "listener.security.protocol.map": f"{PROXIED_LISTENER}:PLAINTEXT",
-        }
-        lines = []
-        for line in text.splitlines():
-            key = line.split("=", 1)[0]
-            if key in additions:
-                line = f"{line},{additions[key]}"
-            lines.append(line)
-        return "\n".join(lines) + "\n"
+        return with_proxied_listener(super()._server_properties(*args, **kwargs), self.proxied_port, self.proxy_port)
+
+
+def with_proxied_listener(properties: str, listen_port: int, advertised_port: int) -> str:
+    """``server.properties`` text with the ``PROXIED`` listener added: listening on
+    ``listen_port``, advertising ``advertised_port``, plain text."""
+    additions = {
+        "listeners": f"{PROXIED_LISTENER}://{HOST}:{listen_port}",
+        "advertised.listeners": f"{PROXIED_LISTENER}://{HOST}:{advertised_port}",
+        "listener.security.protocol.map": f"{PROXIED_LISTENER}:PLAINTEXT",
+    }
+    lines = []
+    for line in properties.splitlines():
+        key = line.split("=", 1)[0]
+        if key in additions:
+            line = f"{line},{additions.pop(key)}"
+        lines.append(line)
+    if additions:
+        raise ComponentError(f"The broker's server.properties has no {', '.join(sorted(additions))} line to add "
+                             "the PROXIED listener to.")
+    return "\n".join(lines) + "\n"
 
 
 @contextlib.contextmanager

@@ -220,6 +220,9 @@ class QueryOwnership:
         try:
             description = self._admin.describe_consumer_groups([group], request_timeout=5)[group].result(timeout=10)
         except KafkaException as exc:
+            # An admin client whose describe failed while the broker was away never describes
+            # a group again once it is back (librdkafka's group requests time out for good).
+            self._admin = AdminClient(client_config(self.bootstrap_servers))
             raise KafkaClientError(f"Cannot describe the query-owner group '{group}': {error_text(exc)}.") from None
         members = {}
         for member in description.members:

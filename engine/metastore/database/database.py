@@ -76,6 +76,7 @@ from engine.metastore.database.rows import (
 LOG = logging.getLogger("engine.metastore.database")
 PARTITION = 0
 ATTEMPTS = 20
+RETRY_OWNERSHIP_S = 2.0  # an assigned table whose producer did not initialise is tried again after this
 # 29 + 18 + 16 bits: a sequence number fits a signed 64-bit integer (a Java client's long).
 # Offsets count every write and its commit marker: the sources changelog holds about 268
 # million writes, the queries one about 131,000, the types one about 32,000.
@@ -382,19 +383,32 @@ class MetastoreDatabase:
             },
         ))
 
+        # Tables assigned to this server whose producer did not initialise yet (the broker was
+        # away, or slow): tried again until they are, or until the table goes to another server.
+        pending: dict[str, float] = {}
+
         def assigned(c: Consumer, partitions: list[TopicPartition]) -> None:
             c.pause(partitions)  # membership only: the views read the records
             for tp in partitions:
-                self._take_ownership(self._table_of(tp.topic))
+                table = self._table_of(tp.topic)
+                if not self._take_ownership(table):
+                    pending[table] = time.monotonic() + RETRY_OWNERSHIP_S
 
         def revoked(c: Consumer, partitions: list[TopicPartition]) -> None:
             for tp in partitions:
-                self._give_up_ownership(self._table_of(tp.topic))
+                table = self._table_of(tp.topic)
+                pending.pop(table, None)
+                self._give_up_ownership(table)
 
         try:
             consumer.subscribe([self.topics[t] for t in OWNED], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
             while not self._stop.is_set():
                 consumer.poll(0.1)
+                for table, due in list(pending.items()):
+                    if time.monotonic() >= due:
+                        del pending[table]
+                        if not self._take_ownership(table):
+                            pending[table] = time.monotonic() + RETRY_OWNERSHIP_S
         except Exception:  # noqa: BLE001 - without membership this server forwards every write
             LOG.exception("the metastore ownership consumer stopped")
         finally:
@@ -405,13 +419,15 @@ class MetastoreDatabase:
     def _table_of(self, topic: str) -> str:
         return next(table for table, name in self.topics.items() if name == topic)
 
-    def _take_ownership(self, table: str) -> None:
+    def _take_ownership(self, table: str) -> bool:
+        """Initialise the table's producer and own the table; False if the producer failed."""
         producer = self._transactional_producer(table)
         if producer is None:
-            return
+            return False
         with self._locks[table]:
             self._owned[table] = producer
         LOG.info("this server (%s) owns %s", self.internal_url, self.topics[table])
+        return True
 
     def _transactional_producer(self, table: str) -> Producer | None:
         """The table's transactional producer, initialised (which fences every earlier one of
@@ -451,11 +467,15 @@ class MetastoreDatabase:
         if self._admin is None:
             self._admin = AdminClient(client_config(self.bootstrap_servers))
         try:
-            description = self._admin.describe_consumer_groups([self.group_id])[self.group_id].result(
-                timeout=self.timeout
-            )
+            description = self._admin.describe_consumer_groups(
+                [self.group_id], request_timeout=min(self.timeout, 10.0)
+            )[self.group_id].result(timeout=min(self.timeout, 10.0) + 5)
         except Exception as exc:  # noqa: BLE001 - unknown owner: the caller retries
             LOG.info("describing %s failed: %s", self.group_id, error_text(exc))
+            # An admin client whose describe failed while the broker was away never describes
+            # a group again once it is back (librdkafka's group requests time out for good):
+            # the next attempt asks through a new one.
+            self._admin = None
             return None
         topic = self.topics[table]
         for member in description.members:
