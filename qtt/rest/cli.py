@@ -89,6 +89,20 @@ def add_rest_command(sub: Any) -> None:
     rest.set_defaults(handler=cmd_rest)
 
 
+def ignored_keys_note(files: list[RestFile]) -> str | None:
+    """One line naming the case keys the runner ignored (as ksqlDB's does) and how many cases
+    carry each, or None when there are none."""
+    counts: dict[str, int] = {}
+    for file in files:
+        for case in file.cases:
+            for key in case.ignored_keys:
+                counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return None
+    listed = ", ".join(f"{key} ({n} case{'s' if n != 1 else ''})" for key, n in sorted(counts.items()))
+    return f"qtt: case keys ignored, as ksqlDB's runner ignores keys it does not know: {listed}"
+
+
 def cmd_rest(args: argparse.Namespace) -> int:
     """The ``qtt rest`` handler."""
     from qtt.rest.runner import HarnessError, RestHarness
@@ -101,6 +115,9 @@ def cmd_rest(args: argparse.Namespace) -> int:
     if not any(f.cases or f.problems for f in files):
         print("qtt: no REST QTT cases found.", file=sys.stderr)
         return 1
+    note = ignored_keys_note(files)
+    if note is not None:
+        print(note, file=sys.stderr)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         with RestHarness.open(

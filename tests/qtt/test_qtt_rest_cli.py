@@ -91,3 +91,19 @@ def test_run_errors_are_one_line_and_exit_2(
 def test_no_cases_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rest", str(tmp_path)]) == 1
     assert "no REST QTT cases found" in capsys.readouterr().err
+
+
+def test_ignored_case_keys_are_named_once_with_their_counts(tmp_path: Path) -> None:
+    from qtt.rest.cli import ignored_keys_note
+
+    (tmp_path / "one.json").write_text(
+        '{"tests": [{"name": "a", "statements": ["S;"], "extra": 1, "other": 2}, '
+        '{"name": "b", "statements": ["S;"], "extra": 3}, {"name": "c", "statements": ["S;"]}]}',
+        encoding="utf-8",
+    )
+    files = load_rest_paths([tmp_path])
+    assert ignored_keys_note(files) == (
+        "qtt: case keys ignored, as ksqlDB's runner ignores keys it does not know: extra (2 cases), other (1 case)"
+    )
+    (tmp_path / "one.json").write_text('{"tests": [{"name": "c", "statements": ["S;"]}]}', encoding="utf-8")
+    assert ignored_keys_note(load_rest_paths([tmp_path])) is None
