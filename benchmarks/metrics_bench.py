@@ -10,9 +10,9 @@ R times each (default 3), alternating:
 with the figures of ``engine.hosting.query_metrics`` gathered (the observation on the sink's
 records and the progress listener, as every server and ``kspark run`` has them) and with
 ``collect_metrics=False``. Each run has a fresh state dir and output topic on one started
-SparkSession. Before any figure is reported, every output topic is checked to hold the
-filtered record count, and the gathered figures to have counted every input record and
-every output record. The figure is the median records/s with metrics; the baseline the
+SparkSession. Before any figure is reported, every output topic is checked to span at least
+the filtered record count of offsets (transaction markers take offsets too), and the gathered
+figures to have counted exactly every input record and every output record. The figure is the median records/s with metrics; the baseline the
 median without; the target a ratio of 1.03.
 
 The report goes to ``reports/metrics_bench.json`` (``benchmarks.report``; ``--record``

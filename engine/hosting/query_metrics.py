@@ -22,6 +22,7 @@ The server's ``/metrics`` and ``/lag``, ``DESCRIBE ... EXTENDED``'s statistics a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -112,6 +113,14 @@ class QueryFigures:
             self.last_produced_ms = int(now * 1000)
         self.recent.append((now, duration, consumed, produced))
         self._trim(now)
+
+    def snapshot(self) -> QueryFigures:
+        """A copy to read while the listener goes on adding to this one."""
+        return dataclasses.replace(
+            self, consumed_by_topic=dict(self.consumed_by_topic),
+            committed={topic: dict(offsets) for topic, offsets in self.committed.items()},
+            recent=deque(self.recent), _seen=deque(self._seen, maxlen=_PENDING),
+        )
 
     def _trim(self, now: float) -> None:
         while self.recent and self.recent[0][0] < now - WINDOW_SECONDS:
@@ -315,19 +324,23 @@ class QueryMetrics:
     # ------------------------------------------------------------------ reading
 
     def figures(self, query_id: str) -> QueryFigures | None:
+        """A snapshot of the query's figures (None: not tracked)."""
         with self._lock:
-            return self._figures.get(query_id)
+            figures = self._figures.get(query_id)
+            return None if figures is None else figures.snapshot()
 
     def all(self) -> list[QueryFigures]:
+        """Snapshots of every tracked query's figures."""
         with self._lock:
-            return list(self._figures.values())
+            return [figures.snapshot() for figures in self._figures.values()]
 
     def topic_statistics(self, topic: str, now: float | None = None) -> list[Stat]:
         """ksqlDB's statistics of a source's topic: what the queries reading it consumed, what
         those writing it produced (``consumer-total-bytes`` is not known: not shown)."""
         now = time.time() if now is None else now
-        readers = [f for f in self.all() if topic in f.consumed_by_topic or topic in f.source_topics]
-        writers = [f for f in self.all() if f.sink_topic == topic]
+        tracked = self.all()
+        readers = [f for f in tracked if topic in f.consumed_by_topic or topic in f.source_topics]
+        writers = [f for f in tracked if f.sink_topic == topic]
         stats: list[Stat] = []
         if readers:
             last = max(f.last_consumed_ms for f in readers)

@@ -47,7 +47,7 @@ class ServerMetrics:
 
     def __init__(self, service: Any) -> None:
         self.service = service
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = CollectorRegistry()
         self.pull_queries = Counter("kspark_pull_queries", "Pull queries answered, by outcome.",
                                     ["outcome"], registry=self.registry)
         self.pull_latency = Histogram("kspark_pull_query_latency_seconds", "Time to answer a pull query.",
@@ -80,17 +80,17 @@ class ServerMetrics:
 def query_reports(service: Any) -> list[dict[str, Any]]:
     """``GET /lag``: every persistent query this server runs, with its figures and per-partition
     lag (``QueryFigures.to_json``), its state the service's."""
-    figures, states = _running_figures(service)
+    states = {info.query_id: info.state for info in service.query_infos()}
+    figures = _running_figures(service)
     ends = _ends(service, figures)
     return [dict(f.to_json(ends), state=states.get(f.query_id, f.state)) for f in figures]
 
 
-def _running_figures(service: Any) -> tuple[list[QueryFigures], dict[str, str]]:
-    """The figures of the queries this server runs now, and every query's state."""
-    states = {info.query_id: info.state for info in service.query_infos()}
+def _running_figures(service: Any) -> list[QueryFigures]:
+    """The figures of the queries this server runs now."""
     running = service.running_query_ids()
     figures = [f for f in service.app.metrics.all() if f.query_id in running]
-    return sorted(figures, key=lambda f: f.query_id), states
+    return sorted(figures, key=lambda f: f.query_id)
 
 
 def _ends(service: Any, figures: Sequence[QueryFigures]) -> dict[tuple[str, int], int]:
@@ -116,6 +116,9 @@ class _ServiceCollector(Collector):
     def __init__(self, service: Any) -> None:
         self.service = service
 
+    def describe(self) -> list[Metric]:
+        return []  # the names vary with the queries: not checked at registration (nothing asked of Kafka then)
+
     def collect(self) -> Iterator[Metric]:
         service = self.service
         infos = service.query_infos()
@@ -131,7 +134,8 @@ class _ServiceCollector(Collector):
                                 value=applied_offset(service))
         yield GaugeMetricFamily("kspark_push_queries_open", "Push queries streaming now.",
                                 value=len(service.transient_infos()))
-        figures, states = _running_figures(service)
+        figures = _running_figures(service)
+        states = {info.query_id: info.state for info in infos}
         yield from _query_metrics(figures, states, _ends(service, figures))
 
 

@@ -72,7 +72,7 @@ def test_records_driven_through_a_query_show_in_metrics_lag_and_describe_extende
                 [ProducerRecord(key=f"k{i}".encode(), value=json.dumps({"V": i}).encode()) for i in range(6)])
 
         labels = (("query_id", query_id),)
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 90  # a query's first batch waits for Spark's executors on a loaded machine
         while True:
             answer = http.get("/metrics")
             assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain")
