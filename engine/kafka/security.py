@@ -35,6 +35,7 @@ engine's properties nor its plans, statements or command log. An unknown name un
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -137,10 +138,12 @@ class KafkaSecurity:
         return {f"kafka.{k}": v for k, v in self.items}
 
     def librdkafka(self) -> dict[str, str]:
-        """For confluent-kafka's clients (librdkafka's names)."""
+        """For confluent-kafka's clients (librdkafka's names); worked out once per set (a
+        client is made per command-log statement, and a PKCS12 store is slow to open)."""
+        return dict(_librdkafka(self)) if self.items else {}
+
+    def _librdkafka(self) -> tuple[tuple[str, str], ...]:
         p = self.properties
-        if not p:
-            return {}
         out = {"security.protocol": self.protocol.lower()}
         if "sasl.mechanism" in p:
             out["sasl.mechanism"] = p["sasl.mechanism"]
@@ -175,7 +178,12 @@ class KafkaSecurity:
         algorithm = p.get("ssl.endpoint.identification.algorithm")
         if algorithm is not None:
             out["ssl.endpoint.identification.algorithm"] = algorithm.lower() or "none"
-        return out
+        return tuple(out.items())
+
+
+@functools.lru_cache(maxsize=64)
+def _librdkafka(security: KafkaSecurity) -> tuple[tuple[str, str], ...]:
+    return security._librdkafka()
 
 
 # ---------------------------------------------------------------------- which clusters use what
