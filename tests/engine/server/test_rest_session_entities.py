@@ -273,3 +273,16 @@ def test_a_websocket_needs_credentials_when_the_server_asks_for_them(service, tm
         with guarded.websocket_connect("/ws/query?" + urlencode({"request": '{"ksql": ""}'}),
                                        headers={"Authorization": f"Basic {credentials}"}) as socket:
             assert "must be populated" in json.loads(socket.receive_text())["error"]
+
+
+def test_a_push_query_over_a_websocket_streams_value_columns_until_its_limit(client, service, spark) -> None:
+    name = _name("WP")
+    service.execute(f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{name.lower()}', "
+                    f"VALUE_FORMAT='JSON', PARTITIONS=1); INSERT INTO {name} (ID, V) VALUES ('a', 7);")
+    request = json.dumps({"ksql": f"SELECT * FROM {name} EMIT CHANGES LIMIT 1;",
+                          "streamsProperties": {"auto.offset.reset": "earliest"}})
+    messages, code, reason = _ws_messages(client, {"request": request}, "/ws/query")
+    schema, row, end = messages
+    assert [field["name"] for field in schema] == ["ID", "V"] and all("type" not in f for f in schema)
+    assert row == {"row": {"columns": ["a", 7]}}
+    assert end == {"error": "done"} and (code, reason) == (1000, "done")
