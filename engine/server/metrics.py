@@ -3,7 +3,7 @@
 Per persistent query this server runs, read at each scrape from the figures
 ``engine.hosting.query_metrics`` gathers from Spark's progress reports (label ``query_id``):
 
-    kspark_query_state{state}                 1 for the query's state
+    kspark_query_state{state}                 1 for the query's state (every query it owns, failed too)
     kspark_query_records_consumed_total       records read from the input topics
     kspark_query_records_produced_total       records handed to the transactional sink
     kspark_query_bytes_produced_total         their key and value bytes
@@ -135,7 +135,8 @@ class _ServiceCollector(Collector):
         yield GaugeMetricFamily("kspark_push_queries_open", "Push queries streaming now.",
                                 value=len(service.transient_infos()))
         figures = _running_figures(service)
-        states = {info.query_id: info.state for info in infos}
+        # The state of every query this server owns, running or not (a failed one shows ERROR).
+        states = {info.query_id: info.state for info in infos if info.owner in (None, service.server_id)}
         yield from _query_metrics(figures, states, _ends(service, figures))
 
 
@@ -170,7 +171,7 @@ def _query_metrics(figures: Sequence[QueryFigures], states: dict[str, str],
     lag = GaugeMetricFamily("kspark_query_consumer_lag", "An input partition's end offset minus the query's position.",
                             labels=["query_id", "topic", "partition"])
     for f in figures:
-        state.add_metric([f.query_id, states.get(f.query_id, f.state)], 1)
+        states.setdefault(f.query_id, f.state)
         for family, value in counters:
             family.add_metric([f.query_id], value(f))
         for gauge, reading in gauges:
@@ -179,6 +180,8 @@ def _query_metrics(figures: Sequence[QueryFigures], states: dict[str, str],
             labels = [f.query_id, partition.topic, str(partition.partition)]
             offset.add_metric(labels, partition.current_offset)
             lag.add_metric(labels, partition.lag)
+    for query_id in sorted(states):
+        state.add_metric([query_id, states[query_id]], 1)
     yield state
     for family, _ in counters:
         yield family
