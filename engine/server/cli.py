@@ -97,12 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
     host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
-    try:
-        properties = configure(args.bootstrap_servers, properties, args.kafka_conf)
-        check_connection(args.bootstrap_servers, timeout=30.0)
-    except KsqlError as exc:
-        print(f"kspark: {exc}", file=sys.stderr)
-        return 1
+    # The server's own files first: a bad one is said at once, without waiting for Kafka.
     try:
         auth = BasicAuth.from_file(args.auth_file) if args.auth_file else None
     except KsqlError as exc:
@@ -113,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 2
+    try:
+        properties = configure(args.bootstrap_servers, properties, args.kafka_conf)
+        check_connection(args.bootstrap_servers, timeout=30.0)
+    except KsqlError as exc:
+        print(f"kspark: {exc}", file=sys.stderr)
+        return 1
     scheme = "http" if tls is None else "https"
     service_class: Any = KsqlService
     extra: dict[str, Any] = {}
