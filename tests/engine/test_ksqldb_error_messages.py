@@ -74,6 +74,9 @@ CASES = [
      "Tables require a PRIMARY KEY. Please define the PRIMARY KEY."),
     ("CREATE STREAM Y (KM INT) WITH (kafka_topic='nowhere', value_format='JSON');", "Kafka topic does not exist: nowhere"),
     # formats
+    ("CREATE STREAM Y (KM INT) WITH (kafka_topic='rides');",
+     "Statement is missing the 'VALUE_FORMAT' property from the WITH clause. Either provide one or set a default "
+     "via the 'ksql.persistence.default.format.value' config."),
     ("CREATE STREAM Y (KM INT) WITH (kafka_topic='rides', value_format='Xml');", "Unknown format: XML"),
     ("CREATE STREAM Y (KM INT) WITH (kafka_topic='rides', value_format='NONE');",
      "The 'NONE' format can only be used when no columns are defined. Got: [`KM` INTEGER]"),
