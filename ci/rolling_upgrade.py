@@ -7,7 +7,11 @@
 1. The previous release's wheel (the last line of ``planned_cases/RELEASES``, rebuilt from its
    commit) and the current wheel (HEAD) are each installed without extras into a fresh venv.
 2. A broker and three ``kspark server`` processes of the previous release start: one service
-   id, the previous release's default metastore (the KLIP-18 tables), one shared state dir.
+   id, one shared state dir, the metastore on the command topic (``--metastore``). The KLIP-18
+   tables are both releases' default, but 0.11.0's wheel does not declare httpx, which its
+   tables-mode servers need to forward a metastore write to the table's owner: without extras
+   every forwarded statement fails (``No module named 'httpx'``). The command topic is the mode
+   both releases run without extras.
 3. Five persistent queries are created (a filter/projection, an aggregate, a tumbling-window
    aggregate with EMIT FINAL, a stream-table join, a table-table join) and a producer writes
    keyed orders with increasing timestamps for the whole run.
@@ -194,12 +198,13 @@ class Service:
     service_id: str
     work: Path
     ports: list[int]
+    metastore: str
     servers: list[ServerProcess | None] = field(default_factory=list)
     releases: list[str] = field(default_factory=list)
 
     def server(self, n: int, python: str) -> ServerProcess:
         server = ServerProcess(self.bootstrap, self.service_id, self.work / "state", log=self.work / f"server{n}.log",
-                               python=python, cwd=self.work, args=("--spark-master", "local[1]"))
+                               python=python, cwd=self.work, args=("--spark-master", "local[1]", "--metastore", self.metastore))
         server.port = self.ports[n]  # the same server id (host:port) across restarts
         server.url = f"http://{HOST}:{server.port}"
         server.command[server.command.index("--listen") + 1] = f"{HOST}:{server.port}"
@@ -456,6 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=12.0, help="orders per second (default 12)")
     parser.add_argument("--report", type=Path, default=Path("build/rolling_upgrade.json"))
     parser.add_argument("--work", type=Path, help="keep the run's files here (default: a temporary dir)")
+    parser.add_argument("--metastore", choices=("command-topic", "tables"), default="command-topic",
+                        help="the servers' metastore mode (default command-topic: see step 2)")
+    parser.add_argument("--reuse-venvs", action="store_true",
+                        help="keep the venvs --work already holds instead of building them again")
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
     report_path = args.report if args.report.is_absolute() else repo / args.report
@@ -465,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         summary: dict[str, Any] = {"checks": {}}
         try:
-            run(repo, work, args.rate, summary)
+            run(repo, work, args.rate, summary, metastore=args.metastore, reuse_venvs=args.reuse_venvs)
         except Failed as exc:
             summary["failed"] = str(exc)
         summary["seconds"] = round(time.monotonic() - started, 1)
@@ -480,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if problems else 0
 
 
-def run(repo: Path, work: Path, rate: float, summary: dict[str, Any]) -> None:
+def run(repo: Path, work: Path, rate: float, summary: dict[str, Any], *, metastore: str, reuse_venvs: bool) -> None:
     checks: dict[str, bool] = summary["checks"]
     previous = read_release_lines(repo / "planned_cases")[-1]
     head = head_commit(repo)
@@ -490,8 +499,15 @@ def run(repo: Path, work: Path, rate: float, summary: dict[str, Any]) -> None:
     summary["current"] = {"commit": head}
     wheels = work / "wheels"
     timer = time.monotonic()
-    old_python = make_venv(work / "venv-previous", build_release_wheel(repo, previous.commit, wheels / "previous"))
-    new_python = make_venv(work / "venv-current", build_release_wheel(repo, head, wheels / "current"))
+    pythons = []
+    for name, commit in (("previous", previous.commit), ("current", head)):
+        python = work / f"venv-{name}" / "bin" / "python"
+        if not (reuse_venvs and (python.parent / "kspark").is_file()):
+            python = Path(make_venv(python.parent.parent, build_release_wheel(repo, commit, wheels / name)))
+        pythons.append(str(python))
+    old_python, new_python = pythons
+    summary["metastore"] = metastore
+    summary["venvs_reused"] = reuse_venvs
     summary["venvs_seconds"] = round(time.monotonic() - timer, 1)
     old, new = f"previous {previous.version}", "current"
     print(f"rolling-upgrade: venvs of {previous.version} and HEAD {head[:10]} ready", flush=True)
@@ -500,7 +516,8 @@ def run(repo: Path, work: Path, rate: float, summary: dict[str, Any]) -> None:
 
     with Broker(work / "broker", stop_with_parent=True) as broker:
         bootstrap = broker.bootstrap_servers
-        service = Service(bootstrap, "upgrade", work, [free_port() for _ in range(3)], [None] * 3, [""] * 3)
+        service = Service(bootstrap, "upgrade", work, [free_port() for _ in range(3)], metastore,
+                          [None] * 3, [""] * 3)
         try:
             for n in range(3):
                 service.start(n, old_python, old)
