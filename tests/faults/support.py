@@ -65,9 +65,11 @@ class Server(ServerProcess):
         return {q["id"]: q["state"] for q in listed["queries"]}
 
     def metastore(self) -> tuple[list[str], list[str], list[str]]:
+        """Its streams, tables and persistent queries (a push query open on it is its own)."""
         streams, tables, queries = self.ok("LIST STREAMS; LIST TABLES; LIST QUERIES;")
+        persistent = [q["id"] for q in queries["queries"] if q.get("queryType") != "PUSH"]
         return (sorted(s["name"] for s in streams["streams"]), sorted(t["name"] for t in tables["tables"]),
-                sorted(q["id"] for q in queries["queries"]))
+                sorted(persistent))
 
 
 def produce(bootstrap: str, topic: str, numbers: range) -> None:
