@@ -329,7 +329,7 @@ class StreamingApplication:
             self.observed(streaming).writeStream.foreachBatch(
                 TransactionalSink(self.bootstrap_servers, streaming.topic, self.application_id(query.query_id))
             )
-            .option("checkpointLocation", str(self.state_dir / query.query_id / CHECKPOINT_DIR))
+            .option("checkpointLocation", checkpoint_location(self.state_dir, query.query_id))
             .queryName(query.query_id)
         )
         writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="0 seconds")
@@ -493,6 +493,25 @@ def task_count(engine: KsqlEngine, query: QueryPlan) -> int:
         if source is not None and source.topic in topics:
             counts.append(topics[source.topic].partitions)
     return max(counts, default=1)
+
+
+def checkpoint_location(state_dir: Path, query_id: str) -> str:
+    """The query's checkpoint, rid of the log writes a killed process left unfinished.
+
+    Spark writes each entry of a checkpoint's offset and commit logs to a hidden temporary file
+    (``.N.<uuid>.tmp``, and its ``.crc``) and then renames it. A process killed between the two
+    leaves the temporary file behind: Spark's readers skip it, but its check that a query's
+    first batch starts from an empty checkpoint counts it, and the query would refuse to start
+    ever again (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``). Only the query's owner starts
+    it, so no other writer's file is removed.
+    """
+    checkpoint = state_dir / query_id / CHECKPOINT_DIR
+    for log in ("offsets", "commits"):
+        folder = checkpoint / log
+        if folder.is_dir():
+            for leftover in [*folder.glob(".*.tmp"), *folder.glob("..*.tmp.crc")]:
+                leftover.unlink(missing_ok=True)
+    return str(checkpoint)
 
 
 class RestartableFailure(ExecutionError):

@@ -47,6 +47,7 @@ from engine.hosting.application import (
     SCHEMA_REGISTRY_URL,
     StreamingApplication,
     build_streaming_query,
+    checkpoint_location,
 )
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
@@ -357,7 +358,7 @@ class KsqlService:
                 app.observed(streaming).writeStream.foreachBatch(
                     TransactionalSink(self.bootstrap_servers, streaming.topic, app.application_id(query_id))
                 )
-                .option("checkpointLocation", str(app.state_dir / query_id / CHECKPOINT_DIR))
+                .option("checkpointLocation", checkpoint_location(app.state_dir, query_id))
                 .queryName(query_id)
                 .trigger(processingTime="0 seconds")
             )

@@ -539,3 +539,35 @@ def test_sources_fetch_for_latency_and_the_described_plan_leaves_that_out(spark:
     assert "fetch.max.wait" not in described
     assert "kafka.isolation.level=read_committed" in described and "failOnDataLoss=false" in described
     assert ", ]" not in described and ", )" not in described and "[, " not in described
+
+
+def test_a_query_killed_while_writing_its_first_offsets_entry_starts_again(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    # A process killed between Spark's write of an offset-log entry to its hidden temporary
+    # file and the rename leaves `.0.<uuid>.tmp` behind. Spark's readers skip it, but its check
+    # that a new query's checkpoint is empty counted it, and the query refused to start ever
+    # again (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY).
+    bootstrap = kafka_broker.bootstrap_servers
+    source, counts = _unique("clicks"), _unique("COUNTS")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM CLICKS (ID STRING KEY, PAGE STRING) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE COUNTS WITH (KAFKA_TOPIC='{counts}') AS
+            SELECT PAGE, COUNT(*) AS N FROM CLICKS GROUP BY PAGE;
+    """
+    # The checkpoint as such a kill leaves it, before the query's first batch.
+    offsets = tmp_path / "state" / "CTAS_COUNTS_0" / "checkpoint" / "offsets"
+    offsets.mkdir(parents=True)
+    leftover = offsets / f".0.{uuid.uuid4()}.tmp"
+    leftover.write_bytes(b"")
+    (offsets / f".{leftover.name}.crc").write_bytes(b"")
+
+    _produce(bootstrap, source, [(f"c{i}", {"PAGE": f"p{i % 3}"}, 1_000 + i) for i in range(30)])
+    app = _run(bootstrap, tmp_path / "state", sql)
+
+    assert [q.query_id for q in app.queries()] == ["CTAS_COUNTS_0"]
+    latest = {key: value for key, value, _ in _outputs(bootstrap, counts)}
+    assert latest == {"p0": {"N": 10}, "p1": {"N": 10}, "p2": {"N": 10}}
+    assert not leftover.exists()
