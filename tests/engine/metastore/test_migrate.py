@@ -22,7 +22,7 @@ from tests.engine.ksqldb_import.test_command_topic import _write_ksqldb_topic
 
 
 def _args(bootstrap: str, service_id: str) -> argparse.Namespace:
-    return argparse.Namespace(bootstrap_servers=bootstrap, service_id=service_id, once=True, timeout=30.0)
+    return argparse.Namespace(bootstrap_servers=bootstrap, service_id=service_id, once=True, timeout=30.0, kafka_conf=[])
 
 
 def test_a_command_topic_service_migrated_lists_the_same_sources_and_queries(kafka_broker, tmp_path, capsys) -> None:
@@ -160,7 +160,7 @@ def test_a_ksqldb_command_topic_migrates_to_the_tables(kafka_broker, tmp_path, c
         ('"terminate/CSAS_LOWER_2/execute"', _ksqldb_value("TERMINATE CSAS_LOWER_2;", None)),
         ('"stream/`UPPER`/create"', _ksqldb_value("INSERT INTO UPPER SELECT ...;", query("UPPER", "INSERTQUERY_3", "NAME AS N", create=False))),
     ])
-    args = argparse.Namespace(bootstrap_servers=bootstrap, service_id=service_id, once=True, timeout=30.0,
+    args = argparse.Namespace(bootstrap_servers=bootstrap, service_id=service_id, once=True, timeout=30.0, kafka_conf=[],
                               from_ksqldb=True, ksqldb_service_id=None)
     assert run(args) == 0
     out = capsys.readouterr().out

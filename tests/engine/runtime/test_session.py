@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -30,19 +31,28 @@ def test_python_workers_start_with_the_engine_frozen_out_of_the_collector(spark:
 
 
 class _Commands:
-    """The Py4J commands sent to the JVM once ``start`` is called. The releases Py4J's
-    finalizer thread sends, whenever Python drops a JVM object, are kept apart."""
+    """The Py4J commands the calling thread sends to the JVM once ``start`` is called. The
+    releases Py4J's finalizer thread sends, whenever Python drops a JVM object, and what other
+    threads send meanwhile (a streaming query listener's callbacks of an earlier test's query,
+    say) are kept apart."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[str] = []
         self.releases: list[str] = []
+        self.others: list[str] = []
         self._monkeypatch = monkeypatch
 
     def start(self) -> list[str]:
         send = JavaClient.send_command
+        caller = threading.get_ident()
 
         def counting(client: Any, command: str, *args: Any, **kwargs: Any) -> Any:
-            (self.releases if command.startswith("m\nd\n") else self.sent).append(command)
+            if command.startswith("m\nd\n"):
+                self.releases.append(command)
+            elif threading.get_ident() != caller:
+                self.others.append(command)
+            else:
+                self.sent.append(command)
             return send(client, command, *args, **kwargs)
 
         self._monkeypatch.setattr(JavaClient, "send_command", counting)
