@@ -18,8 +18,6 @@ Cache layout under ``kspark_home()`` (``$KSPARK_HOME``, default ``~/.cache/kspar
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -28,11 +26,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
+from engine.components.process import file_lock
 from engine.errors import ComponentError
 
 MARKER = ".fetched"
@@ -134,7 +133,7 @@ def fetch_artifacts(
         )
     cache = (home or kspark_home()) / "ivy-cache"
     dest.mkdir(parents=True, exist_ok=True)
-    with _locked(dest / ".lock"):
+    with file_lock(dest / ".lock"):
         if is_fetched(dest, coordinates):  # another process fetched while we waited
             return dest
         started = time.monotonic()
@@ -183,12 +182,3 @@ def ivy_message(output: str) -> str:
         text = (errors or lines or ["Ivy failed with no output."])[-1]
     return text if len(text) <= 600 else text[:597] + "..."
 
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -24,7 +24,6 @@ registry directory::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.components.maven import kspark_home
-from engine.components.process import HOST, JvmComponent
+from engine.components.process import HOST, JvmComponent, file_lock
 from engine.components.process import java as java_executable
 from engine.errors import ComponentError
 
@@ -93,7 +92,7 @@ def fetch_distribution(home: Path | None = None, *, base_url: str = MAVEN_CENTRA
     """
     root = distribution_dir(home)
     root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / ".lock"):
+    with file_lock(root / ".lock"):
         if (root / MARKER).exists():
             return _run_jar(root)
         url = f"{base_url}/{DISTRIBUTION}"
@@ -267,12 +266,3 @@ def _reason(exc: BaseException) -> str:
         return str(exc.reason)
     return str(exc)
 
-
-@contextlib.contextmanager
-def _locked(path: Path):  # type: ignore[no-untyped-def]
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -28,7 +28,6 @@ tests that check the topics whatever the proxy does.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -37,13 +36,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from engine.components.broker import Broker
 from engine.components.maven import kspark_home
-from engine.components.process import HOST, JvmComponent, free_port
+from engine.components.process import HOST, JvmComponent, file_lock, free_port
 from engine.errors import ComponentError
 
 TOXIPROXY_VERSION = "2.5.0"
@@ -69,7 +67,7 @@ def fetch_toxiproxy(home: Path | None = None, *, timeout: float = 900.0) -> Path
     """
     target = executable_path(home)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / ".lock"):
+    with file_lock(target.parent / ".lock"):
         if target.exists():
             return target
         go = shutil.which("go")
@@ -287,12 +285,3 @@ def with_proxied_listener(properties: str, listen_port: int, advertised_port: in
                              "the PROXIED listener to.")
     return "\n".join(lines) + "\n"
 
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
