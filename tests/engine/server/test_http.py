@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -21,6 +19,7 @@ from starlette.testclient import TestClient
 from engine.kafka.consume import read_topic
 from engine.server.app import MAX_BODY_BYTES, create_app
 from engine.server.service import KsqlService
+from tests.engine.server.serving import serving
 
 
 @pytest.fixture(scope="module")
@@ -135,28 +134,14 @@ def test_fuzzed_bodies_never_get_a_server_error(client, body, path) -> None:
 # ---------------------------------------------------------------------------- a real server
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live_server(kafka_broker, spark, tmp_path_factory) -> Iterator[tuple[str, KsqlService]]:
     """A service running queries, behind a real uvicorn on a free port (HTTP/1.1, chunked)."""
     service = KsqlService(kafka_broker.bootstrap_servers, f"live_{uuid.uuid4().hex[:8]}",
                           Path(tmp_path_factory.mktemp("live")), command_timeout=60.0)
     service.start(timeout=120)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", service
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(service) as url:
+        yield url, service
     service.close()
 
 

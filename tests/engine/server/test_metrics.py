@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -12,18 +10,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from engine.kafka.produce import ProducerRecord, produce
-from engine.server.app import create_app
 from engine.server.service import KsqlService
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.engine.server.serving import serving
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +23,8 @@ def live_server(kafka_broker, spark, tmp_path_factory) -> Iterator[tuple[str, Ks
     service = KsqlService(kafka_broker.bootstrap_servers, f"metrics_{uuid.uuid4().hex[:8]}",
                           Path(tmp_path_factory.mktemp("metrics")), command_timeout=60.0)
     service.start(timeout=120)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", service
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(service) as url:
+        yield url, service
     service.close()
 
 

@@ -1,0 +1,31 @@
+"""A service behind a real uvicorn on a free port, for the tests that talk HTTP to it."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+import uvicorn
+
+from engine.components.process import HOST, free_port
+from engine.server.app import create_app
+from engine.server.service import KsqlService
+
+
+@contextlib.contextmanager
+def serving(service: KsqlService) -> Iterator[str]:
+    """Serve ``service`` (HTTP/1.1, chunked) in a thread; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service), host=HOST, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
