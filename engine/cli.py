@@ -585,18 +585,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - the last resort: never a traceback on the console
-        return _internal_error(exc)
+        return internal_error(exc)
 
 
-def _internal_error(exc: BaseException) -> int:
+def internal_error(exc: BaseException, program: str = "kspark") -> int:
+    """Report a failure no check foresaw: one line on stderr naming the file that holds its
+    traceback; returns the exit code (70)."""
     import tempfile
     import traceback
 
-    with tempfile.NamedTemporaryFile("w", prefix="kspark-error-", suffix=".txt", delete=False,
+    with tempfile.NamedTemporaryFile("w", prefix=f"{program}-error-", suffix=".txt", delete=False,
                                      encoding="utf-8") as out:
         traceback.print_exception(exc, file=out)
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    print(f"kspark: internal error (a bug in kspark): {type(exc).__name__}: {first}; "
+    print(f"{program}: internal error (a bug in kspark): {type(exc).__name__}: {first}; "
           f"the traceback is in {out.name}", file=sys.stderr)
     return 70
 

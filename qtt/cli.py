@@ -22,7 +22,7 @@ from rich.progress import Progress
 from engine.errors import KsqlError
 from qtt.conformance import print_summary, run_conformance, stratified_sample, write_report
 from qtt.loader import QttFile, load_paths
-from qtt.model import QttCase
+from qtt.model import QttCase, QttFormatError
 from qtt.plans.layout import DEFAULT_ROOT
 from qtt.plans.schema import SCHEMA_FILE
 from qtt.plans.verify import DEFAULT_CASES
@@ -321,7 +321,25 @@ def _plan_paths(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``qtt`` command; returns the exit code."""
+    """Entry point of the ``qtt`` command; returns the exit code.
+
+    A malformed file the harness reads (a case, a planned case, a plan) ends in one line naming
+    it and exit 2; a failure no check foresaw is a bug, reported as ``kspark`` reports one.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    except (QttFormatError, KsqlError) as exc:
+        print(f"qtt: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the last resort: never a traceback on the console
+        from engine.cli import internal_error
+
+        return internal_error(exc, program="qtt")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) == "plans":
         # Planned cases also build every query for the Kafka runtime (streaming plans).

@@ -16,7 +16,7 @@ from typing import Any
 
 from engine.data.records import TopicRecord
 from qtt.loader import expand_case, parse_qtt_json
-from qtt.model import FormatSpec, PostConditions, QttCase, TopicSpec
+from qtt.model import FormatSpec, PostConditions, QttCase, QttFormatError, TopicSpec
 
 
 def dumps(value: Any) -> str:
@@ -50,8 +50,14 @@ def _dump(value: Any, depth: int) -> str:
 
 
 def read_json(path: Path) -> Any:
-    """Read a planned-case JSON file (decimals exact)."""
-    return parse_qtt_json(path.read_text(encoding="utf-8"))
+    """Read a planned-case JSON file (decimals exact); a file that is not JSON text is a
+    ``QttFormatError`` naming it, where and why."""
+    try:
+        return parse_qtt_json(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise QttFormatError(f"{path}: byte {exc.start} is not UTF-8 text.") from None
+    except QttFormatError as exc:
+        raise QttFormatError(f"{path}: {exc}") from None
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.data.records import TopicRecord
 from engine.errors import InternalError, KsqlError
-from qtt.model import QttCase
+from qtt.model import QttCase, QttFormatError
 from qtt.plans import codec
 from qtt.plans.built import BuiltSchemas, StepSchema, saved_source_columns, step_schema
 from qtt.plans.diff import (
@@ -56,7 +56,8 @@ class SavedCase:
 
 
 def load_saved(version: SavedVersion) -> SavedCase:
-    """Read ``plan.json`` and ``spec.json`` of a saved version (raises OSError/ValueError)."""
+    """Read ``plan.json`` and ``spec.json`` of a saved version (raises OSError, ValueError or
+    QttFormatError, naming the file)."""
     plan = codec.read_json(version.path / PLAN_FILE)
     spec = codec.read_json(version.path / SPEC_FILE)
     if not isinstance(plan, dict) or not isinstance(spec, dict):
@@ -151,7 +152,7 @@ def _guarded(work: Callable[[], tuple[list[Change], str]]) -> tuple[list[Change]
     error) with the exception's message."""
     try:
         return work()
-    except (OSError, ValueError, KsqlError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KsqlError, KeyError, TypeError, QttFormatError) as exc:
         return [Change(LOAD, detail=error_text(exc))], ""
     except Exception as exc:  # noqa: BLE001 - one version's failure, never the whole run's
         return [Change(ERROR, detail=error_text(exc) + "\n(raised while replaying)")], ""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from qtt.loader import load_paths
-from qtt.model import QttCase
+from qtt.model import QttCase, QttFormatError
 from qtt.plans import codec
 from qtt.plans.completeness import (
     Completeness,
@@ -314,8 +314,8 @@ def _add_used_by(version: Path, used: set[str], operators: set[str], functions: 
         used |= step_types_in(plans)
         operators |= operators_in(plans)
         functions |= functions_in(plans)
-    except (OSError, ValueError, AttributeError):
-        pass
+    except (OSError, ValueError, AttributeError, QttFormatError):
+        pass  # its replay reports what is wrong with it
 
 
 def _known_up_to_date(
