@@ -653,6 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.ksqldb_import import command_topic
 
     command_topic.add_parser(sub)
+    from engine.cli_shell import command as cli_shell
+
+    cli_shell.add_parser(sub)
     return parser
 
 
@@ -664,6 +667,10 @@ def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "import-command-topic":
         return command_topic.run(args)
+    if args.command == "cli":
+        from engine.cli_shell import command as cli_shell
+
+        return cli_shell.run(args)
     if args.command == "server":
         return server_cli.run(args)
     if args.command == "metastore":
