@@ -289,14 +289,19 @@ class KsqlEngine:
         self.queries.pop(query_id, None)
         self.metastore.unlink_query(query_id)
 
-    def _insertable(self, target: str) -> DataSource:
-        """The source INSERT VALUES may write to: known, not read-only."""
+    def _insertable(self, target: str, *, values: bool = False) -> DataSource:
+        """The source INSERT VALUES (``values``) or a row insert may write to: known, not
+        read-only; for INSERT VALUES also not windowed and not on a read-only topic."""
         source = self.metastore.get(target)
         if source is None:
             raise AnalysisError(
                 f"Cannot insert values into an unknown stream/table: `{target}`"
                 + _case_hint(target, [s.name for s in self.metastore.all()])
             )
+        if values and source.window_info is not None:
+            raise AnalysisError("Cannot insert values into windowed stream/table!")
+        if values and _is_read_only_topic(source.topic, self.config, self.service_id):
+            raise AnalysisError(f"Cannot insert values into read-only topic: {source.topic}")
         if source.is_source:
             raise AnalysisError(
                 f"Cannot insert values into read-only {source.kind.lower()}: {source.name}"
@@ -304,9 +309,12 @@ class KsqlEngine:
         return source
 
     def _insert_values(self, stmt: Any) -> None:
-        source = self._insertable(stmt.target)
-        if source.window_info is not None:
-            raise AnalysisError("Cannot insert values into windowed stream/table!")
+        source = self._insertable(stmt.target, values=True)
+        if str(self.config.get(INSERT_VALUES_ENABLED, "true")).lower() == "false":
+            raise AnalysisError(
+                "The server has disabled INSERT INTO ... VALUES functionality. To enable it, restart your "
+                "ksqlDB server with 'ksql.insert.into.values.enabled'=true"
+            )
         # Without a column list every column is implied, header columns too (as in ksqlDB).
         headers = [c.name for c in source.schema.headers if not stmt.columns or c.name in stmt.columns]
         if headers:
@@ -345,6 +353,8 @@ class KsqlEngine:
                 timestamp = int(value)
                 continue
             try:
+                if not _fits_without_rounding(value, types[name]):
+                    raise ArithmeticError(f"{value} does not fit {types[name]} without rounding")
                 row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
             except (ValueError, ArithmeticError, TypeError):
                 got = value_type.base.value if value_type is not None else "NULL"
@@ -569,6 +579,46 @@ def _source_info(source: DataSource) -> SourceInfo:
 
 
 __all__ = ["KsqlEngine", "KsqlError"]
+
+
+INSERT_VALUES_ENABLED = "ksql.insert.into.values.enabled"
+READ_ONLY_TOPICS = "ksql.readonly.topics"
+# ksqlDB's default ksql.readonly.topics: Confluent's, Kafka's and Kafka Connect's own topics.
+DEFAULT_READ_ONLY_TOPICS = (
+    "_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,connect-configs,"
+    "connect-offsets,connect-status,connect-statuses"
+)
+
+
+def _is_read_only_topic(topic: str, config: Mapping[str, Any], service_id: str) -> bool:
+    """Whether statements may not write ``topic`` (ksqlDB's read-only topics): the processing
+    log's topic, ksqlDB's internal topics (``_confluent-ksql-...``) and the patterns of
+    ``ksql.readonly.topics``."""
+    import re
+
+    log_topic = str(config.get("ksql.logging.processing.topic.name", "") or f"{service_id}ksql_processing_log")
+    configured = config.get(READ_ONLY_TOPICS, DEFAULT_READ_ONLY_TOPICS)
+    patterns = configured if isinstance(configured, list | tuple) else str(configured).split(",")
+    alternatives = [re.escape(log_topic), "_confluent-ksql-.*", *(p.strip() for p in patterns if p.strip())]
+    try:
+        return re.fullmatch("|".join(alternatives), topic) is not None
+    except re.error:
+        return False
+
+
+def _fits_without_rounding(value: Any, target: Any) -> bool:
+    """Whether an INSERT VALUES number keeps its digits in a DECIMAL column: ksqlDB's coercion
+    refuses a value it would have to round to the column's scale (1.456 into DECIMAL(4, 2))."""
+    import decimal
+
+    from engine.plan import types as T
+
+    if not isinstance(target, T.Decimal) or isinstance(value, bool) or not isinstance(value, int | decimal.Decimal):
+        return True
+    with decimal.localcontext() as ctx:
+        ctx.prec = 1000
+        exponent = decimal.Decimal(value).normalize().as_tuple().exponent
+    return not isinstance(exponent, int) or exponent >= -target.scale
 
 
 def _case_hint(name: str, known: list[str]) -> str:

@@ -53,6 +53,7 @@ from engine.plan.schema import (
 )
 from engine.plan.steps import Formats, TimestampColumn, WindowInfo
 from engine.planner import logical as L
+from engine.planner import logical_join as LJ
 from engine.planner.physical import native_steps_enabled, to_steps
 from engine.serde import FormatInfo, SerdeFeatures, check_key_schema, check_value_schema
 from engine.serde.formats import (
@@ -92,6 +93,7 @@ class Planner:
     def plan_create_source(self, stmt: ast.CreateSource, text: str) -> StatementPlan | None:
         """CREATE [OR REPLACE] STREAM|TABLE name (columns) WITH (...)."""
         props = WithProperties.of(stmt.properties, statement=text)
+        _refuse_cleanup_policy(props)
         is_table = stmt.kind == "TABLE"
         existing = self.metastore.get(stmt.name)
         if stmt.or_replace and (stmt.is_source or (existing is not None and existing.is_source)):
@@ -113,6 +115,7 @@ class Planner:
             raise AnalysisError('Missing required property "KAFKA_TOPIC" which has no default value.')
         if topic not in self.topics() and props.integer("PARTITIONS") is None:
             raise AnalysisError(f"Kafka topic does not exist: {topic}")
+        _refuse_retention(props, compacted=is_table)
         _check_value_delimiter(props, self.config.get(DEFAULT_VALUE_FORMAT))
         schema, schema_ids = self._inferred_schema(props, schema, topic)
         if not schema.columns:
@@ -138,6 +141,31 @@ class Planner:
             is_source=getattr(stmt, "is_source", False),
         )
         return StatementPlan(statement_text=text, command=command)
+
+    def _check_join_partitions(self, node: Any) -> None:
+        """Each join that is not on a foreign key reads inputs of as many partitions (ksqlDB
+        checks it as it builds the join, from the outermost join in): a join's partitions
+        are those of its right input."""
+        if not isinstance(node, LJ.JoinNode):
+            return
+        if node.kind != LJ.FOREIGN_KEY:
+            left, right = self._partitions(node.left), self._partitions(node.right)
+            if left is not None and right is not None and left != right:
+                left_name, right_name = _leftmost_alias(node), node.right_alias
+                raise AnalysisError(
+                    f"Can't join {left_name} with {right_name} since the number of partitions don't match. "
+                    f"{left_name} partitions = {left}; {right_name} partitions = {right}. "
+                    "Please repartition either one so that the number of partitions match."
+                )
+        self._check_join_partitions(node.left)
+
+    def _partitions(self, node: Any) -> int | None:
+        if isinstance(node, LJ.JoinNode):
+            return self._partitions(node.right)
+        if isinstance(node, L.SourceNode):
+            topic = self.topics().get(node.source.topic)
+            return None if topic is None else topic.partitions
+        return None
 
     def _declared_schema(self, stmt: ast.CreateSource, is_table: bool) -> LogicalSchema:
         columns: list[Column] = []
@@ -327,8 +355,7 @@ class Planner:
             if nullable is not None:
                 if side_fmt not in PROTOBUF_FORMATS:
                     raise AnalysisError(
-                        f"{side}_PROTOBUF_NULLABLE_REPRESENTATION is only valid with "
-                        f"{side}_FORMAT='PROTOBUF' or 'PROTOBUF_NOSR', not '{side_fmt}'."
+                        f"Property {side}_PROTOBUF_NULLABLE_REPRESENTATION can only be enabled with protobuf format"
                     )
                 side_props[NULLABLE_REPRESENTATION] = nullable.upper()
             full_name = props.string(f"{side}_SCHEMA_FULL_NAME")
@@ -483,6 +510,8 @@ class Planner:
         if stmt.query.limit is not None:  # a persistent query never ends: ksqlDB refuses LIMIT
             raise AnalysisError(f"CREATE {stmt.kind} AS SELECT statements don't support LIMIT clause.")
         props = WithProperties.of(stmt.properties, statement=text)
+        _refuse_cleanup_policy(props)
+        _refuse_retention(props, compacted=stmt.kind == "TABLE" and stmt.query.window is None)
         existing = self.metastore.get(stmt.name)
         if existing is not None and not stmt.or_replace:
             if stmt.if_not_exists:
@@ -509,6 +538,7 @@ class Planner:
             if explicit is not None and explicit.upper() != "NONE":
                 raise AnalysisError("Key format specified for stream without key columns.")
         projected = self._logical_query(analysis, stmt.name)
+        self._check_join_partitions(analysis.from_clause.node)
         topic = props.string("KAFKA_TOPIC") or (
             str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
         )
@@ -562,6 +592,7 @@ class Planner:
                 f"({target.name}) type is KSTREAM but select query result is KTABLE."
             )
         projected = self._logical_query(analysis, stmt.target)
+        self._check_join_partitions(analysis.from_clause.node)
         if _comparable(projected.schema) != _comparable(target.schema):
             projected = _implicit_casts(projected, target.schema) or projected
         if _comparable(projected.schema) != _comparable(target.schema):
@@ -594,6 +625,7 @@ class Planner:
             )
         analysis = analyze_query(query, self.metastore, transient=True)
         projected = self._logical_query(analysis, query_id, transient=True)
+        self._check_join_partitions(analysis.from_clause.node)
         project: Any = projected
         while not isinstance(project, L.ProjectNode):
             project = getattr(project, "input", None)
@@ -891,6 +923,32 @@ def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:
 def _and_list(names: list[str]) -> str:
     """``A``, ``A and B``, ``A, B and C``: how ksqlDB lists names in a sentence."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _leftmost_alias(node: Any) -> str:
+    """The alias of a join's leftmost source (how ksqlDB names a join's left input)."""
+    while isinstance(node, LJ.JoinNode) and not node.left_alias and isinstance(node.left, LJ.JoinNode):
+        node = node.left
+    return str(node.left_alias)
+
+
+def _refuse_cleanup_policy(props: WithProperties) -> None:
+    """A topic's cleanup policy follows from the source's kind; a statement may not set it
+    (ksqlDB's topic-create injector, which runs before the statement is planned)."""
+    if "CLEANUP_POLICY" in props:
+        raise AnalysisError(
+            "Invalid config variable in the WITH clause: CLEANUP_POLICY.\n"
+            "The CLEANUP_POLICY config is automatically inferred based on the type of source (STREAM or TABLE).\n"
+            "Users can't set the CLEANUP_POLICY config manually."
+        )
+
+
+def _refuse_retention(props: WithProperties, *, compacted: bool) -> None:
+    """RETENTION_MS on a source whose topic is compacted only (a table that is not windowed)."""
+    if compacted and props.values.get("RETENTION_MS") is not None:
+        raise AnalysisError(
+            "Invalid config variable in the WITH clause: RETENTION_MS. Non-windowed tables do not support retention."
+        )
 
 
 def _replace_source_message(existing: DataSource) -> str:
