@@ -656,6 +656,9 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.cli_shell import command as cli_shell
 
     cli_shell.add_parser(sub)
+    from engine.migrations import cli as migrations_cli
+
+    migrations_cli.add_parser(sub)
     return parser
 
 
@@ -675,6 +678,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return server_cli.run(args)
     if args.command == "metastore":
         return migrate.run(args)
+    if args.command == "migrations":
+        from engine.migrations import cli as migrations_cli
+
+        return migrations_cli.run(args)
     if args.command == "broker":
         return _broker_command(args)
     if args.command == "registry":
