@@ -8,12 +8,14 @@ makes the whole call NULL, as in ksqlDB.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.errors import EvaluationError
+from engine.functions.java_hash import hash_map_order
 from engine.functions.registry import Generic, LambdaType, scalar
 from engine.plan import types as T
+from engine.plan.types import SqlType
 
 _T = Generic("T")
 _R = Generic("R")
@@ -90,13 +92,52 @@ def reduce_array(array: list[Any] | None, state: Any, fn: Callable[[Any, Any], A
     params=[T.Map(_K, _V), _S, LambdaType((_S, _K, _V), _S)],
     returns=_S,
     null_propagating=False,
+    until=1,
 )
 def reduce_map(value: dict[Any, Any] | None, state: Any, fn: Callable[[Any, Any, Any], Any]) -> Any:
-    """Fold the entries into the state; a NULL map gives the initial state, a NULL state NULL."""
+    """Fold the entries into the state in the map's own order; a NULL map gives the initial
+    state, a NULL state NULL (version 1, kept for saved plans)."""
     if state is None:
         return None
     if value is None:
         return state
     for k, v in value.items():
+        state = fn(state, k, v)
+    return state
+
+
+def java_map_order(value: dict[Any, Any], map_type: SqlType | None) -> list[tuple[Any, Any]]:
+    """The entries of ``value`` in the order ksqlDB's Java body walks them: a ``HashMap``
+    sized for its entries (``new HashMap<>(size)``, as ksqlDB's JSON deserializer and MAP
+    constructor build maps), filled in the map's own order. Keys of a type whose Java hash
+    is not modelled keep the map's own order."""
+    items = list(value.items())
+    key_type = map_type.key if isinstance(map_type, T.Map) else None
+    order = hash_map_order([k for k, _ in items], key_type, initial_capacity=len(items))
+    return items if order is None else [items[i] for i in order]
+
+
+@scalar(
+    "REDUCE",
+    params=[T.Map(_K, _V), _S, LambdaType((_S, _K, _V), _S)],
+    returns=_S,
+    null_propagating=False,
+    since=2,
+    typed=True,
+)
+def reduce_map_hash_order(
+    value: dict[Any, Any] | None,
+    state: Any,
+    fn: Callable[[Any, Any, Any], Any],
+    *,
+    arg_types: Sequence[SqlType | None] = (),
+) -> Any:
+    """Fold the entries into the state in Java's HashMap order (as ksqlDB iterates the map);
+    a NULL map gives the initial state, a NULL state NULL."""
+    if state is None:
+        return None
+    if value is None:
+        return state
+    for k, v in java_map_order(value, arg_types[0] if arg_types else None):
         state = fn(state, k, v)
     return state

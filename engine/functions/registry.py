@@ -122,6 +122,9 @@ class Signature:
     # ``impl`` is a class whose instances keep state between calls: each call site gets its
     # own instance (``ResolvedFunction.bound``), as ksqlDB makes one UDF instance per call.
     stateful: bool = False
+    # ``impl`` takes the coerced argument types too, as the keyword ``arg_types`` (a Java body
+    # whose result shows how Java holds a value, e.g. the hash order of a map's keys).
+    typed: bool = False
 
     def implements(self, semantics: int | None) -> bool:
         """Whether this overload serves calls planned with ``semantics`` (None: current)."""
@@ -156,6 +159,8 @@ class ResolvedFunction:
         """Call the implementation; NULL in gives NULL out when the function propagates nulls."""
         if self.signature.null_propagating and any(a is None for a in args):
             return None
+        if self.signature.typed:
+            return self.signature.impl(*args, arg_types=self.param_types)
         return self.signature.impl(*args)
 
     def bound(self) -> Callable[[Sequence[Any]], Any]:
@@ -167,11 +172,12 @@ class ResolvedFunction:
             return self.invoke
         instance = self.signature.impl()
         null_propagating = self.signature.null_propagating
+        extra = {"arg_types": self.param_types} if self.signature.typed else {}
 
         def call(args: Sequence[Any]) -> Any:
             if null_propagating and any(a is None for a in args):
                 return None
-            return instance(*args)
+            return instance(*args, **extra)
 
         return call
 
@@ -616,16 +622,19 @@ def scalar(
     since: int = 1,
     until: int | None = None,
     stateful: bool = False,
+    typed: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated callable as one overload of scalar function ``name``,
     implementing versions ``since`` to ``until`` of its behaviour (see ``FunctionRegistry``).
-    ``stateful``: the decorated callable is a class, instantiated once per call site."""
+    ``stateful``: the decorated callable is a class, instantiated once per call site.
+    ``typed``: it is also called with ``arg_types=``, the coerced types of the arguments."""
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         _register(
             name, fn, fn, description,
             params=tuple(params), returns=returns, variadic=variadic,
             null_propagating=null_propagating, since=since, until=until, stateful=stateful,
+            typed=typed,
         )
         return fn
 

@@ -150,3 +150,29 @@ def test_reduce_map_passes_state_key_and_value() -> None:
     assert call("REDUCE", types, value, 0, lambda s, k, v: s + len(k) * v) == 31
     assert call("REDUCE", types, None, 9, lambda s, k, v: s) == 9
     assert call("REDUCE", types, value, None, lambda s, k, v: s) is None
+
+
+def test_reduce_map_walks_the_entries_in_javas_hash_map_order() -> None:
+    types = [MAP, T.STRING, lam(T.STRING, T.STRING, T.INTEGER, result=T.STRING)]
+    value = {"apple": 1, "kiwi": 2, "banana": 3, "fig": 4}
+    # A HashMap sized for four keys has 8 buckets after its first resize: "banana" hashes
+    # to bucket 0, "apple" to 1, "kiwi" to 2 and "fig" to 5.
+    assert call("REDUCE", types, value, "", lambda s, k, v: s + k[0]) == "bakf"
+
+
+def test_reduce_map_order_depends_on_the_key_type() -> None:
+    ints = T.Map(T.INTEGER, T.INTEGER)
+    types = [ints, T.INTEGER, lam(T.INTEGER, T.INTEGER, T.INTEGER, result=T.INTEGER)]
+    # Two keys: four buckets; 8 is in bucket 0, 3 in bucket 3.
+    assert call("REDUCE", types, {3: 1, 8: 2}, 0, lambda s, k, v: s * 10 + v) == 21
+
+
+def test_reduce_map_version_one_keeps_the_maps_own_order() -> None:
+    types = [MAP, T.STRING, lam(T.STRING, T.STRING, T.INTEGER, result=T.STRING)]
+    saved = REGISTRY.resolve("REDUCE", types, semantics=1)
+    value = {"apple": 1, "kiwi": 2, "banana": 3, "fig": 4}
+    assert saved.invoke([value, "", lambda s, k, v: s + k[0]]) == "akbf"
+    # Reducing an array did not change: its calls still record version 1.
+    arrays = [INTS, T.INTEGER, lam(T.INTEGER, T.INTEGER, result=T.INTEGER)]
+    assert REGISTRY.settled_semantics("REDUCE", arrays, 2) == 1
+    assert REGISTRY.settled_semantics("REDUCE", types, 2) == 2
