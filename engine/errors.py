@@ -117,6 +117,10 @@ class MetastoreError(AnalysisError):
     """A statement conflicts with the sources in the metastore."""
 
 
+class UpgradeError(AnalysisError):
+    """``CREATE OR REPLACE`` may not replace a running query's plan in place (``engine.plan.upgrade``)."""
+
+
 class PlanError(KsqlError):
     """An execution plan is malformed or violates a step invariant."""
 

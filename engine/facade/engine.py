@@ -41,7 +41,14 @@ from engine.plan.plan import (
     TransientQueryPlan,
 )
 from engine.plan.schema import LogicalSchema, Namespace
-from engine.planner.internal_topics import SERVICE_ID, application_id, internal_topics
+from engine.plan.upgrade import validate_upgrade
+from engine.planner.internal_topics import (
+    DEFAULT_PERSISTENT_PREFIX,
+    PERSISTENT_PREFIX,
+    SERVICE_ID,
+    application_id,
+    internal_topics,
+)
 from engine.planner.planner import Planner
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 
@@ -169,7 +176,7 @@ class KsqlEngine:
             self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}")
         if isinstance(stmt, ast.CreateAsSelect):
-            plan = planner.plan_create_as_select(stmt, text, self._next_query_id(stmt))
+            plan = planner.plan_create_as_select(stmt, text, self._create_as_query_id(stmt))
             self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}_AS_SELECT")
         if isinstance(stmt, ast.InsertInto):
@@ -227,6 +234,18 @@ class KsqlEngine:
             partitions = max(counts, default=1)
         self.store.ensure(TopicInfo(topic, partitions=partitions or 1))
 
+    def _create_as_query_id(self, stmt: ast.CreateAsSelect) -> str:
+        """The id of the query a CREATE ... AS SELECT runs: with OR REPLACE over a sink one
+        query writes, that query's id (the replacement takes over its offsets and state, as
+        ksqlDB's query upgrades do); else a new one."""
+        writers = self.metastore.writers(stmt.name) if stmt.or_replace and self.metastore.get(stmt.name) else []
+        if len(writers) > 1:
+            raise AnalysisError(
+                f"REPLACE for sink {stmt.name} is not supported because there are multiple queries "
+                f"writing into it: [{', '.join(sorted(writers))}]"
+            )
+        return writers[0] if writers else self._next_query_id(stmt)
+
     def _next_query_id(self, stmt: Any) -> str:
         n = self._query_counter
         self._query_counter += 1
@@ -244,8 +263,11 @@ class KsqlEngine:
         )
 
     def execute_plan(self, plan: StatementPlan) -> None:
-        """Apply a statement plan: run its DDL command, register its query."""
+        """Apply a statement plan: run its DDL command, register its query (a CREATE OR
+        REPLACE whose query id runs already replaces that query's plan, when
+        ``engine.plan.upgrade`` allows it)."""
         command = plan.command
+        replaced = self._replaced_query(plan)
         if isinstance(command, CreateStreamCommand | CreateTableCommand):
             existing = self.metastore.get(command.name)
             source = DataSource(
@@ -263,6 +285,8 @@ class KsqlEngine:
                 problem = upgrade_problem(existing, source)
                 if problem is not None:
                     raise MetastoreError(f"Cannot upgrade data source: {problem}")
+            if replaced is not None and plan.query is not None:
+                validate_upgrade(replaced.root, plan.query.root)
             self.metastore.put(source, replace=command.or_replace and existing is not None)
             self.store.ensure(TopicInfo(command.topic))
         elif isinstance(command, AlterSourceCommand):
@@ -279,11 +303,22 @@ class KsqlEngine:
             self.metastore.delete(command.name)
         if plan.query is not None:
             q = plan.query
-            if q.query_id in self.queries:
+            if replaced is not None:
+                self.metastore.unlink_query(q.query_id)
+            elif q.query_id in self.queries:
                 raise AnalysisError(f"Query id {q.query_id} is already running.")
             self.metastore.link_query(q.query_id, q.sources, q.sink)
             self.queries[q.query_id] = q
         self.plans.append(plan)
+
+    def _replaced_query(self, plan: StatementPlan) -> QueryPlan | None:
+        """The running query ``plan`` replaces: a CREATE OR REPLACE planned with its id."""
+        command = plan.command
+        if plan.query is None or not isinstance(command, CreateStreamCommand | CreateTableCommand):
+            return None
+        if not command.or_replace:
+            return None
+        return self.queries.get(plan.query.query_id)
 
     def _terminate(self, query_id: str) -> None:
         self.queries.pop(query_id, None)
@@ -473,7 +508,8 @@ class KsqlEngine:
         """Create the repartition and changelog topics ksqlDB's topology of ``query`` has,
         by ksqlDB's names and formats (empty: the state stays in Spark), as a bounded run
         of ksqlDB's test runner shows them."""
-        prefix = application_id(self.service_id, query.query_id)
+        prefix = application_id(self.service_id, query.query_id,
+                                str(self.config.get(PERSISTENT_PREFIX, DEFAULT_PERSISTENT_PREFIX)))
         known = self.store.topics
         for topic in internal_topics(query, self.config):
             name = f"{prefix}-{topic.suffix}"
@@ -493,9 +529,11 @@ class KsqlEngine:
         return dict(self._internal_formats)
 
     def restore(self, plan: StatementPlan) -> None:
-        """Apply a saved statement plan (never re-planned) and count its query id as used."""
+        """Apply a saved statement plan (never re-planned) and count its query id as used
+        (a replacement reuses the id of the query it replaces: no new id is counted)."""
+        new_query = plan.query is not None and plan.query.query_id not in self.queries
         self.execute_plan(plan)
-        if plan.query is not None:
+        if new_query:
             self._query_counter += 1
 
     def query_order(self) -> list[QueryPlan]:
