@@ -56,6 +56,12 @@ from engine.plan.steps_native import (
     TableSinkV4,
     TableSinkV5,
 )
+from engine.planner.internal_topics import (
+    DEFAULT_PERSISTENT_PREFIX,
+    PERSISTENT_PREFIX,
+    SERVICE_ID,
+    application_id,
+)
 from engine.runtime import processing_log
 from engine.runtime.adapter import TopicCodec
 from engine.serde.base import RecordSerde
@@ -195,7 +201,7 @@ class StreamingApplication:
     read_only: bool = False  # kspark query: load the state dir, write nothing, create no topic
     # What makes a query's Kafka identities (its sink's transactional ids and marks) unique
     # among every application on the broker; by default ksqlDB's application-id prefix
-    # ``_confluent-ksql-<ksql.service.id>query_``.
+    # ``_confluent-ksql-<ksql.service.id><ksql.persistent.prefix>``.
     application_prefix: str | None = None
     # False: no figures are gathered (no observation on the sink, no progress listener);
     # the metrics benchmark's baseline.
@@ -300,8 +306,8 @@ class StreamingApplication:
         services, two QTT cases) may both run a CSAS_OUT_0, and must not fence each other."""
         if self.application_prefix is not None:
             return self.application_prefix + query_id
-        service = str(self.properties.get("ksql.service.id", "default_"))
-        return f"_confluent-ksql-{service}query_{query_id}"
+        return application_id(str(self.properties.get(SERVICE_ID, "default_")), query_id,
+                              str(self.properties.get(PERSISTENT_PREFIX, DEFAULT_PERSISTENT_PREFIX)))
 
     def tasks_of(self, query: QueryPlan) -> int:
         """The query's task count: fixed at its first start (the largest source partition count)."""

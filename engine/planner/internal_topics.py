@@ -40,6 +40,8 @@ from engine.plan.steps_join import StreamStreamJoin, StreamTableJoin, TableTable
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 SERVICE_ID = "ksql.service.id"
+PERSISTENT_PREFIX = "ksql.persistent.prefix"
+DEFAULT_PERSISTENT_PREFIX = "query_"
 # Formats whose key schema ksqlDB registers in the schema registry: a join always re-keys
 # into them, so the key schema is registered under the internal topic's subject.
 SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
@@ -73,9 +75,10 @@ class _Side:
     is_source: bool = True  # False: a nested join
 
 
-def application_id(service_id: str, query_id: str) -> str:
-    """ksqlDB's Kafka Streams application id of a persistent query (internal topics' prefix)."""
-    return f"_confluent-ksql-{service_id}query_{query_id}"
+def application_id(service_id: str, query_id: str, persistent_prefix: str = DEFAULT_PERSISTENT_PREFIX) -> str:
+    """ksqlDB's Kafka Streams application id of a persistent query (internal topics' prefix):
+    ``_confluent-ksql-<ksql.service.id><ksql.persistent.prefix><query id>``."""
+    return f"_confluent-ksql-{service_id}{persistent_prefix}{query_id}"
 
 
 def internal_topics(query: QueryPlan, config: dict[str, object] | None = None) -> list[InternalTopic]:

@@ -109,3 +109,11 @@ def test_queries_without_joins_have_no_join_topics_and_names_carry_the_applicati
     assert result.plan is not None and result.plan.query is not None
     assert internal_topics(result.plan.query) == []
     assert application_id("svc.", "CSAS_O_0") == "_confluent-ksql-svc.query_CSAS_O_0"
+
+
+
+def test_the_application_id_takes_the_service_id_and_the_persistent_prefix() -> None:
+    """``_confluent-ksql-<ksql.service.id><ksql.persistent.prefix><query id>``, ksqlDB's default
+    prefix ``query_``; a running query's identity (tests/engine/runtime/test_kafka_runtime.py)."""
+    assert application_id("default_", "CSAS_J_0") == "_confluent-ksql-default_query_CSAS_J_0"
+    assert application_id("svc_", "CSAS_J_0", "pq_") == "_confluent-ksql-svc_pq_CSAS_J_0"

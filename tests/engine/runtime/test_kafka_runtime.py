@@ -126,7 +126,9 @@ def test_two_applications_with_the_same_query_id_have_distinct_sink_identities(
     in parallel processes) on one broker never fence each other's producers."""
     bootstrap = kafka_broker.bootstrap_servers
     ids: set[str] = set()
-    for properties, prefix in (({"ksql.service.id": "first_"}, None), ({}, None), ({}, "qtt-7-")):
+    cases = (({"ksql.service.id": "first_"}, None), ({}, None), ({}, "qtt-7-"),
+             ({"ksql.service.id": "first_", "ksql.persistent.prefix": "pq_"}, None))
+    for properties, prefix in cases:
         app = StreamingApplication(bootstrap, tmp_path / str(len(ids)), properties, application_prefix=prefix)
         source, out = _unique("s"), _unique("out")
         app.submit(
@@ -137,7 +139,8 @@ def test_two_applications_with_the_same_query_id_have_distinct_sink_identities(
         assert query.query_id == "CSAS_OUT_0"
         ids.add(app.application_id(query.query_id))
     assert ids == {
-        "_confluent-ksql-first_query_CSAS_OUT_0", "_confluent-ksql-default_query_CSAS_OUT_0", "qtt-7-CSAS_OUT_0"
+        "_confluent-ksql-first_query_CSAS_OUT_0", "_confluent-ksql-default_query_CSAS_OUT_0", "qtt-7-CSAS_OUT_0",
+        "_confluent-ksql-first_pq_CSAS_OUT_0",
     }
 
 
