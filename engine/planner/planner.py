@@ -67,6 +67,7 @@ from engine.serde.schema_inference import (
     SCHEMA_REGISTRY_URL,
     fetch_schema,
     infer_columns,
+    multiple_key_columns_message,
 )
 
 RESERVED_COLUMN_NAMES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
@@ -258,8 +259,10 @@ class Planner:
         fetched = fetch_schema(str(registry) if registry else None, topic, is_key=is_key, schema_id=schema_id)
         pairs = infer_columns(
             fetched, fmt=str(fmt), topic=topic, is_key=is_key, unwrapped=unwrapped,
-            keep_names=schema_id is not None, full_name=full_name,
+            keep_names=schema_id is not None, full_name=full_name, schema_id=schema_id,
         )
+        if is_key and len(pairs) > 1:  # a PROTOBUF key message of several fields
+            raise AnalysisError(multiple_key_columns_message(topic, schema_id, fetched.text))
         namespace = Namespace.KEY if is_key else Namespace.VALUE
         return [Column(name, sql_type, namespace) for name, sql_type in pairs]
 

@@ -115,11 +115,13 @@ def infer_columns(
     unwrapped: bool,
     keep_names: bool,
     full_name: str | None = None,
+    schema_id: int | None = None,
 ) -> tuple[tuple[str, T.SqlType], ...]:
     """The columns ``schema`` stands for as a key or value in ``fmt``, ksqlDB's way.
 
     PROTOBUF only: ``full_name`` picks the message (``*_SCHEMA_FULL_NAME``; default the
-    first); the schemas it imports come with it (``RegisteredSchema.imports``)."""
+    first); the schemas it imports come with it (``RegisteredSchema.imports``). ``schema_id``:
+    the id the statement named, which the messages quote."""
     wanted = _REGISTRY_TYPES.get(fmt)
     if wanted is None:
         raise AnalysisError(f"{fmt} does not support schema inference.")
@@ -127,10 +129,7 @@ def infer_columns(
     # AVRO in confluent-kafka's client: only another explicit type is a mismatch; a schema
     # that is not of the format then fails its translation below.
     if schema.schema_type not in (wanted, "AVRO"):
-        raise AnalysisError(_incompatible_message(
-            topic, is_key, schema.text,
-            f"The schema registered is of type {schema.schema_type}, but the format is {fmt}.",
-        ))
+        raise AnalysisError(_wrong_format_message(topic, is_key, wanted, schema.schema_type, schema_id))
     try:
         if fmt == AVRO:
             whole = avro_to_sql(_parse_json(schema.text), keep_names=keep_names)
@@ -145,10 +144,10 @@ def infer_columns(
         subject = f"{topic}-{'key' if is_key else 'value'}"
         raise AnalysisError(_not_found_message(topic, is_key, subject, None)) from None
     except SchemaTranslationError as exc:
-        raise AnalysisError(_incompatible_message(topic, is_key, schema.text, str(exc))) from None
+        raise AnalysisError(_incompatible_message(topic, is_key, schema.text, str(exc), schema_id)) from None
     if fmt == PROTOBUF:  # a message's fields are the columns, keys included
         if not isinstance(whole, T.Struct):
-            raise AnalysisError(_incompatible_message(topic, is_key, schema.text, "Not a message"))
+            raise AnalysisError(_incompatible_message(topic, is_key, schema.text, "Not a message", schema_id))
         return tuple((f.name, f.type) for f in whole.fields)
     if is_key:
         return ((ROWKEY, whole),)
@@ -159,6 +158,7 @@ def infer_columns(
             topic, is_key, schema.text,
             f"The value schema is an anonymous {whole}, not a record: set WRAP_SINGLE_VALUE=false "
             "in the WITH clause to use it as a single column.",
+            schema_id,
         ))
     return tuple((f.name, f.type) for f in whole.fields)
 
@@ -574,26 +574,61 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
+# ksqlDB's links in its schema registry messages (DocumentationLinks).
+_SR_DOCS = "https://docs.confluent.io/current/schema-registry/docs/"
+_NOT_FOUND_CAUSES = (
+    "- Messages on the topic have not been serialized using a Confluent Schema Registry supported serializer\n"
+    f"\t-> See {_SR_DOCS}serializer-formatter.html\n"
+    "- The schema is registered on a different instance of the Schema Registry\n"
+    f"\t-> Use the REST API to list available subjects\t{_SR_DOCS}api.html#get--subjects\n"
+    "- You do not have permissions to access the Schema Registry.\n"
+    f"\t-> See {_SR_DOCS}security.html"
+)
+
+
 def _not_found_message(topic: str, is_key: bool, subject: str, schema_id: int | None) -> str:
-    where = f"Schema Id: {schema_id}" if schema_id is not None else f"Subject: {subject}"
+    """ksqlDB's text when the registry has no schema for the subject (or the id)."""
+    schema_id_line = f"Schema Id: {schema_id}\n" if schema_id is not None else ""
     return (
         f"Schema for message {'keys' if is_key else 'values'} on topic '{topic}' does not exist "
-        f"in the Schema Registry.\n{where}\n\n"
+        f"in the Schema Registry.\nSubject: {subject}\n{schema_id_line}"
         "Possible causes include:\n"
         "- The topic itself does not exist\n"
         "\t-> Use SHOW TOPICS; to check\n"
         "- Messages on the topic are not serialized using a format Schema Registry supports\n"
-        "\t-> Use PRINT '" + topic + "' FROM BEGINNING; to verify\n"
-        "- The schema is registered on a different instance of the Schema Registry\n"
-        "\t-> Use the REST API to list available subjects\n"
-        "- You do not have permissions to access the Schema Registry."
+        f"\t-> Use PRINT '{topic}' FROM BEGINNING; to verify\n" + _NOT_FOUND_CAUSES
     )
 
 
-def _incompatible_message(topic: str, is_key: bool, schema_text: str, reason: str) -> str:
+def _source_text(topic: str, schema_id: int | None) -> str:
+    return f"topic: {topic}" + (f", schema id: {schema_id}" if schema_id is not None else "")
+
+
+def _incompatible_message(topic: str, is_key: bool, schema_text: str, reason: str, schema_id: int | None = None) -> str:
+    """ksqlDB's text when a registered schema has no columns ksqlDB can read from it."""
     return (
-        f"Unable to verify if the {'key' if is_key else 'value'} schema for topic: {topic} is "
-        f"compatible with ksqlDB.\nReason: {reason}\n\nSchema:{schema_text}"
+        f"Unable to verify if the {'key' if is_key else 'value'} schema for {_source_text(topic, schema_id)} is "
+        f"compatible with ksqlDB.\nReason: {reason}\n\n"
+        "Please see https://github.com/confluentinc/ksql/issues/ to see if this particular reason is already known.\n"
+        "If not, please log a new issue, including this full error message.\n"
+        f"Schema:{schema_text}"
+    )
+
+
+def _wrong_format_message(topic: str, is_key: bool, expected: str, actual: str, schema_id: int | None) -> str:
+    """ksqlDB's text when the registered schema is of another type than the format reads."""
+    return (
+        f"{'Key' if is_key else 'Value'} schema is not in the expected format. You may want to set "
+        f"{'KEY_FORMAT' if is_key else 'VALUE_FORMAT'} to '{actual}'.\n{_source_text(topic, schema_id)}\n"
+        f"expected format: {expected}\nactual format from Schema Registry: {actual}"
+    )
+
+
+def multiple_key_columns_message(topic: str, schema_id: int | None, schema_text: str) -> str:
+    """ksqlDB's text when a registered key schema stands for several key columns."""
+    return (
+        f"The key schema for {_source_text(topic, schema_id)} contains multiple columns, which is not "
+        f"supported by ksqlDB at this time.\nSchema:{schema_text}"
     )
 
 

@@ -8,13 +8,16 @@ lists which of ksqlDB's message sites these cases show.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka.schema_registry import Schema
 
 from engine.data.records import TopicInfo
 from engine.errors import KsqlError
 from engine.facade.engine import KsqlEngine
+from engine.serde.registry import forget_registry_client, registry_client
 
 SOURCES = """
 CREATE STREAM RIDES (ID STRING KEY, KM INT, PRICE DECIMAL(4, 2)) WITH (kafka_topic='rides', value_format='JSON');
@@ -117,3 +120,31 @@ def test_statement_near_a_refused_one_is_accepted(engine_factory: Factory, state
     engine = engine_factory()
     results = engine.execute_sql(statement)
     assert [r.statement_text for r in results] == [statement]
+
+
+def test_a_registered_key_schema_of_several_columns_is_refused(engine_factory: Factory) -> None:
+    """A PROTOBUF key message's fields are key columns: ksqlDB infers one key column only."""
+    url = f"mock://statement-checks-{uuid.uuid4()}"
+    try:
+        registry_client(url).register_schema(
+            "pairs-key", Schema('syntax = "proto3"; message K { string a = 1; int32 b = 2; }', "PROTOBUF")
+        )
+        engine = engine_factory()
+        engine.schema_registry_url = url
+        engine.create_topic(TopicInfo("pairs"))
+        with pytest.raises(KsqlError) as caught:
+            engine.execute_sql("CREATE STREAM PAIRS (V INT) WITH (kafka_topic='pairs', key_format='PROTOBUF', "
+                               "value_format='JSON');")
+        assert str(caught.value).startswith(
+            "The key schema for topic: pairs contains multiple columns, which is not supported by ksqlDB at "
+            "this time.\nSchema:"
+        )
+        registry_client(url).register_schema(
+            "single-key", Schema('syntax = "proto3"; message K { string a = 1; }', "PROTOBUF")
+        )
+        engine.create_topic(TopicInfo("single"))
+        engine.execute_sql("CREATE STREAM SINGLE (V INT) WITH (kafka_topic='single', key_format='PROTOBUF', "
+                           "value_format='JSON');")
+        assert [c.name for c in engine.metastore.get("SINGLE").schema.key] == ["A"]
+    finally:
+        forget_registry_client(url)

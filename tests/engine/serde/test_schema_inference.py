@@ -282,8 +282,33 @@ def test_a_schema_without_sql_type_names_the_topic_and_reason() -> None:
 
 def test_a_schema_of_another_type_than_the_format_is_refused() -> None:
     json_schema = RegisteredSchema("JSON", '{"type": "integer"}')
-    with pytest.raises(AnalysisError, match="registered is of type JSON, but the format is AVRO"):
+    with pytest.raises(AnalysisError) as info:
         infer_columns(json_schema, fmt="AVRO", topic="t", is_key=True, unwrapped=False, keep_names=False)
+    assert str(info.value) == (
+        "Key schema is not in the expected format. You may want to set KEY_FORMAT to 'JSON'.\n"
+        "topic: t\nexpected format: AVRO\nactual format from Schema Registry: JSON"
+    )
+    with pytest.raises(AnalysisError) as info:
+        infer_columns(json_schema, fmt="PROTOBUF", topic="t", is_key=False, unwrapped=False, keep_names=True,
+                      schema_id=7)
+    assert str(info.value).startswith(
+        "Value schema is not in the expected format. You may want to set VALUE_FORMAT to 'JSON'.\n"
+        "topic: t, schema id: 7\nexpected format: PROTOBUF"
+    )
+
+
+def test_an_unreadable_schema_is_refused_in_ksqldbs_words() -> None:
+    with pytest.raises(AnalysisError) as info:
+        infer_columns(_avro("long"), fmt="AVRO", topic="t", is_key=False, unwrapped=False, keep_names=True,
+                      schema_id=3)
+    lines = str(info.value).split("\n")
+    assert lines[0] == "Unable to verify if the value schema for topic: t, schema id: 3 is compatible with ksqlDB."
+    assert lines[1].startswith("Reason: ")
+    assert lines[3:6] == [
+        "Please see https://github.com/confluentinc/ksql/issues/ to see if this particular reason is already known.",
+        "If not, please log a new issue, including this full error message.",
+        'Schema:"long"',
+    ]
 
 
 def test_a_schema_read_as_avro_for_want_of_a_type_is_parsed_as_the_format() -> None:
@@ -313,12 +338,28 @@ def test_fetch_of_a_missing_subject_or_id_uses_ksqldbs_message() -> None:
     try:
         with pytest.raises(AnalysisError) as info:
             fetch_schema(url, "orders", is_key=True, schema_id=None)
-        assert str(info.value).startswith(
-            "Schema for message keys on topic 'orders' does not exist in the Schema Registry.\n"
-            "Subject: orders-key"
-        )
-        with pytest.raises(AnalysisError, match="Schema Id: 42"):
+        assert str(info.value).split("\n") == [
+            "Schema for message keys on topic 'orders' does not exist in the Schema Registry.",
+            "Subject: orders-key",
+            "Possible causes include:",
+            "- The topic itself does not exist",
+            "\t-> Use SHOW TOPICS; to check",
+            "- Messages on the topic are not serialized using a format Schema Registry supports",
+            "\t-> Use PRINT 'orders' FROM BEGINNING; to verify",
+            "- Messages on the topic have not been serialized using a Confluent Schema Registry supported serializer",
+            "\t-> See https://docs.confluent.io/current/schema-registry/docs/serializer-formatter.html",
+            "- The schema is registered on a different instance of the Schema Registry",
+            "\t-> Use the REST API to list available subjects"
+            "\thttps://docs.confluent.io/current/schema-registry/docs/api.html#get--subjects",
+            "- You do not have permissions to access the Schema Registry.",
+            "\t-> See https://docs.confluent.io/current/schema-registry/docs/security.html",
+        ]
+        with pytest.raises(AnalysisError) as info:
             fetch_schema(url, "orders", is_key=False, schema_id=42)
+        assert str(info.value).startswith(
+            "Schema for message values on topic 'orders' does not exist in the Schema Registry.\n"
+            "Subject: orders-value\nSchema Id: 42\nPossible causes include:\n"
+        )
     finally:
         forget_registry_client(url)
 
