@@ -51,6 +51,17 @@ def add_parser(sub: Any) -> None:
                         help="headless mode: apply FILE.sql as a delta over the metastore at start (--metastore tables)")
 
 
+def check_config(properties: dict[str, str]) -> None:
+    """Raise ``ServiceError`` for a semantic config of the file set to a value kspark does not
+    implement (``engine.server.properties.STATEMENT_SEMANTICS``), as a request's would be."""
+    from engine.server.properties import STATEMENT_SEMANTICS, canonical_name, check_semantics
+
+    for name, value in properties.items():
+        canonical = canonical_name(name)[0]
+        if canonical in STATEMENT_SEMANTICS:
+            check_semantics(canonical, value)
+
+
 def read_config(path: str) -> dict[str, str]:
     """A Java-style properties file: ``name=value`` (or ``name: value``) lines, ``#``/``!``
     comments; a line ending in a backslash goes on in the next one (its leading blanks dropped),
@@ -93,10 +104,16 @@ def run(args: argparse.Namespace) -> int:
     from engine.kafka.security import configure
     from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
+    from engine.server.errors import ServiceError
     from engine.server.service import KsqlService
 
     host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
+    try:
+        check_config(properties)
+    except ServiceError as exc:
+        print(f"kspark: {args.config}: {exc.message}", file=sys.stderr)
+        return 2
     # The server's own files first: a bad one is said at once, without waiting for Kafka.
     try:
         auth = BasicAuth.from_file(args.auth_file) if args.auth_file else None

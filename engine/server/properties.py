@@ -14,7 +14,9 @@ A request names properties as ksqlDB's ``KsqlConfigResolver`` reads them:
 - anything else: a Kafka Streams, consumer or producer config, kept as named.
 
 Values are checked as ksqlDB's ``LocalPropertyValidator`` checks them: the immutable
-properties cannot be overridden, ``auto.offset.reset`` is ``earliest`` or ``latest``.
+properties cannot be overridden, ``auto.offset.reset`` is ``earliest`` or ``latest``. A
+statement-level semantic config (``STATEMENT_SEMANTICS``: what a query computes) set to a value
+kspark does not implement is refused, rather than taken and ignored.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ REQUEST_CONFIGS = frozenset({
     "request.ksql.query.push.continuation.token",
     "request.ksql.query.push.catchup.consumer.group",
 })
+
+# ksqlDB's configs that change what a statement computes, of which kspark implements one value
+# (ksqlDB's current default): the import of a saved plan checks the same ones.
+STATEMENT_SEMANTICS = ("ksql.cast.strings.preserve.nulls", "ksql.nested.error.set.null", "ksql.timestamp.throw.on.invalid")
 
 # ksqlDB's ImmutableProperties (SSL configs included): a request may not override them.
 IMMUTABLE = frozenset({
@@ -80,6 +86,8 @@ def check_property(name: str, value: Any) -> None:
                            code=40000)
     if canonical in IMMUTABLE:
         raise ServiceError(f"Cannot override property '{canonical}'", code=40000)
+    if canonical in STATEMENT_SEMANTICS:
+        check_semantics(canonical, value)
     if canonical == AUTO_OFFSET_RESET:
         text = str(value)
         if text.lower() == "none":
@@ -90,6 +98,19 @@ def check_property(name: str, value: Any) -> None:
                 "String must be one of: latest, earliest, none",
                 code=40000,
             )
+
+
+def check_semantics(name: str, value: Any) -> None:
+    """Raise ``ServiceError`` (400) unless ``value`` of the semantic config ``name`` is one kspark implements."""
+    from engine.ksqldb_import.plan import SEMANTIC_CONFIGS
+
+    supported, meaning = SEMANTIC_CONFIGS[name]
+    if str(value).strip().lower() not in supported:
+        raise ServiceError(
+            f"kspark implements {name} only as {'/'.join(sorted(supported))} ({meaning}); "
+            f"it cannot be set to '{value}'.",
+            code=40000,
+        )
 
 
 def request_properties(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

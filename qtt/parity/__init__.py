@@ -134,6 +134,7 @@ _TITLES = {
     "steps": "Execution steps of saved plans",
     "errors": "Error messages",
     "rest": "REST endpoints and entities",
+    "properties": "Properties (KsqlConfig, request, server, Kafka Streams)",
 }
 
 

@@ -56,3 +56,21 @@ def test_properties_ksqldb_refuses_are_refused_with_its_words(properties, messag
     with pytest.raises(ServiceError) as refused:
         request_properties(properties)
     assert refused.value.message == message and refused.value.http_status == 400
+
+
+@pytest.mark.parametrize(
+    ("name", "kept", "refused"),
+    [
+        ("ksql.cast.strings.preserve.nulls", "true", "false"),
+        ("ksql.nested.error.set.null", "true", "false"),
+        ("ksql.timestamp.throw.on.invalid", "false", "true"),
+    ],
+)
+def test_a_semantic_config_kspark_does_not_implement_is_refused(name, kept, refused) -> None:
+    assert request_properties({name: kept}) == {name: kept}
+    assert request_properties({name: kept.upper()}) == {name: kept.upper()}
+    with pytest.raises(ServiceError) as error:
+        request_properties({name: refused})
+    assert error.value.http_status == 400
+    assert error.value.message.startswith(f"kspark implements {name} only as {kept} (")
+    assert error.value.message.endswith(f"it cannot be set to '{refused}'.")

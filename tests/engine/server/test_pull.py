@@ -116,6 +116,15 @@ def test_refusals_use_ksqldb_messages(local, text, properties, message) -> None:
     assert message in str(refused.value)
 
 
+def test_pull_queries_on_streams_can_be_turned_off(local) -> None:
+    assert _plan(local, "SELECT * FROM S;").lookup_keys is None  # served by default
+    with pytest.raises(PullQueryError) as refused:
+        _plan(local, "SELECT * FROM S;", **{"ksql.query.pull.stream.enabled": "false"})
+    assert str(refused.value).startswith(
+        "Pull queries on streams are disabled. To enable, set ksql.query.pull.stream.enabled=true.")
+    assert _plan(local, "SELECT * FROM T;", **{"ksql.query.pull.stream.enabled": False}).lookup_keys is None
+
+
 def test_a_range_on_a_string_key_is_served_without_table_scans(local) -> None:
     off = {"ksql.query.pull.table.scan.enabled": False}
     for text in ("SELECT * FROM T WHERE ID > 'a';", "SELECT * FROM T WHERE 'm' >= ID AND C > 1;"):
