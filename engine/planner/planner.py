@@ -67,7 +67,9 @@ from engine.serde.schema_inference import (
     SCHEMA_REGISTRY_URL,
     fetch_schema,
     infer_columns,
+    multiple_definitions_message,
     multiple_key_columns_message,
+    protobuf_type_names,
 )
 
 RESERVED_COLUMN_NAMES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
@@ -263,6 +265,10 @@ class Planner:
         )
         if is_key and len(pairs) > 1:  # a PROTOBUF key message of several fields
             raise AnalysisError(multiple_key_columns_message(topic, schema_id, fetched.text))
+        if fmt == "PROTOBUF" and full_name is None:
+            names = protobuf_type_names(fetched.text)
+            if len(names) > 1:
+                raise AnalysisError(multiple_definitions_message(is_key, names))
         namespace = Namespace.KEY if is_key else Namespace.VALUE
         return [Column(name, sql_type, namespace) for name, sql_type in pairs]
 

@@ -409,6 +409,30 @@ _PROTOBUF_WELL_KNOWN: dict[str, T.SqlType] = {
 _PROTOBUF_DECIMAL = "confluent.type.Decimal"
 
 
+def protobuf_type_names(text: str) -> list[str]:
+    """The full names of a protobuf schema's top-level messages and enums, in order (what
+    ksqlDB counts as the schema's definitions)."""
+    from proto_schema_parser import ast as P
+
+    parsed = parse_proto(text)
+    package = next((el.name for el in parsed.file_elements if isinstance(el, P.Package)), "")
+    return [
+        f"{package}.{el.name}" if package else el.name
+        for el in parsed.file_elements
+        if isinstance(el, P.Message | P.Enum)
+    ]
+
+
+def multiple_definitions_message(is_key: bool, names: list[str]) -> str:
+    """ksqlDB's text when a PROTOBUF schema defines several types and the statement names none."""
+    listed = "\n".join(f"- {n}" for n in names)
+    side = "KEY" if is_key else "VALUE"
+    return (
+        f"{'Key' if is_key else 'Value'} schema has multiple schema definitions. \n\n{listed}\n\n"
+        f"Please specify a schema full name in the WITH clause using {side}_SCHEMA_FULL_NAME"
+    )
+
+
 def protobuf_to_sql(
     text: str,
     *,

@@ -148,3 +148,24 @@ def test_a_registered_key_schema_of_several_columns_is_refused(engine_factory: F
         assert [c.name for c in engine.metastore.get("SINGLE").schema.key] == ["A"]
     finally:
         forget_registry_client(url)
+
+
+def test_a_registered_protobuf_schema_of_several_definitions_needs_a_full_name(engine_factory: Factory) -> None:
+    url = f"mock://statement-checks-{uuid.uuid4()}"
+    proto = 'syntax = "proto3"; package shop; message Order { int32 id = 1; } enum Kind { A = 0; }'
+    try:
+        registry_client(url).register_schema("orders-value", Schema(proto, "PROTOBUF"))
+        engine = engine_factory()
+        engine.schema_registry_url = url
+        engine.create_topic(TopicInfo("orders"))
+        with pytest.raises(KsqlError) as caught:
+            engine.execute_sql("CREATE STREAM ORDERS WITH (kafka_topic='orders', value_format='PROTOBUF');")
+        assert str(caught.value).startswith(
+            "Value schema has multiple schema definitions. \n\n- shop.Order\n- shop.Kind\n\n"
+            "Please specify a schema full name in the WITH clause using VALUE_SCHEMA_FULL_NAME"
+        )
+        engine.execute_sql("CREATE STREAM ORDERS WITH (kafka_topic='orders', value_format='PROTOBUF', "
+                           "value_schema_full_name='shop.Order');")
+        assert [c.name for c in engine.metastore.get("ORDERS").schema.columns] == ["ID"]
+    finally:
+        forget_registry_client(url)
