@@ -8,12 +8,13 @@ Elements are compared with Java ``equals`` semantics: lists and maps compare by 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from engine.data.values import format_double
 from engine.errors import EvaluationError
 from engine.functions.registry import REGISTRY, Generic, scalar
+from engine.functions.udaf import wrap_int, wrap_long
 from engine.plan import types as T
 from engine.plan.types import SqlType
 
@@ -219,6 +220,7 @@ for _t in (T.INTEGER, T.BIGINT):
         params=[_t, _t],
         returns=T.Array(_t),
         description="The integers from start to end inclusive, counting up or down by one.",
+        until=2,
     )(lambda start, end: _series(start, end, 1 if end >= start else -1))
     scalar(
         "GENERATE_SERIES",
@@ -226,7 +228,7 @@ for _t in (T.INTEGER, T.BIGINT):
         returns=T.Array(_t),
         description="The integers from start towards end inclusive, in steps of step.",
         # ksqlDB's step is an INTEGER: GENERATE_SERIES(BIGINT, BIGINT, BIGINT) is version 1's.
-        until=None if _t is T.INTEGER else 1,
+        until=2 if _t is T.INTEGER else 1,
     )(_series)
 
 scalar(
@@ -234,9 +236,53 @@ scalar(
     params=[T.BIGINT, T.BIGINT, T.INTEGER],
     returns=T.Array(T.BIGINT),
     description="The integers from start towards end inclusive, in steps of an INTEGER step.",
+    until=2,
 )(_series)
 # Version 2 of GENERATE_SERIES: without the BIGINT step, and ksqlDB's ranking of overloads.
 REGISTRY.declare_ksqldb_ties("GENERATE_SERIES", since=2)
+
+
+def _java_series(start: int, end: int, step: int, *, wrap: Callable[[int], int]) -> list[int]:
+    """ksqlDB's GENERATE_SERIES body in Java arithmetic: the difference, the values and the
+    element count wrap like ``int`` (``wrap_int``) or ``long`` (``wrap_long``) do, and a count
+    that wraps below zero is ArrayList's error (the call is NULL)."""
+    if step == 0:
+        raise EvaluationError("GENERATE_SERIES step cannot be zero")
+    diff = wrap(end - start)
+    if (diff > 0 and step < 0) or (diff < 0 and step > 0):
+        raise EvaluationError("GENERATE_SERIES step has wrong sign")
+    quotient = abs(diff) // abs(step) * (1 if (diff < 0) == (step < 0) else -1)
+    size = wrap_int(1 + quotient)  # int arithmetic, or 1 + (int) (diff / step) for longs
+    if size < 0:
+        raise EvaluationError(f"Illegal Capacity: {size}")
+    out: list[int] = []
+    value = start
+    for _ in range(size):
+        out.append(value)
+        value = wrap(value + step)
+    return out
+
+
+# Version 3: Java's arithmetic (ksqlDB's int and long overflow) and its messages.
+for _t, _wrap in ((T.INTEGER, wrap_int), (T.BIGINT, wrap_long)):
+    scalar(
+        "GENERATE_SERIES",
+        params=[_t, _t],
+        returns=T.Array(_t),
+        description="The integers from start to end inclusive, counting up or down by one.",
+        since=3,
+    )(lambda start, end, w=_wrap: _java_series(start, end, 1 if w(end - start) > 0 else -1, wrap=w))
+    scalar(
+        "GENERATE_SERIES",
+        params=[_t, _t, T.INTEGER],
+        returns=T.Array(_t),
+        description=(
+            "The integers from start towards end inclusive, in steps of step."
+            if _t is T.INTEGER
+            else "The integers from start towards end inclusive, in steps of an INTEGER step."
+        ),
+        since=3,
+    )(lambda start, end, step, w=_wrap: _java_series(start, end, step, wrap=w))
 
 
 # --------------------------------------------------------------------------- maps

@@ -175,11 +175,46 @@ def test_generate_series_counts_up_or_down() -> None:
     assert return_type("GENERATE_SERIES", [T.BIGINT, T.BIGINT]) == T.Array(T.BIGINT)
 
 
-def test_generate_series_rejects_zero_and_backward_steps() -> None:
-    with pytest.raises(EvaluationError, match="cannot be zero"):
+def test_generate_series_rejects_zero_and_backward_steps_with_ksqldbs_messages() -> None:
+    with pytest.raises(EvaluationError, match="^GENERATE_SERIES step cannot be zero$"):
         call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 1, 5, 0)
-    with pytest.raises(EvaluationError, match="moves away"):
+    with pytest.raises(EvaluationError, match="^GENERATE_SERIES step has wrong sign$"):
         call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 1, 5, -1)
+    with pytest.raises(EvaluationError, match="^GENERATE_SERIES step has wrong sign$"):
+        call("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.INTEGER], 5, 1, 1)
+    # Version 2, kept for saved plans, has kspark's own wording.
+    saved = REGISTRY.resolve("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 2)
+    with pytest.raises(EvaluationError, match="moves away"):
+        saved.invoke([1, 5, -1])
+
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def test_generate_series_of_ints_wraps_like_javas_int_arithmetic() -> None:
+    ints = [T.INTEGER, T.INTEGER]
+    # end - start wraps to -1: the step is -1, two values, the second wrapping past MIN.
+    assert call("GENERATE_SERIES", ints, INT_MIN, INT_MAX) == [INT_MIN, INT_MAX]
+    assert call("GENERATE_SERIES", ints, INT_MAX - 1, INT_MAX) == [INT_MAX - 1, INT_MAX]
+    # 1 + (MAX / 1) wraps below zero: ArrayList refuses the capacity.
+    with pytest.raises(EvaluationError, match="^Illegal Capacity: -2147483648$"):
+        call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], 0, INT_MAX, 1)
+    # A step past the end wraps the next value, which is never reached.
+    assert call("GENERATE_SERIES", [T.INTEGER, T.INTEGER, T.INTEGER], INT_MAX - 2, INT_MAX, 2) == [
+        INT_MAX - 2,
+        INT_MAX,
+    ]
+
+
+def test_generate_series_of_bigints_counts_in_an_int() -> None:
+    longs = [T.BIGINT, T.BIGINT, T.INTEGER]
+    # The count is 1 + (int) (diff / step): 2^32 + 2 truncates to 2, so three values.
+    assert call("GENERATE_SERIES", longs, 0, 2**32 + 2, 1) == [0, 1, 2]
+    assert call("GENERATE_SERIES", [T.BIGINT, T.BIGINT], LONG_MIN, LONG_MAX) == [LONG_MIN, LONG_MAX]
+    # Version 2, kept for saved plans, counts in unbounded integers.
+    saved = REGISTRY.resolve("GENERATE_SERIES", longs, 2)
+    assert saved.invoke([LONG_MAX - 1, LONG_MAX, 1]) == [LONG_MAX - 1, LONG_MAX]
 
 
 # --------------------------------------------------------------------------- maps
