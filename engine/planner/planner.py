@@ -239,12 +239,13 @@ class Planner:
         if infer_key:
             keys = self._registry_columns(
                 registry, topic, key_fmt, True, ids.get("key"), False, props.string("KEY_SCHEMA_FULL_NAME"),
+                single_definition=True,
             )
         if infer_value:
             unwrapped = props.boolean("WRAP_SINGLE_VALUE") is False
             values = self._registry_columns(
                 registry, topic, value_fmt, False, ids.get("value"), unwrapped,
-                props.string("VALUE_SCHEMA_FULL_NAME"),
+                props.string("VALUE_SCHEMA_FULL_NAME"), single_definition=True,
             )
         seen: set[str] = set()
         for column in keys + values + headers:
@@ -255,9 +256,11 @@ class Planner:
 
     @staticmethod
     def _registry_columns(
-        registry: Any, topic: str, fmt: str | None, is_key: bool, schema_id: int | None, unwrapped: bool,
-        full_name: str | None,
+        registry: Any, topic: str | None, fmt: str | None, is_key: bool, schema_id: int | None, unwrapped: bool,
+        full_name: str | None, *, single_definition: bool = False,
     ) -> list[Column]:
+        """The columns of the registered schema; ``single_definition`` (a CREATE that infers
+        its columns): a PROTOBUF schema of several definitions needs ``full_name``."""
         fetched = fetch_schema(str(registry) if registry else None, topic, is_key=is_key, schema_id=schema_id)
         pairs = infer_columns(
             fetched, fmt=str(fmt), topic=topic, is_key=is_key, unwrapped=unwrapped,
@@ -265,7 +268,7 @@ class Planner:
         )
         if is_key and len(pairs) > 1:  # a PROTOBUF key message of several fields
             raise AnalysisError(multiple_key_columns_message(topic, schema_id, fetched.text))
-        if fmt == "PROTOBUF" and full_name is None:
+        if single_definition and fmt == "PROTOBUF" and full_name is None:
             names = protobuf_type_names(fetched.text)
             if len(names) > 1:
                 raise AnalysisError(multiple_definitions_message(is_key, names))
@@ -293,8 +296,10 @@ class Planner:
             )
             unwrapped = not is_key and "UNWRAP_SINGLES" in formats.value_features
             registry = self.registry_url or self.config.get(SCHEMA_REGISTRY_URL)
+            # ksqlDB's messages quote the sink's topic only when the statement names it.
             registered = self._registry_columns(
-                registry, topic, fmt, is_key, schema_id, unwrapped, props.string(f"{side}_SCHEMA_FULL_NAME")
+                registry, props.string("KAFKA_TOPIC"), fmt, is_key, schema_id, unwrapped,
+                props.string(f"{side}_SCHEMA_FULL_NAME"),
             )
             changed = [
                 c for i, c in enumerate(columns)

@@ -66,21 +66,23 @@ def not_configured_message() -> str:
 
 
 def fetch_schema(
-    registry_url: str | None, topic: str, *, is_key: bool, schema_id: int | None
+    registry_url: str | None, topic: str | None, *, is_key: bool, schema_id: int | None
 ) -> RegisteredSchema:
-    """The latest schema of ``<topic>-key``/``-value``, or the one with ``schema_id``."""
+    """The latest schema of ``<topic>-key``/``-value``, or the one with ``schema_id``
+    (``topic`` None: a CREATE ... AS SELECT that names no KAFKA_TOPIC, which messages do
+    not quote)."""
     if not registry_url:
         raise AnalysisError(not_configured_message())
     from engine.serde.registry import registry_client
 
     client = registry_client(registry_url)
-    subject = f"{topic}-{'key' if is_key else 'value'}"
+    subject = f"{topic}-{'key' if is_key else 'value'}" if topic is not None else None
     try:
         if schema_id is not None:
             schema = client.get_schema(schema_id)
             found_id: int | None = schema_id
         else:
-            registered = client.get_latest_version(subject)
+            registered = client.get_latest_version(str(subject))
             schema, found_id = registered.schema, registered.schema_id
     except Exception as exc:  # the client raises its own errors, or connection errors
         if _is_not_found(exc):
@@ -110,7 +112,7 @@ def infer_columns(
     schema: RegisteredSchema,
     *,
     fmt: str,
-    topic: str,
+    topic: str | None,
     is_key: bool,
     unwrapped: bool,
     keep_names: bool,
@@ -141,8 +143,8 @@ def infer_columns(
                 imports=dict(schema.imports), is_key=is_key,
             )
     except _MessageNotFound:
-        subject = f"{topic}-{'key' if is_key else 'value'}"
-        raise AnalysisError(_not_found_message(topic, is_key, subject, None)) from None
+        subject = f"{topic}-{'key' if is_key else 'value'}" if topic is not None else None
+        raise AnalysisError(_not_found_message(topic, is_key, subject, schema_id)) from None
     except SchemaTranslationError as exc:
         raise AnalysisError(_incompatible_message(topic, is_key, schema.text, str(exc), schema_id)) from None
     if fmt == PROTOBUF:  # a message's fields are the columns, keys included
@@ -610,9 +612,15 @@ _NOT_FOUND_CAUSES = (
 )
 
 
-def _not_found_message(topic: str, is_key: bool, subject: str, schema_id: int | None) -> str:
+def _not_found_message(topic: str | None, is_key: bool, subject: str | None, schema_id: int | None) -> str:
     """ksqlDB's text when the registry has no schema for the subject (or the id)."""
     schema_id_line = f"Schema Id: {schema_id}\n" if schema_id is not None else ""
+    if topic is None or subject is None:  # ksqlDB quotes the id as Java prints an Optional
+        return (
+            f"Schema for message {'keys' if is_key else 'values'} on schema id'{schema_id} does not exist "
+            f"in the Schema Registry.\n{schema_id_line}Possible causes include:\n"
+            f"- Schema Id Optional[{schema_id}]\n" + _NOT_FOUND_CAUSES
+        )
     return (
         f"Schema for message {'keys' if is_key else 'values'} on topic '{topic}' does not exist "
         f"in the Schema Registry.\nSubject: {subject}\n{schema_id_line}"
@@ -624,11 +632,14 @@ def _not_found_message(topic: str, is_key: bool, subject: str, schema_id: int | 
     )
 
 
-def _source_text(topic: str, schema_id: int | None) -> str:
-    return f"topic: {topic}" + (f", schema id: {schema_id}" if schema_id is not None else "")
+def _source_text(topic: str | None, schema_id: int | None) -> str:
+    parts = ([f"topic: {topic}"] if topic is not None else []) + (
+        [f"schema id: {schema_id}"] if schema_id is not None else []
+    )
+    return ", ".join(parts)
 
 
-def _incompatible_message(topic: str, is_key: bool, schema_text: str, reason: str, schema_id: int | None = None) -> str:
+def _incompatible_message(topic: str | None, is_key: bool, schema_text: str, reason: str, schema_id: int | None = None) -> str:
     """ksqlDB's text when a registered schema has no columns ksqlDB can read from it."""
     return (
         f"Unable to verify if the {'key' if is_key else 'value'} schema for {_source_text(topic, schema_id)} is "
@@ -639,7 +650,7 @@ def _incompatible_message(topic: str, is_key: bool, schema_text: str, reason: st
     )
 
 
-def _wrong_format_message(topic: str, is_key: bool, expected: str, actual: str, schema_id: int | None) -> str:
+def _wrong_format_message(topic: str | None, is_key: bool, expected: str, actual: str, schema_id: int | None) -> str:
     """ksqlDB's text when the registered schema is of another type than the format reads."""
     return (
         f"{'Key' if is_key else 'Value'} schema is not in the expected format. You may want to set "
@@ -648,7 +659,7 @@ def _wrong_format_message(topic: str, is_key: bool, expected: str, actual: str, 
     )
 
 
-def multiple_key_columns_message(topic: str, schema_id: int | None, schema_text: str) -> str:
+def multiple_key_columns_message(topic: str | None, schema_id: int | None, schema_text: str) -> str:
     """ksqlDB's text when a registered key schema stands for several key columns."""
     return (
         f"The key schema for {_source_text(topic, schema_id)} contains multiple columns, which is not "

@@ -169,3 +169,36 @@ def test_a_registered_protobuf_schema_of_several_definitions_needs_a_full_name(e
         assert [c.name for c in engine.metastore.get("ORDERS").schema.columns] == ["ID"]
     finally:
         forget_registry_client(url)
+
+
+def test_a_sink_schema_id_without_a_sink_topic_is_quoted_by_its_id(engine_factory: Factory) -> None:
+    """ksqlDB's messages for a CREATE ... AS SELECT's schema id name the topic only when the
+    statement names KAFKA_TOPIC."""
+    url = f"mock://statement-checks-{uuid.uuid4()}"
+    try:
+        json_id = registry_client(url).register_schema("other-value", Schema('{"type": "object"}', "JSON"))
+        engine = engine_factory()
+        engine.schema_registry_url = url
+        with pytest.raises(KsqlError) as caught:
+            engine.execute_sql("CREATE STREAM X WITH (value_format='AVRO', value_schema_id=99) AS SELECT * FROM RIDES;")
+        assert str(caught.value).startswith(
+            "Schema for message values on schema id'99 does not exist in the Schema Registry.\n"
+            "Schema Id: 99\nPossible causes include:\n- Schema Id Optional[99]\n"
+            "- Messages on the topic have not been serialized using a Confluent Schema Registry supported serializer"
+        )
+        with pytest.raises(KsqlError) as caught:
+            engine.execute_sql(
+                f"CREATE STREAM X WITH (value_format='AVRO', value_schema_id={json_id}) AS SELECT * FROM RIDES;"
+            )
+        assert str(caught.value).startswith(
+            "Value schema is not in the expected format. You may want to set VALUE_FORMAT to 'JSON'.\n"
+            f"schema id: {json_id}\nexpected format: AVRO\nactual format from Schema Registry: JSON"
+        )
+        with pytest.raises(KsqlError) as caught:
+            engine.execute_sql(
+                f"CREATE STREAM X WITH (kafka_topic='x', value_format='AVRO', value_schema_id={json_id}) "
+                "AS SELECT * FROM RIDES;"
+            )
+        assert f"\ntopic: x, schema id: {json_id}\n" in str(caught.value)
+    finally:
+        forget_registry_client(url)
