@@ -130,6 +130,19 @@ def test_a_join_in_place_of_a_re_keying_is_refused() -> None:
     )
 
 
+def test_a_join_in_place_of_a_single_source_is_refused() -> None:
+    engine = engine_with(
+        "CREATE STREAM SOLD (ITEM STRING KEY, UNITS INT) WITH (kafka_topic='orders', value_format='JSON');",
+        "CREATE STREAM PLAIN WITH (kafka_topic='out') AS SELECT ITEM, UNITS FROM SOLD;",
+        "CREATE STREAM JOINED WITH (kafka_topic='out') AS SELECT S.ITEM AS ITEM, S.UNITS, I.SHELF FROM SOLD S "
+        "JOIN ITEMS I ON S.ITEM = I.ITEM;",
+    )
+    plain, joined = engine.queries.values()
+    with pytest.raises(UpgradeError) as raised:
+        validate_upgrade(plain.root, joined.root)
+    assert str(raised.value) == "Query is not upgradeable. Cannot change a non-join source into a join source."
+
+
 def test_a_sink_two_queries_write_cannot_be_replaced() -> None:
     engine = engine_with("CREATE STREAM BIG AS SELECT * FROM ORDERS;", "INSERT INTO BIG SELECT * FROM ORDERS;")
     with pytest.raises(KsqlError) as raised:

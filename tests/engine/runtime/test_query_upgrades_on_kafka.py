@@ -1,0 +1,210 @@
+"""CREATE OR REPLACE on a broker: the replaced query keeps its id, its checkpoint's offsets
+and its state, so each input record is processed once, by the version of the query that
+ran when it was read (read back with a read_committed consumer)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import UpgradeError
+from engine.hosting.application import StreamingApplication
+from engine.kafka.admin import TopicAdmin
+from engine.kafka.consume import read_topic
+from engine.kafka.produce import ProducerRecord, RecordProducer
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def _produce(bootstrap: str, topic: str, records: Sequence[tuple[str, Any, int]]) -> None:
+    producer = RecordProducer(bootstrap)
+    for key, value, ts in records:
+        producer.send(topic, ProducerRecord(key=key.encode(), value=json.dumps(value).encode(), timestamp=ts))
+    producer.flush()
+
+
+def _run(bootstrap: str, state_dir: Path, sql: str) -> StreamingApplication:
+    app = StreamingApplication(bootstrap, state_dir)
+    app.load()
+    app.submit(sql)
+    app.run_until_caught_up()
+    app.stop()
+    return app
+
+
+def _outputs(bootstrap: str, topic: str) -> list[tuple[str, Any]]:
+    return [(r.key.decode() if r.key else "", None if r.value is None else json.loads(r.value))
+            for r in read_topic(bootstrap, topic)]
+
+
+def _orders(first: int, count: int) -> list[tuple[str, Any, int]]:
+    return [(f"o{i}", {"ITEM": f"item{i % 7}", "QTY": i % 5}, 1_000 + i) for i in range(first, first + count)]
+
+
+def test_a_changed_filter_and_projection_continue_from_the_old_querys_offsets(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("orders"), _unique("BIG")
+    TopicAdmin(bootstrap).create_topic(source, 3)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE STREAM BIG WITH (KAFKA_TOPIC='{sink}') AS SELECT ID, QTY FROM ORDERS WHERE QTY > 2;
+    """
+    replaced = sql + f"CREATE OR REPLACE STREAM BIG WITH (KAFKA_TOPIC='{sink}') AS SELECT ID, QTY, QTY * 10 AS QTY10 FROM ORDERS WHERE QTY > 0;"
+    first, second = _orders(0, 600), _orders(600, 600)
+    _produce(bootstrap, source, first)
+    app = _run(bootstrap, tmp_path / "state", sql)
+    assert [q.query_id for q in app.queries()] == ["CSAS_BIG_0"]
+    _produce(bootstrap, source, second)
+    app = _run(bootstrap, tmp_path / "state", replaced)
+    assert [q.query_id for q in app.queries()] == ["CSAS_BIG_0"]
+    _produce(bootstrap, source, _orders(1_200, 300))  # read by the new version after a restart
+    _run(bootstrap, tmp_path / "state", replaced)
+
+    expected = Counter(
+        [(key, json.dumps({"QTY": v["QTY"]})) for key, v, _ in first if v["QTY"] > 2]
+        + [(key, json.dumps({"QTY": v["QTY"], "QTY10": v["QTY"] * 10}))
+           for key, v, _ in second + _orders(1_200, 300) if v["QTY"] > 0]
+    )
+    got = Counter((key, json.dumps(value)) for key, value in _outputs(bootstrap, sink))
+    assert got - expected == Counter()  # nothing repeated, nothing from the wrong version
+    assert expected - got == Counter()  # nothing lost
+    assert sum(got.values()) == 240 + 480 + 240
+
+
+def test_an_aggregate_keeps_its_state_across_a_new_filter_and_output_column(kafka_broker: Any, tmp_path: Path) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("orders"), _unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 3)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS
+            SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL FROM ORDERS GROUP BY ITEM;
+    """
+    replaced = sql + (
+        f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL, "
+        "SUM(QTY) * 2 AS TWICE FROM ORDERS WHERE QTY > 1 GROUP BY ITEM;"
+    )
+    first, second = _orders(0, 700), _orders(700, 700)
+    _produce(bootstrap, source, first)
+    app = _run(bootstrap, tmp_path / "state", sql)
+    _produce(bootstrap, source, second)
+    app = _run(bootstrap, tmp_path / "state", replaced)
+    assert [q.query_id for q in app.queries()] == ["CTAS_PER_ITEM_0"]
+
+    outputs = _outputs(bootstrap, sink)
+    counted = [v for _, v, _ in first] + [v for _, v, _ in second if v["QTY"] > 1]
+    assert len(outputs) == len(counted)  # one update per record each version counts
+    latest = {key: value for key, value in outputs}
+    expected: dict[str, dict[str, int]] = {}
+    for v in counted:
+        row = expected.setdefault(v["ITEM"], {"N": 0, "TOTAL": 0})
+        row["N"] += 1
+        row["TOTAL"] += v["QTY"]
+    assert latest == {item: {**row, "TWICE": row["TOTAL"] * 2} for item, row in expected.items()}
+
+
+def test_a_refused_replacement_leaves_the_running_query_and_its_saved_statements(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("orders"), _unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    sql = f"""
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM;
+    """
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    app.submit(sql)
+    saved = [s.to_json() for s in app.saved]
+    with pytest.raises(UpgradeError) as raised:
+        app.submit(sql + f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS "
+                   "SELECT ITEM, COUNT(*) AS N FROM ORDERS WHERE QTY > 1 GROUP BY ITEM;")
+    assert str(raised.value) == (
+        "Query is not upgradeable. Plan step of type StreamAggregate must have matching columns not part of "
+        "aggregate. Values differ: [ITEM] vs. [ITEM, QTY]"
+    )
+    assert [s.to_json() for s in app.saved] == saved
+    app.stop()
+
+
+def _await_records(bootstrap: str, topic: str, count: int, timeout: float = 180.0) -> list[tuple[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _outputs(bootstrap, topic)
+        if len(got) >= count or time.monotonic() > deadline:
+            return got
+        time.sleep(1.0)
+
+
+def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    """Through the service (the command topic): the old versions stop, the new ones start from
+    their checkpoints while the server runs; one query each, under the same ids."""
+    from engine.server.service import KsqlService
+
+    bootstrap = kafka_broker.bootstrap_servers
+    source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 2)
+    service = KsqlService(bootstrap, _unique("upgrades"), tmp_path, command_timeout=120.0)
+    service.start(timeout=120)
+    try:
+        earliest = {"auto.offset.reset": "earliest"}
+        service.execute(f"CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) "
+                        f"WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');")
+        [first_big] = service.execute(f"CREATE STREAM BIG WITH (KAFKA_TOPIC='{big}') AS "
+                                      "SELECT ID, QTY FROM ORDERS WHERE QTY > 2;", earliest)
+        [first_items] = service.execute(f"CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{per_item}') AS "
+                                        "SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL FROM ORDERS GROUP BY ITEM;",
+                                        earliest)
+        first, second = _orders(0, 400), _orders(400, 400)
+        _produce(bootstrap, source, first)
+        assert len(_await_records(bootstrap, big, 160)) == 160
+        assert len(_await_records(bootstrap, per_item, 400)) == 400
+
+        [second_big] = service.execute(f"CREATE OR REPLACE STREAM BIG WITH (KAFKA_TOPIC='{big}') AS "
+                                       "SELECT ID, QTY, QTY * 10 AS QTY10 FROM ORDERS WHERE QTY > 0;", earliest)
+        [second_items] = service.execute(
+            f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{per_item}') AS SELECT ITEM, COUNT(*) AS N, "
+            "SUM(QTY) AS TOTAL, SUM(QTY) * 2 AS TWICE FROM ORDERS WHERE QTY > 1 GROUP BY ITEM;", earliest)
+        ids = [a["commandStatus"]["queryId"] for a in (first_big, first_items, second_big, second_items)]
+        assert ids == ["CSAS_BIG_0", "CTAS_PER_ITEM_1", "CSAS_BIG_0", "CTAS_PER_ITEM_1"]
+        [shown] = service.execute("SHOW QUERIES;")
+        assert [(q["id"], q["state"]) for q in shown["queries"]] == [
+            ("CSAS_BIG_0", "RUNNING"), ("CTAS_PER_ITEM_1", "RUNNING")]
+        _produce(bootstrap, source, second)
+
+        counted = [v for _, v, _ in first] + [v for _, v, _ in second if v["QTY"] > 1]
+        big_rows = _await_records(bootstrap, big, 160 + 320)
+        item_rows = _await_records(bootstrap, per_item, len(counted))
+        time.sleep(5)  # anything repeated would arrive now
+        big_rows, item_rows = _outputs(bootstrap, big), _outputs(bootstrap, per_item)
+    finally:
+        service.close()
+
+    expected = Counter(
+        [(key, json.dumps({"QTY": v["QTY"]})) for key, v, _ in first if v["QTY"] > 2]
+        + [(key, json.dumps({"QTY": v["QTY"], "QTY10": v["QTY"] * 10})) for key, v, _ in second if v["QTY"] > 0]
+    )
+    assert Counter((key, json.dumps(value)) for key, value in big_rows) == expected
+    assert len(item_rows) == len(counted)
+    totals: dict[str, dict[str, int]] = {}
+    for v in counted:
+        row = totals.setdefault(v["ITEM"], {"N": 0, "TOTAL": 0})
+        row["N"] += 1
+        row["TOTAL"] += v["QTY"]
+    latest = {key: value for key, value in item_rows}
+    assert latest == {item: {**row, "TWICE": row["TOTAL"] * 2} for item, row in totals.items()}
