@@ -204,13 +204,25 @@ def sum_decimal_stopping(*, arg_types: ArgTypes = None) -> DecimalSumAggregator:
 
 
 class SumListAggregator(SumAggregator):
-    """SUM_LIST: the sum of every non-NULL element of every list."""
+    """SUM_LIST: the sum of every non-NULL element of every list.
+
+    As ksqlDB's: each list is summed on its own, from zero, element after element (a plain
+    left fold: Python's ``sum`` compensates float rounding from 3.12 on), then added to or
+    taken from the running sum.
+    """
+
+    def _list_sum(self, value: Sequence[Any]) -> Any:
+        total = self.zero
+        for v in value:
+            if v is not None:
+                total = self.wrap(total + v)
+        return total
 
     def add(self, acc: Any, value: Any) -> Any:
-        return acc if value is None else self.wrap(acc + sum(v for v in value if v is not None))
+        return acc if value is None else self.wrap(acc + self._list_sum(value))
 
     def undo(self, acc: Any, value: Any) -> Any:
-        return acc if value is None else self.wrap(acc - sum(v for v in value if v is not None))
+        return acc if value is None else self.wrap(acc - self._list_sum(value))
 
 
 @aggregate("SUM_LIST", params=[T.Array(T.INTEGER)], returns=T.INTEGER, supports_undo=True)

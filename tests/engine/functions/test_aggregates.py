@@ -226,6 +226,17 @@ def test_sum_list_adds_non_null_elements():
     assert aggregate_spec("SUM_LIST", [T.Array(T.DOUBLE)]).return_type == T.DOUBLE
 
 
+def test_sum_list_sums_each_list_from_zero_element_by_element_as_java_does():
+    doubles = make("SUM_LIST", [T.Array(T.DOUBLE)])
+    # A plain left fold loses the 1.0 beside 1e16; compensated summation would keep it.
+    assert fold(doubles, [[1e16, 1.0, -1e16]]) == [0.0]
+    # The list's own sum first, then added to the running sum: 0.1 + (0.2 + 0.3) is 0.6,
+    # where one fold over all elements, (0.1 + 0.2) + 0.3, is 0.6000000000000001.
+    assert fold(doubles, [[0.1], [0.2, 0.3]]) == [0.1, 0.6]
+    ints = make("SUM_LIST", [T.Array(T.INTEGER)])
+    assert fold(ints, [[2**31 - 1, 1]]) == [-(2**31)]
+
+
 # --------------------------------------------------------------------------- AVG
 
 
