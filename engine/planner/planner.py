@@ -25,6 +25,7 @@ from engine.data.records import TopicInfo
 from engine.errors import (
     AnalysisError,
     InternalError,
+    StatementPrepareError,
     TypeCheckError,
     UnsupportedFeatureError,
     UnsupportedSchemaError,
@@ -95,6 +96,7 @@ class Planner:
 
     def plan_create_source(self, stmt: ast.CreateSource, text: str) -> StatementPlan | None:
         """CREATE [OR REPLACE] STREAM|TABLE name (columns) WITH (...)."""
+        refuse_unknown_types(stmt)
         props = WithProperties.of(stmt.properties, statement=text)
         _refuse_cleanup_policy(props)
         is_table = stmt.kind == "TABLE"
@@ -487,6 +489,7 @@ class Planner:
 
     def plan_alter(self, stmt: ast.AlterSource, text: str) -> StatementPlan:
         """ALTER STREAM|TABLE name ADD [COLUMN] col type, ...: new value columns, in ksqlDB's order of checks."""
+        refuse_unknown_types(stmt)
         kind = stmt.kind.lower()
         existing = self.metastore.get(stmt.name)
         if existing is not None and existing.is_source:
@@ -521,6 +524,7 @@ class Planner:
         self, stmt: ast.CreateAsSelect, text: str, query_id: str
     ) -> StatementPlan | None:
         """CREATE STREAM|TABLE name WITH (...) AS SELECT ..."""
+        refuse_unknown_types(stmt)
         if stmt.query.limit is not None:  # a persistent query never ends: ksqlDB refuses LIMIT
             raise AnalysisError(f"CREATE {stmt.kind} AS SELECT statements don't support LIMIT clause.")
         props = WithProperties.of(stmt.properties, statement=text)
@@ -586,6 +590,7 @@ class Planner:
 
     def plan_insert_into(self, stmt: ast.InsertInto, text: str, query_id: str) -> StatementPlan:
         """INSERT INTO target SELECT ..."""
+        refuse_unknown_types(stmt)
         if stmt.query.limit is not None:
             raise AnalysisError("INSERT INTO statements don't support LIMIT clause.")
         target = self.metastore.get(stmt.target)
@@ -631,6 +636,7 @@ class Planner:
         transient projection: the result columns are the SELECT list in order, and the key
         columns travel under hidden names (a table row's deletion shows its key).
         """
+        refuse_unknown_types(query)
         if query.emit is None:
             raise UnsupportedFeatureError(
                 "pull queries",
@@ -937,6 +943,34 @@ def _with_schema_ids(formats: Formats, ids: Mapping[str, int]) -> Formats:
 def _and_list(names: list[str]) -> str:
     """``A``, ``A and B``, ``A, B and C``: how ksqlDB lists names in a sentence."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def refuse_unknown_types(node: Any) -> None:
+    """Refuse a statement naming a type that is neither built in nor resolved by the parser
+    (a ``CREATE TYPE`` of the same text): ksqlDB refuses it as it prepares the statement."""
+    found = _type_reference(node, 0)
+    if found is not None:
+        raise StatementPrepareError(f"Failed to prepare statement: Cannot resolve unknown type: {found.name}")
+
+
+def _type_reference(node: Any, depth: int) -> ast.TypeReference | None:
+    if isinstance(node, ast.TypeReference):
+        return node
+    if depth > 200 or node is None or isinstance(node, str | int | float | bool):
+        return None
+    if isinstance(node, list | tuple | frozenset | set):
+        children: Iterable[Any] = node
+    elif isinstance(node, Mapping):
+        children = node.values()
+    elif dataclasses.is_dataclass(node):
+        children = (getattr(node, f.name, None) for f in dataclasses.fields(node))
+    else:
+        return None
+    for child in children:
+        found = _type_reference(child, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 def _leftmost_alias(node: Any) -> str:

@@ -65,6 +65,14 @@ CASES = [
     ("CREATE STREAM X AS SELECT * FROM RIDES R JOIN RIDERS ON R.ID = RIDERS.ID JOIN PINGS P WITHIN 1 MINUTE "
      "ON R.ID = P.ID;",
      "Can't join R with P since the number of partitions don't match. R partitions = 1; P partitions = 4."),
+    # a type neither built in nor created by CREATE TYPE in the same text
+    ("CREATE STREAM X (ID STRING KEY, A MONEY) WITH (kafka_topic='rides', value_format='JSON');",
+     "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
+    ("CREATE STREAM X (ID STRING KEY, A ARRAY<STRUCT<B MONEY>>) WITH (kafka_topic='rides', value_format='JSON');",
+     "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
+    ("CREATE STREAM X AS SELECT ID, CAST(KM AS MONEY) AS C FROM RIDES;",
+     "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
+    ("ALTER STREAM RIDES ADD COLUMN Z MONEY;", "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
     # INSERT VALUES
     ("INSERT INTO LOG_VIEW (ID, MSG) VALUES ('a', 'b');",
      "Cannot insert values into read-only topic: default_ksql_processing_log"),
@@ -88,6 +96,8 @@ ACCEPTED = [
     "CREATE STREAM X AS SELECT * FROM RIDES JOIN RIDERS ON RIDES.ID = RIDERS.ID;",
     # a foreign-key join reads its inputs without co-partitioning them
     "CREATE TABLE X AS SELECT * FROM BIKES JOIN RIDERS ON BIKES.RIDER = RIDERS.ID;",
+    "CREATE STREAM X (ID STRING KEY, A VARCHAR, B DECIMAL(3, 1), M MAP<STRING, ARRAY<INT>>) "
+    "WITH (kafka_topic='rides', value_format='JSON');",
     "INSERT INTO RIDES (ID, PRICE) VALUES ('a', 1.450);",
     "INSERT INTO RIDES (ID, PRICE) VALUES ('a', 12);",
 ]
