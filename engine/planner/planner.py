@@ -175,6 +175,7 @@ class Planner:
     def _declared_schema(self, stmt: ast.CreateSource, is_table: bool) -> LogicalSchema:
         columns: list[Column] = []
         seen: set[str] = set()
+        header_keys: set[str | None] = set()
         for el in stmt.elements:
             if el.name in RESERVED_COLUMN_NAMES:
                 raise AnalysisError(
@@ -199,6 +200,12 @@ class Planner:
                 columns.append(Column(el.name, el.type, Namespace.KEY))
             elif el.constraint in ("HEADERS", "HEADER"):
                 _check_header_type(el)
+                # A HEADERS column holds every header: no header column may follow it.
+                if None in header_keys:
+                    raise AnalysisError("Schema already contains a HEADERS column.")
+                if el.header_key is not None and el.header_key in header_keys:
+                    raise AnalysisError(f"Schema already contains a HEADER('{el.header_key}') column.")
+                header_keys.add(el.header_key)
                 columns.append(Column(el.name, el.type, Namespace.HEADERS, el.header_key))
             else:
                 columns.append(Column(el.name, el.type))

@@ -73,6 +73,11 @@ CASES = [
     ("CREATE STREAM X AS SELECT ID, CAST(KM AS MONEY) AS C FROM RIDES;",
      "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
     ("ALTER STREAM RIDES ADD COLUMN Z MONEY;", "Failed to prepare statement: Cannot resolve unknown type: MONEY"),
+    # header columns: a HEADERS column takes every header, a HEADER('k') column one
+    ("CREATE STREAM X (ID STRING KEY, H ARRAY<STRUCT<KEY STRING, VALUE BYTES>> HEADERS, A BYTES HEADER('a')) "
+     "WITH (kafka_topic='rides', value_format='JSON');", "Schema already contains a HEADERS column."),
+    ("CREATE STREAM X (ID STRING KEY, A BYTES HEADER('a'), B BYTES HEADER('a')) "
+     "WITH (kafka_topic='rides', value_format='JSON');", "Schema already contains a HEADER('a') column."),
     # INSERT VALUES
     ("INSERT INTO LOG_VIEW (ID, MSG) VALUES ('a', 'b');",
      "Cannot insert values into read-only topic: default_ksql_processing_log"),
@@ -98,6 +103,11 @@ ACCEPTED = [
     "CREATE TABLE X AS SELECT * FROM BIKES JOIN RIDERS ON BIKES.RIDER = RIDERS.ID;",
     "CREATE STREAM X (ID STRING KEY, A VARCHAR, B DECIMAL(3, 1), M MAP<STRING, ARRAY<INT>>) "
     "WITH (kafka_topic='rides', value_format='JSON');",
+    # a HEADER('k') column before the HEADERS column is accepted, as in ksqlDB
+    "CREATE STREAM X (ID STRING KEY, A BYTES HEADER('a'), H ARRAY<STRUCT<KEY STRING, VALUE BYTES>> HEADERS) "
+    "WITH (kafka_topic='rides', value_format='JSON');",
+    "CREATE STREAM X (ID STRING KEY, A BYTES HEADER('a'), B BYTES HEADER('b')) WITH (kafka_topic='rides', "
+    "value_format='JSON');",
     "INSERT INTO RIDES (ID, PRICE) VALUES ('a', 1.450);",
     "INSERT INTO RIDES (ID, PRICE) VALUES ('a', 12);",
 ]
