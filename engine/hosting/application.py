@@ -35,6 +35,7 @@ from engine.errors import (
     AnalysisError,
     ExecutionError,
     KsqlError,
+    UpgradeError,
     query_failure_in,
     root_cause_line,
 )
@@ -42,7 +43,7 @@ from engine.facade.engine import KsqlEngine
 from engine.hosting.query_metrics import QueryMetrics
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, SharedProducer, UnknownPartitionError
-from engine.parser import parse
+from engine.parser import ast, parse
 from engine.plan import serde
 from engine.plan.plan import QueryPlan
 from engine.plan.steps import StreamSink, TableSink
@@ -276,6 +277,7 @@ class StreamingApplication:
         for statement in parsed[len(self.saved):]:
             stmt = statement.text
             try:
+                self._check_replacement(statement.statement, stmt)
                 results = self.engine.execute_sql(stmt)
             except AnalysisError as exc:
                 statement.relocate(exc)  # placed in the file, not in the statement alone
@@ -286,6 +288,24 @@ class StreamingApplication:
             self._save_statements()
             applied.append(stmt)
         return applied
+
+    def _check_replacement(self, stmt: Any, text: str) -> None:
+        """Refuse a CREATE OR REPLACE whose new plan Spark could not run on the replaced
+        query's checkpoint (``state_carry_problem``); nothing is applied to find out."""
+        if not (isinstance(stmt, ast.CreateAsSelect) and stmt.or_replace):
+            return
+        from engine.runtime.session import get_spark
+
+        results = self.engine.snapshot().execute_sql(text)
+        plan = results[-1].plan if results else None
+        old = self.engine.queries.get(plan.query.query_id) if plan is not None and plan.query is not None else None
+        if old is None or plan is None or plan.query is None:
+            return
+        spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True, long_running=True)
+        problem = state_carry_problem(self.engine, old, plan.query, spark, self.bootstrap_servers,
+                                      tasks=self.tasks_of(old))
+        if problem is not None:
+            raise UpgradeError(problem)
 
     def _save_statements(self) -> None:
         if self.read_only:
@@ -479,6 +499,37 @@ def build_streaming_query(
         records = runtime.sink_records(built.df, registry_codec(codec, topic, runtime.registry_url), sink_step.ctx,
                                        base_key_partitions=built.base_key_partitions)
     return StreamingQuery(records, topic, runtime)
+
+
+_OPERATOR = re.compile(r"^operator \d+: (?P<name>\S+) (?P<processor>\S+) ")
+
+
+def state_carry_problem(
+    engine: KsqlEngine, old: QueryPlan, new: QueryPlan, spark: Any, bootstrap_servers: str, *, tasks: int
+) -> str | None:
+    """Why the running query ``old`` cannot go on as ``new`` from its checkpoint, or None.
+
+    Spark restores each stateful operator of a checkpoint by its position, its processor and
+    its state variables: the two plans must build the same ones (``engine.plan.upgrade`` lets
+    projections and filters change, and a HAVING the native compiler cannot compile would
+    move an aggregate to another processor, say)."""
+
+    def operators(query: QueryPlan) -> list[str]:
+        built = build_streaming_query(engine, query, spark, bootstrap_servers, tasks=tasks)
+        shapes = []
+        for line in built.runtime.stateful_operators:
+            match = _OPERATOR.match(line)
+            state = line.rsplit("; state: ", 1)[-1]
+            shapes.append(f"{match['name']} {match['processor']} (state: {state})" if match else line)
+        return shapes
+
+    before, after = operators(old), operators(new)
+    if before == after:
+        return None
+    return (
+        f"Query is not upgradeable. Spark cannot carry the state of query {old.query_id} across: its checkpoint "
+        f"holds the stateful operators [{'; '.join(before)}], the new plan builds [{'; '.join(after) or 'none'}]."
+    )
 
 
 def source_topics(engine: KsqlEngine, query: QueryPlan) -> list[str]:

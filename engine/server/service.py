@@ -41,13 +41,20 @@ from pathlib import Path
 from typing import Any
 
 from engine.commandlog import Command, CommandLog, QueuedCommand
-from engine.errors import CommandLogError, KafkaClientError, KsqlError, StatementPrepareError
+from engine.errors import (
+    CommandLogError,
+    KafkaClientError,
+    KsqlError,
+    StatementPrepareError,
+    UpgradeError,
+)
 from engine.hosting.application import (
     CHECKPOINT_DIR,
     SCHEMA_REGISTRY_URL,
     StreamingApplication,
     build_streaming_query,
     checkpoint_location,
+    state_carry_problem,
 )
 from engine.kafka.admin import TopicAdmin
 from engine.parser import ast, parse
@@ -119,7 +126,7 @@ class KsqlService:
         self._engine_lock = threading.RLock()  # the metastore: applied under it, read under it
         self._queries_lock = threading.RLock()  # the query registry
         # Queries start and stop in log order on one worker, so applying the log never
-        # waits for Spark (a start takes seconds): ("start" | "stop", query id), None ends it.
+        # waits for Spark (a start takes seconds): ("start" | "replace" | "stop", query id), None ends it.
         self._operations: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._worker = threading.Thread(target=self._run_operations, name="query-starter", daemon=True)
         self._running_lock = threading.RLock()  # a query starts or stops under it (worker vs revocation)
@@ -212,6 +219,12 @@ class KsqlService:
             action, query_id = operation
             if action == "start":
                 self._start_query(query_id)
+            elif action == "replace":
+                # The new plan starts from the old one's checkpoint (offsets and state): the
+                # old version stops first, a batch it had in flight is the new version's.
+                with self._running_lock:
+                    self._stop_query(query_id)
+                    self._start_query(query_id)
             else:
                 with self._running_lock:
                     self._stop_query(query_id)
@@ -282,6 +295,7 @@ class KsqlService:
         """Execute one command from the log: never validated again, never skipped."""
         command = queued.command
         started: str | None = None
+        replaced = False
         stopped: list[str] = []
         with self._engine_lock:
             engine = self.engine
@@ -301,9 +315,12 @@ class KsqlService:
                     query_id = plan.query.query_id if plan.query is not None else None
                     if plan.query is not None:
                         with self._queries_lock:
-                            self._queries[plan.query.query_id] = _QueryEntry(
-                                plan.query, command.statement, dict(command.properties)
-                            )
+                            previous = self._queries.get(plan.query.query_id)
+                            entry = _QueryEntry(plan.query, command.statement, dict(command.properties))
+                            if previous is not None:  # CREATE OR REPLACE: the old version runs until
+                                entry.handle = previous.handle  # the worker stops it and starts this one
+                                replaced = True
+                            self._queries[plan.query.query_id] = entry
                         started = plan.query.query_id
                     status = E.CommandStatus("SUCCESS", message, query_id)
             except KsqlError as exc:
@@ -313,7 +330,7 @@ class KsqlService:
             for query_id in stopped:
                 self._operations.put(("stop", query_id))
             if started is not None and self._replayed:
-                self._operations.put(("start", started))
+                self._operations.put(("replace" if replaced else "start", started))
 
     def _success_message(self, plan: StatementPlan) -> str:
         command = plan.command
@@ -598,6 +615,8 @@ class KsqlService:
             plan = results[0].plan if results else None
             if plan is not None and plan.query is not None and isinstance(plan.command, CreateStreamCommand | CreateTableCommand):
                 _refuse_internal(plan.command.topic, f"The sink of {plan.command.name}")
+            if plan is not None and plan.query is not None and isinstance(stmt, ast.CreateAsSelect) and stmt.or_replace:
+                self._check_state_carry(plan.query)
             if plan is None:  # IF [NOT] EXISTS found nothing to do: nothing is written
                 skipped.append(_noop_message(stmt))
                 raise _NothingToDo()
@@ -624,9 +643,28 @@ class KsqlService:
         if entry is not None and self.ownership is not None and status.query_id is not None:
             # rows written after the answer are read: wait until its owner (maybe this server) started it
             self.ownership.wait_published(status.query_id, self.command_timeout)
+            if self.ownership.owns(status.query_id):  # a replaced query: its new version started here
+                entry.started.wait(self.command_timeout)
         if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
             self._delete_topic(status.message)
         return E.current_status(text, queued.command.command_id, status, queued.sequence)
+
+    def _check_state_carry(self, query: QueryPlan) -> None:
+        """A CREATE OR REPLACE of a running query: refused when Spark could not run the new
+        plan on the query's checkpoint (``state_carry_problem``)."""
+        with self._engine_lock:
+            old = self.engine.queries.get(query.query_id)
+        if old is None or not self.run_queries:
+            return
+        from engine.runtime.session import get_spark
+
+        app = self.app
+        spark = get_spark(app.spark_master, dict(app.spark_conf), kafka=True, long_running=True)
+        with self._engine_lock:
+            problem = state_carry_problem(self.engine, old, query, spark, self.bootstrap_servers,
+                                          tasks=app.tasks_of(old))
+        if problem is not None:
+            raise UpgradeError(problem)
 
     def _delete_topic(self, drop_message: str) -> None:
         topic = drop_message.split("(topic: ", 1)[-1].rsplit(")", 1)[0]

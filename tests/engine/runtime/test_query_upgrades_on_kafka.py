@@ -140,7 +140,7 @@ def test_a_refused_replacement_leaves_the_running_query_and_its_saved_statements
     app.stop()
 
 
-def _await_records(bootstrap: str, topic: str, count: int, timeout: float = 180.0) -> list[tuple[str, Any]]:
+def _await_records(bootstrap: str, topic: str, count: int, timeout: float = 300.0) -> list[tuple[str, Any]]:
     deadline = time.monotonic() + timeout
     while True:
         got = _outputs(bootstrap, topic)
@@ -208,3 +208,36 @@ def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
         row["TOTAL"] += v["QTY"]
     latest = {key: value for key, value in item_rows}
     assert latest == {item: {**row, "TWICE": row["TOTAL"] * 2} for item, row in totals.items()}
+
+
+def test_a_having_that_moves_the_aggregate_to_another_state_operator_is_refused(
+    kafka_broker: Any, tmp_path: Path
+) -> None:
+    """ksqlDB's rules allow any HAVING; one the native compiler cannot compile (ABS here) runs
+    the aggregate on another Spark state operator, whose state the checkpoint does not hold."""
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("orders"), _unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    sql = f"""
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM;
+    """
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    try:
+        app.submit(sql)
+        app.submit(sql + f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS "
+                   "SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING COUNT(*) > 1;")
+        with pytest.raises(UpgradeError) as raised:
+            app.submit(sql + f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS "
+                       "SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING COUNT(*) > 1;"
+                       f"CREATE OR REPLACE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS "
+                       "SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING ABS(COUNT(*)) > 1;")
+    finally:
+        app.stop()
+    assert str(raised.value) == (
+        "Query is not upgradeable. Spark cannot carry the state of query CTAS_PER_ITEM_0 across: its checkpoint "
+        "holds the stateful operators [Aggregate/Aggregate RunningAggregateTaskProcessor (state: groups "
+        "MapState<g binary, b binary>)], the new plan builds [Aggregate/Aggregate KeyedTaskProcessor (state: "
+        "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>)]."
+    )
+    assert len(app.saved) == 3  # the first replacement applied, the refused one not
