@@ -56,6 +56,9 @@ QUERY_STREAM_ROUTES = ((DELIMITED, JSON, KSQL_V1_JSON), (KSQL_V1_PROTOBUF,))
 INSERTS_ROUTES = ((DELIMITED, JSON),)
 KSQL_REQUEST_FIELDS = {"ksql", "streamsProperties", "configOverrides", "requestProperties",
                        "sessionVariables", "commandSequenceNumber"}
+TERMINATE_FIELDS = {"deleteTopicList"}  # ksqlDB's ClusterTerminateRequest
+# The endpoints a terminating or terminated server answers with 503 (ksqlDB's server state check).
+STATEMENT_PATHS = frozenset({"/ksql", "/ksql/terminate", "/query", "/query-stream", "/inserts-stream", "/ws/query"})
 QUERY_STREAM_FIELDS = {"sql", "properties", "sessionVariables", "requestProperties"}
 _END = object()
 _IDLE = object()
@@ -114,8 +117,8 @@ def _dumps(value: Any) -> str:
     return json_text(value)
 
 
-async def _body(request: Request, fields: set[str], required: str) -> dict[str, Any]:
-    """The request's JSON object: known fields only, ``required`` a string; else ServiceError."""
+async def _body(request: Request, fields: set[str], required: str | None) -> dict[str, Any]:
+    """The request's JSON object: known fields only, ``required`` (if any) a string; else ServiceError."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise ServiceError(f"The request body is larger than {MAX_BODY_BYTES} bytes.", code=41300)
@@ -137,7 +140,7 @@ async def _body(request: Request, fields: set[str], required: str) -> dict[str, 
             f"known fields: {', '.join(sorted(fields))}.",
             code=E.ERROR_BAD_REQUEST,
         )
-    if not isinstance(body.get(required), str):
+    if required is not None and not isinstance(body.get(required), str):
         raise ServiceError(f"The request needs '{required}': the statement text.", code=E.ERROR_BAD_REQUEST)
     for name in ("streamsProperties", "configOverrides", "properties", "sessionVariables", "requestProperties"):
         if body.get(name) is not None and not isinstance(body[name], dict):
@@ -240,6 +243,19 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         except ServiceError as exc:
             return _error(exc)
         return JSONResponse(answer)
+
+    async def terminate(request: Request) -> Response:
+        """TERMINATE CLUSTER (engine.server.cluster_terminator): every server of the service stops
+        its queries and deletes the matching sinks, their schemas and the service's topics."""
+        try:
+            negotiate(request.headers.get("accept"), (OLD_API,))
+            body = await _body(request, TERMINATE_FIELDS, None)
+            if not hasattr(service, "terminate_cluster"):
+                raise ServiceError("TERMINATE CLUSTER is served with --metastore command-topic only.", code=40000)
+            answer = await run_in_threadpool(service.terminate_cluster, body.get("deleteTopicList"))
+        except ServiceError as exc:
+            return _error(exc)
+        return JSONResponse([answer])
 
     async def status(request: Request) -> Response:
         command_id = request.path_params["command_id"]
@@ -421,6 +437,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         Route("/is_valid_property/{property:path}", old_api(is_valid_property), methods=["GET"]),
         WebSocketRoute("/ws/query", ws_query),
         Route("/ksql", ksql, methods=["POST"]),
+        Route("/ksql/terminate", terminate, methods=["POST"]),
         Route("/status", old_api(statuses), methods=["GET"]),
         Route("/status/{command_id:path}", old_api(status), methods=["GET"]),
         Route("/v1/metadata", old_api(metadata), methods=["GET"]),
@@ -437,7 +454,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, Exception: server_error},
     )
-    measured = server_metrics.RequestMetrics(app, lambda: service.metrics)
+    measured = server_metrics.RequestMetrics(_TerminatedGate(app, service), lambda: service.metrics)
     return measured if auth is None else BasicAuthMiddleware(measured, auth)
 
 
@@ -632,3 +649,30 @@ async def _query_stream_messages(push: _RunningPush, delimited: bool) -> AsyncIt
             yield "]\n"
     finally:
         push.close()
+
+
+class _TerminatedGate:
+    """ASGI wrapper: once TERMINATE CLUSTER was read, the statement endpoints answer 503 with
+    ksqlDB's words (``The server is shutting down`` / ``The server is shut down``)."""
+
+    def __init__(self, app: Any, service: Any) -> None:
+        self.app = app
+        self.service = service
+
+    @property
+    def routes(self) -> Any:
+        """The wrapped application's routes."""
+        return self.app.routes
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        refuse = getattr(self.service, "refuse_if_terminated", None)
+        if scope["type"] in ("http", "websocket") and scope.get("path") in STATEMENT_PATHS and refuse is not None:
+            try:
+                refuse()
+            except ServiceError as exc:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1013, "reason": exc.message})
+                    return
+                await _error(exc)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -31,6 +31,7 @@ import dataclasses
 import logging
 import os
 import queue
+import shutil
 import socket
 import threading
 import time
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.commandlog import Command, CommandLog, QueuedCommand
+from engine.commandlog.log import command_topic
 from engine.errors import (
     CommandLogError,
     KafkaClientError,
@@ -69,8 +71,18 @@ from engine.plan.plan import (
     StatementPlan,
 )
 from engine.server import entities as E
+from engine.server.cluster_terminator import (
+    COMMAND_ID as TERMINATE_COMMAND_ID,
+)
+from engine.server.cluster_terminator import (
+    DELETE_TOPIC_LIST,
+    TERMINATE_CLUSTER,
+    TerminationPlan,
+    delete_patterns,
+    is_terminate_cluster,
+)
 from engine.server.errors import ServiceError, statement_failure
-from engine.server.ownership import Backoff, QueryOwnership
+from engine.server.ownership import Backoff, QueryOwnership, assignment_topic, status_topic
 from engine.server.properties import canonical_name, request_properties
 from engine.server.pull import PullQueries, PullResult, is_pull_query
 
@@ -144,7 +156,12 @@ class KsqlService:
             self.bootstrap_servers, registry_url=self.app.topics.registry_url)
         self._push_queries: set[Any] = set()
         self._replayed = False
+        self._replay_done = threading.Event()
         self.ready = False
+        # RUNNING, then TERMINATING and TERMINATED once the log held TERMINATE CLUSTER
+        # (engine.server.cluster_terminator); a terminated server refuses every statement.
+        self.state = "RUNNING"
+        self._terminated = threading.Event()
         self.cluster_id = ""
         from engine.server.metrics import ServerMetrics
 
@@ -169,7 +186,12 @@ class KsqlService:
         )
         parse("LIST STREAMS;")  # builds the SQL parser now (seconds) rather than in a first request
         self.log.create_topic()
-        self.log.replay(self._apply, timeout)
+        try:
+            self.log.replay(self._apply, timeout)
+        finally:
+            self._replay_done.set()
+        if self.state != "RUNNING":
+            return  # the log held TERMINATE CLUSTER: this server cleans up and serves nothing
         with self._engine_lock:
             self._replayed = True
             for query in self.engine.query_order():
@@ -193,6 +215,11 @@ class KsqlService:
     def close(self) -> None:
         """Stop push queries, persistent queries and the log consumer."""
         self.ready = False
+        if self.state != "RUNNING":  # TERMINATE CLUSTER stopped them already
+            self._terminated.wait(timeout=120)
+            self.pulls.close()
+            self.app.topics.close()
+            return
         for query in list(self._push_queries):
             query.close()
         self.pulls.close()
@@ -294,6 +321,11 @@ class KsqlService:
     def _apply(self, queued: QueuedCommand) -> None:
         """Execute one command from the log: never validated again, never skipped."""
         command = queued.command
+        if is_terminate_cluster(command.statement):
+            with self._engine_lock:
+                self._statuses[command.command_id] = E.CommandStatus("QUEUED", "Statement written to command topic")
+                self._begin_termination(command.properties.get(DELETE_TOPIC_LIST))
+            return
         started: str | None = None
         replaced = False
         stopped: list[str] = []
@@ -331,6 +363,79 @@ class KsqlService:
                 self._operations.put(("stop", query_id))
             if started is not None and self._replayed:
                 self._operations.put(("replace" if replaced else "start", started))
+
+    # ------------------------------------------------------------------ TERMINATE CLUSTER
+
+    def refuse_if_terminated(self) -> None:
+        """ksqlDB's answer (503) to a request once the cluster is terminating or terminated."""
+        if self.state == "TERMINATING":
+            raise ServiceError("The server is shutting down", code=50303)
+        if self.state == "TERMINATED":
+            raise ServiceError("The server is shut down", code=50304)
+
+    def terminate_cluster(self, delete_topic_list: Any = None) -> dict[str, Any]:
+        """``POST /ksql/terminate``: write TERMINATE CLUSTER to the command log with the request's
+        ``deleteTopicList``; answer once this server has terminated (or its wait timed out)."""
+        self.refuse_if_terminated()
+        if not self.ready:
+            raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
+        patterns = delete_patterns(delete_topic_list)
+        command = Command(command_id=TERMINATE_COMMAND_ID, statement=TERMINATE_CLUSTER,
+                          properties={DELETE_TOPIC_LIST: [p.pattern for p in patterns]})
+        try:
+            queued = self.log.submit(lambda: command)
+        except (CommandLogError, KafkaClientError) as exc:
+            raise ServiceError(str(exc), code=50000) from None
+        self._terminated.wait(self.command_timeout)
+        status = E.CommandStatus("QUEUED", "Statement written to command topic")
+        return E.current_status(TERMINATE_CLUSTER, TERMINATE_COMMAND_ID, status, queued.sequence)
+
+    def _managed_topics(self) -> list[str]:
+        """The service's own topics, which TERMINATE CLUSTER deletes."""
+        topics = [command_topic(self.service_id), assignment_topic(self.service_id), status_topic(self.service_id)]
+        if self.app.processing_log is not None:  # created by this server (auto.create)
+            topics.append(self.app.processing_log.topic)
+        return topics
+
+    def _begin_termination(self, delete_topic_list: Any) -> None:
+        """Stop accepting statements and clean up on a thread of its own (the log's consumer
+        calls this, and the log is closed on the way)."""
+        if self.state != "RUNNING":
+            return
+        self.state = "TERMINATING"
+        self.ready = False
+        try:
+            patterns = delete_patterns(delete_topic_list)
+        except ServiceError as exc:  # checked when written: only a foreign writer gets here
+            LOG.error("TERMINATE CLUSTER: %s; no sink topic is deleted.", exc.message)
+            patterns = []
+        plan = TerminationPlan.of(self.engine.metastore, patterns, self._managed_topics())
+        threading.Thread(target=self._terminate, args=(plan,), name="terminate-cluster", daemon=True).start()
+
+    def _terminate(self, plan: TerminationPlan) -> None:
+        try:
+            self._replay_done.wait(timeout=300)
+            for query in list(self._push_queries):
+                query.close()
+            self._operations.put(None)
+            if self._worker.is_alive():
+                self._worker.join(timeout=120)
+            if self.ownership is not None and self._replayed:
+                self.ownership.close()
+            with self._queries_lock:
+                for query_id in list(self._queries):
+                    self._stop_query(query_id)
+                self._queries.clear()
+            self.log.close()
+            plan.delete(self.bootstrap_servers, self.app.topics.registry_url)
+            shutil.rmtree(self.state_dir / self.service_id, ignore_errors=True)
+            LOG.info("The cluster was terminated: deleted topics %s and subjects %s.",
+                     ", ".join((*plan.sink_topics, *plan.managed_topics)) or "none", ", ".join(plan.subjects) or "none")
+        except Exception:  # noqa: BLE001 - the server ends terminated either way; the log says why
+            LOG.exception("TERMINATE CLUSTER did not clean up completely")
+        finally:
+            self.state = "TERMINATED"
+            self._terminated.set()
 
     def _success_message(self, plan: StatementPlan) -> str:
         command = plan.command
@@ -509,6 +614,7 @@ class KsqlService:
         Raises ``ServiceError`` naming the failing statement, with the entities of the
         statements before it.
         """
+        self.refuse_if_terminated()
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
         if not text.strip():

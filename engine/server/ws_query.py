@@ -13,6 +13,11 @@ text messages:
 3. at the end ``{"error": "done"}`` and a close with code 1000 and reason ``done`` (a pull query
    once its rows are sent, a push query when its LIMIT is reached).
 
+A ``PRINT`` sends each record as a JSON string (``"rowtime: ..., key: ..., value: ...,
+partition: 0"``, no format lines), then closes with 1000 ``done`` once its LIMIT is reached; a
+topic that does not exist is refused with ksqlDB's ``Topic does not exist, or KSQL does not have
+permission to list the topic: NAME``.
+
 A request that cannot run (no ``request``, bad JSON, an empty ``ksql``, a property no request may
 set, a statement that fails) ends with ``{"error": message}`` and close code 1003, a failure while
 streaming with 1011; a close reason is cut at 123 bytes (``...``), as WebSocket limits it. The
@@ -89,6 +94,10 @@ async def serve(
     await websocket.accept()
     try:
         ksql, properties, variables = parse_request(websocket.query_params)
+        printed = await run_in_threadpool(_print, service, ksql, variables)
+        if printed is not None:
+            await _send_print(websocket, printed)
+            return
         pull = await run_in_threadpool(service.pull_query, ksql, properties, variables)
         if pull is not None:
             await websocket.send_text(_schema(pull.header or pull.columns, keys=True))
@@ -114,6 +123,37 @@ async def serve(
         pass
     finally:
         push.close()
+
+
+def _print(service: Any, ksql: str, variables: dict[str, str]) -> Any:
+    """The started ``PrintedTopic`` of a PRINT statement, None for any other statement."""
+    try:
+        return service.print_query(ksql, variables)
+    except ServiceError as exc:
+        if not exc.message.startswith("Could not find topic"):
+            raise
+        from engine.parser import ast, parse
+
+        [statement] = parse(ksql, variables=variables)
+        topic = statement.statement.topic if isinstance(statement.statement, ast.PrintTopic) else ""
+        raise ServiceError(f"Topic does not exist, or KSQL does not have permission to list the topic: {topic}") from None
+
+
+async def _send_print(websocket: WebSocket, printed: Any) -> None:
+    """PRINT's records, each a JSON string message, until its LIMIT (close 1000 ``done``) or
+    the client goes."""
+    try:
+        while True:
+            line = await run_in_threadpool(printed.next_line)
+            if line is printed.END:
+                await _close(websocket, NORMAL_CLOSURE, "done")
+                return
+            if line is not None and not printed.is_format_line(line):
+                await websocket.send_text(json.dumps(line))
+    except WebSocketDisconnect:
+        pass
+    finally:
+        printed.stop.set()
 
 
 def _schema(columns: Any, *, keys: bool) -> str:

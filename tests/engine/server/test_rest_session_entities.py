@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from starlette.testclient import TestClient
 
+from engine.kafka.admin import TopicAdmin
 from engine.kafka.produce import ProducerRecord, produce
 from engine.serde.protobuf import ProtoCodec
 from engine.server.app import create_app
@@ -286,3 +287,23 @@ def test_a_push_query_over_a_websocket_streams_value_columns_until_its_limit(cli
     assert [field["name"] for field in schema] == ["ID", "V"] and all("type" not in f for f in schema)
     assert row == {"row": {"columns": ["a", 7]}}
     assert end == {"error": "done"} and (code, reason) == (1000, "done")
+
+
+def test_print_over_a_websocket_sends_each_record_as_a_json_string_until_its_limit(client, kafka_broker) -> None:
+    topic = _name("wsprint").lower()
+    TopicAdmin(kafka_broker.bootstrap_servers).create_topic(topic, 1)
+    produce(kafka_broker.bootstrap_servers, topic, [
+        ProducerRecord(key=b"a", value=b'{"V":1}', timestamp=1000),
+        ProducerRecord(key=b"b", value=b'{"V":2}', timestamp=2000),
+    ])
+    request = json.dumps({"ksql": f"PRINT '{topic}' FROM BEGINNING LIMIT 2;"})
+    messages, code, reason = _ws_messages(client, {"request": request, "version": "1"}, "/ws/query")
+    records, end = messages[:-1], messages[-1]
+    assert [m.split(", ", 1)[1] for m in records] == [
+        'key: a, value: {"V":1}, partition: 0', 'key: b, value: {"V":2}, partition: 0']
+    assert all(m.startswith("rowtime: ") for m in records)
+    assert end == {"error": "done"} and (code, reason) == (1000, "done")
+    missing = json.dumps({"ksql": "PRINT 'no_such_ws_topic' FROM BEGINNING;"})
+    messages, code, _ = _ws_messages(client, {"request": missing, "version": "1"}, "/ws/query")
+    assert messages == [{"error": "Topic does not exist, or KSQL does not have permission to list the topic: "
+                                  "no_such_ws_topic"}] and code == 1003
