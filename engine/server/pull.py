@@ -195,7 +195,8 @@ def plan_pull_query(
         )
     if not source.is_table and not _flag(properties, STREAM_ENABLED, True):
         raise PullQueryError(
-            f"Pull queries on streams are disabled. To enable, set {STREAM_ENABLED}=true.{PUSH_HINT}"
+            "Pull queries on streams are disabled. To create a push query on the stream, add EMIT CHANGES to "
+            f"the end. To enable pull queries on streams, set the {STREAM_ENABLED} config to 'true'.{PUSH_HINT}"
         )
     # WHERE is resolved and typed here, so that its errors read as ksqlDB's pull-query errors.
     analysis = analyze_query(dataclasses.replace(query, where=None), metastore, transient=True)

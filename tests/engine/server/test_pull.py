@@ -121,7 +121,8 @@ def test_pull_queries_on_streams_can_be_turned_off(local) -> None:
     with pytest.raises(PullQueryError) as refused:
         _plan(local, "SELECT * FROM S;", **{"ksql.query.pull.stream.enabled": "false"})
     assert str(refused.value).startswith(
-        "Pull queries on streams are disabled. To enable, set ksql.query.pull.stream.enabled=true.")
+        "Pull queries on streams are disabled. To create a push query on the stream, add EMIT CHANGES to the end. "
+        "To enable pull queries on streams, set the ksql.query.pull.stream.enabled config to 'true'.")
     assert _plan(local, "SELECT * FROM T;", **{"ksql.query.pull.stream.enabled": False}).lookup_keys is None
 
 
