@@ -90,17 +90,28 @@ class CommandLog:
 
     # ------------------------------------------------------------------ the topic
 
-    def create_topic(self) -> None:
-        """Create the command topic (one partition, infinite retention) unless it exists."""
+    def create_topic(self, replicas: int = 1, min_insync_replicas: int = 1) -> None:
+        """Create the command topic unless it exists, as ksqlDB creates its internal topics: one
+        partition, infinite retention, no unclean leader election, ``replicas`` replicas
+        (``ksql.internal.topic.replicas``) and ``min_insync_replicas``
+        (``ksql.internal.topic.min.insync.replicas``). An existing topic must have one partition
+        and at least ``replicas`` replicas."""
         admin = TopicAdmin(self.bootstrap_servers, timeout=self.timeout)
-        admin.create_topic(
-            self.topic, 1, configs={"retention.ms": "-1", "cleanup.policy": "delete"}, exist_ok=True
-        )
-        partitions = admin.partition_count(self.topic)
+        configs = {"retention.ms": "-1", "cleanup.policy": "delete", "unclean.leader.election.enable": "false",
+                   "min.insync.replicas": str(min_insync_replicas)}
+        try:
+            admin.create_topic(self.topic, 1, configs=configs, exist_ok=True, replication_factor=replicas)
+        except KafkaClientError as exc:
+            raise CommandLogError(f"{exc} (ksql.internal.topic.replicas={replicas})") from None
+        described = admin.describe_topic(self.topic)
+        partitions, actual_replicas = described if described is not None else (0, 0)
         if partitions != 1:
             raise CommandLogError(
                 f"The command topic '{self.topic}' has {partitions} partitions; it must have exactly 1."
             )
+        if actual_replicas < replicas:
+            raise CommandLogError(f"Invalid replication factor on topic '{self.topic}'. "
+                                  f"Expected: {replicas}, but was: {actual_replicas}")
 
     def end_offset(self) -> int:
         """The offset after the last stable record (what a read_committed consumer can reach)."""

@@ -179,8 +179,9 @@ class TopicAdmin:
         *,
         configs: Mapping[str, str] | None = None,
         exist_ok: bool = False,
+        replication_factor: int = 1,
     ) -> None:
-        """Create ``name`` with ``partitions`` partitions, replication factor 1 and ``configs``.
+        """Create ``name`` with ``partitions`` partitions, ``replication_factor`` and ``configs``.
 
         With ``exist_ok`` an existing topic is left as it is (whatever its partitions).
         """
@@ -188,7 +189,7 @@ class TopicAdmin:
             raise KafkaClientError(
                 f"Cannot create topic '{name}': partitions must be at least 1, got {partitions}."
             )
-        new = NewTopic(name, num_partitions=partitions, replication_factor=1,
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                        config={k: str(v) for k, v in (configs or {}).items()})
         future = self._client.create_topics(
             [new], operation_timeout=self.timeout, request_timeout=self.timeout

@@ -89,6 +89,8 @@ from engine.server.pull import PullQueries, PullResult, is_pull_query
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
 PUSH_V2_ENABLED = "ksql.query.push.v2.enabled"
+INTERNAL_TOPIC_REPLICAS = "ksql.internal.topic.replicas"
+INTERNAL_TOPIC_MIN_INSYNC_REPLICAS = "ksql.internal.topic.min.insync.replicas"
 QUERY_ENDPOINT_MESSAGE = (
     "The following statement types should be issued to the websocket endpoint '/query':\n"
     "\t* PRINT\n\t* SELECT"
@@ -185,7 +187,8 @@ class KsqlService:
             AdminClient(client_config(self.bootstrap_servers)).list_topics(timeout=10).cluster_id or ""
         )
         parse("LIST STREAMS;")  # builds the SQL parser now (seconds) rather than in a first request
-        self.log.create_topic()
+        self.log.create_topic(int(self.properties.get(INTERNAL_TOPIC_REPLICAS, 1)),
+                              int(self.properties.get(INTERNAL_TOPIC_MIN_INSYNC_REPLICAS, 1)))
         try:
             self.log.replay(self._apply, timeout)
         finally:

@@ -39,6 +39,22 @@ def test_the_command_topic_has_one_partition_and_infinite_retention(kafka_broker
     log.close()
 
 
+def test_the_command_topic_takes_ksql_internal_topic_replicas_and_min_insync_replicas(kafka_broker) -> None:
+    """ksql.internal.topic.replicas and ksql.internal.topic.min.insync.replicas, as ksqlDB's
+    internal topics take them; the test broker is one broker, so two replicas cannot be had."""
+    bootstrap = kafka_broker.bootstrap_servers
+    log = CommandLog(bootstrap, f"svc_{uuid.uuid4().hex[:8]}", timeout=20.0)
+    with pytest.raises(CommandLogError, match=r"ksql\.internal\.topic\.replicas=2"):
+        log.create_topic(replicas=2)
+    log.create_topic(replicas=1, min_insync_replicas=1)
+    config = TopicAdmin(bootstrap).topic_config(log.topic)
+    assert config["min.insync.replicas"] == "1" and config["unclean.leader.election.enable"] == "false"
+    with pytest.raises(CommandLogError) as short:  # an existing topic with fewer replicas
+        log.create_topic(replicas=2)
+    assert str(short.value) == f"Invalid replication factor on topic '{log.topic}'. Expected: 2, but was: 1"
+    log.close()
+
+
 def test_submitted_commands_are_applied_in_order_and_replayed_after_a_restart(kafka_broker) -> None:
     service = f"svc_{uuid.uuid4().hex[:8]}"
     log = _log(kafka_broker.bootstrap_servers, service)
