@@ -36,6 +36,16 @@ def _version(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a timeout is positive, not {value:g}")
+    return value
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``migrations`` and its commands on the ``kspark`` parser."""
     top = sub.add_parser("migrations", help="ksqlDB's migrations tool: versioned statement files applied to a server",
@@ -68,6 +78,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     apply.add_argument("-d", "--define", action="append", default=[], metavar="NAME=VALUE",
                        help="a variable, as if DEFINEd before each migration (repeatable)")
     apply.add_argument("--headers", metavar="FILE", help="a properties file of HTTP headers sent with every request")
+    apply.add_argument("--state-timeout", type=_seconds, default=commands.STATE_TIMEOUT_SECONDS, metavar="SECONDS",
+                       help="how long to wait for the metadata table to show a state written to the stream "
+                            f"(kspark's; default {commands.STATE_TIMEOUT_SECONDS:g})")
     action("info", "print the current version and the state of every migration file")
     action("validate", "check the applied migrations' checksums against the local files")
     action("destroy-metadata", "drop the metadata stream and table and their topics (not reversible)")
@@ -89,6 +102,7 @@ def _with_client(args: argparse.Namespace, body: Callable[[MigrationConfig, Serv
                              "Specify with --config-file (or, equivalently, -c).")
     config = MigrationConfig.load(path)
     with ServerClient(config, headers=headers) as client:
+        client.server_info()  # as ksqlDB's tool, which asks the server for its service id first
         body(config, client)
 
 
@@ -117,7 +131,7 @@ def _dispatch(args: argparse.Namespace) -> None:
         target = commands.Target(all=args.all, next=args.next, until=args.until, version=args.version)
         defines = commands.parse_defines(args.define)
         _with_client(args, lambda c, k: commands.Applier(c, k, defines=defines, dry_run=args.dry_run,
-                                                         say=_say).run(target),
+                                                         say=_say, state_timeout=args.state_timeout).run(target),
                      headers=commands.load_headers(args.headers))
     else:  # pragma: no cover - argparse admits only the commands above
         raise AssertionError(f"unknown migrations command {command!r}: a bug in the parser")
