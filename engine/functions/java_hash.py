@@ -165,3 +165,14 @@ def hash_map_order(
             return None
         table.put(h ^ (h >> 16), position)
     return [position for bucket in table.buckets for _, position in bucket]
+
+
+def java_map_order(value: dict[Any, Any], map_type: SqlType | None) -> list[tuple[Any, Any]]:
+    """The entries of ``value`` in the order ksqlDB's Java body walks them: a ``HashMap``
+    sized for its entries (``new HashMap<>(size)``, as ksqlDB's JSON deserializer and MAP
+    constructor build maps), filled in the map's own order. Keys of a type whose Java hash
+    is not modelled keep the map's own order."""
+    items = list(value.items())
+    key_type = map_type.key if isinstance(map_type, T.Map) else None
+    order = hash_map_order([k for k, _ in items], key_type, initial_capacity=len(items))
+    return items if order is None else [items[i] for i in order]

@@ -13,6 +13,8 @@ from typing import Any
 
 from engine.data.values import format_double
 from engine.errors import EvaluationError
+from engine.functions.java_hash import java_map_order
+from engine.functions.lib_string import to_units
 from engine.functions.registry import REGISTRY, Generic, scalar
 from engine.functions.udaf import wrap_int, wrap_long
 from engine.plan import types as T
@@ -293,23 +295,56 @@ def _entries_type(args: Sequence[SqlType | None]) -> SqlType:
     return T.Array(T.Struct((T.Field("K", T.STRING), T.Field("V", value))))
 
 
-@scalar("ENTRIES", params=[T.Map(T.STRING, _V), T.BOOLEAN], returns=_entries_type)
+@scalar("ENTRIES", params=[T.Map(T.STRING, _V), T.BOOLEAN], returns=_entries_type, until=1)
 def entries(value: dict[str, Any], sort: bool) -> list[dict[str, Any]]:
-    """The map as an array of ``STRUCT<K, V>``, sorted by key when asked."""
+    """The map as an array of ``STRUCT<K, V>``, sorted by key when asked (version 1, kept
+    for saved plans: unsorted entries in the map's own order)."""
     items = sorted(value.items(), key=lambda kv: kv[0]) if sort else list(value.items())
     return [{"K": k, "V": v} for k, v in items]
 
 
-@scalar("MAP_KEYS", params=[MAP_KV], returns=T.Array(_K))
+@scalar("MAP_KEYS", params=[MAP_KV], returns=T.Array(_K), until=1)
 def map_keys(value: dict[Any, Any]) -> list[Any]:
-    """The keys of a map."""
+    """The keys of a map (version 1, kept for saved plans: in the map's own order)."""
     return list(value.keys())
 
 
-@scalar("MAP_VALUES", params=[MAP_KV], returns=T.Array(_V))
+@scalar("MAP_VALUES", params=[MAP_KV], returns=T.Array(_V), until=1)
 def map_values(value: dict[Any, Any]) -> list[Any]:
-    """The values of a map."""
+    """The values of a map (version 1, kept for saved plans: in the map's own order)."""
     return list(value.values())
+
+
+# Version 2: in the order ksqlDB's Java bodies walk the map (its HashMap's), and ENTRIES
+# sorts keys as Java's String.compareTo does (by UTF-16 code units).
+
+
+@scalar("ENTRIES", params=[T.Map(T.STRING, _V), T.BOOLEAN], returns=_entries_type, since=2, typed=True)
+def entries_java_order(
+    value: dict[str, Any], sort: bool, *, arg_types: Sequence[SqlType | None] = ()
+) -> list[dict[str, Any]]:
+    """The map as an array of ``STRUCT<K, V>``: sorted by key when asked, else in Java's
+    HashMap order."""
+    items = java_map_order(value, arg_types[0] if arg_types else None)
+    if sort:
+        items = sorted(items, key=lambda kv: to_units(kv[0]))
+    return [{"K": k, "V": v} for k, v in items]
+
+
+@scalar("MAP_KEYS", params=[MAP_KV], returns=T.Array(_K), since=2, typed=True)
+def map_keys_java_order(
+    value: dict[Any, Any], *, arg_types: Sequence[SqlType | None] = ()
+) -> list[Any]:
+    """The keys of a map, in Java's HashMap order."""
+    return [k for k, _ in java_map_order(value, arg_types[0] if arg_types else None)]
+
+
+@scalar("MAP_VALUES", params=[MAP_KV], returns=T.Array(_V), since=2, typed=True)
+def map_values_java_order(
+    value: dict[Any, Any], *, arg_types: Sequence[SqlType | None] = ()
+) -> list[Any]:
+    """The values of a map, in Java's HashMap order of their keys."""
+    return [v for _, v in java_map_order(value, arg_types[0] if arg_types else None)]
 
 
 @scalar("MAP_UNION", params=[MAP_KV, MAP_KV], returns=MAP_KV, null_propagating=False)

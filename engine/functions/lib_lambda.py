@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.errors import EvaluationError
-from engine.functions.java_hash import hash_map_order
+from engine.functions.java_hash import java_map_order
 from engine.functions.registry import Generic, LambdaType, scalar
 from engine.plan import types as T
 from engine.plan.types import SqlType
@@ -104,17 +104,6 @@ def reduce_map(value: dict[Any, Any] | None, state: Any, fn: Callable[[Any, Any,
     for k, v in value.items():
         state = fn(state, k, v)
     return state
-
-
-def java_map_order(value: dict[Any, Any], map_type: SqlType | None) -> list[tuple[Any, Any]]:
-    """The entries of ``value`` in the order ksqlDB's Java body walks them: a ``HashMap``
-    sized for its entries (``new HashMap<>(size)``, as ksqlDB's JSON deserializer and MAP
-    constructor build maps), filled in the map's own order. Keys of a type whose Java hash
-    is not modelled keep the map's own order."""
-    items = list(value.items())
-    key_type = map_type.key if isinstance(map_type, T.Map) else None
-    order = hash_map_order([k for k, _ in items], key_type, initial_capacity=len(items))
-    return items if order is None else [items[i] for i in order]
 
 
 @scalar(

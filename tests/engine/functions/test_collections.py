@@ -226,7 +226,10 @@ def test_entries_builds_k_v_structs_optionally_sorted() -> None:
         {"K": "a", "V": 1},
         {"K": "b", "V": 2},
     ]
-    assert call("ENTRIES", [SMAP, T.BOOLEAN], value, False)[0] == {"K": "b", "V": 2}
+    # Unsorted: Java's HashMap order; "a" (97) and "b" (98) are in buckets 1 and 2 of four.
+    assert call("ENTRIES", [SMAP, T.BOOLEAN], value, False)[0] == {"K": "a", "V": 1}
+    saved = REGISTRY.resolve("ENTRIES", [SMAP, T.BOOLEAN], 1)
+    assert saved.invoke([value, False])[0] == {"K": "b", "V": 2}
     assert call("ENTRIES", [SMAP, T.BOOLEAN], None, True) is None
     assert return_type("ENTRIES", [T.Map(T.STRING, T.DOUBLE), T.BOOLEAN]) == T.Array(
         T.Struct((T.Field("K", T.STRING), T.Field("V", T.DOUBLE)))
@@ -246,6 +249,25 @@ def test_map_keys_and_values() -> None:
     assert call("MAP_KEYS", [mtype], {}) == []
     assert call("MAP_VALUES", [mtype], None) is None
     assert return_type("MAP_VALUES", [mtype]) == T.Array(INTS)
+
+
+def test_map_keys_values_and_entries_walk_the_map_in_javas_hash_map_order() -> None:
+    value = {"apple": 1, "kiwi": 2, "banana": 3, "fig": 4}
+    # Four keys: a HashMap(4) grows to 8 buckets; banana is in 0, apple 1, kiwi 2, fig 5.
+    assert call("MAP_KEYS", [SMAP], value) == ["banana", "apple", "kiwi", "fig"]
+    assert call("MAP_VALUES", [SMAP], value) == [3, 1, 2, 4]
+    assert [e["K"] for e in call("ENTRIES", [SMAP, T.BOOLEAN], value, False)] == [
+        "banana", "apple", "kiwi", "fig",
+    ]
+    # Saved plans (version 1) keep the map's own order.
+    assert REGISTRY.resolve("MAP_KEYS", [SMAP], 1).invoke([value]) == list(value)
+    assert REGISTRY.resolve("MAP_VALUES", [SMAP], 1).invoke([value]) == [1, 2, 3, 4]
+
+
+def test_sorted_entries_compare_keys_by_utf16_code_units_as_java_does() -> None:
+    # U+1F600 is the surrogate pair D83D DE00, which sorts before U+FFFD in Java.
+    value = {"\ufffd": 1, "\U0001F600": 2}
+    assert [e["V"] for e in call("ENTRIES", [SMAP, T.BOOLEAN], value, True)] == [2, 1]
 
 
 def test_map_union_prefers_the_second_map() -> None:
