@@ -41,7 +41,7 @@ from engine.plan.plan import (
     TransientQueryPlan,
 )
 from engine.plan.schema import LogicalSchema, Namespace
-from engine.plan.upgrade import validate_upgrade
+from engine.plan.upgrade import beyond_ksqldb_enabled, validate_upgrade
 from engine.planner.internal_topics import (
     DEFAULT_PERSISTENT_PREFIX,
     PERSISTENT_PREFIX,
@@ -262,10 +262,11 @@ class KsqlEngine:
             text, kind, query_id=plan.query.query_id if plan.query else None, plan=plan
         )
 
-    def execute_plan(self, plan: StatementPlan) -> None:
+    def execute_plan(self, plan: StatementPlan, *, check_upgrade: bool = True) -> None:
         """Apply a statement plan: run its DDL command, register its query (a CREATE OR
         REPLACE whose query id runs already replaces that query's plan, when
-        ``engine.plan.upgrade`` allows it)."""
+        ``engine.plan.upgrade`` allows it; ``check_upgrade=False``: a plan that was checked
+        when it was written, replayed from a log or a state dir)."""
         command = plan.command
         replaced = self._replaced_query(plan)
         if isinstance(command, CreateStreamCommand | CreateTableCommand):
@@ -285,8 +286,8 @@ class KsqlEngine:
                 problem = upgrade_problem(existing, source)
                 if problem is not None:
                     raise MetastoreError(f"Cannot upgrade data source: {problem}")
-            if replaced is not None and plan.query is not None:
-                validate_upgrade(replaced.root, plan.query.root)
+            if replaced is not None and plan.query is not None and check_upgrade:
+                validate_upgrade(replaced.root, plan.query.root, beyond_ksqldb=beyond_ksqldb_enabled(self.config))
             self.metastore.put(source, replace=command.or_replace and existing is not None)
             self.store.ensure(TopicInfo(command.topic))
         elif isinstance(command, AlterSourceCommand):
@@ -532,7 +533,7 @@ class KsqlEngine:
         """Apply a saved statement plan (never re-planned) and count its query id as used
         (a replacement reuses the id of the query it replaces: no new id is counted)."""
         new_query = plan.query is not None and plan.query.query_id not in self.queries
-        self.execute_plan(plan)
+        self.execute_plan(plan, check_upgrade=False)
         if new_query:
             self._query_counter += 1
 

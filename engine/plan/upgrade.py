@@ -14,13 +14,21 @@ A step's ksqlDB class is its family: the class name without a version suffix
 replaced plan is planned with the current step versions); an aggregate keeps its version,
 since its state in Spark's checkpoint is the one that version built.
 
+Past ksqlDB, behind the query property ``kspark.query.upgrades.beyond.ksqldb=true``: an
+aggregate's filters may read columns the query did not read before (kspark's aggregate
+state holds the key and the aggregates' results, not ksqlDB's "columns not part of
+aggregate"), and windowed aggregates and their EMIT FINAL take part as enforcing steps (the
+same window, grace and functions), so their filters and projections may change too. The
+hosts check besides that Spark's state operators stay the same
+(``engine.hosting.application.state_carry_problem``).
+
 This module imports no pyspark.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,9 +41,11 @@ _VERSION = re.compile(r"V[0-9]+$")
 _JAVA_PACKAGE = "io.confluent.ksql.execution.plan"
 _NOT_UPGRADEABLE = "Query is not upgradeable."
 
+BEYOND_KSQLDB = "kspark.query.upgrades.beyond.ksqldb"
+
 PASSIVE_FAMILIES = frozenset({"StreamFilter", "TableFilter", "StreamSelect", "TableSelect"})
 SOURCE_FAMILIES = frozenset({"StreamSource", "TableSource"})
-STATEFUL_FAMILIES = frozenset({"StreamAggregate"})
+STATEFUL_FAMILIES = frozenset({"StreamAggregate", "StreamWindowedAggregate", "TableSuppress"})
 
 
 def family(step: Step) -> str:
@@ -43,11 +53,17 @@ def family(step: Step) -> str:
     return _VERSION.sub("", type(step).__name__)
 
 
-def validate_upgrade(old: Step, new: Step) -> None:
-    """Raise ``engine.errors.UpgradeError`` unless the plan rooted at ``new`` may take over the state and
-    offsets of the running plan rooted at ``old``."""
-    context = _Context(old, new)
+def validate_upgrade(old: Step, new: Step, *, beyond_ksqldb: bool = False) -> None:
+    """Raise ``engine.errors.UpgradeError`` unless the plan rooted at ``new`` may take over the
+    state and offsets of the running plan rooted at ``old`` (by ksqlDB's rules, or with
+    ``beyond_ksqldb`` by the wider ones this module's docstring gives)."""
+    context = _Context(old, new, beyond_ksqldb=beyond_ksqldb)
     context.validate(old, new)
+
+
+def beyond_ksqldb_enabled(config: Mapping[str, Any]) -> bool:
+    """Whether ``config`` opts in to the upgrades past ksqlDB's rules (``BEYOND_KSQLDB``)."""
+    return str(config.get(BEYOND_KSQLDB, "false")).strip().lower() == "true"
 
 
 @dataclass(frozen=True)
@@ -151,13 +167,35 @@ _MUST_MATCH: dict[str, tuple[_Property, ...]] = {
         _Property("aggregate functions", _aggregate_calls),
     ),
 }
+_NON_AGGREGATE = "columns not part of aggregate"
+# The enforcing families the opt-in past ksqlDB adds.
+_BEYOND_MUST_MATCH: dict[str, tuple[_Property, ...]] = {
+    "StreamWindowedAggregate": (
+        _Property("class", lambda s, _: _java_class(s)),
+        _Property("properties", _properties),
+        _Property("internal format", _field("internal_formats", _formats_text)),
+        _Property("window", _field("window")),
+        _Property("aggregate functions", _aggregate_calls),
+    ),
+    "TableSuppress": (
+        _Property("class", lambda s, _: _java_class(s)),
+        _Property("properties", _properties),
+        _Property("grace", _field("grace_ms")),
+        _Property("retention", lambda s, _: str(getattr(s, "retention_ms", None))),
+    ),
+}
 
 
 class _Context:
     """The two plans being compared (an aggregate's columns are read from its whole plan)."""
 
-    def __init__(self, old: Step, new: Step) -> None:
+    def __init__(self, old: Step, new: Step, *, beyond_ksqldb: bool) -> None:
         self._required: dict[int, list[str]] = {}
+        self.must_match = dict(_MUST_MATCH)
+        if beyond_ksqldb:
+            self.must_match.update(_BEYOND_MUST_MATCH)
+            self.must_match["StreamAggregate"] = tuple(
+                p for p in _MUST_MATCH["StreamAggregate"] if p.name != _NON_AGGREGATE)
         for root in (old, new):
             self._collect_aggregates(root, [])
 
@@ -171,7 +209,7 @@ class _Context:
         if name in SOURCE_FAMILIES:
             self._validate_source(this, to)
             return
-        properties = _MUST_MATCH.get(name)
+        properties = self.must_match.get(name)
         if properties is None:
             raise UpgradeError(f"Upgrades not yet supported for {name}")
         self._must_match(this, to, properties)
@@ -195,7 +233,7 @@ class _Context:
             if len(inputs) > 1:
                 raise UpgradeError(f"{_NOT_UPGRADEABLE} Cannot change a non-join source into a join source.")
             if family(source) not in PASSIVE_FAMILIES:
-                if family(source) not in _MUST_MATCH and family(source) not in SOURCE_FAMILIES:
+                if family(source) not in self.must_match and family(source) not in SOURCE_FAMILIES:
                     raise UpgradeError(f"Upgrades not yet supported for {family(source)}")
                 raise UpgradeError(
                     f"{_NOT_UPGRADEABLE} Cannot add a {_java_class(source)} step that is not in the "

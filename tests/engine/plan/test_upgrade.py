@@ -175,3 +175,49 @@ def test_a_replaced_query_runs_its_new_plan() -> None:
     engine.execute_sql("INSERT INTO ORDERS (ID, ITEM, UNITS) VALUES (1, 'pen', 3);")
     (written,) = engine.run()["BIG"]
     assert (written.key, written.value) == (1, {"UNITS": 3, "TENS": 30})
+
+
+BEYOND = "SET 'kspark.query.upgrades.beyond.ksqldb'='true';"
+WINDOWED = "SELECT ID, COUNT(*) AS N FROM ORDERS WINDOW TUMBLING (SIZE 1 MINUTE{grace}) {where}GROUP BY ID{emit};"
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("CREATE TABLE SOLD AS SELECT ID, COUNT(*) AS N FROM ORDERS GROUP BY ID;",
+     "CREATE OR REPLACE TABLE SOLD AS SELECT ID, COUNT(*) AS N FROM ORDERS WHERE UNITS > 0 GROUP BY ID;"),
+    ("CREATE TABLE SOLD AS " + WINDOWED.format(grace="", where="", emit=""),
+     "CREATE OR REPLACE TABLE SOLD AS " + WINDOWED.format(grace="", where="WHERE UNITS > 0 ", emit="")),
+    ("CREATE TABLE SOLD AS " + WINDOWED.format(grace=", GRACE PERIOD 1 SECOND", where="", emit=" EMIT FINAL"),
+     "CREATE OR REPLACE TABLE SOLD AS "
+     + WINDOWED.format(grace=", GRACE PERIOD 1 SECOND", where="WHERE ITEM <> 'pen' ", emit=" EMIT FINAL")),
+])
+def test_past_ksqldb_an_opt_in_lets_aggregates_change_their_filters(before: str, after: str) -> None:
+    refused = engine_with(before)
+    with pytest.raises(UpgradeError):
+        refused.execute_sql(after)
+    engine = engine_with(before)
+    (query_id,) = engine.queries
+    assert engine.execute_sql(BEYOND + after)[-1].query_id == query_id
+    replayed = engine_with()  # a replayed log holds the plan, checked when it was written
+    for plan in engine.plans:
+        if plan.query is not None:
+            replayed.restore(serde.statement_plan_from_json(serde.to_json_value(plan)))
+    assert replayed.queries == engine.queries
+
+
+@pytest.mark.parametrize(("before", "after", "message"), [
+    ("CREATE TABLE SOLD AS " + WINDOWED.format(grace="", where="", emit=""),
+     "CREATE OR REPLACE TABLE SOLD AS SELECT ID, COUNT(*) AS N FROM ORDERS WINDOW HOPPING (SIZE 1 MINUTE, "
+     "ADVANCE BY 30 SECONDS) GROUP BY ID;",
+     "Cannot upgrade data source"),
+    ("CREATE TABLE SOLD AS " + WINDOWED.format(grace=", GRACE PERIOD 1 SECOND", where="", emit=" EMIT FINAL"),
+     "CREATE OR REPLACE TABLE SOLD AS " + WINDOWED.format(grace=", GRACE PERIOD 2 SECONDS", where="", emit=" EMIT FINAL"),
+     "Query is not upgradeable. Plan step of type TableSuppress must have matching grace."),
+    ("CREATE TABLE SOLD AS SELECT ID, COUNT(*) AS N FROM ORDERS GROUP BY ID;",
+     "CREATE OR REPLACE TABLE SOLD AS SELECT ID, COUNT(UNITS) AS N FROM ORDERS GROUP BY ID;",
+     "Query is not upgradeable. Plan step of type StreamAggregate must have matching aggregate functions."),
+])
+def test_past_ksqldb_the_state_shaping_parts_still_stay(before: str, after: str, message: str) -> None:
+    engine = engine_with(before)
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql(BEYOND + after)
+    assert message in str(raised.value)
