@@ -191,3 +191,19 @@ def test_a_push_query_filters_a_table_as_one_that_sends_its_old_rows(sql: str, f
     parsed = parse(sql)[0]
     plan = engine.plan_transient_query(parsed.statement, parsed.text)
     assert [s.TYPE for s in walk_steps(plan.root) if "Filter" in s.TYPE] == [filter_type]
+
+
+def test_the_persistence_defaults_give_a_source_its_value_format_and_unwrapped_single_values() -> None:
+    config = {"ksql.persistence.default.format.value": "json", "ksql.persistence.wrap.single.values": "false"}
+    engine = KsqlEngine(config)
+    engine.execute_sql(
+        "CREATE STREAM ONE (ID STRING KEY, V INT) WITH (kafka_topic='one', partitions=1);"
+        "CREATE STREAM TWO (ID STRING KEY, V INT, W INT) WITH (kafka_topic='two', partitions=1);"
+        "CREATE STREAM KEPT (ID STRING KEY, V INT) WITH (kafka_topic='kept', partitions=1, WRAP_SINGLE_VALUE=true);"
+    )
+    one, two, kept = (engine.metastore.get(name).formats for name in ("ONE", "TWO", "KEPT"))
+    assert one.value_format == "JSON" and one.value_features == ("UNWRAP_SINGLES",)
+    assert two.value_format == "JSON" and two.value_features == ()  # several value columns: nothing to unwrap
+    assert kept.value_features == ("WRAP_SINGLES",)  # the WITH clause wins over the config
+    with pytest.raises(AnalysisError, match="ksql.persistence.default.format.value"):
+        KsqlEngine().execute_sql("CREATE STREAM NONE_SET (ID STRING KEY, V INT) WITH (kafka_topic='n', partitions=1);")

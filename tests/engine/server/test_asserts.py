@@ -137,3 +137,13 @@ def test_without_a_registry_a_schema_assertion_says_what_to_configure() -> None:
     text = "ASSERT SCHEMA ID 1;"
     with pytest.raises(ServiceError, match="no schema registry is configured"):
         assert_schema(_stmt(text), text, RegistryLookup(None), {})
+
+
+def test_a_schema_assertion_without_timeout_waits_for_the_configured_default() -> None:
+    text = "ASSERT SCHEMA SUBJECT 'never-value';"
+    started = time.monotonic()
+    _failure(lambda: assert_schema(_stmt(text), text, _Registry({}), {"ksql.assert.schema.default.timeout.ms": "300"}))
+    assert 0.25 <= time.monotonic() - started < 2.0
+    started = time.monotonic()
+    _failure(lambda: assert_schema(_stmt(text), text, _Registry({}), {"ksql.assert.schema.default.timeout.ms": "1500"}))
+    assert time.monotonic() - started >= 1.45
