@@ -146,7 +146,9 @@ class MetastoreLog:
         self.topic = self.db.topics[SOURCES]
         self._submitting = threading.Lock()
 
-    def create_topic(self) -> None:
+    def create_topic(self, replicas: int = 1, min_insync_replicas: int = 1) -> None:
+        """Create the metastore tables' topics; ``replicas`` and ``min_insync_replicas``
+        (``ksql.internal.topic.*``, the command topic's) are not applied to them."""
         self.db.create_topics()
 
     def replay(self, apply: Callable[[QueuedCommand], None], timeout: float | None = None) -> int:
