@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     def action(name: str, text: str) -> argparse.ArgumentParser:
         parser = actions.add_parser(name, help=text, description=text)
         parser.add_argument("-c", "--config-file", dest="config_file", metavar="FILE", default=None,
-                            help=argparse.SUPPRESS)
+                            help="the migrations configuration file (here or before the command's name)")
         return parser
 
     new = action("new-project", "create a migrations project: its directory and configuration file")
