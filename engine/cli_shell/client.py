@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import ssl
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,42 +57,52 @@ class Tls:
         return context
 
 
-@dataclass(slots=True)
 class QueryStream:
     """A ``/query`` answer being read: ``query_id`` and ``columns`` from its header, then its
-    messages (``row``, ``finalMessage``, ``errorMessage``) one by one."""
+    messages (``row``, ``finalMessage``, ``errorMessage``) as each one completes; PRINT's
+    answer is lines of text (``{"text": line}``)."""
 
-    response: httpx.Response
-    query_id: str | None = None
-    columns: list[str] = field(default_factory=list)
-    _lines: Iterator[str] | None = None
+    def __init__(self, response: httpx.Response, *, text_lines: bool) -> None:
+        self.response = response
+        self.query_id: str | None = None
+        self.columns: list[str] = []
+        self._messages = (({"text": line} for line in response.iter_lines() if line.strip()) if text_lines
+                          else json_messages(response.iter_text()))
+        if not text_lines:
+            for message in self._messages:
+                header = message.get("header")
+                if header is not None:
+                    from engine.cli_shell.statements import schema_column_names
+
+                    self.query_id = header.get("queryId")
+                    self.columns = schema_column_names(header.get("schema", ""))
+                break
 
     def messages(self) -> Iterator[dict[str, Any]]:
         """The messages after the header, as they arrive."""
-        assert self._lines is not None
-        for line in self._lines:
-            message = _message(line)
-            if message is not None:
-                yield message
+        yield from self._messages
 
 
-def _message(line: str) -> dict[str, Any] | None:
-    """One message of ``/query``'s JSON array, written one a line (``[{..}``, ``,{..}``, ``]``)."""
-    text = line.strip()
-    if text.startswith("["):
-        text = text[1:]
-    if text.startswith(","):
-        text = text[1:]
-    text = text.strip()
-    if text.endswith("]") and text[:-1].rstrip().endswith("}"):
-        text = text[:-1]
-    if not text or text == "]":
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"text": line}  # PRINT's lines are plain text
-    return value if isinstance(value, dict) else {"row": {"columns": value}}
+def json_messages(chunks: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """The objects of a JSON array written piece by piece (``/query``: ``[{..},\n{..}]``), each
+    as soon as its closing brace has come: the separator after it may wait for the next row."""
+    decoder = json.JSONDecoder()
+    buffer = ""
+    for chunk in chunks:
+        buffer += chunk
+        while True:
+            start = 0
+            while start < len(buffer) and buffer[start] in " \t\r\n[],":
+                start += 1
+            buffer = buffer[start:]
+            if not buffer:
+                break
+            try:
+                value, end = decoder.raw_decode(buffer)
+            except ValueError:
+                break  # not complete yet
+            buffer = buffer[end:]
+            yield value if isinstance(value, dict) else {"text": json.dumps(value)}
 
 
 class KsqlClient:
@@ -130,8 +140,10 @@ class KsqlClient:
             self._json("POST", "/close-query", json={"queryId": query_id})
 
     @contextlib.contextmanager
-    def query(self, text: str, properties: dict[str, str], variables: dict[str, str]) -> Iterator[QueryStream]:
-        """A ``/query`` request streamed: its header read, its rows still to come."""
+    def query(self, text: str, properties: dict[str, str], variables: dict[str, str], *,
+              text_lines: bool = False) -> Iterator[QueryStream]:
+        """A ``/query`` request streamed: its header read, its rows still to come (``text_lines``:
+        PRINT's answer, lines of text)."""
         body = {"ksql": text, "streamsProperties": properties, "sessionVariables": variables}
         request = self._http.build_request("POST", "/query", json=body, timeout=httpx.Timeout(None, connect=10.0))
         response = self._send(request, stream=True)
@@ -139,21 +151,7 @@ class KsqlClient:
             if response.status_code >= 400:
                 response.read()
                 raise _refused(response)
-            stream = QueryStream(response)
-            stream._lines = response.iter_lines()
-            for line in stream._lines:
-                message = _message(line)
-                if message is None:
-                    continue
-                header = message.get("header")
-                if header is not None:
-                    from engine.cli_shell.statements import schema_column_names
-
-                    stream.query_id = header.get("queryId")
-                    stream.columns = schema_column_names(header.get("schema", ""))
-                    break
-                stream._lines = _chain(line, stream._lines)  # PRINT: no header, lines of text
-                break
+            stream = QueryStream(response, text_lines=text_lines)
             yield stream
         finally:
             response.close()
@@ -178,11 +176,6 @@ class KsqlClient:
             raise ShellError(f"The server at {self.url} did not answer in time.") from None
         except httpx.HTTPError as exc:
             raise ShellError(f"The request to {self.url} failed: {_reason(exc)}.") from None
-
-
-def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
-    yield first
-    yield from rest
 
 
 def _reason(exc: Exception) -> str:

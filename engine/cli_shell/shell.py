@@ -225,7 +225,8 @@ class Shell:
 
     def _query(self, statement: Statement) -> None:
         """A SELECT or PRINT on ``/query``, printed as it streams; Ctrl-C closes it."""
-        with self.client.query(statement.text, self.properties, self.variables) as stream:
+        with self.client.query(statement.text, self.properties, self.variables,
+                               text_lines=statement.kind == "print") as stream:
             if statement.kind == "print":
                 try:
                     for message in stream.messages():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.cli_shell import render
-from engine.cli_shell.client import _message
+from engine.cli_shell.client import json_messages
 
 
 def _lines(text: str) -> list[str]:
@@ -99,9 +99,11 @@ def test_rows_are_framed_in_columns_that_share_the_width_and_long_values_wrap() 
     assert rows.row([None, True]) == "|null     |true     |\n"
 
 
-def test_query_messages_are_read_one_a_line_from_the_streamed_array() -> None:
-    assert _message('[{"header":{"queryId":"q"}}') == {"header": {"queryId": "q"}}
-    assert _message(',\n{"row":{"columns":[1,"]"]}}') == {"row": {"columns": [1, "]"]}}
-    assert _message('{"finalMessage":"Limit Reached"}]') == {"finalMessage": "Limit Reached"}
-    assert _message("]") is None and _message("") is None
-    assert _message("rowtime: 2024/01/01, key: a, value: 1") == {"text": "rowtime: 2024/01/01, key: a, value: 1"}
+def test_query_messages_are_read_as_each_object_completes() -> None:
+    chunks = ['[{"header":{"queryId":"q"', '}},\n{"row":{"columns":[1,"]}"]}}', ",\n", '{"row":{"co',
+              'lumns":[2]}},\n{"finalMessage":"Limit Reached"}]\n']
+    messages = json_messages(iter(chunks))
+    assert next(messages) == {"header": {"queryId": "q"}}
+    # the row is out before the separator that follows it has come
+    assert next(messages) == {"row": {"columns": [1, "]}"]}}
+    assert list(messages) == [{"row": {"columns": [2]}}, {"finalMessage": "Limit Reached"}]

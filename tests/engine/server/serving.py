@@ -11,14 +11,16 @@ import uvicorn
 
 from engine.components.process import HOST, free_port
 from engine.server.app import create_app
+from engine.server.auth import BasicAuth
 from engine.server.service import KsqlService
 
 
 @contextlib.contextmanager
-def serving(service: KsqlService) -> Iterator[str]:
-    """Serve ``service`` (HTTP/1.1, chunked) in a thread; yields its base URL."""
+def serving(service: KsqlService, auth: BasicAuth | None = None) -> Iterator[str]:
+    """Serve ``service`` (HTTP/1.1, chunked; with ``auth``, basic authentication) in a thread;
+    yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), host=HOST, port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(service, auth), host=HOST, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
