@@ -250,8 +250,6 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         try:
             negotiate(request.headers.get("accept"), (OLD_API,))
             body = await _body(request, TERMINATE_FIELDS, None)
-            if not hasattr(service, "terminate_cluster"):
-                raise ServiceError("TERMINATE CLUSTER is served with --metastore command-topic only.", code=40000)
             answer = await run_in_threadpool(service.terminate_cluster, body.get("deleteTopicList"))
         except ServiceError as exc:
             return _error(exc)

@@ -380,6 +380,8 @@ class KsqlService:
         """``POST /ksql/terminate``: write TERMINATE CLUSTER to the command log with the request's
         ``deleteTopicList``; answer once this server has terminated (or its wait timed out)."""
         self.refuse_if_terminated()
+        if not isinstance(self.log, CommandLog):
+            raise ServiceError("TERMINATE CLUSTER is served with --metastore command-topic only.", code=40000)
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
         patterns = delete_patterns(delete_topic_list)

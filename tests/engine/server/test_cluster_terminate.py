@@ -103,3 +103,16 @@ def test_terminate_cluster_stops_every_server_and_deletes_the_matching_sinks(kaf
     finally:
         first.close()
         second.close()
+
+
+def test_terminate_cluster_is_refused_with_the_metastore_tables(kafka_broker, tmp_path: Path) -> None:
+    from engine.server.tables_service import TablesService
+
+    service = TablesService(kafka_broker.bootstrap_servers, f"tables_{uuid.uuid4().hex[:8]}", tmp_path, run_queries=False)
+    try:
+        with pytest.raises(ServiceError) as refused:
+            service.terminate_cluster(["x.*"])
+        assert refused.value.message == "TERMINATE CLUSTER is served with --metastore command-topic only."
+        assert service.state == "RUNNING"
+    finally:
+        service.log.close()
