@@ -241,3 +241,46 @@ def test_a_having_that_moves_the_aggregate_to_another_state_operator_is_refused(
         "groups MapState<g binary, b binary>, clock ValueState<b binary>, outer ValueState<b binary>)]."
     )
     assert len(app.saved) == 3  # the first replacement applied, the refused one not
+
+
+def test_past_ksqldb_a_windowed_count_keeps_its_windows_across_a_new_filter(kafka_broker: Any, tmp_path: Path) -> None:
+    """kspark.query.upgrades.beyond.ksqldb=true: ksqlDB refuses any upgrade of a windowed
+    aggregate; the opt-in lets its filter change (on a column it did not read) and the
+    counts of every window go on from the checkpoint's state."""
+    from engine.serde.windowed import decode_time_window_key
+
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = _unique("orders"), _unique("PER_WINDOW")
+    TopicAdmin(bootstrap).create_topic(source, 2)
+    sql = f"""
+        SET 'auto.offset.reset'='earliest';
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_WINDOW WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N FROM ORDERS
+            WINDOW TUMBLING (SIZE 10 SECONDS) GROUP BY ITEM;
+    """
+    replaced = sql + (
+        "SET 'kspark.query.upgrades.beyond.ksqldb'='true';"
+        f"CREATE OR REPLACE TABLE PER_WINDOW WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N FROM ORDERS "
+        "WINDOW TUMBLING (SIZE 10 SECONDS) WHERE QTY > 1 GROUP BY ITEM;"
+    )
+
+    def orders(first: int, count: int) -> list[tuple[str, Any, int]]:
+        return [(f"o{i}", {"ITEM": f"item{i % 3}", "QTY": i % 5}, 1_000 + (i % 300) * 100) for i in range(first, first + count)]
+
+    first, second = orders(0, 300), orders(300, 300)
+    _produce(bootstrap, source, first)
+    _run(bootstrap, tmp_path / "state", sql)
+    _produce(bootstrap, source, second)
+    app = _run(bootstrap, tmp_path / "state", replaced)
+    assert [q.query_id for q in app.queries()] == ["CTAS_PER_WINDOW_0"]
+
+    counted = [(v["ITEM"], ts // 10_000 * 10_000) for _, v, ts in first] + [
+        (v["ITEM"], ts // 10_000 * 10_000) for _, v, ts in second if v["QTY"] > 1]
+    rows = []
+    for record in read_topic(bootstrap, sink):
+        assert record.key is not None and record.value is not None
+        key, start = decode_time_window_key(record.key)
+        rows.append(((key.decode(), start), json.loads(record.value)["N"]))
+    assert len(rows) == len(counted)  # one update per counted record, none repeated
+    latest = dict(rows)
+    assert latest == dict(Counter(counted))
