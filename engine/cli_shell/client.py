@@ -17,10 +17,8 @@ from typing import Any
 
 import httpx
 
-from engine.errors import KsqlError
 
-
-class ShellError(KsqlError):
+class ShellError(Exception):
     """A failure the shell prints as one line (``code``: ksqlDB's error code, if the server gave one)."""
 
     def __init__(self, message: str, code: int | None = None, entities: list[Any] | None = None) -> None:
