@@ -39,7 +39,6 @@ from engine.plan.steps import Formats, SelectExpression, Step, TimestampColumn
 
 _VERSION = re.compile(r"V[0-9]+$")
 _JAVA_PACKAGE = "io.confluent.ksql.execution.plan"
-_NOT_UPGRADEABLE = "Query is not upgradeable."
 
 BEYOND_KSQLDB = "kspark.query.upgrades.beyond.ksqldb"
 
@@ -215,7 +214,7 @@ class _Context:
         self._must_match(this, to, properties)
         if name in STATEFUL_FAMILIES and this.TYPE != to.TYPE:
             raise UpgradeError(
-                f"{_NOT_UPGRADEABLE} Plan step of type {name} must keep its step version: its state in "
+                f"Query is not upgradeable. Plan step of type {name} must keep its step version: its state in "
                 f"the query's checkpoint is the one {this.TYPE} keeps, and the new plan has {to.TYPE}."
             )
         self.validate(_only_input(this), _only_input(to))
@@ -227,16 +226,16 @@ class _Context:
             inputs = list(source.inputs().values())
             if not inputs:
                 raise UpgradeError(
-                    f"{_NOT_UPGRADEABLE} The root source node of the upgrade tree must be {name}, "
+                    f"Query is not upgradeable. The root source node of the upgrade tree must be {name}, "
                     f"but was {_java_class(source)}"
                 )
             if len(inputs) > 1:
-                raise UpgradeError(f"{_NOT_UPGRADEABLE} Cannot change a non-join source into a join source.")
+                raise UpgradeError("Query is not upgradeable. Cannot change a non-join source into a join source.")
             if family(source) not in PASSIVE_FAMILIES:
                 if family(source) not in self.must_match and family(source) not in SOURCE_FAMILIES:
                     raise UpgradeError(f"Upgrades not yet supported for {family(source)}")
                 raise UpgradeError(
-                    f"{_NOT_UPGRADEABLE} Cannot add a {_java_class(source)} step that is not in the "
+                    f"Query is not upgradeable. Cannot add a {_java_class(source)} step that is not in the "
                     "original query plan."
                 )
             source = inputs[0]
@@ -247,7 +246,7 @@ class _Context:
             a, b = prop.value(this, self), prop.value(that, self)
             if a != b:
                 raise UpgradeError(
-                    f"{_NOT_UPGRADEABLE} Plan step of type {family(this)} must have matching {prop.name}. "
+                    f"Query is not upgradeable. Plan step of type {family(this)} must have matching {prop.name}. "
                     f"Values differ: {a} vs. {b}"
                 )
 
