@@ -176,3 +176,108 @@ def java_map_order(value: dict[Any, Any], map_type: SqlType | None) -> list[tupl
     key_type = map_type.key if isinstance(map_type, T.Map) else None
     order = hash_map_order([k for k, _ in items], key_type, initial_capacity=len(items))
     return items if order is None else [items[i] for i in order]
+
+
+# --------------------------------------------------------------------------- MurmurHash, HLL
+
+_MURMUR_M = 0x5BD1E995
+
+
+def _to_int32(x: int) -> int:
+    x &= _MASK32
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def murmur_hash_bytes(data: bytes, seed: int = -1) -> int:
+    """The 32-bit MurmurHash2 of ``data`` as ksqlDB's HyperLogLog library computes it (its
+    tail bytes sign-extended, as Java's ``(int) byte`` is), unsigned."""
+    length = len(data)
+    h = (seed ^ length) & _MASK32
+    whole = length >> 2
+    for i in range(whole):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * _MURMUR_M) & _MASK32
+        k ^= k >> 24
+        k = (k * _MURMUR_M) & _MASK32
+        h = (h * _MURMUR_M) & _MASK32
+        h ^= k
+    left = length - (whole << 2)
+    if left:
+        signed = [b - 256 if b > 127 else b for b in data[length - left :]]
+        if left >= 3:
+            h ^= (signed[-3] << 16) & _MASK32
+        if left >= 2:
+            h ^= (signed[-2] << 8) & _MASK32
+        h ^= signed[-1] & _MASK32
+        h = (h * _MURMUR_M) & _MASK32
+    h ^= h >> 13
+    h = (h * _MURMUR_M) & _MASK32
+    h ^= h >> 15
+    return h
+
+
+def murmur_hash_long(value: int) -> int:
+    """The library's ``hashLong`` of a Java ``long`` (an ``int`` widened to it), unsigned."""
+    value &= _MASK64
+    k = ((value & _MASK32) * _MURMUR_M) & _MASK32
+    k ^= k >> 24
+    h = (k * _MURMUR_M) & _MASK32
+    k = (((value >> 32) & _MASK32) * _MURMUR_M) & _MASK32
+    k ^= k >> 24
+    h = (h * _MURMUR_M) & _MASK32
+    h ^= (k * _MURMUR_M) & _MASK32
+    h ^= h >> 13
+    h = (h * _MURMUR_M) & _MASK32
+    h ^= h >> 15
+    return h
+
+
+def _java_text(value: Any, base: T.BaseType | None) -> str:
+    """``toString()`` of the Java object ksqlDB holds, for the types hashed through it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if base is T.BaseType.BYTES and isinstance(value, bytes | bytearray):
+        # A ByteBuffer: its toString names its class and bounds, not its bytes.
+        return f"java.nio.HeapByteBuffer[pos=0 lim={len(value)} cap={len(value)}]"
+    return str(value)
+
+
+def murmur_hash_object(value: Any, sql_type: SqlType | None) -> int:
+    """The library's ``MurmurHash.hash(Object)`` of ``value`` of ``sql_type``, unsigned:
+    Integer and Long by ``hashLong``, Double by its raw bits, String by its UTF-8 bytes, any
+    other object by the bytes of its ``toString()`` (modelled for BOOLEAN, DECIMAL and BYTES;
+    other types hash a text of their own)."""
+    base = sql_type.base if sql_type is not None else None
+    if base in (T.BaseType.INTEGER, T.BaseType.BIGINT) and not isinstance(value, bool):
+        return murmur_hash_long(int(value))
+    if base is T.BaseType.DOUBLE:
+        return murmur_hash_long(struct.unpack(">q", struct.pack(">d", float(value)))[0])
+    if base is T.BaseType.STRING and isinstance(value, str):
+        return murmur_hash_bytes(value.encode("utf-8", "surrogatepass"))
+    return murmur_hash_bytes(_java_text(value, base).encode("utf-8", "surrogatepass"))
+
+
+def hll_register(hashed: int, log2m: int) -> tuple[int, int]:
+    """The register index and rank a hash sets in a HyperLogLog of ``2**log2m`` registers:
+    the top ``log2m`` bits, and one more than the leading zeros of the rest (with the
+    library's guard bits ``(1 << (log2m - 1)) + 1`` or-ed in)."""
+    index = hashed >> (32 - log2m)
+    rest = ((hashed << log2m) & _MASK32) | ((1 << (log2m - 1)) + 1)
+    return index, 32 - rest.bit_length() + 1
+
+
+def hll_cardinality(registers: dict[int, int], log2m: int) -> int:
+    """The library's estimate: the harmonic mean of the registers, or linear counting while
+    the estimate is at most 2.5 times the register count; rounded as ``Math.round``."""
+    m = 1 << log2m
+    zeros = m - len(registers)
+    # Every term is a power of two and every partial sum fits in a double exactly, so the
+    # order of the registers does not matter.
+    register_sum = zeros + sum(2.0**-rank for rank in registers.values())
+    alpha_mm = (0.7213 / (1 + 1.079 / m)) * m * m
+    estimate = alpha_mm * (1 / register_sum)
+    if estimate <= (5.0 / 2.0) * m:
+        if not zeros:
+            return 2**63 - 1  # Math.round of infinity
+        estimate = m * math.log(m / zeros)
+    return math.floor(estimate + 0.5)

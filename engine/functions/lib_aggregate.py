@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.errors import AnalysisError, EvaluationError, InternalError, QueryFailure
+from engine.functions.java_hash import hll_cardinality, hll_register, murmur_hash_object
 from engine.functions.lib_math import ANY_DECIMAL
 from engine.functions.registry import REGISTRY, Generic, aggregate
 from engine.functions.udaf import (
@@ -379,10 +380,50 @@ class CountDistinctAggregator(BaseAggregator):
         return len(acc)
 
 
-@aggregate("COUNT_DISTINCT", params=[_T], returns=T.BIGINT, intermediate=T.Array(T.BIGINT))
+@aggregate("COUNT_DISTINCT", params=[_T], returns=T.BIGINT, intermediate=T.Array(T.BIGINT), until=1)
 def count_distinct() -> CountDistinctAggregator:
-    """The number of distinct non-NULL values."""
+    """The exact number of distinct non-NULL values (version 1, kept for saved plans)."""
     return CountDistinctAggregator()
+
+
+COUNT_DISTINCT_LOG2M = 14  # ksqlDB's 2^14 registers
+
+
+class HyperLogLogAggregator(BaseAggregator):
+    """COUNT_DISTINCT as ksqlDB estimates it: a HyperLogLog of 2^14 registers fed with the
+    MurmurHash of each non-NULL value (``engine.functions.java_hash``); acc maps the
+    registers set to their rank, and a merge keeps the greater rank of each register."""
+
+    def __init__(self, value_type: SqlType | None) -> None:
+        self.value_type = value_type
+
+    def initial(self) -> dict[int, int]:
+        return {}
+
+    def add(self, acc: dict[int, int], value: Any) -> dict[int, int]:
+        if value is None:
+            return acc
+        index, rank = hll_register(murmur_hash_object(value, self.value_type), COUNT_DISTINCT_LOG2M)
+        if acc.get(index, 0) >= rank:
+            return acc
+        return {**acc, index: rank}
+
+    def merge(self, a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+        out = dict(a)
+        for index, rank in b.items():
+            if out.get(index, 0) < rank:
+                out[index] = rank
+        return out
+
+    def result(self, acc: dict[int, int]) -> int:
+        return hll_cardinality(acc, COUNT_DISTINCT_LOG2M)
+
+
+@aggregate("COUNT_DISTINCT", params=[_T], returns=T.BIGINT, intermediate=T.Array(T.BIGINT), since=2)
+def count_distinct_estimate(*, arg_types: ArgTypes = None) -> HyperLogLogAggregator:
+    """The number of distinct non-NULL values, estimated as ksqlDB does (HyperLogLog with
+    2^14 registers: exact for few values, within about 1% beyond)."""
+    return HyperLogLogAggregator(arg_types[0] if arg_types else None)
 
 
 # --------------------------------------------------------------------------- COLLECT_LIST / SET

@@ -21,6 +21,7 @@ from engine.errors import (
     TypeCheckError,
     UnknownFunctionError,
 )
+from engine.functions.java_hash import murmur_hash_object
 from engine.functions.registry import REGISTRY, FunctionKind
 from engine.functions.udaf import Aggregator, aggregate_spec, table_aggregation_error
 from engine.plan import types as T
@@ -314,6 +315,51 @@ def test_count_distinct_counts_distinct_non_null_values():
 def test_count_distinct_handles_unhashable_values():
     values = [{"a": [1]}, {"a": [1]}, {"a": [2]}]
     assert final("COUNT_DISTINCT", [T.Map(T.STRING, T.Array(T.INTEGER))], values) == 2
+
+
+# Figures of ksqlDB's HyperLogLog library (2^14 registers) for these inputs.
+@pytest.mark.parametrize(
+    ("types", "values", "estimate"),
+    [
+        ([T.INTEGER], list(range(1000)), 1002),
+        ([T.STRING], [f"w{i}" for i in range(300)], 301),
+        ([T.BIGINT], [i * 1000003 for i in range(-5000, 5000, 7)], 1431),
+        ([T.DOUBLE], [i / 4.0 for i in range(500)], 505),
+        ([T.STRING], [f"\u00e9{i}\u00fc" for i in range(400)], 398),
+        ([T.Decimal(5, 2)], [D(i).scaleb(-2) for i in range(250)], 252),
+        ([T.STRING], [f"x{i}" for i in range(5)], 5),
+    ],
+)
+def test_count_distinct_estimates_as_ksqldbs_hyperloglog(types, values, estimate):
+    agg = make("COUNT_DISTINCT", types)
+    assert fold(agg, values + [None])[-1] == estimate
+    # Registers merge by their maximum: two halves merged give the same estimate.
+    half = len(values) // 2
+    left, right = agg.initial(), agg.initial()
+    for v in values[:half]:
+        left = agg.add(left, v)
+    for v in values[half:]:
+        right = agg.add(right, v)
+    assert agg.result(agg.merge(left, right)) == estimate
+
+
+def test_count_distinct_hashes_values_as_the_library_does():
+    def signed(h: int) -> int:
+        return h - (1 << 32) if h >= 1 << 31 else h
+
+    assert signed(murmur_hash_object("abc", T.STRING)) == -1465591341
+    assert signed(murmur_hash_object("h\u00e9llo", T.STRING)) == -255011586
+    # An Integer is hashed as the long it widens to.
+    assert signed(murmur_hash_object(-7, T.BIGINT)) == signed(murmur_hash_object(-7, T.INTEGER)) == -1995426631
+    assert signed(murmur_hash_object(1.5, T.DOUBLE)) == -1688758945
+
+
+def test_count_distinct_version_one_counts_exactly():
+    saved = aggregate_spec("COUNT_DISTINCT", [T.INTEGER], 1).create()
+    acc = saved.initial()
+    for v in range(1000):
+        acc = saved.add(acc, v)
+    assert saved.result(acc) == 1000
 
 
 # --------------------------------------------------------------------------- COLLECT_LIST / SET
