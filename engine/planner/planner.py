@@ -147,14 +147,15 @@ class Planner:
         )
         return StatementPlan(statement_text=text, command=command)
 
-    def _check_join_partitions(self, node: Any) -> None:
+    def _check_join_partitions(self, node: Any, topics: Mapping[str, TopicInfo] | None = None) -> None:
         """Each join that is not on a foreign key reads inputs of as many partitions (ksqlDB
         checks it as it builds the join, from the outermost join in): a join's partitions
         are those of its right input."""
         if not isinstance(node, LJ.JoinNode):
             return
+        topics = self.topics() if topics is None else topics  # one look-up of the cluster's topics
         if node.kind != LJ.FOREIGN_KEY:
-            left, right = self._partitions(node.left), self._partitions(node.right)
+            left, right = _partitions(node.left, topics), _partitions(node.right, topics)
             if left is not None and right is not None and left != right:
                 left_name, right_name = _leftmost_alias(node), node.right_alias
                 raise AnalysisError(
@@ -162,15 +163,7 @@ class Planner:
                     f"{left_name} partitions = {left}; {right_name} partitions = {right}. "
                     "Please repartition either one so that the number of partitions match."
                 )
-        self._check_join_partitions(node.left)
-
-    def _partitions(self, node: Any) -> int | None:
-        if isinstance(node, LJ.JoinNode):
-            return self._partitions(node.right)
-        if isinstance(node, L.SourceNode):
-            topic = self.topics().get(node.source.topic)
-            return None if topic is None else topic.partitions
-        return None
+        self._check_join_partitions(node.left, topics)
 
     def _declared_schema(self, stmt: ast.CreateSource, is_table: bool) -> LogicalSchema:
         columns: list[Column] = []
@@ -977,6 +970,16 @@ def _type_reference(node: Any, depth: int) -> ast.TypeReference | None:
         found = _type_reference(child, depth + 1)
         if found is not None:
             return found
+    return None
+
+
+def _partitions(node: Any, topics: Mapping[str, TopicInfo]) -> int | None:
+    """The partitions a join input reads: a source's topic's, a join's right input's."""
+    if isinstance(node, LJ.JoinNode):
+        return _partitions(node.right, topics)
+    if isinstance(node, L.SourceNode):
+        topic = topics.get(node.source.topic)
+        return None if topic is None else topic.partitions
     return None
 
 
