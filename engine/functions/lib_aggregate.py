@@ -421,8 +421,10 @@ class HyperLogLogAggregator(BaseAggregator):
 
 @aggregate("COUNT_DISTINCT", params=[_T], returns=T.BIGINT, intermediate=T.Array(T.BIGINT), since=2)
 def count_distinct_estimate(*, arg_types: ArgTypes = None) -> HyperLogLogAggregator:
-    """The number of distinct non-NULL values, estimated as ksqlDB does (HyperLogLog with
-    2^14 registers: exact for few values, within about 1% beyond)."""
+    """The number of distinct non-NULL values, estimated by ksqlDB's HyperLogLog.
+
+    2^14 registers: exact for few values, within about 1% beyond.
+    """
     return HyperLogLogAggregator(arg_types[0] if arg_types else None)
 
 

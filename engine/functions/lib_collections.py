@@ -297,8 +297,10 @@ def _entries_type(args: Sequence[SqlType | None]) -> SqlType:
 
 @scalar("ENTRIES", params=[T.Map(T.STRING, _V), T.BOOLEAN], returns=_entries_type, until=1)
 def entries(value: dict[str, Any], sort: bool) -> list[dict[str, Any]]:
-    """The map as an array of ``STRUCT<K, V>``, sorted by key when asked (version 1, kept
-    for saved plans: unsorted entries in the map's own order)."""
+    """The map as an array of ``STRUCT<K, V>``, sorted by key when asked (version 1).
+
+    Kept for saved plans: unsorted entries come in the map's own order.
+    """
     items = sorted(value.items(), key=lambda kv: kv[0]) if sort else list(value.items())
     return [{"K": k, "V": v} for k, v in items]
 
@@ -323,8 +325,7 @@ def map_values(value: dict[Any, Any]) -> list[Any]:
 def entries_java_order(
     value: dict[str, Any], sort: bool, *, arg_types: Sequence[SqlType | None] = ()
 ) -> list[dict[str, Any]]:
-    """The map as an array of ``STRUCT<K, V>``: sorted by key when asked, else in Java's
-    HashMap order."""
+    """The map as an array of ``STRUCT<K, V>``, sorted by key or in Java's HashMap order."""
     items = java_map_order(value, arg_types[0] if arg_types else None)
     if sort:
         items = sorted(items, key=lambda kv: to_units(kv[0]))

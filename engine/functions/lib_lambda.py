@@ -95,8 +95,10 @@ def reduce_array(array: list[Any] | None, state: Any, fn: Callable[[Any, Any], A
     until=1,
 )
 def reduce_map(value: dict[Any, Any] | None, state: Any, fn: Callable[[Any, Any, Any], Any]) -> Any:
-    """Fold the entries into the state in the map's own order; a NULL map gives the initial
-    state, a NULL state NULL (version 1, kept for saved plans)."""
+    """Fold the entries into the state in the map's own order (version 1, for saved plans).
+
+    A NULL map gives the initial state, a NULL state NULL.
+    """
     if state is None:
         return None
     if value is None:
@@ -121,8 +123,10 @@ def reduce_map_hash_order(
     *,
     arg_types: Sequence[SqlType | None] = (),
 ) -> Any:
-    """Fold the entries into the state in Java's HashMap order (as ksqlDB iterates the map);
-    a NULL map gives the initial state, a NULL state NULL."""
+    """Fold the entries into the state in Java's HashMap order, as ksqlDB iterates the map.
+
+    A NULL map gives the initial state, a NULL state NULL.
+    """
     if state is None:
         return None
     if value is None:
