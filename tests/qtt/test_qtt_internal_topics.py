@@ -20,7 +20,9 @@ def _case(tmp_path: Path, post_topics: list[dict[str, Any]], **raw: Any) -> QttC
         "name": "join topics",
         "statements": [
             "CREATE STREAM L (ID INT KEY, X INT) WITH (kafka_topic='l', key_format='JSON', value_format='JSON');",
-            "CREATE STREAM R (ID INT KEY, Y STRING) WITH (kafka_topic='r', key_format='KAFKA', value_format='JSON', partitions=2);",
+            "CREATE STREAM R (ID INT KEY, Y STRING) WITH (kafka_topic='r', key_format='KAFKA', value_format='JSON');",
+            # not joined: a join's inputs must have as many partitions
+            "CREATE STREAM O (ID INT KEY, Z INT) WITH (kafka_topic='o', value_format='JSON', partitions=2);",
             "CREATE STREAM J AS SELECT L.ID, X, Y FROM L JOIN R WITHIN 1 MINUTE ON L.ID = R.ID;",
         ],
         "inputs": [
@@ -45,7 +47,8 @@ def test_a_join_creates_its_repartition_and_store_topics_in_the_join_key_format(
         {"name": PREFIX + "KSTREAM-JOINOTHER-0000000013-store-changelog", "keyFormat": key},
         # A topic a CREATE statement names gets its PARTITIONS, else ksqlDB's runner's 4.
         {"name": "l", "partitions": 4},
-        {"name": "r", "partitions": 2},
+        {"name": "r", "partitions": 4},
+        {"name": "o", "partitions": 2},
     ])
     result = run_case(case, strict=True)
     assert result.status is Status.PASSED, result.reason
