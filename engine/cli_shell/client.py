@@ -64,8 +64,9 @@ class QueryStream:
         self.response = response
         self.query_id: str | None = None
         self.columns: list[str] = []
-        self._messages = (({"text": line} for line in response.iter_lines() if line.strip()) if text_lines
-                          else json_messages(response.iter_text()))
+        self._messages: Iterator[dict[str, Any]] = (
+            ({"text": line} for line in response.iter_lines() if line.strip()) if text_lines
+            else json_messages(response.iter_text()))
         if not text_lines:
             for message in self._messages:
                 header = message.get("header")

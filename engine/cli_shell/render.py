@@ -42,10 +42,9 @@ def entities(items: Sequence[dict[str, Any]], *, output: str = "TABULAR", width:
     if output == "JSON":
         return json.dumps(list(items), indent=2) + "\n"
     parts: list[str] = []
-    for entity in items:
-        if len(items) > 1:
-            parts.append(str(entity.get("statementText", "")) + "\n")
-        parts.append(entity_text(entity, width=width))
+    for entity in items:  # each after a blank line (and its statement, when there are several)
+        parts.append("\n" + (str(entity.get("statementText", "")) + "\n" if len(items) > 1 else ""))
+        parts.append(entity_text(entity, width=width).lstrip("\n"))
         parts.extend(f"WARNING: {w.get('message', w)}\n" for w in entity.get("warnings") or ())
     return "".join(parts)
 

@@ -29,12 +29,19 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[>=]|\r")
 
 @pytest.fixture(scope="module")
 def live(kafka_broker, spark, tmp_path_factory) -> Iterator[tuple[str, KsqlService, str]]:
-    """A service running queries behind a real uvicorn; its stream CLICKS holds two records."""
+    """A service running queries behind a real uvicorn; its stream CLICKS holds ('a', 1) and ('b', 2)."""
     service = KsqlService(kafka_broker.bootstrap_servers, f"cli_{uuid.uuid4().hex[:8]}",
                           Path(tmp_path_factory.mktemp("cli")), command_timeout=60.0)
     service.start(timeout=120)
+    topic = f"clicks_{service.service_id}"
     with serving(service) as url:
-        yield url, service, f"clicks_{service.service_id}"
+        with httpx.Client(base_url=url, timeout=120) as http:
+            for statement in (f"CREATE STREAM CLICKS (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', "
+                              "VALUE_FORMAT='JSON', PARTITIONS=1);",
+                              "INSERT INTO CLICKS (ID, V) VALUES ('a', 1); INSERT INTO CLICKS (ID, V) VALUES ('b', 2);"):
+                answer = http.post("/ksql", json={"ksql": statement})
+                assert answer.status_code == 200, answer.text
+        yield url, service, topic
     service.close()
 
 
@@ -98,23 +105,23 @@ def test_the_interactive_shell_against_a_live_server(live, tmp_path) -> None:
     try:
         assert "Server Status: RUNNING" in term.prompt()
         # a statement over two lines: the first Enter only starts a new line
-        term.line("CREATE STREAM CLICKS (ID STRING KEY, V INT)")
-        term.line(f"  WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+        term.line("CREATE STREAM TYPED (ID STRING KEY, V INT)")
+        term.line(f"  WITH (KAFKA_TOPIC='typed_{topic}', VALUE_FORMAT='JSON', PARTITIONS=1);")
         assert "Stream created" in term.prompt()
-        term.line("INSERT INTO CLICKS (ID, V) VALUES ('a', 1); INSERT INTO CLICKS (ID, V) VALUES ('b', 2);")
+        term.line("INSERT INTO TYPED (ID, V) VALUES ('x', 7); INSERT INTO TYPED (ID, V) VALUES ('y', 8);")
         term.prompt()
         term.line("SET 'auto.offset.reset' = 'earliest';")
         assert "Successfully changed local property 'auto.offset.reset' to 'earliest'." in term.prompt()
 
         # DEFINE, and the variable in a push query with LIMIT: every row, then the CLI's last lines
-        term.line("DEFINE source = 'CLICKS';")
+        term.line("DEFINE source = 'TYPED';")
         term.prompt()
         term.line("SHOW VARIABLES;")
-        assert re.search(r"source\s+\|\s+CLICKS", term.prompt())
+        assert re.search(r"source\s+\|\s+TYPED", term.prompt())
         term.line("SELECT ID, V FROM ${source} EMIT CHANGES LIMIT 2;")
         shown = term.prompt()
         assert re.search(r"\|ID\s+\|V\s+\|", shown), shown
-        assert re.search(r"\|a\s+\|1\s+\|", shown) and re.search(r"\|b\s+\|2\s+\|", shown), shown
+        assert re.search(r"\|x\s+\|7\s+\|", shown) and re.search(r"\|y\s+\|8\s+\|", shown), shown
         assert shown.index("Limit Reached") < shown.index("Query terminated")
 
         # TAB completes the stream's name; Ctrl-C ends a push query without LIMIT, the shell stays
@@ -140,7 +147,7 @@ def test_the_interactive_shell_against_a_live_server(live, tmp_path) -> None:
         term.line("help")
         assert "RUN SCRIPT".lower() in term.prompt().lower()
         term.line("history")
-        assert "DEFINE source = 'CLICKS';" in term.prompt()
+        assert "DEFINE source = 'TYPED';" in term.prompt()
         term.line("exit")
         term.child.expect(pexpect.EOF, timeout=30)
     finally:
@@ -176,21 +183,32 @@ def test_execute_and_file_run_statements_and_exit(live, tmp_path) -> None:
 def test_a_pull_query_prints_as_a_table(live, tmp_path) -> None:
     url, _service, _topic = live
     with httpx.Client(base_url=url, timeout=120) as http:
-        answer = http.post("/ksql", json={"ksql": "CREATE TABLE CLICK_COUNTS AS SELECT ID, COUNT(*) AS N "
+        answer = http.post("/ksql", json={"ksql": "CREATE TABLE COUNTS_BY_ID AS SELECT ID, COUNT(*) AS N "
                                                    "FROM CLICKS GROUP BY ID;",
                                           "streamsProperties": {"auto.offset.reset": "earliest"}})
         assert answer.status_code == 200, answer.text
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # until the table has caught up with CLICKS
-            rows = http.post("/query", json={"ksql": "SELECT * FROM CLICK_COUNTS WHERE ID = 'a';"}).json()
+            rows = http.post("/query", json={"ksql": "SELECT * FROM COUNTS_BY_ID WHERE ID = 'a';"}).json()
             if any("row" in m for m in rows):
                 break
             time.sleep(1)
-    ran = _cli(url, "-e", "SELECT * FROM CLICK_COUNTS WHERE ID = 'a';", tmp_path=tmp_path)
+    ran = _cli(url, "-e", "SELECT * FROM COUNTS_BY_ID WHERE ID = 'a';", tmp_path=tmp_path)
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()
     assert re.fullmatch(r"\|ID\s+\|N\s+\|", lines[1]) and re.fullmatch(r"\|a\s+\|1\s+\|", lines[3]), ran.stdout
     assert lines[0] == lines[2] == lines[4] and lines[5] == "Query terminated"
+
+    described = _cli(url, "-e", "DESCRIBE COUNTS_BY_ID EXTENDED;", tmp_path=tmp_path)
+    assert described.returncode == 0, described.stderr
+    assert "Type                 : TABLE" in described.stdout and "Kafka topic          : " in described.stdout
+    assert re.search(r"ID\s+\|\s+STRING\s+\(primary key\)", described.stdout), described.stdout
+    [query_id] = re.findall(r"^(CTAS_COUNTS_BY_ID_\d+) \(RUNNING\) : CREATE TABLE", described.stdout, re.M)
+    explained = _cli(url, "-e", f"EXPLAIN {query_id};", tmp_path=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith(f"\nID                   : {query_id}\nQuery Type           : PERSISTENT\n")
+    assert "Sources that this query reads from: " in explained.stdout and "\nCLICKS\n" in explained.stdout
+    assert "Execution plan" in explained.stdout
 
 
 def test_errors_are_one_line_without_a_traceback_and_exit_non_zero(live, tmp_path) -> None:

@@ -55,7 +55,7 @@ def test_describe_prints_names_and_types_with_key_marks_and_extended_topic_detai
                                  "parameters": {"precision": 4, "scale": 2}}}]}
     text = render.entities([{"@type": "sourceDescription", "statementText": "DESCRIBE T;", "warnings": [],
                              "sourceDescription": description}], width=100)
-    assert text.startswith("Name                 : T\n")
+    assert text.startswith("\nName                 : T\n")
     assert "STRING           (primary key) (Window type: TUMBLING)" in text
     assert "STRUCT<`A` ARRAY<INTEGER>>" in text and "DECIMAL(4, 2)" in text
     assert text.rstrip().endswith("For runtime statistics and query details run: DESCRIBE <Stream,Table> EXTENDED;")
@@ -77,8 +77,8 @@ def test_explain_prints_the_query_its_sources_sinks_and_plan() -> None:
     query = {"id": "CSAS_B_0", "queryType": "PERSISTENT", "statementText": "CREATE STREAM B AS SELECT * FROM A;",
              "ksqlHostQueryStatus": {"127.0.0.1:8088": "RUNNING"}, "fields": [], "sources": ["A"], "sinks": ["B"],
              "executionPlan": " > [ SINK ] | ctx: B\n", "topology": "", "overriddenProperties": {"x.y": 1}}
-    text = render.entity_text({"@type": "queryDescription", "queryDescription": query}, width=100)
-    assert text.startswith("ID                   : CSAS_B_0\nQuery Type           : PERSISTENT\n")
+    text = render.entities([{"@type": "queryDescription", "queryDescription": query}], width=100)
+    assert text.startswith("\nID                   : CSAS_B_0\nQuery Type           : PERSISTENT\n")
     assert "Host Query Status    : {127.0.0.1:8088=RUNNING}" in text
     assert "Sources that this query reads from: \n-----------------------------------\nA\n" in text
     assert "Execution plan      \n--------------      \n > [ SINK ] | ctx: B" in text
