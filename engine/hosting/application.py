@@ -341,15 +341,23 @@ class StreamingApplication:
 
     def start_query(self, query: QueryPlan, *, available_now: bool) -> Any:
         """Build ``query`` from its plan and start it as a Structured Streaming query."""
+        handle = self.launch(query, available_now=available_now)
+        self.running[query.query_id] = handle
+        return handle
+
+    def launch(self, query: QueryPlan, *, available_now: bool, starting_offsets: str | None = None) -> Any:
+        """Build ``query`` and start it writing through the transactional sink from its checkpoint
+        (``starting_offsets`` or the engine's ``auto.offset.reset`` where it has none yet); its
+        progress is followed in ``self.metrics``. Returns the Spark query's handle."""
         from engine.runtime.kafka_sink import TransactionalSink
         from engine.runtime.session import get_spark
 
         spark = get_spark(self.spark_master, dict(self.spark_conf), kafka=True, long_running=True)
         tasks = self.tasks_of(query)
-        offsets = str(self.engine.config.get("auto.offset.reset", "latest")).lower()
+        offsets = starting_offsets or str(self.engine.config.get("auto.offset.reset", "latest"))
         processing_log.configure_spark(spark, self.processing_log)
         streaming = build_streaming_query(
-            self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets
+            self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets.lower()
         )
         writer = (
             self.observed(streaming).writeStream.foreachBatch(
@@ -367,7 +375,6 @@ class StreamingApplication:
             finally:
                 spark.conf.set("spark.sql.shuffle.partitions", "1")
         self.track(query, handle, streaming)
-        self.running[query.query_id] = handle
         return handle
 
     def observed(self, streaming: StreamingQuery) -> Any:

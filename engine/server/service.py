@@ -54,8 +54,6 @@ from engine.hosting.application import (
     CHECKPOINT_DIR,
     SCHEMA_REGISTRY_URL,
     StreamingApplication,
-    build_streaming_query,
-    checkpoint_location,
     state_carry_problem,
 )
 from engine.kafka.admin import TopicAdmin
@@ -467,35 +465,10 @@ class KsqlService:
             self._start_owned(query_id, entry)
 
     def _start_owned(self, query_id: str, entry: _QueryEntry) -> None:
-        from engine.runtime import processing_log
-        from engine.runtime.kafka_sink import TransactionalSink
-        from engine.runtime.session import get_spark
-
         app = self.app
         try:
-            spark = get_spark(app.spark_master, dict(app.spark_conf), kafka=True, long_running=True)
-            tasks = app.tasks_of(entry.query)
             offsets = entry.properties.get(AUTO_OFFSET_RESET, self.engine.config.get(AUTO_OFFSET_RESET, "latest"))
-            processing_log.configure_spark(spark, app.processing_log)
-            streaming = build_streaming_query(
-                self.engine, entry.query, spark, self.bootstrap_servers,
-                tasks=tasks, starting_offsets=str(offsets).lower(),
-            )
-            writer = (
-                app.observed(streaming).writeStream.foreachBatch(
-                    TransactionalSink(self.bootstrap_servers, streaming.topic, app.application_id(query_id))
-                )
-                .option("checkpointLocation", checkpoint_location(app.state_dir, query_id))
-                .queryName(query_id)
-                .trigger(processingTime="0 seconds")
-            )
-            with app._lock:  # the shuffle partition count is frozen into the checkpoint
-                spark.conf.set("spark.sql.shuffle.partitions", str(tasks))
-                try:
-                    entry.handle = writer.start()
-                finally:
-                    spark.conf.set("spark.sql.shuffle.partitions", "1")
-            app.track(entry.query, entry.handle, streaming)
+            entry.handle = app.launch(entry.query, available_now=False, starting_offsets=str(offsets))
             _await_first_offsets(entry.handle, app.state_dir / query_id / CHECKPOINT_DIR, self.command_timeout)
             entry.error = None
             if self.ownership is not None:
