@@ -244,6 +244,9 @@ class KsqlEngine:
                 f"REPLACE for sink {stmt.name} is not supported because there are multiple queries "
                 f"writing into it: [{', '.join(sorted(writers))}]"
             )
+        if writers and str(self.config.get(CREATE_OR_REPLACE_ENABLED, "true")).strip().lower() == "false":
+            kind = stmt.kind.lower()
+            raise AnalysisError(f"Cannot add {kind} '{stmt.name}': A {kind} with the same name already exists")
         return writers[0] if writers else self._next_query_id(stmt)
 
     def _next_query_id(self, stmt: Any) -> str:
@@ -622,6 +625,7 @@ __all__ = ["KsqlEngine", "KsqlError"]
 
 INSERT_VALUES_ENABLED = "ksql.insert.into.values.enabled"
 READ_ONLY_TOPICS = "ksql.readonly.topics"
+CREATE_OR_REPLACE_ENABLED = "ksql.create.or.replace.enabled"
 # ksqlDB's default ksql.readonly.topics: Confluent's, Kafka's and Kafka Connect's own topics.
 DEFAULT_READ_ONLY_TOPICS = (
     "_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,connect-configs,"

@@ -221,3 +221,14 @@ def test_past_ksqldb_the_state_shaping_parts_still_stay(before: str, after: str,
     with pytest.raises(KsqlError) as raised:
         engine.execute_sql(BEYOND + after)
     assert message in str(raised.value)
+
+
+def test_with_create_or_replace_turned_off_a_replacement_is_refused_as_ksqldb_refuses_it() -> None:
+    engine = KsqlEngine({"ksql.create.or.replace.enabled": "false"})
+    engine.create_topic(TopicInfo("orders", 2))
+    engine.create_topic(TopicInfo("items", 2))
+    engine.execute_sql(ORDERS + "CREATE STREAM BIG AS SELECT * FROM ORDERS;")
+    with pytest.raises(KsqlError) as raised:
+        engine.execute_sql("CREATE OR REPLACE STREAM BIG AS SELECT * FROM ORDERS WHERE UNITS > 0;")
+    assert str(raised.value) == "Cannot add stream 'BIG': A stream with the same name already exists"
+    assert list(engine.queries) == ["CSAS_BIG_0"]
