@@ -6,6 +6,7 @@ import decimal
 
 import pytest
 
+from engine.functions import REGISTRY
 from engine.parser import parse_expression
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -178,7 +179,8 @@ def test_lambdas_bind_their_parameters() -> None:
     assert one_param == E.FunctionCall("TRANSFORM", (A, E.Lambda(("X",), E.Arithmetic("+", x, B))))
     assert parened == E.FunctionCall("FILTER", (A, E.Lambda(("X",), E.Comparison(">", x, lit(1)))))
     assert two == E.FunctionCall(
-        "REDUCE", (A, lit(0), E.Lambda(("S", "X"), E.Arithmetic("+", E.LambdaVariable("S"), x)))
+        "REDUCE", (A, lit(0), E.Lambda(("S", "X"), E.Arithmetic("+", E.LambdaVariable("S"), x))),
+        semantics=REGISTRY.current_semantics("REDUCE"),  # a new call: the current version of REDUCE
     )
 
 
