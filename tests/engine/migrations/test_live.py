@@ -65,7 +65,7 @@ FILES = {
     "V000002__big_orders.sql": (
         "DEFINE threshold = '100';\n"
         "SET 'auto.offset.reset' = 'earliest';\n"
-        "CREATE STREAM BIG_ORDERS AS SELECT ID, CUSTOMER, AMOUNT FROM ORDERS WHERE AMOUNT > ${threshold};\n"),
+        "CREATE STREAM LARGE_ORDERS AS SELECT ID, CUSTOMER, AMOUNT FROM ORDERS WHERE AMOUNT > ${threshold};\n"),
     "V000003__customer_totals.sql": (
         "/* a table over the stream, and a row for it */\n"
         "INSERT INTO ORDERS (ID, CUSTOMER, AMOUNT) VALUES ('o1', 'alice', 250);\n"
@@ -116,7 +116,7 @@ def test_a_project_applied_step_by_step_then_validated_and_a_failing_migration(
     status, out, err = migrations(capsys, "-c", config, "apply", "--all", "--dry-run")
     assert status == 0, err
     assert "Dry run complete. No migrations were actually applied." in out
-    assert "BIG_ORDERS" not in {s["name"] for s in ksql(url, "LIST STREAMS;")[0]["streams"]}
+    assert "LARGE_ORDERS" not in {s["name"] for s in ksql(url, "LIST STREAMS;")[0]["streams"]}
 
     # --until 2
     status, out, err = migrations(capsys, "-c", config, "apply", "--until", "2")
@@ -129,10 +129,10 @@ def test_a_project_applied_step_by_step_then_validated_and_a_failing_migration(
     streams = {s["name"] for s in ksql(url, "LIST STREAMS;")[0]["streams"]}
     tables = {t["name"] for t in ksql(url, "LIST TABLES;")[0]["tables"]}
     sinks = {sink for q in ksql(url, "SHOW QUERIES;")[0]["queries"] for sink in q["sinks"]}
-    assert {"ORDERS", "BIG_ORDERS", "MIGRATION_EVENTS"} <= streams
+    assert {"ORDERS", "LARGE_ORDERS", "MIGRATION_EVENTS"} <= streams
     assert {"CUSTOMER_TOTALS", "MIGRATION_SCHEMA_VERSIONS"} <= tables
-    assert sinks == {"BIG_ORDERS", "CUSTOMER_TOTALS", "MIGRATION_SCHEMA_VERSIONS"}
-    assert "AMOUNT > 100" in ksql(url, "DESCRIBE BIG_ORDERS;")[0]["sourceDescription"]["statement"]
+    assert sinks == {"LARGE_ORDERS", "CUSTOMER_TOTALS", "MIGRATION_SCHEMA_VERSIONS"}
+    assert "AMOUNT > 100" in ksql(url, "DESCRIBE LARGE_ORDERS;")[0]["sourceDescription"]["statement"]
 
     status, out, err = migrations(capsys, "-c", config, "info")
     assert status == 0, err

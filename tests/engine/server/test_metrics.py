@@ -48,7 +48,7 @@ def test_records_driven_through_a_query_show_in_metrics_lag_and_describe_extende
 
         ksql(f"CREATE STREAM ORDERS (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON', "
              "PARTITIONS=2);")
-        [created] = ksql("CREATE STREAM BIG_ORDERS AS SELECT ID, V FROM ORDERS WHERE V > 2;",
+        [created] = ksql("CREATE STREAM METERED_ORDERS AS SELECT ID, V FROM ORDERS WHERE V > 2;",
                          **{"auto.offset.reset": "earliest"})
         query_id = created["commandStatus"]["queryId"]
         produce(kafka_broker.bootstrap_servers, topic,
@@ -93,7 +93,7 @@ def test_records_driven_through_a_query_show_in_metrics_lag_and_describe_extende
         statistics = described["sourceDescription"]["statistics"]
         assert "consumer-total-messages:         6" in statistics and "last-message: 20" in statistics
         assert described["sourceDescription"]["errorStats"] == ""
-        [sink] = ksql("DESCRIBE BIG_ORDERS EXTENDED;")
+        [sink] = ksql("DESCRIBE METERED_ORDERS EXTENDED;")
         assert "   total-messages:         3" in sink["sourceDescription"]["statistics"]
         assert {s["name"] for s in sink["sourceDescription"]["clusterStatistics"]} == {"messages-per-sec",
                                                                                       "total-messages"}
