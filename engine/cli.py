@@ -309,13 +309,15 @@ def _run_on_kafka(args: argparse.Namespace) -> int:
         return 1
 
 
-def _positive_seconds(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse type: a time in seconds above 0 (``--metrics-interval``, the migrations'
+    ``--state-timeout``)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"the interval must be more than 0 seconds, not {text}")
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
     return value
 
 
@@ -628,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
     run.add_argument("--config", metavar="FILE",
                      help="ksqlDB-style properties file (name=value lines); --property wins (Kafka mode)")
-    run.add_argument("--metrics-interval", type=_positive_seconds, default=None, metavar="SECONDS",
+    run.add_argument("--metrics-interval", type=positive_seconds, default=None, metavar="SECONDS",
                      help="write each query's figures (records, lag, saturation...) as a JSON line every "
                           "SECONDS, and at the end (Kafka mode)")
     run.add_argument("--metrics-file", metavar="FILE",

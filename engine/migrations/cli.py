@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.cli import positive_seconds
 from engine.migrations import commands
 from engine.migrations.client import ServerClient
 from engine.migrations.config import MigrationConfig
@@ -33,16 +34,6 @@ def _version(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a version number: {text!r}") from None
     if not 1 <= value <= 999_999:
         raise argparse.ArgumentTypeError(f"a version is between 1 and 999999, not {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"a timeout is positive, not {value:g}")
     return value
 
 
@@ -78,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     apply.add_argument("-d", "--define", action="append", default=[], metavar="NAME=VALUE",
                        help="a variable, as if DEFINEd before each migration (repeatable)")
     apply.add_argument("--headers", metavar="FILE", help="a properties file of HTTP headers sent with every request")
-    apply.add_argument("--state-timeout", type=_seconds, default=commands.STATE_TIMEOUT_SECONDS, metavar="SECONDS",
+    apply.add_argument("--state-timeout", type=positive_seconds, default=commands.STATE_TIMEOUT_SECONDS, metavar="SECONDS",
                        help="how long to wait for the metadata table to show a state written to the stream "
                             f"(kspark's; default {commands.STATE_TIMEOUT_SECONDS:g})")
     action("info", "print the current version and the state of every migration file")

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.data.java_properties import parse_properties
 from engine.errors import KsqlError
 from engine.migrations import files as F
 from engine.migrations.client import ServerClient
-from engine.migrations.config import MigrationConfig, new_project_properties, parse_properties
+from engine.migrations.config import MigrationConfig, new_project_properties
 from engine.migrations.errors import MigrationError
 from engine.migrations.metadata import (
     CURRENT_VERSION_KEY,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.data.java_properties import parse_properties
 from engine.migrations.errors import MigrationError
 from engine.migrations.files import MIGRATIONS_DIR
 
@@ -53,59 +53,6 @@ def new_project_properties(server_url: str) -> str:
     for header, entries in _NEW_PROJECT_SECTIONS:
         lines += ["", f"# {header}:"] + [f"# {name}={value}" for name, value in entries]
     return "\n".join(lines) + "\n"
-
-
-_SEPARATOR = re.compile(r"(?<!\\)[=:\s]")
-
-
-def _unescape(text: str) -> str:
-    escapes = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-                out.append(chr(int(text[i + 2:i + 6], 16)))
-                i += 6
-                continue
-            out.append(escapes.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java's ``.properties`` format: ``name=value``, ``name: value`` or ``name value`` lines,
-    ``#``/``!`` comments, a trailing ``\\`` continuing a line, backslash escapes."""
-    logical: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        logical.append(pending + line)
-        pending = ""
-    if pending:
-        logical.append(pending)
-    found: dict[str, str] = {}
-    for line in logical:
-        match = _SEPARATOR.search(line)
-        if match is None:
-            found[_unescape(line)] = ""
-            continue
-        key, rest = line[:match.start()], line[match.end():].lstrip()
-        if match.group().isspace() and rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip()
-        found[_unescape(key)] = _unescape(rest)
-    return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

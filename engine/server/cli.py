@@ -63,30 +63,15 @@ def check_config(properties: dict[str, str]) -> None:
 
 
 def read_config(path: str) -> dict[str, str]:
-    """A Java-style properties file: ``name=value`` (or ``name: value``) lines, ``#``/``!``
-    comments; a line ending in a backslash goes on in the next one (its leading blanks dropped),
-    as ksqlDB's docs write ``sasl.jaas.config``."""
+    """The properties of a Java ``.properties`` file (``engine.data.java_properties``)."""
+    from engine.data.java_properties import parse_properties
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return parse_properties(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise SystemExit(f"kspark: cannot read the config file {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise SystemExit(f"kspark: cannot read the config file {path}: byte {exc.start} is not UTF-8 text.") from None
-    properties: dict[str, str] = {}
-    pending = ""
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = pending + line.strip() if pending else line.strip()
-        if not pending and (not stripped or stripped[0] in "#!"):
-            continue
-        if (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1:  # an odd number: a continuation
-            pending = stripped[:-1]
-            continue
-        pending = ""
-        cut = min((i for i in (stripped.find("="), stripped.find(":")) if i > 0), default=-1)
-        if cut < 0:
-            raise SystemExit(f"kspark: line {number} of {path} is not 'name=value': {stripped}")
-        properties[stripped[:cut].strip()] = stripped[cut + 1:].strip()
-    return properties
 
 
 def _listen(text: str) -> tuple[str, int]:

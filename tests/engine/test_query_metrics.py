@@ -114,4 +114,4 @@ def test_a_metrics_interval_must_be_a_positive_number(capsys: pytest.CaptureFixt
 
     with pytest.raises(SystemExit):
         main(["run", "x.sql", "--metrics-interval", "0"])
-    assert "the interval must be more than 0 seconds, not 0" in capsys.readouterr().err
+    assert "argument --metrics-interval: must be more than 0 seconds, not 0" in capsys.readouterr().err

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.data.java_properties import parse_properties
 from engine.migrations import config as C
 from engine.migrations.errors import MigrationError
-
-
-def test_java_properties_lines() -> None:
-    text = ("# a comment\n! another\nksql.server.url=http://h:8088\n  spaced : value\nbare\n"
-            "continued = one \\\n    two\nescaped\\=key=a\\tb\\u0041\nempty=\n")
-    assert C.parse_properties(text) == {
-        "ksql.server.url": "http://h:8088", "spaced": "value", "bare": "", "continued": "one two",
-        "escaped=key": "a\tbA", "empty": ""}
 
 
 def test_defaults_and_derived_names(tmp_path: Path) -> None:
@@ -60,4 +53,4 @@ def test_a_new_projects_file_names_the_url_and_comments_out_the_rest() -> None:
     assert "# ksql.migrations.stream.name=MIGRATION_EVENTS" in lines
     assert "# ksql.migrations.table.topic.name=ksql-service-idksql_MIGRATION_SCHEMA_VERSIONS" in lines
     assert "# ksql.auth.basic.password=" in lines and "# ssl.verify.host=true" in lines
-    assert C.parse_properties(text) == {"ksql.server.url": "http://localhost:8088"}
+    assert parse_properties(text) == {"ksql.server.url": "http://localhost:8088"}
