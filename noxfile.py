@@ -79,6 +79,15 @@ def soak(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def soak_bench(session: nox.Session) -> None:
+    """A soak of one server (benchmarks/soak.py): 20 persistent queries under steady input for an
+    hour by default, pull and push queries, a restart half-way; memory, threads, open files, state
+    and lag sampled and plotted; outputs exact at the end."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "benchmarks.soak", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def upgrade(session: nox.Session) -> None:
     """A rolling upgrade of a three-server service from the previous release's wheel to the
     current one under load and statements, then the downgrade; every output topic checked

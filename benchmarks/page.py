@@ -30,6 +30,11 @@ TITLES = {
     "replay_bench": ("Planned-case replay speed", "nox -s replay_bench",
                      "planned-case versions replayed per second, against the smallest hand-written "
                      "PySpark job on the same session"),
+    "soak": ("A soak of one server", "nox -s soak_bench",
+             "persistent queries (stateless, aggregates, windows, joins) started in stages of 1, 5 and 20 "
+             "under steady input, with pull and push queries and a restart half-way: memory, threads, "
+             "open files, state size and lag sampled every minute and plotted, outputs checked exactly at "
+             "the end"),
     "stream_bench": ("Streaming on a real broker", "nox -s stream_bench",
                      "records/s of a stateless query and a running GROUP BY, the engine against "
                      "hand-written Structured Streaming jobs on the same broker, and single-record latency"),
@@ -104,6 +109,9 @@ def _newest(run: dict[str, Any]) -> list[str]:
             f"| {name} | {_number(f.get('engine'))} | {_number(f.get('baseline'))} | "
             f"{_number(f.get('ratio'))} | {_number(f.get('target'))} | {unit} |"
         )
+    plot = (run.get("details") or {}).get("plot")
+    if plot:  # a file beside this page under docs/, written by the run
+        lines += ["", f"![{run['benchmark']}: the run's samples]({plot})"]
     return lines
 
 

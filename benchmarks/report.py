@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 BENCHMARKS = ("benchmark", "load", "metastore_bench", "metrics_bench", "perf", "pull_bench", "replay_bench",
-              "stream_bench")
+              "soak", "stream_bench")
 HISTORY_DIR = Path(__file__).resolve().parent / "reports"
 REPOSITORY = Path(__file__).resolve().parent.parent
 MEASURED = "measured"
