@@ -420,13 +420,14 @@ def run_baseline(
                 failing.append(label)
                 print(f"baseline {label} FAILS: {outcomes[label].detail}", flush=True)
         print(f"baseline replays: {len(labels)} run in {time.perf_counter() - t0:.0f}s", flush=True)
-        plugin = _PytestPlugin()
-        t0 = time.perf_counter()
-        _pytest([*unit_tests], plugin, repo)
-        print(f"baseline unit tests: {len(plugin.outcomes)} run in "
-              f"{time.perf_counter() - t0:.0f}s", flush=True)
-        durations.update(plugin.seconds)
-        failing += sorted(label for label, o in plugin.outcomes.items() if o == "failed")
+        if unit_tests:  # pytest given no path would collect the whole suite
+            plugin = _PytestPlugin()
+            t0 = time.perf_counter()
+            _pytest([*unit_tests], plugin, repo)
+            print(f"baseline unit tests: {len(plugin.outcomes)} run in "
+                  f"{time.perf_counter() - t0:.0f}s", flush=True)
+            durations.update(plugin.seconds)
+            failing += sorted(label for label, o in plugin.outcomes.items() if o == "failed")
     finally:
         tracer.stop()
         write_control(control, None, None)
@@ -547,6 +548,7 @@ class Options:
     fresh_baseline: bool = False
     all_versions: bool = False
     check_equivalents: bool = False
+    replays_only: bool = False  # the planned cases alone, as qtt plans verify checks them
     cases: str = ""  # replay only the cases whose folder name contains this
     tests: list[str] = field(default_factory=list)  # empty: select_tests chooses
 
@@ -554,12 +556,12 @@ class Options:
 def parse_args(argv: Sequence[str]) -> Options:
     """``--count N --seed S --jobs J --max-replays K --report PATH --baseline PATH
     --cases TEXT --tests PATH (repeatable) --fresh-baseline --all-versions
-    --check-equivalents``."""
+    --check-equivalents --replays-only``."""
     options = Options()
     tests: list[str] = []
     args = list(argv)
     flags = {"--fresh-baseline": "fresh_baseline", "--all-versions": "all_versions",
-             "--check-equivalents": "check_equivalents"}
+             "--check-equivalents": "check_equivalents", "--replays-only": "replays_only"}
     valued = {"--count": ("count", int), "--seed": ("seed", int), "--jobs": ("jobs", int),
               "--max-replays": ("max_replays", int), "--report": ("report", Path),
               "--baseline": ("baseline", Path), "--cases": ("cases", str)}
@@ -584,10 +586,20 @@ def parse_args(argv: Sequence[str]) -> Options:
             known = ", ".join([*valued, "--tests", *flags])
             raise ValueError(f"Unknown option {arg!r}; known: {known}.")
     if tests:
+        if options.replays_only:
+            raise ValueError("--replays-only runs no unit test; drop --tests.")
         options.tests = tests
     if options.count < 1 or options.jobs < 1 or options.max_replays < 0:
         raise ValueError("--count and --jobs must be at least 1, --max-replays at least 0.")
     return options
+
+
+def tests_to_trace(options: Options, repo: Path) -> list[str]:
+    """The unit tests the run traces and runs: none with ``--replays-only``, those given
+    with ``--tests``, else ``select_tests``."""
+    if options.replays_only:
+        return []
+    return list(options.tests) or select_tests(repo)
 
 
 def _versions(repo: Path, all_versions: bool, cases: str) -> dict[str, Any]:
@@ -663,8 +675,7 @@ def _run(
     import engine.runtime.kafka  # noqa: F401 - the streaming operators, as workers have them
 
     replays = Replays(_versions(repo, options.all_versions, options.cases), options.jobs)
-    if not options.tests:
-        options.tests = select_tests(repo)
+    options.tests = tests_to_trace(options, repo)
     for test in options.tests:
         if not (repo / test.split("::")[0]).exists():
             print(f"error: unit test path {test} does not exist.", file=sys.stderr)
@@ -706,7 +717,8 @@ def _run(
     totals = summarise(verdicts)
     report: dict[str, Any] = {
         "seed": options.seed, "count": options.count, "targets": list(TARGETS),
-        "unit_tests": options.tests, "replays": len(replays.versions),
+        "unit_tests": options.tests, "replays_only": options.replays_only,
+        "replays": len(replays.versions),
         "all_versions": options.all_versions, "max_replays": options.max_replays,
         "jobs": options.jobs,
         "seconds": round(time.perf_counter() - started, 1),
