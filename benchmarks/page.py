@@ -22,6 +22,12 @@ TITLES = {
     "metrics_bench": ("The cost of metrics", "nox -s metrics_bench",
                       "records/s of a stateless query on a real broker with each query's figures gathered "
                       "(docs/guides/metrics.md), against the same query without them"),
+    "mutation": ("The mutation check", "nox -s mutation -- --record",
+                 "seeded mutants of the lower layer (builders, expressions, serdes, plan serde) applied in "
+                 "process: the share of the non-equivalent ones caught, by the planned cases alone "
+                 "(`--replays-only`, what `qtt plans verify` checks) or by the whole CI (unit tests and "
+                 "planned cases); seed, count and mode are the run's load, its survivors are in "
+                 "benchmarks/reports/mutation.json"),
     "perf": ("In-memory queries against hand-written PySpark", "nox -s perf",
              "JSON records in memory through a stateless CSAS and a running GROUP BY, the engine "
              "against a hand-written PySpark job doing the same work"),

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ("benchmark", "load", "metastore_bench", "metrics_bench", "perf", "pull_bench", "replay_bench",
-              "soak", "stream_bench")
+BENCHMARKS = ("benchmark", "load", "metastore_bench", "metrics_bench", "mutation", "perf", "pull_bench",
+              "replay_bench", "soak", "stream_bench")
 HISTORY_DIR = Path(__file__).resolve().parent / "reports"
 REPOSITORY = Path(__file__).resolve().parent.parent
 MEASURED = "measured"

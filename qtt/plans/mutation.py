@@ -28,6 +28,7 @@ import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -549,6 +550,7 @@ class Options:
     all_versions: bool = False
     check_equivalents: bool = False
     replays_only: bool = False  # the planned cases alone, as qtt plans verify checks them
+    record: bool = False  # append the run to the benchmark history (benchmarks.mutation)
     cases: str = ""  # replay only the cases whose folder name contains this
     tests: list[str] = field(default_factory=list)  # empty: select_tests chooses
 
@@ -556,12 +558,13 @@ class Options:
 def parse_args(argv: Sequence[str]) -> Options:
     """``--count N --seed S --jobs J --max-replays K --report PATH --baseline PATH
     --cases TEXT --tests PATH (repeatable) --fresh-baseline --all-versions
-    --check-equivalents --replays-only``."""
+    --check-equivalents --replays-only --record``."""
     options = Options()
     tests: list[str] = []
     args = list(argv)
     flags = {"--fresh-baseline": "fresh_baseline", "--all-versions": "all_versions",
-             "--check-equivalents": "check_equivalents", "--replays-only": "replays_only"}
+             "--check-equivalents": "check_equivalents", "--replays-only": "replays_only",
+             "--record": "record"}
     valued = {"--count": ("count", int), "--seed": ("seed", int), "--jobs": ("jobs", int),
               "--max-replays": ("max_replays", int), "--report": ("report", Path),
               "--baseline": ("baseline", Path), "--cases": ("cases", str)}
@@ -631,6 +634,25 @@ def summarise(verdicts: Sequence[Verdict]) -> dict[str, Any]:
             "score": round(counts["caught"] / scored, 4) if scored else 1.0}
 
 
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _git_commit(repo: Path) -> str | None:
+    """The commit the run measures, ``+dirty`` when the mutated code, the tests or the planned
+    cases have uncommitted changes (the report then names no exact state)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        head = git("rev-parse", "--short=12", "HEAD")
+        dirty = git("status", "--porcelain", "--", "engine", "tests", "planned_cases")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -649,6 +671,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "engine/ here).", file=sys.stderr)
         return 2
     started, load_start = time.perf_counter(), _load()
+    started_at, commit = _utc_now(), _git_commit(repo)
     mutants = sample(repo, options.count, options.seed)
     files = sorted({m.path for m in mutants} | set(target_files(repo, TARGETS)))
     workdir = Path(tempfile.mkdtemp(prefix="kspark-mutation-"))
@@ -657,7 +680,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ[CONTROL_ENV] = str(control)
     try:
         return _run(repo, options, mutants, files, equivalents, workdir, control,
-                    started, load_start)
+                    started, load_start, started_at, commit)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -665,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(
     repo: Path, options: Options, mutants: list[Mutant], files: list[str],
     equivalents: dict[str, str], workdir: Path, control: Path, started: float,
-    load_start: list[float],
+    load_start: list[float], started_at: str, commit: str | None,
 ) -> int:
     from engine.builders import walker
     from engine.runtime.session import get_spark
@@ -716,6 +739,7 @@ def _run(
             print(f"    {mutant.before.strip()}  ->  {mutant.after.strip()}", flush=True)
     totals = summarise(verdicts)
     report: dict[str, Any] = {
+        "date": started_at, "commit": commit,
         "seed": options.seed, "count": options.count, "targets": list(TARGETS),
         "unit_tests": options.tests, "replays_only": options.replays_only,
         "replays": len(replays.versions),
@@ -735,6 +759,12 @@ def _run(
           f"caught ({totals['score']:.1%}; {totals['equivalent']} equivalent, "
           f"{totals['invalid']} invalid) in {report['seconds']:.0f}s, load average "
           f"{load_start} -> {_load()}; report: {options.report}")
+    if options.record:
+        from benchmarks.mutation import record
+
+        record(options.report, out=options.report.with_name("mutation-benchmark.json"))
+        print("Recorded in benchmarks/reports/mutation.json; regenerate docs/benchmarks.md with "
+              "python -m qtt.docs_reference.")
     return 0 if totals["score"] >= TARGET_SCORE else 1
 
 
