@@ -7,6 +7,7 @@
     POST /query-stream    {"sql": "SELECT ... EMIT CHANGES;", "properties": {...}}
     POST /close-query     {"queryId": "..."}
     POST /inserts-stream  {"target": "S"} then one JSON row a line; one acknowledgement a row
+    GET  /console         the browser console and its assets (``engine.server.console``)
 
 Every error is a ksqlDB error body (``@type`` ``statement_error`` or ``generic_error``,
 ``error_code``, ``message``) with the HTTP status the code starts with; no endpoint
@@ -33,6 +34,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from engine.errors import KsqlError
+from engine.server import console
 from engine.server import entities as E
 from engine.server import metrics as server_metrics
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
@@ -276,6 +278,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
             route, _media = negotiate(request.headers.get("accept"), QUERY_ROUTES)
             body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
             text, properties, variables = body["ksql"], body["properties"], body["sessionVariables"]
+            if not text.strip():  # ksqlDB's StreamedQueryResource
+                raise ServiceError('"ksql" field must be populated', code=E.ERROR_BAD_REQUEST)
             if route == 2:
                 return await _protobuf_answer(text, properties, variables)
             printed = await run_in_threadpool(service.print_query, text, variables)
@@ -446,6 +450,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         Route("/inserts-stream", inserts_stream, methods=["POST"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/lag", lag, methods=["GET"]),
+        *console.routes(),
     ]
     app = Starlette(
         routes=routes,

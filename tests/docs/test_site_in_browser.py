@@ -2,8 +2,8 @@
 reference page, and every internal link on them answers (``nox -s docs``, after the build).
 
 The site is the one ``mkdocs build --strict`` wrote (``KSPARK_DOCS_SITE``, default
-``build/site``), served over HTTP from a thread. Chromium and its driver are Debian's
-(``chromium``, ``chromium-driver``), which ``.ci/run`` installs.
+``build/site``), served over HTTP from a thread, opened in headless Chromium
+(``tests.chromium``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -20,6 +19,8 @@ from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
+
+from tests.chromium import headless_chromium
 
 pytestmark = pytest.mark.docs
 SITE = Path(os.environ.get("KSPARK_DOCS_SITE", "build/site"))
@@ -43,19 +44,8 @@ def site_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium")
-    driver_path = shutil.which("chromedriver")
-    assert chromium and driver_path, "Chromium and its driver are needed: apt-get install chromium chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    yield driver
-    driver.quit()
+    with headless_chromium() as driver:
+        yield driver
 
 
 @pytest.mark.parametrize("page", sorted(PAGES))
