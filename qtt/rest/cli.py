@@ -1,7 +1,8 @@
 """``qtt rest PATH... [--report FILE] [--server URL] [--bootstrap-servers HOST:PORT] [--registry URL] [-k S]``.
 
 Runs REST QTT files against a kspark server (started with its broker and a schema registry
-unless ``--server`` names one), prints a line per case and a pass rate per file, then the conformance summary;
+unless ``--server`` names one; over HTTPS with ``--tls``, or an ``https://`` ``--server`` with
+``--ca`` and ``--client-cert``), prints a line per case and a pass rate per file, then the conformance summary;
 ``--report`` writes the same JSON report as ``qtt conformance`` (``runtime``: ``rest``).
 Exit codes: 0 done (with ``--strict``: every case passed); 1 no case found or, with
 ``--strict``, a case did not pass; 2 the run itself failed (bad path, no broker, no server,
@@ -83,6 +84,25 @@ def add_rest_command(sub: Any) -> None:
         help="Keep the broker's and server's files and logs in DIR (default: a temp dir, removed).",
     )
     rest.add_argument(
+        "--tls",
+        action="store_true",
+        help=(
+            "The server started for the run serves HTTPS and asks for the runner's client "
+            "certificate (certificates made for the run in the work dir)."
+        ),
+    )
+    rest.add_argument(
+        "--ca", metavar="FILE", help="With an https:// --server: the PEM CA its certificate is signed by."
+    )
+    rest.add_argument(
+        "--client-cert",
+        metavar="FILE",
+        help="With an https:// --server that asks for one: the runner's PEM certificate (and key).",
+    )
+    rest.add_argument(
+        "--client-key", metavar="FILE", help="The PEM key of --client-cert (default: in the same file)."
+    )
+    rest.add_argument(
         "--strict", action="store_true", help="Exit 1 unless every case passed (for CI)."
     )
     rest.add_argument("--top", type=int, default=10, metavar="N", help="Top reasons shown (10).")
@@ -105,8 +125,18 @@ def ignored_keys_note(files: list[RestFile]) -> str | None:
 
 def cmd_rest(args: argparse.Namespace) -> int:
     """The ``qtt rest`` handler."""
+    from qtt.rest.client import ClientTls
     from qtt.rest.runner import HarnessError, RestHarness
 
+    tls_files = [f"--{o.replace('_', '-')}" for o in ("ca", "client_cert", "client_key") if getattr(args, o, None)]
+    if args.tls and args.server:
+        print("qtt: --tls is for the server started for the run; for --server give its https:// URL "
+              "and --ca, --client-cert.", file=sys.stderr)
+        return 2
+    if tls_files and not (args.server or "").startswith("https://"):
+        print(f"qtt: {tls_files[0]} needs an https:// --server.", file=sys.stderr)
+        return 2
+    client_tls = ClientTls(ca=args.ca, cert=args.client_cert, key=args.client_key) if tls_files else None
     try:
         files = load_rest_paths(args.paths, filter=args.filter)
     except FileNotFoundError as exc:
@@ -127,6 +157,8 @@ def cmd_rest(args: argparse.Namespace) -> int:
             wait=args.wait,
             server_timeout=args.server_timeout,
             registry_url=args.registry,
+            tls=args.tls,
+            client_tls=client_tls,
         ) as harness:
             registry = f", schema registry {harness.registry_url}" if harness.registry_url else ""
             print(f"server {harness.client.url}, broker {harness.bootstrap_servers}{registry}", flush=True)

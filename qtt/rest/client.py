@@ -1,6 +1,7 @@
 """A small client for ksqlDB's REST API over HTTP/1.1 (the standard library's http.client).
 
     client = RestClient("http://127.0.0.1:8088")
+    client = RestClient("https://127.0.0.1:8443", tls=ClientTls(ca="ca.pem", cert="client.pem"))
     answer = client.ksql("CREATE STREAM ...;", {"auto.offset.reset": "earliest"})
     with client.query("SELECT * FROM S EMIT CHANGES LIMIT 2;", {}) as stream:
         stream.wait(lambda messages: len(messages) >= 4, timeout=20)
@@ -11,6 +12,10 @@
 pieces as they arrive on a reader thread (blank keep-alive lines and newline-separated
 objects are accepted too). JSON numbers with a fraction are read as ``Decimal``, as the
 case files are. A transport failure is a ``RestClientError`` naming the URL.
+
+Over HTTPS the server's certificate is verified against ``ClientTls.ca`` (default: the
+system's trust store), host name included; ``ClientTls.cert`` (with ``key``, or a PEM file
+holding both) is presented to a server that asks for a client certificate.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import decimal
 import http.client
 import json
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -54,19 +60,46 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+@dataclass(frozen=True, slots=True)
+class ClientTls:
+    """The client's side of HTTPS: the CA that signed the server's certificate (None: the
+    system's), and a client certificate (PEM; ``key`` None: the key is in the same file)."""
+
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    def context(self) -> ssl.SSLContext:
+        """An SSL context that verifies the server and presents the client certificate."""
+        try:
+            context = ssl.create_default_context(cafile=self.ca)
+            if self.cert is not None:
+                context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as exc:
+            raise RestClientError(f"The client's TLS files do not load: {exc}") from None
+        return context
+
+
 class RestClient:
     """Requests to one server; a new connection per request, as a test runner wants."""
 
-    def __init__(self, url: str, *, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 60.0, tls: ClientTls | None = None) -> None:
         parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-        if parsed.scheme != "http" or not parsed.hostname:
-            raise ValueError(f"Server URL '{url}' is not of the form http://HOST:PORT.")
-        self.url = f"http://{parsed.hostname}:{parsed.port or 80}"
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"Server URL '{url}' is not of the form http://HOST:PORT or https://HOST:PORT.")
+        default_port = 443 if parsed.scheme == "https" else 80
+        self.scheme = parsed.scheme
+        self.url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port or default_port}"
         self.host = parsed.hostname
-        self.port = parsed.port or 80
+        self.port = parsed.port or default_port
         self.timeout = timeout
+        self.tls = tls
+        self._context = (tls or ClientTls()).context() if parsed.scheme == "https" else None
 
     def _connection(self, timeout: float | None = None) -> http.client.HTTPConnection:
+        if self._context is not None:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout or self.timeout,
+                                               context=self._context)
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout or self.timeout)
 
     def request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> RestAnswer:

@@ -51,7 +51,14 @@ from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import KafkaClientError, UnsupportedFeatureError
 from engine.hosting.application import SCHEMA_REGISTRY_URL
 from qtt.kafka_runtime import SourceSerdes, encode_windowed_key, plain_bytes
-from qtt.rest.client import JSON_CONTENT, QueryStream, RestClient, RestClientError, parse_json
+from qtt.rest.client import (
+    JSON_CONTENT,
+    ClientTls,
+    QueryStream,
+    RestClient,
+    RestClientError,
+    parse_json,
+)
 from qtt.rest.model import ExpectedResponse, RestCase
 from qtt.rest.producer import JavaInputProducer, ProducerError
 from qtt.rest.responses import (
@@ -63,7 +70,7 @@ from qtt.rest.responses import (
     split_messages,
     unsupported_feature,
 )
-from qtt.rest.server import ServerProcess, ServerStartError
+from qtt.rest.server import ServerProcess, ServerStartError, ServerTls
 from qtt.runner import STATEMENT_TOPIC_PARTITIONS, CaseResult, Status, describe_exception, one_line
 from qtt.verify import Verification, verify_outputs
 
@@ -159,8 +166,14 @@ class RestHarness:
         wait: float = 30.0,
         server_timeout: float = 180.0,
         registry_url: str | None = None,
+        tls: bool = False,
+        client_tls: ClientTls | None = None,
     ) -> Iterator[RestHarness]:
         """A harness on the given server and broker, or on ones started for it.
+
+        With ``tls`` a started server serves HTTPS and asks for the runner's client
+        certificate (certificates made in the work dir); ``client_tls`` is the runner's side
+        of a given ``https://`` server (its CA, a client certificate).
 
         A server the harness starts gets a schema registry: ``registry_url``, or one started
         for the run (``engine.components.registry``). A given server uses ``registry_url``
@@ -214,6 +227,7 @@ class RestHarness:
                         bootstrap_servers,
                         root / "server-1",
                         properties={} if registry_url is None else {SCHEMA_REGISTRY_URL: registry_url},
+                        tls=ServerTls.make(root / "pki") if tls else None,
                     )
                     try:
                         server_url = server.start(timeout=server_timeout)
@@ -224,7 +238,10 @@ class RestHarness:
                                 r"\(log: [^)]*\)", "(--work-dir DIR keeps its log)", message
                             )
                         raise HarnessError(message) from None
-                client = RestClient(server_url)
+                try:
+                    client = server.client() if server is not None else RestClient(server_url, tls=client_tls)
+                except (ValueError, RestClientError) as exc:
+                    raise HarnessError(str(exc)) from None
                 if not client.healthy():
                     raise HarnessError(f"The server at {server_url} does not answer GET /healthcheck.")
                 harness = cls(
@@ -363,7 +380,8 @@ class RestHarness:
             return
         self.server.stop()
         try:
-            self.client = RestClient(self.server.start(timeout=self.server_timeout))
+            self.server.start(timeout=self.server_timeout)
+            self.client = self.server.client()
         except ServerStartError as exc:
             raise HarnessError(f"Restarting the server after {why}: {exc}") from None
         self.restarts += 1

@@ -8,6 +8,10 @@
 
 Each start uses a fresh service id and state dir, so a restarted server begins with an
 empty metastore (the runner restarts it when a case leaves sources it cannot drop).
+
+With ``tls=ServerTls.make(directory)`` the server serves HTTPS with certificates made for the
+run (``engine.components.certificates``: a CA, the server's for 127.0.0.1, a client's) and
+asks every client for a certificate signed by that CA; ``tls.client`` is the runner's side.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from qtt.rest.client import RestClient
+from qtt.rest.client import ClientTls, RestClient
 from qtt.rest.processes import die_with_parent, free_port, stop_process, tail
 
 
@@ -38,15 +43,42 @@ def server_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "engine.cli"]
 
 
+@dataclass(frozen=True, slots=True)
+class ServerTls:
+    """A started server's HTTPS: its PEM certificate and key, the CA its clients' certificates
+    must be signed by (None: no client certificates), and the runner's client side."""
+
+    cert: str
+    key: str
+    client_ca: str | None
+    client: ClientTls
+
+    @staticmethod
+    def make(directory: Path) -> ServerTls:
+        """Certificates made in ``directory``: the server's for 127.0.0.1, mutual TLS."""
+        from engine.components.certificates import make_pki
+
+        pki = make_pki(directory)
+        return ServerTls(cert=str(pki.server_pem), key=str(pki.server_pem), client_ca=str(pki.ca),
+                         client=ClientTls(ca=str(pki.ca), cert=str(pki.client_pem)))
+
+    def options(self) -> list[str]:
+        """``kspark server``'s options for it."""
+        options = ["--tls-cert", self.cert, "--tls-key", self.key]
+        return [*options, "--tls-client-ca", self.client_ca] if self.client_ca else options
+
+
 class ServerProcess:
     """One ``kspark server`` child living in ``directory`` (state dir and log)."""
 
     def __init__(
-        self, bootstrap_servers: str, directory: Path, *, properties: Mapping[str, str] | None = None
+        self, bootstrap_servers: str, directory: Path, *, properties: Mapping[str, str] | None = None,
+        tls: ServerTls | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.directory = directory
         self.properties = dict(properties or {})  # ksql.* properties, passed with --config
+        self.tls = tls
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.service_id = ""
@@ -72,6 +104,8 @@ class ServerProcess:
                 "".join(f"{name}={value}\n" for name, value in self.properties.items()), encoding="utf-8"
             )
             command += ["--config", str(config)]
+        if self.tls is not None:
+            command += self.tls.options()
         return command
 
     def start(self, *, timeout: float = 180.0) -> str:
@@ -82,7 +116,7 @@ class ServerProcess:
         state_dir = self.directory / "state"
         state_dir.mkdir(exist_ok=True)
         command = self.command(port, state_dir)
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{port}"
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
                 command,
@@ -92,7 +126,7 @@ class ServerProcess:
                 preexec_fn=die_with_parent,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
-        client = RestClient(self.url)
+        client = self.client()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             code = self.process.poll()
@@ -109,6 +143,10 @@ class ServerProcess:
             f"kspark server did not answer GET {self.url}/healthcheck within {timeout:.0f} s "
             f"(log: {self.log}): {tail(self.log) or 'no output'}"
         )
+
+    def client(self) -> RestClient:
+        """A client of the started server (over HTTPS with the runner's certificate)."""
+        return RestClient(self.url, tls=self.tls.client if self.tls else None)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
