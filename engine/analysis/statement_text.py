@@ -156,3 +156,20 @@ def _duration(ms: int) -> str:
         if ms and ms % size == 0:
             return f"{ms // size} {unit}"
     return f"{ms} MILLISECONDS"
+
+
+def format_create_source(stmt: ast.CreateSource, properties: Mapping[str, Any]) -> str:
+    """``CREATE [OR REPLACE] [SOURCE] STREAM|TABLE [IF NOT EXISTS] name (columns) WITH (...)`` as
+    ksqlDB's ``SqlFormatter`` prints it: columns as declared, types in their full names, the
+    properties ``properties`` sorted by name."""
+    head = "CREATE " + ("OR REPLACE " if stmt.or_replace else "") + ("SOURCE " if stmt.is_source else "")
+    head += f"{stmt.kind} " + ("IF NOT EXISTS " if stmt.if_not_exists else "") + E.format_identifier(stmt.name)
+    elements = ", ".join(_table_element(e) for e in stmt.elements)
+    return f"{head}{f' ({elements})' if elements else ''}{_with(properties)};"
+
+
+def _table_element(element: ast.TableElement) -> str:
+    postfix = {"PRIMARY KEY": " PRIMARY KEY", "KEY": " KEY", "HEADERS": " HEADERS"}.get(element.constraint or "", "")
+    if element.constraint == "HEADER":
+        postfix = f" HEADER('{element.header_key}')"
+    return f"{E.format_identifier(element.name)} {element.type}{postfix}"

@@ -7,6 +7,7 @@ without its SQL text (``execute_plan``), which is how legacy plans replay.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from copy import deepcopy
@@ -172,6 +173,8 @@ class KsqlEngine:
     def _execute(self, stmt: Any, text: str) -> StatementResult:
         planner = self.planner()
         if isinstance(stmt, ast.CreateSource):
+            if stmt.is_source and not _config_flag(self.config, SOURCE_TABLE_MATERIALIZATION_ENABLED):
+                raise AnalysisError("Cannot execute command because source table materialization is disabled.")
             plan = planner.plan_create_source(stmt, text)
             self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}")
@@ -180,7 +183,11 @@ class KsqlEngine:
             self._provision_topic(stmt, plan)
             return self._apply(plan, text, f"CREATE_{stmt.kind}_AS_SELECT")
         if isinstance(stmt, ast.InsertInto):
-            plan = planner.plan_insert_into(stmt, text, self._next_query_id(stmt))
+            requested = stmt.properties.get("QUERY_ID")
+            query_id = str(requested).upper() if requested is not None else self._next_query_id(stmt)
+            if requested is not None:
+                self._check_requested_query_id(query_id)
+            plan = planner.plan_insert_into(stmt, text, query_id)
             return self._apply(plan, text, "INSERT_INTO")
         if isinstance(stmt, ast.DropSource):
             plan = planner.plan_drop(stmt, text)
@@ -248,6 +255,19 @@ class KsqlEngine:
             kind = stmt.kind.lower()
             raise AnalysisError(f"Cannot add {kind} '{stmt.name}': A {kind} with the same name already exists")
         return writers[0] if writers else self._next_query_id(stmt)
+
+    def _check_requested_query_id(self, query_id: str) -> None:
+        """ksqlDB's checks of an INSERT INTO's ``QUERY_ID`` (upper-cased): no reserved prefix,
+        letters, digits and '_' only, no running query of that id."""
+        if query_id.startswith(RESERVED_QUERY_ID_PREFIXES):
+            raise AnalysisError(
+                "Query IDs must not start with a reserved query ID prefix "
+                f"({', '.join(RESERVED_QUERY_ID_PREFIXES)}). Got '{query_id}'."
+            )
+        if not re.fullmatch(r"[A-Za-z0-9_]+", query_id):
+            raise AnalysisError(f"Query IDs may contain only alphanumeric characters and '_'. Got: '{query_id}'")
+        if query_id in self.queries:
+            raise AnalysisError(f"Query ID '{query_id}' already exists.")
 
     def _next_query_id(self, stmt: Any) -> str:
         n = self._query_counter
@@ -386,6 +406,8 @@ class KsqlEngine:
         from engine.expressions import coerce_value
 
         for name, value_expr in zip(columns, stmt.values, strict=True):
+            if any(isinstance(e, E.ColumnRef) for e in E.walk(value_expr)):  # ksqlDB's GenericExpressionResolver
+                raise AnalysisError(f"Unsupported column reference in insert value: {E.format_sql(value_expr)}")
             value = compile_expression(value_expr, {})({})
             value_type = infer_type(value_expr, {})
             if name == "ROWTIME":
@@ -626,11 +648,20 @@ __all__ = ["KsqlEngine", "KsqlError"]
 INSERT_VALUES_ENABLED = "ksql.insert.into.values.enabled"
 READ_ONLY_TOPICS = "ksql.readonly.topics"
 CREATE_OR_REPLACE_ENABLED = "ksql.create.or.replace.enabled"
+SOURCE_TABLE_MATERIALIZATION_ENABLED = "ksql.source.table.materialization.enabled"
+# The prefixes of the query ids ksqlDB generates, which an INSERT INTO's QUERY_ID may not take.
+RESERVED_QUERY_ID_PREFIXES = ("INSERTQUERY_", "CTAS_", "CSAS_", "CST_")
+
 # ksqlDB's default ksql.readonly.topics: Confluent's, Kafka's and Kafka Connect's own topics.
 DEFAULT_READ_ONLY_TOPICS = (
     "_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,connect-configs,"
     "connect-offsets,connect-status,connect-statuses"
 )
+
+
+def _config_flag(config: Mapping[str, Any], name: str, default: bool = True) -> bool:
+    value = config.get(name, default)
+    return value.strip().lower() == "true" if isinstance(value, str) else bool(value)
 
 
 def _is_read_only_topic(topic: str, config: Mapping[str, Any], service_id: str) -> bool:

@@ -6,7 +6,9 @@
 The condition is checked until it holds or the timeout (the statement's ``TIMEOUT``, else
 ``ksql.assert.topic.default.timeout.ms`` / ``ksql.assert.schema.default.timeout.ms``, 1 s)
 has passed. It holds: an ``assert_topic`` / ``assert_schema`` entity. It does not: ksqlDB's
-assertion failure, HTTP 417 with error code 41700 and the message saying what was found.
+assertion failure, HTTP 417 with error code 41700 and the message saying what was found, or
+why it could not be checked ("Cannot check topic existence: ...", "Cannot check schema
+existence: ..."), a failure that is retried alike.
 Nothing is written to the command log: an assertion changes nothing.
 """
 
@@ -65,8 +67,8 @@ def assert_topic(stmt: ast.AssertStatement, text: str, admin: Any, config: Mappi
     def check() -> str | None:
         try:
             found = admin.describe_topic(topic)
-        except KafkaClientError as exc:
-            raise ServiceError(str(exc), code=50000) from None
+        except KafkaClientError as exc:  # ksqlDB's retries go on; the last failure is the answer
+            return f"Cannot check topic existence: {exc}"
         if found is None:
             return f"Topic {topic} does not exist" if stmt.exists else None
         if not stmt.exists:
@@ -96,7 +98,10 @@ def assert_schema(stmt: ast.AssertStatement, text: str, registry: Any, config: M
     ) if part)
 
     def check() -> str | None:
-        found = registry.exists(subject, schema_id)
+        try:
+            found = registry.exists(subject, schema_id)
+        except SchemaLookupError as exc:  # ksqlDB's retries go on; the last failure is the answer
+            return f"Cannot check schema existence: {exc}"
         if found and not stmt.exists:
             return f"Schema with {named} exists"
         if not found and stmt.exists:
@@ -110,6 +115,11 @@ def assert_schema(stmt: ast.AssertStatement, text: str, registry: Any, config: M
             "exists": stmt.exists, "warnings": []}
 
 
+class SchemaLookupError(Exception):
+    """The registry could not say whether a schema exists (unreachable, not configured, an
+    error other than 'not found')."""
+
+
 class RegistryLookup:
     """``exists(subject, schema_id)`` over a schema registry's Confluent API."""
 
@@ -118,8 +128,7 @@ class RegistryLookup:
 
     def exists(self, subject: str | None, schema_id: int | None) -> bool:
         if not self.url:
-            raise ServiceError("Cannot check for schema existence: no schema registry is configured "
-                               "(set ksql.schema.registry.url).")
+            raise SchemaLookupError("no schema registry is configured (set ksql.schema.registry.url).")
         from engine.serde.registry import registry_client
 
         client = registry_client(self.url)
@@ -134,4 +143,4 @@ class RegistryLookup:
         except Exception as exc:  # the client raises SchemaRegistryError for 404s and others
             if getattr(exc, "http_status_code", None) == 404:
                 return False
-            raise ServiceError(f"Cannot reach the schema registry at {self.url}: {exc}", code=50000) from None
+            raise SchemaLookupError(f"the schema registry at {self.url} answered: {exc}") from None

@@ -126,7 +126,9 @@ def explain_statement(text: str, engine: Any, stmt: ast.Informational) -> dict[s
         )
         return E.query_description(text, description)
     if isinstance(target, ast.InsertInto):
-        plan = planner.plan_insert_into(target, body, f"INSERTQUERY_{engine._query_counter}")
+        requested = target.properties.get("QUERY_ID")
+        query_id = str(requested).upper() if requested is not None else f"INSERTQUERY_{engine._query_counter}"
+        plan = planner.plan_insert_into(target, body, query_id)
         sink = engine.metastore.get(target.target)
         assert plan.query is not None and sink is not None  # the planner refused it otherwise
         description = E.QueryDescription(
@@ -135,7 +137,5 @@ def explain_statement(text: str, engine: Any, stmt: ast.Informational) -> dict[s
             execution_plan=E.execution_plan_text(plan.query.root), query_type="PERSISTENT", state=None,
         )
         return E.query_description(text, description)
-    raise ServiceError(
-        "The provided statement does not run a ksql query: EXPLAIN takes a query id, a SELECT, "
-        "a CREATE ... AS SELECT or an INSERT INTO ... SELECT."
-    )
+    # ksqlDB's words: EXPLAIN takes a query id, a SELECT, a CREATE ... AS SELECT or an INSERT INTO ... SELECT
+    raise ServiceError("The provided statement does not run a ksql query")

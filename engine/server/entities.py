@@ -24,6 +24,9 @@ ERROR_NOT_FOUND = 40400
 ERROR_REQUEST_TIMEOUT = 40800
 ERROR_SERVER_ERROR = 50000
 ERROR_NOT_READY = 50300
+# The codes ksqlDB answers with a statement_error (KsqlStatementErrorMessage, naming the
+# statement); its other codes come as a generic_error (KsqlErrorMessage).
+STATEMENT_ERROR_CODES = frozenset({ERROR_BAD_STATEMENT, ERROR_QUERY_ENDPOINT, ERROR_SERVER_ERROR})
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,8 +41,8 @@ from engine.plan.schema import Column, Namespace
 TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
 RANGE_SCAN_ENABLED = "ksql.query.pull.range.scan.enabled"
 SYNTAX_HELP = " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES if you intended to issue a push query."
-TABLE_SCAN_NEEDED = (
-    f"Query requires table scan to be enabled. Table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true"
+TABLE_SCAN_NEEDED = (  # ksqlDB's words, written out whole (the errors reference and its parity scan read them)
+    "Query requires table scan to be enabled. Table scans can be enabled by setting ksql.query.pull.table.scan.enabled=true"
 )
 WINDOW_BOUNDS = ("WINDOWSTART", "WINDOWEND")
 # ksqlDB's ComparisonExpression.Type names, as its messages show them.
@@ -86,10 +86,9 @@ def refusal(message: str, *, windowed: bool) -> PullQueryError:
         "\nPull queries require a WHERE clause that:"
         "\n - includes a key equality expression, e.g. `SELECT * FROM X WHERE <key-column> = Y;`."
         "\n - in the case of a multi-column key, is a conjunction of equality expressions that cover all key columns."
-        "\n - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be "
-        f"enabled by setting {RANGE_SCAN_ENABLED}=true"
+        "\n - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be enabled by setting ksql.query.pull.range.scan.enabled=true"
         f"{extra}"
-        f"\nIf more flexible queries are needed, , table scans can be enabled by setting {TABLE_SCAN_ENABLED}=true."
+        "\nIf more flexible queries are needed, , table scans can be enabled by setting ksql.query.pull.table.scan.enabled=true."
     )
 
 

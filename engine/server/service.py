@@ -590,7 +590,8 @@ class KsqlService:
         """Run the statements of ``text`` in order; their entities (SET, INSERT VALUES give none).
 
         Raises ``ServiceError`` naming the failing statement, with the entities of the
-        statements before it.
+        statements before it; with a code ksqlDB answers as a ``generic_error`` (40000, 41700,
+        ...) it names none.
         """
         self.refuse_if_terminated()
         if not self.ready:
@@ -608,6 +609,8 @@ class KsqlService:
             try:
                 entity = self._execute_one(parsed.statement, parsed.text, local_properties, local_variables)
             except ServiceError as exc:
+                if exc.code not in E.STATEMENT_ERROR_CODES:  # a generic_error, as ksqlDB's Errors answer it
+                    raise
                 raise ServiceError(
                     exc.message, code=exc.code, statement_text=parsed.text, entities_so_far=results
                 ) from None
@@ -663,6 +666,10 @@ class KsqlService:
             terminated = self.terminate_push_query(text, stmt.query_id)
             if terminated is not None:
                 return terminated
+            if "transient" in stmt.query_id.lower() and stmt.query_id not in self.engine.queries:
+                # ksqlDB's TerminateQueryExecutor: a push query's id no server streams
+                raise ServiceError(f"Failed to terminate query with query ID: '{stmt.query_id}'",
+                                   code=E.ERROR_BAD_REQUEST)
         if isinstance(stmt, ast.CreateSource | ast.CreateAsSelect | ast.InsertInto | ast.DropSource | ast.AlterSource
                       | ast.TerminateQuery):
             return self._distribute(stmt, text, properties)
@@ -682,6 +689,7 @@ class KsqlService:
     def _distribute(self, stmt: Any, text: str, properties: dict[str, Any]) -> dict[str, Any]:
         """Write the statement to the command log and answer once this server applied it."""
         skipped: list[str] = []
+        dropped = self.engine.metastore.get(stmt.name) if isinstance(stmt, ast.DropSource) else None
 
         def execute() -> Command:
             with self._engine_lock:
@@ -693,6 +701,9 @@ class KsqlService:
                     raise ServiceError(f"Unknown queryId: {query_id}")
                 return Command(command_id=f"terminate/{query_id}/execute", statement=text,
                                terminate=query_id, properties=properties)
+            if isinstance(stmt, ast.CreateSource):
+                _require_topic_or_partitions(stmt, snapshot.topics(), snapshot.config)
+                _check_existing_topic(stmt, lambda topic: _topic_facts(self.bootstrap_servers, topic))
             if isinstance(stmt, ast.InsertInto) and (target := snapshot.metastore.get(stmt.target)) is not None:
                 _refuse_internal(target.topic, f"INSERT INTO {stmt.target}")
             results = snapshot.execute_sql(text)
@@ -730,7 +741,7 @@ class KsqlService:
             if self.ownership.owns(status.query_id):  # a replaced query: its new version started here
                 entry.started.wait(self.command_timeout)
         if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
-            self._delete_topic(status.message)
+            self._delete_topic(status.message, dropped, {**self.engine.config, **properties})
         return E.current_status(text, queued.command.command_id, status, queued.sequence)
 
     def _check_state_carry(self, query: QueryPlan) -> None:
@@ -750,12 +761,34 @@ class KsqlService:
         if problem is not None:
             raise UpgradeError(problem)
 
-    def _delete_topic(self, drop_message: str) -> None:
+    def _delete_topic(self, drop_message: str, source: Any, config: Mapping[str, Any]) -> None:
+        """DROP ... DELETE TOPIC: the topic, then (as ksqlDB's ``TopicDeleteInjector``) the
+        registry subjects of its key and value when their formats keep schemas there; a subject
+        already gone is no failure."""
+        from engine.server.cluster_terminator import SCHEMA_FORMATS
+
         topic = drop_message.split("(topic: ", 1)[-1].rsplit(")", 1)[0]
         try:
             TopicAdmin(self.bootstrap_servers).delete_topic(topic, missing_ok=True)
-        except KafkaClientError as exc:
-            raise ServiceError(f"The source was dropped but its topic '{topic}' was not deleted: {exc}") from None
+        except KafkaClientError:
+            raise ServiceError(f"Could not delete the corresponding kafka topic: {topic}", code=50000) from None
+        if source is None:
+            return
+        subjects = [f"{topic}-{part}" for part, fmt in (("key", source.formats.key_format),
+                                                        ("value", source.formats.value_format))
+                    if str(fmt).upper() in SCHEMA_FORMATS]
+        registry = config.get(SCHEMA_REGISTRY_URL) or self.app.topics.registry_url
+        if not subjects or not registry:
+            return
+        from engine.serde.registry import registry_client
+
+        client = registry_client(registry)
+        for subject in subjects:
+            try:
+                client.delete_subject(subject)
+            except Exception as exc:  # the client raises SchemaRegistryError for a 404 and the rest
+                if getattr(exc, "http_status_code", None) != 404:
+                    raise ServiceError(f"Could not clean up the schema registry for topic: {topic}", code=50000) from None
 
     # ------------------------------------------------------------------ informational statements
 
@@ -1054,6 +1087,76 @@ def _noop_message(stmt: Any) -> str:
         return f"Source `{stmt.name}` does not exist."
     kind = str(getattr(stmt, "kind", "source")).lower()
     return f"Cannot add {kind} `{getattr(stmt, 'name', '')}`: A {kind} with the same name already exists."
+
+
+def _require_topic_or_partitions(stmt: ast.CreateSource, topics: Any, config: Mapping[str, Any]) -> None:
+    """ksqlDB's ``TopicCreateInjector``: a CREATE of a source whose topic does not exist must say
+    how many PARTITIONS to create it with; its example is the statement as ksqlDB's injectors
+    left it (formats filled in from the defaults) with ``PARTITIONS=2``."""
+    from engine.analysis.statement_text import format_create_source
+
+    props = {str(k).upper(): v for k, v in stmt.properties.items()}
+    topic = props.get("KAFKA_TOPIC")
+    if not isinstance(topic, str) or topic in topics or "PARTITIONS" in props:
+        return
+    key = props.get("KEY_FORMAT", props.get("FORMAT"))
+    value = props.get("VALUE_FORMAT", props.get("FORMAT"))
+    if key is None or value is None:  # ksqlDB's DefaultFormatInjector fills both in (or refuses first)
+        value = value if value is not None else config.get("ksql.persistence.default.format.value")
+        if value is None:
+            return
+        key = key if key is not None else config.get("ksql.persistence.default.format.key", "KAFKA")
+        props["KEY_FORMAT"], props["VALUE_FORMAT"] = str(key).upper(), str(value).upper()
+    example = format_create_source(stmt, {**props, "PARTITIONS": 2})
+    raise ServiceError(
+        f"Topic '{topic}' does not exist. If you want to create a new topic for the stream/table please re-run the "
+        "statement providing the required 'PARTITIONS' configuration in the WITH clause (and optionally 'REPLICAS'). "
+        f"For example: {example}",
+        code=E.ERROR_BAD_REQUEST,
+    )
+
+
+def _topic_facts(bootstrap_servers: str, topic: str) -> tuple[int, int, int | None] | None:
+    """The topic's partitions, replicas and ``retention.ms`` (None: no such topic)."""
+    admin = TopicAdmin(bootstrap_servers)
+    found = admin.describe_topic(topic)
+    if found is None:
+        return None
+    retention = admin.topic_config(topic).get("retention.ms")
+    return found[0], found[1], int(retention) if retention is not None and str(retention).lstrip("-").isdigit() else None
+
+
+def _check_existing_topic(stmt: ast.CreateSource, facts: Any) -> None:
+    """ksqlDB's check of an existing topic a CREATE names with PARTITIONS, REPLICAS or
+    RETENTION_MS (its ``TopicValidationUtil``): the topic must have as many partitions, at least as
+    many replicas and, for a stream, the same retention. What the statement does not give is the
+    topic's own. ``facts(topic)`` gives (partitions, replicas, retention.ms) or None."""
+    props = {str(k).upper(): v for k, v in stmt.properties.items()}
+    topic = props.get("KAFKA_TOPIC")
+    if not isinstance(topic, str) or not {"PARTITIONS", "REPLICAS", "RETENTION_MS"} & set(props):
+        return
+    found = facts(topic)
+    if found is None:
+        return
+    partitions, replicas, retention = found
+    want_partitions = int(props.get("PARTITIONS", partitions))
+    want_replicas = int(props.get("REPLICAS", replicas))
+    # a table's topic is compacted: ksqlDB asks for no retention there
+    want_retention = None if stmt.kind == "TABLE" else int(props["RETENTION_MS"]) if "RETENTION_MS" in props else retention
+    wrong_retention = want_retention is not None and retention is not None and want_retention != retention
+    if want_partitions == partitions and not (want_replicas != -1 and replicas < want_replicas) and not wrong_retention:
+        return
+    message = (
+        f"A Kafka topic with the name '{topic}' already exists, with different partition/replica configuration than "
+        f"required. KSQL expects {want_partitions} partitions (topic has {partitions}), {want_replicas} replication "
+        f"factor (topic has {replicas})"
+    )
+    if want_retention is not None and retention is not None:
+        message = message.replace("partition/replica", "partition/replica/retention")
+        message += f", and {want_retention} retention (topic has {retention})."
+    else:
+        message += "."
+    raise ServiceError(message, code=E.ERROR_SERVER_ERROR)  # ksqlDB's KafkaTopicExistsException: a server error
 
 
 def _refuse_internal(topic: str, what: str) -> None:

@@ -19,7 +19,7 @@ topic that does not exist is refused with ksqlDB's ``Topic does not exist, or KS
 permission to list the topic: NAME``.
 
 A request that cannot run (no ``request``, bad JSON, an empty ``ksql``, a property no request may
-set, a statement that fails) ends with ``{"error": message}`` and close code 1003, a failure while
+set, text that is not one statement, "Error parsing query: ...", a statement that fails) ends with ``{"error": message}`` and close code 1003, a failure while
 streaming with 1011; a close reason is cut at 123 bytes (``...``), as WebSocket limits it. The
 client closing the socket stops its push query.
 """
@@ -83,6 +83,20 @@ def parse_request(params: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
     return ksql, properties, variables
 
 
+def check_statement(ksql: str, variables: dict[str, str]) -> None:
+    """ksqlDB's ``parseStatement``: one statement that parses, else ``ServiceError`` "Error
+    parsing query: ..."."""
+    from engine.parser import parse
+    from engine.server.errors import statement_failure
+
+    try:
+        statements = parse(ksql, variables=variables)
+    except KsqlError as exc:
+        raise ServiceError(f"Error parsing query: {statement_failure(exc, ksql)}") from None
+    if len(statements) != 1:
+        raise ServiceError(f"Error parsing query: Expected exactly one KSQL statement; found {len(statements)} instead")
+
+
 async def serve(
     websocket: WebSocket,
     service: Any,
@@ -94,6 +108,7 @@ async def serve(
     await websocket.accept()
     try:
         ksql, properties, variables = parse_request(websocket.query_params)
+        check_statement(ksql, variables)
         printed = await run_in_threadpool(_print, service, ksql, variables)
         if printed is not None:
             await _send_print(websocket, printed)

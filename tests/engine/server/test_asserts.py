@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
+from engine.errors import KafkaClientError
 from engine.parser import parse
 from engine.server.asserts import (
     ERROR_ASSERTION_FAILED,
     RegistryLookup,
+    SchemaLookupError,
     assert_schema,
     assert_topic,
 )
@@ -134,9 +136,47 @@ def test_real_broker_and_registry(kafka_broker: Any, schema_registry: Any) -> No
 
 
 def test_without_a_registry_a_schema_assertion_says_what_to_configure() -> None:
-    text = "ASSERT SCHEMA ID 1;"
-    with pytest.raises(ServiceError, match="no schema registry is configured"):
-        assert_schema(_stmt(text), text, RegistryLookup(None), {})
+    text = "ASSERT SCHEMA ID 1 TIMEOUT 0 SECONDS;"
+    failure = _failure(lambda: assert_schema(_stmt(text), text, RegistryLookup(None), {}))
+    assert failure.message == (
+        "Cannot check schema existence: no schema registry is configured (set ksql.schema.registry.url)."
+    )
+
+
+class _Unreachable:
+    """A broker and a registry that cannot answer, then (after ``fails`` calls) do."""
+
+    def __init__(self, fails: int) -> None:
+        self.fails, self.calls = fails, 0
+
+    def _answer(self) -> None:
+        self.calls += 1
+        if self.calls <= self.fails:
+            raise KafkaClientError("Timed out waiting for the broker.")
+
+    def describe_topic(self, topic: str) -> tuple[int, int] | None:
+        self._answer()
+        return (1, 1)
+
+    def exists(self, subject: str | None, schema_id: int | None) -> bool:
+        try:
+            self._answer()
+        except KafkaClientError as exc:
+            raise SchemaLookupError(f"the schema registry answered: {exc}") from None
+        return True
+
+
+def test_an_assertion_that_cannot_be_checked_is_retried_then_fails_saying_why() -> None:
+    text = "ASSERT TOPIC `orders` TIMEOUT 0 SECONDS;"
+    failure = _failure(lambda: assert_topic(_stmt(text), text, _Unreachable(fails=99), {}))
+    assert failure.message == "Cannot check topic existence: Timed out waiting for the broker."
+    text = "ASSERT NOT EXISTS SCHEMA SUBJECT 'orders-value' TIMEOUT 0 SECONDS;"
+    failure = _failure(lambda: assert_schema(_stmt(text), text, _Unreachable(fails=99), {}))
+    assert failure.message == "Cannot check schema existence: the schema registry answered: Timed out waiting for the broker."
+    # a failure to check is retried like a failed assertion: the broker answers on the third call
+    text = "ASSERT TOPIC `orders` TIMEOUT 3 SECONDS;"
+    broker = _Unreachable(fails=2)
+    assert assert_topic(_stmt(text), text, broker, {})["topicName"] == "orders" and broker.calls == 3
 
 
 def test_a_schema_assertion_without_timeout_waits_for_the_configured_default() -> None:

@@ -128,10 +128,14 @@ def test_explain_a_statement_plans_it_without_running_it(service, client) -> Non
     assert csas["queryDescription"]["sinks"] == ["SMALL"] and csas["queryDescription"]["state"] is None
     [insert] = service.execute("EXPLAIN INSERT INTO BIG SELECT ID, V AS V10 FROM PV;")
     assert insert["queryDescription"]["id"].startswith("INSERTQUERY_")
+    [named] = service.execute("EXPLAIN INSERT INTO BIG WITH (QUERY_ID='more_big') SELECT ID, V AS V10 FROM PV;")
+    assert named["queryDescription"]["id"] == "MORE_BIG"
     assert service.metastore_summary() == before  # nothing registered, no query started
 
     refused = client.post("/ksql", json={"ksql": "EXPLAIN SHOW STREAMS;"})
     assert refused.status_code == 400
+    assert refused.json()["message"] == "The provided statement does not run a ksql query"
+    assert refused.json()["@type"] == "statement_error" and refused.json()["statementText"] == "EXPLAIN SHOW STREAMS;"
     unknown = client.post("/ksql", json={"ksql": "EXPLAIN SELECT * FROM NOPE EMIT CHANGES;"})
     assert unknown.status_code == 400 and "NOPE" in unknown.json()["message"]
 

@@ -109,12 +109,28 @@ def test_range_scans_can_be_turned_off(engine) -> None:
          "The column type for Like condition must be VARCHAR. The column type is BIGINT"),
         ("SELECT * FROM BY_PAGE WHERE PAGE = 3000000000;", {},
          "'3000000000' can not be converted to the type of the key column: PAGE INTEGER KEY"),
+        ("SELECT * FROM BY_USER WHERE USER = CAST(NULL AS STRING);", {},
+         "Primary key columns can not be NULL: (USER = CAST(null AS STRING))"),
     ],
 )
 def test_refusals_read_as_ksqldbs(engine, text, properties, message) -> None:
     with pytest.raises(PullQueryError) as refused:
         _access(engine, text, **properties)
     assert message in str(refused.value)
+
+
+def test_a_refusal_says_all_a_pull_querys_where_needs(engine) -> None:
+    with pytest.raises(PullQueryError) as refused:
+        _access(engine, "SELECT * FROM BY_USER WHERE N > 1;", **OFF)
+    assert str(refused.value) == (
+        "WHERE clause missing key column for disjunct: (N > 1).  See https://cnfl.io/queries for more info.\n"
+        "Add EMIT CHANGES if you intended to issue a push query.\n"
+        "Pull queries require a WHERE clause that:\n"
+        " - includes a key equality expression, e.g. `SELECT * FROM X WHERE <key-column> = Y;`.\n"
+        " - in the case of a multi-column key, is a conjunction of equality expressions that cover all key columns.\n"
+        " - to support range expressions, e.g.,  SELECT * FROM X WHERE <key-column> < Y;`, range scans need to be enabled by setting ksql.query.pull.range.scan.enabled=true\n"
+        "If more flexible queries are needed, , table scans can be enabled by setting ksql.query.pull.table.scan.enabled=true."
+    )
 
 
 def test_a_windowed_refusal_names_the_window_bounds_it_supports(engine) -> None:

@@ -242,6 +242,9 @@ def test_a_pull_query_over_a_websocket_sends_schema_rows_and_done(client, servic
         ({"request": '{"ksql": "SELECT * FROM X;", "streamsProperties": {"bootstrap.servers": "x"}}'},
          "Error parsing request: Cannot override property 'bootstrap.servers'"),
         ({"request": '{"ksql": "SELECT * FROM NO_SUCH_TABLE;"}'}, "NO_SUCH_TABLE does not exist."),
+        ({"request": '{"ksql": "SELEKT * FROM X;"}'}, "Error parsing query: line 1:1: Syntax Error"),
+        ({"request": '{"ksql": "SELECT * FROM X; SELECT * FROM Y;"}'},
+         "Error parsing query: Expected exactly one KSQL statement; found 2 instead"),
     ],
 )
 def test_a_websocket_request_that_cannot_run_closes_with_1003_and_the_reason(client, params, message) -> None:

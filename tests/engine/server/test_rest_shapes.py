@@ -132,7 +132,11 @@ def test_list_topics_extended_answers_consumer_counts(client, service) -> None:
 def test_print_of_a_missing_topic_is_refused_with_ksqldbs_words(client) -> None:
     answer = client.post("/query", json={"ksql": "PRINT 'no_such_topic_here' FROM BEGINNING;"})
     assert answer.status_code == 400
-    assert answer.json()["message"].startswith("Could not find topic 'no_such_topic_here', or the KSQL user")
+    assert answer.json() == {
+        "@type": "generic_error", "error_code": 40000,
+        "message": "Could not find topic 'no_such_topic_here', or the KSQL user does not have permissions to list the "
+                   "topic. Topic names are case-sensitive.",
+    }
 
 
 def test_root_redirects_to_info_and_container_health_checks_answer(client) -> None:
