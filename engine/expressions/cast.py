@@ -73,8 +73,8 @@ def to_decimal(value: decimal.Decimal, precision: int, scale: int) -> decimal.De
     rounded = value.quantize(decimal.Decimal(1).scaleb(-scale), context=DECIMAL_CONTEXT)
     if rounded != 0 and rounded.adjusted() >= precision - scale:
         raise ArithmeticError(
-            f"Numeric field overflow: a field with precision {precision} and scale {scale} "
-            f"must round to an absolute value less than 10^{precision - scale}; got {value}."
+            f"Numeric field overflow: A field with precision {precision} and scale {scale} "
+            f"must round to an absolute value less than 10^{precision - scale}. Got {format_decimal(value)}"
         )
     return rounded
 

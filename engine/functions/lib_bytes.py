@@ -20,7 +20,7 @@ def _encoding(name: str) -> str:
     key = name.lower()
     if key not in ENCODINGS:
         raise EvaluationError(
-            f"Unknown encoding '{name}'; supported encodings are: hex, utf8, ascii and base64."
+            f"Unknown encoding type '{name}'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'."
         )
     return key
 
@@ -75,6 +75,8 @@ def from_bytes(b: bytes, encoding: str) -> str:
 @scalar("ENCODE", params=[STRING, STRING, STRING], returns=STRING)
 def encode(s: str, input_encoding: str, output_encoding: str) -> str:
     """Re-encode a string from one encoding (hex, utf8, ascii, base64) to another."""
+    if input_encoding.lower() not in ENCODINGS or output_encoding.lower() not in ENCODINGS:
+        raise EvaluationError("Supported input and output encodings are: hex, utf8, ascii and base64")
     return bytes_to_string(string_to_bytes(s, input_encoding), output_encoding)
 
 
@@ -164,16 +166,14 @@ def _pad_bytes(b: bytes, target: int, padding: bytes, *, left: bool) -> bytes:
 _BYTE_ORDERS = {"BIG_ENDIAN": ">", "LITTLE_ENDIAN": "<"}
 
 
-def _unpack(b: bytes, fmt: str, size: int, byte_order: str, fn_name: str) -> int | float:
+def _unpack(b: bytes, fmt: str, size: int, byte_order: str) -> int | float:
     order = _BYTE_ORDERS.get(byte_order.upper())
     if order is None:
         raise EvaluationError(
-            f"{fn_name} got the byte order '{byte_order}'; expected BIG_ENDIAN or LITTLE_ENDIAN."
+            f"Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order '{byte_order}'."
         )
     if len(b) != size:
-        raise EvaluationError(
-            f"{fn_name} needs exactly {size} bytes, got {len(b)}."
-        )
+        raise EvaluationError(f"Number of bytes must be equal to {size}, but found {len(b)}")
     value: int | float = struct.unpack(order + fmt, b)[0]
     return value
 
@@ -181,34 +181,34 @@ def _unpack(b: bytes, fmt: str, size: int, byte_order: str, fn_name: str) -> int
 @scalar("INT_FROM_BYTES", params=[BYTES], returns=INTEGER)
 def int_from_bytes(b: bytes) -> int:
     """The INTEGER in 4 big-endian bytes."""
-    return int(_unpack(b, "i", 4, "BIG_ENDIAN", "INT_FROM_BYTES"))
+    return int(_unpack(b, "i", 4, "BIG_ENDIAN"))
 
 
 @scalar("INT_FROM_BYTES", params=[BYTES, STRING], returns=INTEGER)
 def int_from_bytes_order(b: bytes, byte_order: str) -> int:
     """The INTEGER in 4 bytes of the given byte order."""
-    return int(_unpack(b, "i", 4, byte_order, "INT_FROM_BYTES"))
+    return int(_unpack(b, "i", 4, byte_order))
 
 
 @scalar("BIGINT_FROM_BYTES", params=[BYTES], returns=T.BIGINT)
 def bigint_from_bytes(b: bytes) -> int:
     """The BIGINT in 8 big-endian bytes."""
-    return int(_unpack(b, "q", 8, "BIG_ENDIAN", "BIGINT_FROM_BYTES"))
+    return int(_unpack(b, "q", 8, "BIG_ENDIAN"))
 
 
 @scalar("BIGINT_FROM_BYTES", params=[BYTES, STRING], returns=T.BIGINT)
 def bigint_from_bytes_order(b: bytes, byte_order: str) -> int:
     """The BIGINT in 8 bytes of the given byte order."""
-    return int(_unpack(b, "q", 8, byte_order, "BIGINT_FROM_BYTES"))
+    return int(_unpack(b, "q", 8, byte_order))
 
 
 @scalar("DOUBLE_FROM_BYTES", params=[BYTES], returns=T.DOUBLE)
 def double_from_bytes(b: bytes) -> float:
     """The DOUBLE in 8 big-endian bytes."""
-    return float(_unpack(b, "d", 8, "BIG_ENDIAN", "DOUBLE_FROM_BYTES"))
+    return float(_unpack(b, "d", 8, "BIG_ENDIAN"))
 
 
 @scalar("DOUBLE_FROM_BYTES", params=[BYTES, STRING], returns=T.DOUBLE)
 def double_from_bytes_order(b: bytes, byte_order: str) -> float:
     """The DOUBLE in 8 bytes of the given byte order."""
-    return float(_unpack(b, "d", 8, byte_order, "DOUBLE_FROM_BYTES"))
+    return float(_unpack(b, "d", 8, byte_order))

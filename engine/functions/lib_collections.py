@@ -108,18 +108,64 @@ def array_concat(left: list[Any] | None, right: list[Any] | None) -> list[Any] |
     return [*(left or []), *(right or [])]
 
 
-@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING)
+@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING, until=1)
 def array_join(array: list[Any]) -> str:
     """The elements as text joined with commas."""
     return ",".join(java_text(v) for v in array)
 
 
-@scalar("ARRAY_JOIN", params=[ARRAY_T, T.STRING], returns=T.STRING, null_propagating=False)
+# ksqlDB's ARRAY_JOIN joins these element types; another one fails, naming the Java class of
+# the element.
+_JOINED = frozenset({T.BaseType.BOOLEAN, T.BaseType.INTEGER, T.BaseType.BIGINT, T.BaseType.DOUBLE,
+                     T.BaseType.DECIMAL, T.BaseType.STRING})
+_JAVA_CLASSES = {
+    T.BaseType.STRUCT: "org.apache.kafka.connect.data.Struct",
+    T.BaseType.ARRAY: "java.util.ArrayList",
+    T.BaseType.MAP: "java.util.HashMap",
+    T.BaseType.BYTES: "java.nio.HeapByteBuffer",
+    T.BaseType.TIMESTAMP: "java.sql.Timestamp",
+    T.BaseType.DATE: "java.sql.Date",
+    T.BaseType.TIME: "java.sql.Time",
+}
+
+
+def _joined(array: list[Any], delimiter: str, arg_types: Sequence[SqlType | None]) -> str:
+    item = arg_types[0].item if arg_types and isinstance(arg_types[0], T.Array) else None
+    if item is not None and item.base not in _JOINED and any(v is not None for v in array):
+        raise EvaluationError(
+            f"error: hit element of type {_JAVA_CLASSES.get(item.base, item.base.value)} "
+            "which is currently not supported"
+        )
+    return delimiter.join(java_text(v) for v in array)
+
+
+@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING, since=2, typed=True)
+def array_join_primitives(array: list[Any], *, arg_types: Sequence[SqlType | None] = ()) -> str:
+    """The numbers, booleans or strings joined with commas; other elements fail."""
+    return _joined(array, ",", arg_types)
+
+
+@scalar("ARRAY_JOIN", params=[ARRAY_T, T.STRING], returns=T.STRING, null_propagating=False, until=1)
 def array_join_with(array: list[Any] | None, delimiter: str | None) -> str | None:
     """The elements as text joined with a delimiter (NULL delimiter: none)."""
     if array is None:
         return None
     return (delimiter or "").join(java_text(v) for v in array)
+
+
+@scalar(
+    "ARRAY_JOIN", params=[ARRAY_T, T.STRING], returns=T.STRING, null_propagating=False, since=2,
+    typed=True,
+)
+def array_join_primitives_with(
+    array: list[Any] | None, delimiter: str | None, *, arg_types: Sequence[SqlType | None] = ()
+) -> str | None:
+    """The numbers, booleans or strings joined with a delimiter; other elements fail.
+
+    A NULL delimiter joins them with none."""
+    if array is None:
+        return None
+    return _joined(array, delimiter or "", arg_types)
 
 
 @scalar("ARRAY_LENGTH", params=[ARRAY_T], returns=T.INTEGER)

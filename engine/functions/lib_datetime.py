@@ -724,99 +724,200 @@ def _checked(make: Callable[[], _V], what: str) -> _V:
 # --------------------------------------------------------------------------- format / parse
 
 
+def _java_time_text(value: dt.time) -> str:
+    """``LocalTime.toString``: ``HH:mm``, then ``:ss`` and a fraction of 3 or 6 digits when set."""
+    text = f"{value.hour:02d}:{value.minute:02d}"
+    if value.second or value.microsecond:
+        text += f":{value.second:02d}"
+    if value.microsecond:
+        text += f".{value.microsecond // 1000:03d}" if value.microsecond % 1000 == 0 else f".{value.microsecond:06d}"
+    return text
+
+
+def _java_timestamp_text(value: dt.datetime) -> str:
+    """``java.sql.Timestamp.toString`` in UTC: ``yyyy-mm-dd hh:mm:ss.f``, the fraction without
+    trailing zeros (one digit at least)."""
+    fraction = f"{value.microsecond * 1000:09d}".rstrip("0") or "0"
+    return f"{value:%Y-%m-%d %H:%M:%S}.{fraction}"
+
+
+def _failing_as(context: str, compute: Callable[[], _V]) -> _V:
+    """Run ``compute``; a failure reads as ksqlDB's function words it: ``context``, a colon and
+    the cause."""
+    try:
+        return compute()
+    except EvaluationError as exc:
+        raise EvaluationError(f"{context}: {exc}") from exc
+
+
 @scalar("FORMAT_DATE", params=[T.DATE, T.STRING], returns=T.STRING)
 def format_date(value: dt.date, pattern: str) -> str:
     """Format a DATE with a Java pattern such as ``yyyy-MM-dd``."""
-    return java_pattern(pattern).format(value)
+    return _failing_as(
+        f"Failed to format date {value.isoformat()} with formatter '{pattern}'",
+        lambda: java_pattern(pattern).format(value),
+    )
 
 
-@scalar("PARSE_DATE", params=[T.STRING, T.STRING], returns=T.DATE)
+@scalar("PARSE_DATE", params=[T.STRING, T.STRING], returns=T.DATE, until=1)
 def parse_date(text: str, pattern: str) -> dt.date:
     """Parse a DATE with a Java pattern; a missing day of month is 1."""
-    return java_pattern(pattern).parse(text).date(default_day=1)
+    return _failing_as(
+        f"Failed to parse date '{text}' with formatter '{pattern}'",
+        lambda: java_pattern(pattern).parse(text).date(default_day=1),
+    )
+
+
+@scalar("PARSE_DATE", params=[T.STRING, T.STRING], returns=T.DATE, since=2)
+def parse_date_midnight(text: str, pattern: str) -> dt.date:
+    """Parse a DATE with a Java pattern; a time other than midnight fails.
+
+    A missing day of month is 1."""
+
+    def parse() -> dt.date:
+        fields = java_pattern(pattern).parse(text)
+        if fields.time() != dt.time(0):
+            raise EvaluationError("Date format contains time field.")
+        return fields.date(default_day=1)
+
+    return _failing_as(f"Failed to parse date '{text}' with formatter '{pattern}'", parse)
 
 
 @scalar("FORMAT_TIME", params=[T.TIME, T.STRING], returns=T.STRING)
 def format_time(value: dt.time, pattern: str) -> str:
     """Format a TIME with a Java pattern such as ``HH:mm:ss``."""
-    return java_pattern(pattern).format(value)
+    return _failing_as(
+        f"Failed to format time {_java_time_text(value)} with formatter '{pattern}'",
+        lambda: java_pattern(pattern).format(value),
+    )
 
 
-@scalar("PARSE_TIME", params=[T.STRING, T.STRING], returns=T.TIME)
+@scalar("PARSE_TIME", params=[T.STRING, T.STRING], returns=T.TIME, until=1)
 def parse_time(text: str, pattern: str) -> dt.time:
     """Parse a TIME with a Java pattern."""
-    fields = java_pattern(pattern).parse(text)
-    if fields.hour is None and fields.hour_of_ampm is None:
-        raise EvaluationError(f"Text '{text}' has no hour for the pattern '{pattern}'.")
-    return fields.time()
+    return _parse_time(text, pattern, dates_fail=False)
+
+
+@scalar("PARSE_TIME", params=[T.STRING, T.STRING], returns=T.TIME, since=2)
+def parse_time_only(text: str, pattern: str) -> dt.time:
+    """Parse a TIME with a Java pattern; a pattern with date fields fails."""
+    return _parse_time(text, pattern, dates_fail=True)
+
+
+def _parse_time(text: str, pattern: str, *, dates_fail: bool) -> dt.time:
+    def parse() -> dt.time:
+        fields = java_pattern(pattern).parse(text)
+        dated = (fields.year, fields.month, fields.day, fields.day_of_year, fields.weekday)
+        if dates_fail and any(f is not None for f in dated):
+            raise EvaluationError("Time format contains date field.")
+        if fields.hour is None and fields.hour_of_ampm is None:
+            raise EvaluationError(f"Text '{text}' has no hour for the pattern '{pattern}'.")
+        return fields.time()
+
+    return _failing_as(f"Failed to parse time '{text}' with formatter '{pattern}'", parse)
 
 
 @scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING], returns=T.STRING)
 def format_timestamp(value: dt.datetime, pattern: str) -> str:
     """Format a TIMESTAMP in UTC with a Java pattern."""
-    return format_timestamp_in_zone(value, pattern)
+    return _failing_as(
+        f"Failed to format timestamp {_java_timestamp_text(value)} with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(value, pattern),
+    )
 
 
 @scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING, T.STRING], returns=T.STRING)
 def format_timestamp_zone(value: dt.datetime, pattern: str, zone: str) -> str:
     """Format a TIMESTAMP as seen in a time zone."""
-    return format_timestamp_in_zone(value, pattern, zone)
+    return _failing_as(
+        f"Failed to format timestamp {_java_timestamp_text(value)} at timeZone '{zone}' "
+        f"with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(value, pattern, zone),
+    )
 
 
 @scalar("PARSE_TIMESTAMP", params=[T.STRING, T.STRING], returns=T.TIMESTAMP)
 def parse_timestamp(text: str, pattern: str) -> dt.datetime:
     """Parse a TIMESTAMP, read in UTC unless the text has a zone."""
-    return parse_timestamp_in_zone(text, pattern)
+    return _failing_as(
+        f"Failed to parse timestamp '{text}' with formatter '{pattern}'",
+        lambda: parse_timestamp_in_zone(text, pattern),
+    )
 
 
 @scalar("PARSE_TIMESTAMP", params=[T.STRING, T.STRING, T.STRING], returns=T.TIMESTAMP)
 def parse_timestamp_zone(text: str, pattern: str, zone: str) -> dt.datetime:
     """Parse a TIMESTAMP, read in ``zone`` unless the text has a zone."""
-    return parse_timestamp_in_zone(text, pattern, zone)
+    return _failing_as(
+        f"Failed to parse timestamp '{text}' at timezone '{zone}' with formatter '{pattern}'",
+        lambda: parse_timestamp_in_zone(text, pattern, zone),
+    )
 
 
 @scalar("DATETOSTRING", params=[T.INTEGER, T.STRING], returns=T.STRING)
 def datetostring(days: int, pattern: str) -> str:
     """Format days since the epoch with a Java pattern (legacy form of FORMAT_DATE)."""
-    return java_pattern(pattern).format(from_days(days))
+    return _failing_as(
+        f"Failed to format date {days} with formatter '{pattern}'",
+        lambda: java_pattern(pattern).format(from_days(days)),
+    )
 
 
 @scalar("STRINGTODATE", params=[T.STRING, T.STRING], returns=T.INTEGER)
 def stringtodate(text: str, pattern: str) -> int:
     """Parse a date to days since the epoch (legacy form of PARSE_DATE)."""
-    return date_to_days(java_pattern(pattern).parse(text).date())
+    return _failing_as(
+        f"Failed to parse date '{text}' with formatter '{pattern}'",
+        lambda: date_to_days(java_pattern(pattern).parse(text).date()),
+    )
 
 
 @scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING], returns=T.STRING)
 def timestamptostring(millis: int, pattern: str) -> str:
     """Format epoch milliseconds in UTC (legacy form of FORMAT_TIMESTAMP)."""
-    return format_timestamp_in_zone(from_unixtime(millis), pattern)
+    return _failing_as(
+        f"Failed to format timestamp {millis} with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(from_unixtime(millis), pattern),
+    )
 
 
 @scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING, T.STRING], returns=T.STRING)
 def timestamptostring_zone(millis: int, pattern: str, zone: str) -> str:
     """Format epoch milliseconds as seen in a time zone."""
-    return format_timestamp_in_zone(from_unixtime(millis), pattern, zone)
+    return _failing_as(
+        f"Failed to format timestamp {millis} at timeZone '{zone}' with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(from_unixtime(millis), pattern, zone),
+    )
 
 
 @scalar("STRINGTOTIMESTAMP", params=[T.STRING, T.STRING], returns=T.BIGINT)
 def stringtotimestamp(text: str, pattern: str) -> int:
     """Parse a timestamp to epoch milliseconds, read in UTC unless the text has a zone."""
-    return timestamp_to_millis(parse_timestamp_in_zone(text, pattern))
+    return _failing_as(
+        f"Failed to parse timestamp '{text}' with formatter '{pattern}'",
+        lambda: timestamp_to_millis(parse_timestamp_in_zone(text, pattern)),
+    )
 
 
 @scalar("STRINGTOTIMESTAMP", params=[T.STRING, T.STRING, T.STRING], returns=T.BIGINT)
 def stringtotimestamp_zone(text: str, pattern: str, zone: str) -> int:
     """Parse a timestamp to epoch milliseconds, read in ``zone`` unless the text has a zone."""
-    return timestamp_to_millis(parse_timestamp_in_zone(text, pattern, zone))
+    return _failing_as(
+        f"Failed to parse timestamp '{text}' at timezone '{zone}' with formatter '{pattern}'",
+        lambda: timestamp_to_millis(parse_timestamp_in_zone(text, pattern, zone)),
+    )
 
 
 @scalar("CONVERT_TZ", params=[T.TIMESTAMP, T.STRING, T.STRING], returns=T.TIMESTAMP)
 def convert_tz(value: dt.datetime, from_zone: str, to_zone: str) -> dt.datetime:
     """Shift a TIMESTAMP by the difference of two zones' offsets at that instant."""
     instant = value.replace(tzinfo=dt.UTC)
-    source = instant.astimezone(java_zone(from_zone)).utcoffset() or dt.timedelta()
-    target = instant.astimezone(java_zone(to_zone)).utcoffset() or dt.timedelta()
+    try:
+        target_zone, source_zone = java_zone(to_zone), java_zone(from_zone)
+    except EvaluationError as exc:
+        raise EvaluationError(f"Invalid time zone: {exc}") from exc
+    source = instant.astimezone(source_zone).utcoffset() or dt.timedelta()
+    target = instant.astimezone(target_zone).utcoffset() or dt.timedelta()
     return value + (target - source)
 
 

@@ -15,6 +15,7 @@ import datetime as dt
 import decimal
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from engine.data.values import format_double, format_time, format_timestamp
@@ -45,6 +46,38 @@ def parse_json(text: str) -> Any:
     except ValueError:
         return _MISSING
     return value
+
+
+def read_json(text: str) -> Any:
+    """``parse_json`` as ksqlDB's JSON functions read their input (version 2 of each): text
+    that is not JSON fails, and so the whole expression (empty text is ``_MISSING``)."""
+    value = parse_json(text)
+    if value is _MISSING and text.lstrip(" \t\r\n"):
+        raise EvaluationError(f"Invalid JSON format:{text}")
+    return value
+
+
+Reader = Callable[[str], Any]
+
+
+def _versions(name: str, **kwargs: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``body(read, *args)`` as version 1 of ``name`` (reading with ``parse_json``)
+    and version 2 (reading with ``read_json``); the body's docstring describes both."""
+
+    def wrap(body: Callable[..., Any]) -> Callable[..., Any]:
+        def lenient(*args: Any) -> Any:
+            return body(parse_json, *args)
+
+        def checked(*args: Any) -> Any:
+            return body(read_json, *args)
+
+        lenient.__doc__ = body.__doc__
+        checked.__doc__ = f"{body.__doc__} Text that is not JSON fails."
+        scalar(name, until=1, **kwargs)(lenient)
+        scalar(name, since=2, **kwargs)(checked)
+        return body
+
+    return wrap
 
 
 def _escape(s: str) -> str:
@@ -117,10 +150,10 @@ def is_json_string(text: str | None) -> bool:
     return text is not None and parse_json(text) is not _MISSING
 
 
-@scalar("JSON_ARRAY_LENGTH", params=[STRING], returns=T.INTEGER)
-def json_array_length(text: str) -> int | None:
+@_versions("JSON_ARRAY_LENGTH", params=[STRING], returns=T.INTEGER)
+def json_array_length(read: Reader, text: str) -> int | None:
     """The number of elements of a JSON array, or NULL if the text is not one."""
-    value = parse_json(text)
+    value = read(text)
     return len(value) if isinstance(value, list) else None
 
 
@@ -154,12 +187,12 @@ def json_array_contains(text: str | None, wanted: Any) -> bool:
     return any(_same_json_value(e, wanted) for e in value)
 
 
-@scalar("JSON_CONCAT", params=[STRING], returns=STRING, variadic=True, null_propagating=False)
-def json_concat(*texts: str | None) -> str | None:
+@_versions("JSON_CONCAT", params=[STRING], returns=STRING, variadic=True, null_propagating=False)
+def json_concat(read: Reader, *texts: str | None) -> str | None:
     """Merge JSON objects (later keys win) or concatenate arrays (non-arrays become elements)."""
     if not texts or any(t is None for t in texts):
         return None
-    values = [parse_json(t) for t in texts if t is not None]
+    values = [read(t) for t in texts if t is not None]
     if any(v is _MISSING for v in values):
         return None
     if all(isinstance(v, dict) for v in values):
@@ -173,26 +206,28 @@ def json_concat(*texts: str | None) -> str | None:
     return dump_json(items)
 
 
-@scalar("JSON_ITEMS", params=[STRING], returns=T.Array(STRING))
-def json_items(text: str) -> list[str] | None:
+@_versions("JSON_ITEMS", params=[STRING], returns=T.Array(STRING))
+def json_items(read: Reader, text: str) -> list[str] | None:
     """The elements of a JSON array, each as JSON text; NULL if the text is not an array."""
     value = parse_json(text)
     if not isinstance(value, list):
+        if read is read_json and value is not None:  # ksqlDB reads a list; JSON null is none
+            raise EvaluationError(f"Invalid JSON format:{text}")
         return None
     return [dump_json(v) for v in value]
 
 
-@scalar("JSON_KEYS", params=[STRING], returns=T.Array(STRING))
-def json_keys(text: str) -> list[str] | None:
+@_versions("JSON_KEYS", params=[STRING], returns=T.Array(STRING))
+def json_keys(read: Reader, text: str) -> list[str] | None:
     """The keys of a JSON object in order; NULL if the text is not an object."""
-    value = parse_json(text)
+    value = read(text)
     return list(value) if isinstance(value, dict) else None
 
 
-@scalar("JSON_RECORDS", params=[STRING], returns=T.Map(STRING, STRING))
-def json_records(text: str) -> dict[str, str] | None:
+@_versions("JSON_RECORDS", params=[STRING], returns=T.Map(STRING, STRING))
+def json_records(read: Reader, text: str) -> dict[str, str] | None:
     """The entries of a JSON object; string values as text, others as JSON text."""
-    value = parse_json(text)
+    value = read(text)
     if not isinstance(value, dict):
         return None
     return {k: v if isinstance(v, str) else dump_json(v) for k, v in value.items()}
@@ -235,11 +270,11 @@ def parse_json_path(path: str) -> list[str | int]:
     return steps
 
 
-@scalar("EXTRACTJSONFIELD", params=[STRING, STRING], returns=STRING)
-def extract_json_field(text: str, path: str) -> str | None:
+@_versions("EXTRACTJSONFIELD", params=[STRING, STRING], returns=STRING)
+def extract_json_field(read: Reader, text: str, path: str) -> str | None:
     """The value at the JsonPath: strings as text, other values as JSON text, NULL if absent."""
     steps = parse_json_path(path)
-    node = parse_json(text)
+    node = read(text)
     if node is _MISSING:
         return None
     for step in steps:

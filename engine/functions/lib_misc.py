@@ -114,7 +114,18 @@ EARTH_RADIUS_KM = 6371.0
 EARTH_RADIUS_MILES = 3959.0
 
 
+_MILES_NAMES = ("mi", "mile", "miles")
+_KM_NAMES = ("km", "kilometer", "kilometers", "kilometre", "kilometres")
+_UNITS_MESSAGE = (
+    "GeoDistance function units parameter must be one of "
+    + ", ".join((*_MILES_NAMES, *_KM_NAMES)[:-1]) + f" or {_KM_NAMES[-1]}"
+    + ". Values are case-insensitive."
+)
+_JAVA_BLANKS = "".join(chr(c) for c in range(33))  # what Java's String.trim removes
+
+
 def _radius(unit: str | None) -> float:
+    """Version 1: a unit starting with 'mi' or 'km' in any case."""
     if unit is None or not unit:
         return EARTH_RADIUS_KM
     lowered = unit.lower()
@@ -122,26 +133,38 @@ def _radius(unit: str | None) -> float:
         return EARTH_RADIUS_MILES
     if lowered.startswith("km"):
         return EARTH_RADIUS_KM
-    raise EvaluationError(
-        f"GEO_DISTANCE got the unit '{unit}'; expected 'KM' (kilometers) or 'MI' (miles)."
-    )
+    raise EvaluationError(_UNITS_MESSAGE)
+
+
+def _ksqldb_radius(unit: str | None) -> float:
+    """Version 2, as ksqlDB: a blank unit is kilometers, else one of its unit names (trimmed,
+    in any case)."""
+    name = (unit or "").strip(_JAVA_BLANKS).lower()
+    if not name or name in _KM_NAMES:
+        return EARTH_RADIUS_KM
+    if name in _MILES_NAMES:
+        return EARTH_RADIUS_MILES
+    raise EvaluationError(_UNITS_MESSAGE)
 
 
 def _check_coordinates(lat1: float, lon1: float, lat2: float, lon2: float) -> None:
-    for lat in (lat1, lat2):
-        if not -90 <= lat <= 90:
-            raise EvaluationError(f"GEO_DISTANCE got the latitude {lat}; expected -90 to 90.")
-    for lon in (lon1, lon2):
-        if not -180 <= lon <= 180:
-            raise EvaluationError(
-                f"GEO_DISTANCE got the longitude {lon}; expected -180 to 180."
-            )
+    if not (-90 <= lat1 <= 90 and -90 <= lat2 <= 90):
+        raise EvaluationError(
+            "valid latitude values for GeoDistance function are in the range of -90 to 90 decimal degrees"
+        )
+    if not (-180 <= lon1 <= 180 and -180 <= lon2 <= 180):
+        raise EvaluationError(
+            "valid longitude values for GeoDistance function are in the range of -180 to +180 "
+            "decimal degrees"
+        )
 
 
 @scalar("GEO_DISTANCE", params=[T.DOUBLE] * 4, returns=T.DOUBLE)
 def geo_distance(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     """The great-circle distance between two points, in kilometers."""
-    return geo_distance_unit(lat1, lon1, lat2, lon2, None)
+    lat1, lon1, lat2, lon2 = float(lat1), float(lon1), float(lat2), float(lon2)
+    _check_coordinates(lat1, lon1, lat2, lon2)
+    return _distance(lat1, lon1, lat2, lon2, EARTH_RADIUS_KM)
 
 
 @scalar(
@@ -149,6 +172,7 @@ def geo_distance(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     params=[T.DOUBLE] * 4 + [T.STRING],
     returns=T.DOUBLE,
     null_propagating=False,
+    until=1,
 )
 def geo_distance_unit(
     lat1: float | None,
@@ -162,7 +186,35 @@ def geo_distance_unit(
         return None
     lat1, lon1, lat2, lon2 = float(lat1), float(lon1), float(lat2), float(lon2)
     _check_coordinates(lat1, lon1, lat2, lon2)
-    radius = _radius(unit)
+    return _distance(lat1, lon1, lat2, lon2, _radius(unit))
+
+
+@scalar(
+    "GEO_DISTANCE",
+    params=[T.DOUBLE] * 4 + [T.STRING],
+    returns=T.DOUBLE,
+    null_propagating=False,
+    since=2,
+)
+def geo_distance_named_unit(
+    lat1: float | None,
+    lon1: float | None,
+    lat2: float | None,
+    lon2: float | None,
+    unit: str | None,
+) -> float | None:
+    """The great-circle distance in miles or kilometers, named as ksqlDB names them.
+
+    The unit is mi, mile or miles, km, kilometer(s) or kilometre(s), in any case; a NULL or
+    blank unit means kilometers."""
+    if lat1 is None or lon1 is None or lat2 is None or lon2 is None:
+        return None
+    lat1, lon1, lat2, lon2 = float(lat1), float(lon1), float(lat2), float(lon2)
+    _check_coordinates(lat1, lon1, lat2, lon2)
+    return _distance(lat1, lon1, lat2, lon2, _ksqldb_radius(unit))
+
+
+def _distance(lat1: float, lon1: float, lat2: float, lon2: float, radius: float) -> float:
     # Java's Math.toRadians (x / 180 * PI) and this evaluation order reproduce ksqlDB's
     # results to the last bit.
     delta_lat = _to_radians(lat2 - lat1)

@@ -161,9 +161,22 @@ def java_regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile("".join(out))
     except re.error as exc:
-        raise EvaluationError(
+        raise InvalidPatternError(
             f"The regular expression '{pattern}' is not valid: {exc}."
         ) from exc
+
+
+class InvalidPatternError(EvaluationError):
+    """A regular expression that does not compile (Java's PatternSyntaxException)."""
+
+
+def ksqldb_pattern(regex: str) -> re.Pattern[str]:
+    """``java_regex``, failing as ksqlDB's REGEXP_REPLACE, REGEXP_EXTRACT_ALL and
+    REGEXP_SPLIT_TO_ARRAY do for a pattern that does not compile."""
+    try:
+        return java_regex(regex)
+    except InvalidPatternError as exc:
+        raise EvaluationError(f"Invalid regular expression pattern: {regex}") from exc
 
 
 def java_replacement(pattern: re.Pattern[str], replacement: str) -> Callable[[re.Match[str]], str]:
@@ -464,7 +477,7 @@ def replace(s: str, old: str, new: str) -> str:
 @scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING)
 def regexp_replace(s: str, regex: str, replacement: str) -> str:
     """Replace every match of the Java regex; ``$n`` in the replacement refers to groups."""
-    pattern = java_regex(regex)
+    pattern = ksqldb_pattern(regex)
     return pattern.sub(java_replacement(pattern, replacement), s)
 
 
@@ -500,7 +513,7 @@ def regexp_extract_all(regex: str, s: str) -> list[str | None]:
 @scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING, INTEGER], returns=T.Array(STRING))
 def regexp_extract_all_group(regex: str, s: str, group: int) -> list[str | None]:
     """The given group of every match of the regex."""
-    pattern = java_regex(regex)
+    pattern = ksqldb_pattern(regex)
     g = _group(pattern, regex, group)
     return [m.group(g) for m in pattern.finditer(s)]
 
@@ -508,7 +521,7 @@ def regexp_extract_all_group(regex: str, s: str, group: int) -> list[str | None]
 @scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING))
 def regexp_split_to_array(s: str, regex: str) -> list[str]:
     """Split around matches of the regex, keeping empty strings."""
-    return _java_split(java_regex(regex), s)
+    return _java_split(ksqldb_pattern(regex), s)
 
 
 @scalar("SPLIT", params=[STRING, STRING], returns=T.Array(STRING))
@@ -540,13 +553,14 @@ def split_to_map(s: str, entry_delimiter: str, kv_delimiter: str) -> dict[str, s
 _DEFAULT_MASKS = ("X", "x", "n", "-")
 
 
-def _mask(s: str, masks: tuple[str | None, ...], fn_name: str) -> str:
+def _mask(s: str, masks: tuple[str | None, ...], *, single: bool = False) -> str:
+    """Mask each character class with its mask; a NULL mask keeps the class. ksqlDB refuses a
+    mask that is not one character; version 1 (``single=False``) took the first of longer ones."""
     codes: list[str | None] = []
     for m in masks:
-        if m is not None and not m:
+        if m is not None and (not m or (single and len(m) != 1)):
             raise EvaluationError(
-                f"{fn_name} needs mask characters that are NULL or at least one character "
-                "long, got ''."
+                f"Invalid mask character. Must be only single character, but was '{m}'"
             )
         codes.append(m[0] if m else None)
     upper, lower, digit, other = codes
@@ -566,7 +580,9 @@ def _mask(s: str, masks: tuple[str | None, ...], fn_name: str) -> str:
 
 def _check_count(count: int, fn_name: str) -> None:
     if count < 0:
-        raise EvaluationError(f"function {fn_name} requires a non-negative number, got {count}.")
+        raise EvaluationError(
+            f"function {fn_name} requires a non-negative number of characters to mask or skip"
+        )
 
 
 def _register_masks() -> None:
@@ -575,30 +591,42 @@ def _register_masks() -> None:
     @scalar("MASK", params=[STRING], returns=STRING)
     def mask(s: str) -> str:
         """Mask upper-case letters as X, lower-case as x, digits as n, others as -."""
-        return _mask(s, _DEFAULT_MASKS, "MASK")
+        return _mask(s, _DEFAULT_MASKS)
 
-    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False)
+    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False, until=1)
     def mask_with(s: str | None, *masks: str | None) -> str | None:
         """Mask with the given replacement characters; a NULL one keeps that class."""
-        return None if s is None else _mask(s, masks, "MASK")
+        return None if s is None else _mask(s, masks)
+
+    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False, since=2)
+    def mask_with_single(s: str | None, *masks: str | None) -> str | None:
+        """Mask with the given one-character replacements; a NULL one keeps that class."""
+        return None if s is None else _mask(s, masks, single=True)
 
     def region(name: str, pick: Callable[[int, int], tuple[int, int]]) -> None:
-        def apply(s: str | None, count: int | None, masks: tuple[str | None, ...]) -> str | None:
+        def apply(
+            s: str | None, count: int | None, masks: tuple[str | None, ...], single: bool = False
+        ) -> str | None:
             if s is None or count is None:
                 return None
             _check_count(count, name.lower())
             start, end = pick(len(s), count)
-            return s[:start] + _mask(s[start:end], masks, name) + s[end:]
+            return s[:start] + _mask(s[start:end], masks, single=single) + s[end:]
 
         @scalar(name, params=[STRING, INTEGER], returns=STRING)
         def default(s: str, count: int) -> str | None:
             return apply(s, count, _DEFAULT_MASKS)
 
-        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False)
+        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False, until=1)
         def custom(s: str | None, count: int | None, *masks: str | None) -> str | None:
             return apply(s, count, masks)
 
+        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False, since=2)
+        def custom_single(s: str | None, count: int | None, *masks: str | None) -> str | None:
+            return apply(s, count, masks, single=True)
+
         default.__doc__ = custom.__doc__ = f"{name}: mask part of the string."
+        custom_single.__doc__ = f"{name}: mask part of the string, each mask one character."
 
     region("MASK_LEFT", lambda n, c: (0, min(c, n)))
     region("MASK_RIGHT", lambda n, c: (max(n - c, 0), n))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engine.errors import EvaluationError
 from engine.functions.lib_math import ANY_DECIMAL
 from engine.functions.registry import Generic, table_function
 from engine.plan import types as T
@@ -34,7 +35,7 @@ def explode_decimals(array: list[Any] | None) -> list[Any]:
     return explode(array)
 
 
-@table_function("CUBE_EXPLODE", params=[T.Array(_T)], returns=T.Array(_T))
+@table_function("CUBE_EXPLODE", params=[T.Array(_T)], returns=T.Array(_T), until=1)
 def cube_explode(array: list[Any] | None) -> list[list[Any]]:
     """One row per combination of the elements kept or replaced by NULL (2^n rows).
 
@@ -51,3 +52,16 @@ def cube_explode(array: list[Any] | None) -> list[list[Any]]:
             continue
         rows.append([v if mask >> (n - 1 - j) & 1 else None for j, v in enumerate(array)])
     return rows
+
+
+CUBE_MAX_COLUMNS = 20
+
+
+@table_function("CUBE_EXPLODE", params=[T.Array(_T)], returns=T.Array(_T), since=2)
+def cube_explode_bounded(array: list[Any] | None) -> list[list[Any]]:
+    """One row per combination of at most 20 elements kept or replaced by NULL; more fail."""
+    if array is not None and len(array) > CUBE_MAX_COLUMNS:
+        raise EvaluationError(
+            f"cube_explode: too many columns ({len(array)}); max is {CUBE_MAX_COLUMNS}"
+        )
+    return cube_explode(array)

@@ -34,19 +34,18 @@ class Uri:
 
 def parse_uri(text: str) -> Uri:
     """Split a URI into its parts; raise ``EvaluationError`` where java.net.URI would."""
-    bad = _ILLEGAL.search(text)
-    if bad is not None:
-        raise EvaluationError(
-            f"The URL '{text}' has invalid syntax: illegal character at index {bad.start()}."
-        )
+    # Where java.net.URI throws, ksqlDB's URL functions fail with one message.
+    invalid = EvaluationError(f"URL input has invalid syntax: {text}")
+    if _ILLEGAL.search(text) is not None:
+        raise invalid
     m = _URI.match(text)
     if m is None or not text:
-        raise EvaluationError(f"The URL '{text}' has invalid syntax.")
+        raise invalid
     scheme, authority, path, query, fragment = m.groups()
     if scheme is not None and not _SCHEME.match(scheme):
-        raise EvaluationError(f"The URL '{text}' has an invalid scheme '{scheme}'.")
+        raise invalid
     if "#" in (fragment or ""):
-        raise EvaluationError(f"The URL '{text}' has invalid syntax: a second '#'.")
+        raise invalid
     host: str | None = None
     port: int | None = None
     if authority is not None:

@@ -355,6 +355,11 @@ class Planner:
         name: str | None = None,
     ) -> Formats:
         value_props = dict(inherited_value_props)
+        if props.string("VALUE_AVRO_SCHEMA_FULL_NAME") is not None and props.string("VALUE_SCHEMA_FULL_NAME") is not None:
+            raise AnalysisError(
+                "Cannot supply both 'VALUE_AVRO_SCHEMA_FULL_NAME' and 'VALUE_SCHEMA_FULL_NAME' properties. "
+                "Please only set 'VALUE_SCHEMA_FULL_NAME'."
+            )
         delimiter = props.string("VALUE_DELIMITER")
         if delimiter is not None:
             if value_fmt != "DELIMITED":
@@ -375,8 +380,12 @@ class Planner:
                     )
                 side_props[NULLABLE_REPRESENTATION] = nullable.upper()
             full_name = props.string(f"{side}_SCHEMA_FULL_NAME")
-            if full_name is not None and side_fmt in SCHEMA_FULL_NAME_FORMATS:
-                side_props[SCHEMA_FULL_NAME] = full_name
+            if side == "VALUE" and full_name is None:
+                full_name = props.string("VALUE_AVRO_SCHEMA_FULL_NAME")  # the older name of the same
+            if full_name is not None:
+                _check_full_schema_name(side_fmt, full_name)
+                if side_fmt in SCHEMA_FULL_NAME_FORMATS:
+                    side_props[SCHEMA_FULL_NAME] = full_name
         if key_fmt == "AVRO" and schema.key and name is not None and SCHEMA_FULL_NAME not in key_props:
             key_props[SCHEMA_FULL_NAME] = avro_key_schema_name(name)
         value_columns = [c for c in schema.columns if c.namespace is Namespace.VALUE]
@@ -915,6 +924,19 @@ def _column_text(column: Column) -> str:
 
 # Formats whose registered schemas carry a full name (KEY/VALUE_SCHEMA_FULL_NAME).
 SCHEMA_FULL_NAME_FORMATS = frozenset({"AVRO", "PROTOBUF"})
+# The formats whose properties take a schema full name in ksqlDB (JSON_SR's is not used by kspark).
+_FULL_NAME_PROPERTY_FORMATS = SCHEMA_FULL_NAME_FORMATS | {"JSON_SR"}
+
+
+def _check_full_schema_name(fmt: str, full_name: str) -> None:
+    """ksqlDB's format properties refuse a schema full name in a format without one, then a
+    blank one (its property is ``fullSchemaName``)."""
+    if fmt not in _FULL_NAME_PROPERTY_FORMATS:
+        raise AnalysisError(f"{fmt} does not support the following configs: [fullSchemaName]")
+    if not full_name.strip():
+        raise AnalysisError(
+            f"fullSchemaName cannot be empty. Format configuration: {{fullSchemaName={full_name}}}"
+        )
 AVRO_SCHEMA_NAMESPACE = "io.confluent.ksql.avro_schemas"
 
 

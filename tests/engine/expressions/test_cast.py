@@ -89,6 +89,15 @@ def test_cast_to_decimal_keeps_the_target_scale() -> None:
     assert str(cast_value(D("1"), T.Decimal(1, 0), T.Decimal(5, 3))) == "1.000"
 
 
+def test_cast_to_a_decimal_too_small_overflows_in_ksqldbs_words() -> None:
+    with pytest.raises(ArithmeticError) as raised:
+        cast_value("123.45", T.STRING, T.Decimal(4, 2))
+    assert str(raised.value) == (
+        "Numeric field overflow: A field with precision 4 and scale 2 must round to an absolute "
+        "value less than 10^2. Got 123.45"
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "source", "target"),
     [

@@ -59,8 +59,9 @@ def test_conversions_return_null_for_null_input():
 
 
 def test_conversions_reject_unknown_encoding_and_bad_input():
-    with pytest.raises(EvaluationError, match="hex, utf8, ascii and base64"):
+    with pytest.raises(EvaluationError) as raised:
         call("TO_BYTES", "abc", "utf16")
+    assert str(raised.value) == "Unknown encoding type 'utf16'. Supported formats are 'hex', 'utf8', 'ascii', and 'base64'."
     with pytest.raises(EvaluationError, match="hex"):
         call("TO_BYTES", "abc", "hex")
     with pytest.raises(EvaluationError, match="base64"):
@@ -78,8 +79,9 @@ def test_encode_converts_between_encodings():
     assert call("ENCODE", "4b53514c", "hex", "base64") == "S1NRTA=="
     assert call("ENCODE", "S1NRTA==", "base64", "ascii") == "KSQL"
     assert call("ENCODE", None, "hex", "utf8", types=[T.STRING] * 3) is None
-    with pytest.raises(EvaluationError, match="Unknown encoding"):
+    with pytest.raises(EvaluationError) as raised:
         call("ENCODE", "x", "utf8", "rot13")
+    assert str(raised.value) == "Supported input and output encodings are: hex, utf8, ascii and base64"
 
 
 def test_bytes_overloads_of_string_functions():
@@ -121,7 +123,9 @@ def test_numbers_from_bytes_with_byte_order():
     assert call("BIGINT_FROM_BYTES", b"\x00" * 7 + b"\x2a") == 42
     assert call("DOUBLE_FROM_BYTES", b"\x3f\xf8" + b"\x00" * 6) == 1.5
     assert call("INT_FROM_BYTES", None) is None
-    with pytest.raises(EvaluationError, match="exactly 4 bytes"):
+    with pytest.raises(EvaluationError) as raised:
         call("INT_FROM_BYTES", b"\x01")
-    with pytest.raises(EvaluationError, match="byte order"):
+    assert str(raised.value) == "Number of bytes must be equal to 4, but found 1"
+    with pytest.raises(EvaluationError) as raised:
         call("BIGINT_FROM_BYTES", b"\x00" * 8, "MIDDLE")
+    assert str(raised.value) == "Byte order must be BIG_ENDIAN or LITTLE_ENDIAN. Unknown byte order 'MIDDLE'."

@@ -155,6 +155,21 @@ def test_array_join_prints_java_text() -> None:
     assert call("ARRAY_JOIN", [INTS, T.STRING], None, ",") is None
 
 
+def test_array_join_of_other_elements_fails_as_ksqldbs_does_from_version_2() -> None:
+    structs = T.Array(T.Struct((T.Field("A", T.INTEGER),)))
+    with pytest.raises(EvaluationError) as raised:
+        call("ARRAY_JOIN", [structs], [{"A": 1}])
+    assert str(raised.value) == (
+        "error: hit element of type org.apache.kafka.connect.data.Struct which is currently not supported"
+    )
+    with pytest.raises(EvaluationError, match="^error: hit element of type java.util.ArrayList which"):
+        call("ARRAY_JOIN", [T.Array(INTS), T.STRING], [[1]], "-")
+    # Only a present element fails, as ksqlDB checks each one.
+    assert call("ARRAY_JOIN", [structs], [None, None]) == "null,null"
+    # Version 1, kept for saved plans, prints them.
+    assert REGISTRY.resolve("ARRAY_JOIN", [T.Array(INTS)], 1).invoke([[[1]]]) == "[1]"
+
+
 def test_slice_is_one_based_and_inclusive() -> None:
     args = [INTS, T.INTEGER, T.INTEGER]
     assert call("SLICE", args, [10, 20, 30, 40], 2, 3) == [20, 30]

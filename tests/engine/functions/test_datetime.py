@@ -311,3 +311,66 @@ def test_timestampadd_and_timestampsub() -> None:
 def test_interval_functions_reject_a_non_unit_first_argument() -> None:
     with pytest.raises(Exception, match="does not accept parameters"):
         REGISTRY.resolve("TIMESTAMPADD", [T.TIMESTAMP, INT, T.TIMESTAMP])
+
+
+def test_format_and_parse_failures_read_as_ksqldbs_functions_word_them() -> None:
+    # ksqlDB's message, then the cause; the call is NULL and the message is the processing
+    # log's entry.
+    date, time_, ts = dt.date(2024, 2, 29), dt.time(13, 5, 7, 8000), dt.datetime(2024, 2, 29, 1, 2, 3, 40000)
+    failures = [
+        (("FORMAT_DATE", [T.DATE, S], date, "yyyy-b"), "Failed to format date 2024-02-29 with formatter 'yyyy-b': "),
+        (("PARSE_DATE", [S, S], "x", "yyyy"), "Failed to parse date 'x' with formatter 'yyyy': "),
+        (("FORMAT_TIME", [T.TIME, S], time_, "HH-b"), "Failed to format time 13:05:07.008 with formatter 'HH-b': "),
+        (("PARSE_TIME", [S, S], "12", "mm"), "Failed to parse time '12' with formatter 'mm': "),
+        (("FORMAT_TIMESTAMP", [T.TIMESTAMP, S], ts, "b"), "Failed to format timestamp 2024-02-29 01:02:03.04 with formatter 'b': "),
+        (
+            ("FORMAT_TIMESTAMP", [T.TIMESTAMP, S, S], ts, "yyyy", "Mars/Olympus"),
+            "Failed to format timestamp 2024-02-29 01:02:03.04 at timeZone 'Mars/Olympus' with formatter 'yyyy': ",
+        ),
+        (("PARSE_TIMESTAMP", [S, S], "x", "yyyy"), "Failed to parse timestamp 'x' with formatter 'yyyy': "),
+        (
+            ("PARSE_TIMESTAMP", [S, S, S], "2024", "yyyy", "Mars/Olympus"),
+            "Failed to parse timestamp '2024' at timezone 'Mars/Olympus' with formatter 'yyyy': ",
+        ),
+        (("DATETOSTRING", [INT, S], 3, "b"), "Failed to format date 3 with formatter 'b': "),
+        (("STRINGTODATE", [S, S], "x", "yyyy"), "Failed to parse date 'x' with formatter 'yyyy': "),
+        (("TIMESTAMPTOSTRING", [BI, S], 5, "b"), "Failed to format timestamp 5 with formatter 'b': "),
+        (
+            ("TIMESTAMPTOSTRING", [BI, S, S], 5, "yyyy", "Mars/Olympus"),
+            "Failed to format timestamp 5 at timeZone 'Mars/Olympus' with formatter 'yyyy': ",
+        ),
+        (("STRINGTOTIMESTAMP", [S, S], "x", "yyyy"), "Failed to parse timestamp 'x' with formatter 'yyyy': "),
+        (
+            ("STRINGTOTIMESTAMP", [S, S, S], "2024", "yyyy", "Mars/Olympus"),
+            "Failed to parse timestamp '2024' at timezone 'Mars/Olympus' with formatter 'yyyy': ",
+        ),
+        (("CONVERT_TZ", [T.TIMESTAMP, S, S], ts, "UTC", "Mars/Olympus"), "Invalid time zone: "),
+    ]
+    for (name, types, *args), prefix in failures:
+        with pytest.raises(EvaluationError) as raised:
+            call(name, types, *args)
+        assert str(raised.value).startswith(prefix), (name, str(raised.value))
+    # Whole seconds and whole times print as LocalTime and Timestamp do.
+    with pytest.raises(EvaluationError, match=r"^Failed to format time 13:05 with"):
+        call("FORMAT_TIME", [T.TIME, S], dt.time(13, 5), "b")
+    with pytest.raises(EvaluationError, match=r"^Failed to format timestamp 2024-02-29 00:00:00.0 with"):
+        call("FORMAT_TIMESTAMP", [T.TIMESTAMP, S], dt.datetime(2024, 2, 29), "b")
+
+
+def test_parse_date_with_a_time_and_parse_time_with_a_date_fail_from_version_2() -> None:
+    with pytest.raises(EvaluationError) as raised:
+        call("PARSE_DATE", [S, S], "2024-02-29 10:30", "yyyy-MM-dd HH:mm")
+    assert str(raised.value) == (
+        "Failed to parse date '2024-02-29 10:30' with formatter 'yyyy-MM-dd HH:mm': "
+        "Date format contains time field."
+    )
+    assert call("PARSE_DATE", [S, S], "2024-02-29 00:00", "yyyy-MM-dd HH:mm") == dt.date(2024, 2, 29)
+    with pytest.raises(EvaluationError) as raised:
+        call("PARSE_TIME", [S, S], "2024-02-29 10:30", "yyyy-MM-dd HH:mm")
+    assert str(raised.value) == (
+        "Failed to parse time '2024-02-29 10:30' with formatter 'yyyy-MM-dd HH:mm': "
+        "Time format contains date field."
+    )
+    # Version 1, kept for saved plans, drops the other part.
+    assert REGISTRY.resolve("PARSE_DATE", [S, S], 1).invoke(["2024-02-29 10:30", "yyyy-MM-dd HH:mm"]) == dt.date(2024, 2, 29)
+    assert REGISTRY.resolve("PARSE_TIME", [S, S], 1).invoke(["2024-02-29 10:30", "yyyy-MM-dd HH:mm"]) == dt.time(10, 30)

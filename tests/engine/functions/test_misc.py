@@ -112,3 +112,34 @@ def test_geo_distance_rejects_bad_coordinates_and_units():
         call("GEO_DISTANCE", 0.0, 0.0, 0.0, -181.0, types=[T.DOUBLE] * 4)
     with pytest.raises(EvaluationError, match="unit"):
         call("GEO_DISTANCE", 0.0, 0.0, 1.0, 1.0, "parsecs", types=[T.DOUBLE] * 4 + [T.STRING])
+
+
+def test_geo_distance_failures_read_as_ksqldb_words_them():
+    five = [T.DOUBLE] * 4 + [T.STRING]
+    with pytest.raises(EvaluationError) as raised:
+        call("GEO_DISTANCE", 91.0, 0.0, 0.0, 0.0, types=[T.DOUBLE] * 4)
+    assert str(raised.value) == "valid latitude values for GeoDistance function are in the range of -90 to 90 decimal degrees"
+    with pytest.raises(EvaluationError) as raised:
+        call("GEO_DISTANCE", 0.0, 0.0, 0.0, -181.0, "km", types=five)
+    assert str(raised.value) == (
+        "valid longitude values for GeoDistance function are in the range of -180 to +180 decimal degrees"
+    )
+    with pytest.raises(EvaluationError) as raised:
+        call("GEO_DISTANCE", 0.0, 0.0, 1.0, 1.0, "parsecs", types=five)
+    assert str(raised.value) == (
+        "GeoDistance function units parameter must be one of mi, mile, miles, km, kilometer, "
+        "kilometers, kilometre or kilometres. Values are case-insensitive."
+    )
+
+
+def test_geo_distance_takes_ksqldbs_unit_names_from_version_2():
+    five = [T.DOUBLE] * 4 + [T.STRING]
+    args = (0.0, 0.0, 1.0, 1.0)
+    km = call("GEO_DISTANCE", *args, types=[T.DOUBLE] * 4)
+    assert call("GEO_DISTANCE", *args, " Kilometres ", types=five) == km
+    assert call("GEO_DISTANCE", *args, "  ", types=five) == km
+    with pytest.raises(EvaluationError, match="units parameter"):
+        call("GEO_DISTANCE", *args, "minutes", types=five)
+    # Version 1, kept for saved plans, reads any unit starting with 'mi' as miles.
+    saved = REGISTRY.resolve("GEO_DISTANCE", five, 1)
+    assert saved.invoke([*args, "minutes"]) == pytest.approx(km * 3959 / 6371)

@@ -90,8 +90,14 @@ def test_variadic_overloads_that_all_need_casts_are_ambiguous() -> None:
 
 
 def test_null_arguments_matching_several_overloads_are_ambiguous() -> None:
-    with pytest.raises(TypeCheckError, match=r"ambiguous method parameters \(null\)"):
+    with pytest.raises(TypeCheckError) as raised:
         make_registry().resolve("LEN", [None])
+    assert str(raised.value) == (
+        "Function 'len' cannot be resolved due to ambiguous method parameters (null).\n"
+        "Use CAST() to explicitly cast your parameters to one of the supported function calls.\n"
+        "Valid function calls are:\nLEN(STRING)\nLEN(BYTES)\n"
+        "For detailed information on a function run: DESCRIBE FUNCTION <Function-Name>;"
+    )
 
 
 def test_no_match_lists_the_alternatives() -> None:

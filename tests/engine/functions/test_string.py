@@ -185,7 +185,7 @@ def test_regexp_replace_supports_java_group_references():
 def test_regexp_replace_rejects_bad_group_reference():
     with pytest.raises(EvaluationError, match="group"):
         call("REGEXP_REPLACE", "abc", "(a)", "$2")
-    with pytest.raises(EvaluationError, match="not valid"):
+    with pytest.raises(EvaluationError, match="^Invalid regular expression pattern: \\(a$"):
         call("REGEXP_REPLACE", "abc", "(a", "x")
 
 
@@ -261,8 +261,23 @@ def test_mask_regions():
 
 
 def test_mask_region_rejects_negative_count():
-    with pytest.raises(EvaluationError, match="non-negative"):
+    with pytest.raises(EvaluationError) as raised:
         call("MASK_LEFT", "abc", -1)
+    assert str(raised.value) == "function mask_left requires a non-negative number of characters to mask or skip"
+
+
+def test_a_mask_of_more_or_less_than_one_character_fails_as_in_ksqldb_from_version_2():
+    four = [T.STRING] * 4
+    for name, head in [("MASK", [T.STRING]), ("MASK_KEEP_RIGHT", [T.STRING, T.INTEGER])]:
+        args = ["Ab1", 1][: len(head)]
+        for mask in ("**", ""):
+            with pytest.raises(EvaluationError) as raised:
+                REGISTRY.resolve(name, head + four).invoke([*args, mask, None, None, None])
+            assert str(raised.value) == f"Invalid mask character. Must be only single character, but was '{mask}'"
+        # Version 1, kept for saved plans, takes the first character of a longer mask.
+        saved = REGISTRY.resolve(name, head + four, 1)
+        assert saved.invoke([*args, "*#", None, None, None]).startswith("*")
+    assert REGISTRY.current_semantics("MASK_LEFT") == 2
 
 
 def test_chr_from_code_point_and_escape():
@@ -304,3 +319,18 @@ def test_uuid_is_random_or_built_from_sixteen_bytes():
     assert call("UUID", bytes(range(16))) == "00010203-0405-0607-0809-0a0b0c0d0e0f"
     with pytest.raises(EvaluationError, match="16 bytes"):
         call("UUID", b"short")
+
+
+def test_a_regex_that_does_not_compile_fails_in_ksqldbs_words():
+    for name, args in [
+        ("REGEXP_REPLACE", ("abc", "(b", "x")),
+        ("REGEXP_EXTRACT_ALL", ("(b", "abc")),
+        ("REGEXP_EXTRACT_ALL", ("(b", "abc", 1)),
+        ("REGEXP_SPLIT_TO_ARRAY", ("abc", "(b")),
+    ]:
+        with pytest.raises(EvaluationError) as raised:
+            call(name, *args)
+        assert str(raised.value) == "Invalid regular expression pattern: (b"
+    # REGEXP_EXTRACT lets the pattern's own error through, as ksqlDB's does.
+    with pytest.raises(EvaluationError, match="is not valid"):
+        call("REGEXP_EXTRACT", "(b", "abc")

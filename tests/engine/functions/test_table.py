@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.errors import TypeCheckError
+from engine.errors import EvaluationError, TypeCheckError
 from engine.functions import REGISTRY, FunctionKind
 from engine.plan import types as T
 from engine.plan.types import SqlType
@@ -81,3 +81,11 @@ def test_cube_explode_of_distinct_values_has_two_to_the_n_distinct_rows(values: 
     result = rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], values)
     assert len(result) == 2 ** len(values)
     assert len({tuple(r) for r in result}) == len(result)
+
+
+def test_cube_explode_of_more_than_twenty_elements_fails_as_ksqldbs_from_version_2():
+    with pytest.raises(EvaluationError) as raised:
+        rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], list(range(21)))
+    assert str(raised.value) == "cube_explode: too many columns (21); max is 20"
+    assert len(rows("CUBE_EXPLODE", [T.Array(T.INTEGER)], [None] * 20)) == 1
+    assert REGISTRY.current_semantics("CUBE_EXPLODE") == 2

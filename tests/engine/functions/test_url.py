@@ -65,6 +65,10 @@ def test_invalid_url_raises_evaluation_error():
         s("URL_EXTRACT_HOST", "http://bad host/")
     with pytest.raises(EvaluationError, match="invalid syntax"):
         s("URL_EXTRACT_PATH", "http://h/%zz")
+    for url in ("http://bad host/", "1http://h/", "http://h/#a#b"):
+        with pytest.raises(EvaluationError) as raised:
+            s("URL_EXTRACT_PROTOCOL", url)
+        assert str(raised.value) == f"URL input has invalid syntax: {url}"
 
 
 def test_encode_param_follows_java_urlencoder():

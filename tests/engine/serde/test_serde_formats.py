@@ -117,7 +117,7 @@ def test_none_format_allows_no_columns() -> None:
         ("JSON", "JSON only supports MAP types with STRING keys"),
         ("JSON_SR", "JSON only supports MAP types with STRING keys"),
         ("PROTOBUF", "PROTOBUF format only supports MAP types with STRING keys"),
-        ("AVRO", "AVRO format only supports MAP types with STRING keys"),
+        ("AVRO", "^Value format does not support schema.\nformat: AVRO\n.*\nreason: Avro only supports MAPs with STRING keys$"),
     ],
 )
 def test_non_string_map_keys_are_rejected_in_values(fmt: str, message: str) -> None:
