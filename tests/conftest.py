@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from engine.components.broker import Broker, BrokerSecurity
+from engine.components.oidc import OidcProvider
 from engine.components.registry import SchemaRegistry
 from engine.runtime.session import get_spark, load_kafka_connector_by_default, stop_spark
 
@@ -55,17 +56,32 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield broker
 
 
+OIDC_CLIENTS = {"kspark-oidc": "kspark-oidc-secret"}  # the client and secret of the oidc_provider fixture
+OIDC_AUDIENCE = "kspark-kafka"
+
+
 @pytest.fixture(scope="session")
-def secured_kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    """A second real broker with secured listeners: SASL_SSL (SCRAM-SHA-512 and PLAIN, user
-    ``kspark``) and SSL with client certificates, certificates made at its start.
+def oidc_provider() -> Iterator[OidcProvider]:
+    """A client-credentials token endpoint and its JWKS (``OIDC_CLIENTS``, audience ``OIDC_AUDIENCE``)
+    in a thread of the test process, for the secured broker's OIDC listener."""
+    with OidcProvider(OIDC_CLIENTS, audience=OIDC_AUDIENCE) as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def secured_kafka_broker(tmp_path_factory: pytest.TempPathFactory, oidc_provider: OidcProvider) -> Iterator[Broker]:
+    """A second real broker with secured listeners: SASL_SSL (SCRAM-SHA-512, PLAIN and unsecured
+    OAUTHBEARER, user ``kspark``), SSL with client certificates, and OIDC (SASL_SSL, OAUTHBEARER
+    tokens of ``oidc_provider``), certificates made at its start.
 
     Started on first use, stopped at the end of the session. Clients take
     ``secured_kafka_broker.secured_bootstrap_servers("SASL_SSL")`` and
     ``secured_kafka_broker.client_properties("SASL_SSL")`` (Java client names).
     """
     directory = tmp_path_factory.mktemp("secured-kafka-broker")
-    with Broker(directory, stop_with_parent=True, security=BrokerSecurity()) as broker:
+    security = BrokerSecurity(oidc_jwks_url=oidc_provider.jwks_url, oidc_issuer=oidc_provider.issuer,
+                              oidc_audience=OIDC_AUDIENCE)
+    with Broker(directory, stop_with_parent=True, security=security) as broker:
         yield broker
 
 

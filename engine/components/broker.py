@@ -7,7 +7,9 @@
     broker.stop()
 
 With ``security=BrokerSecurity()`` the broker also listens on a SASL_SSL port (SCRAM-SHA-512
-and PLAIN, one user) and an SSL port that requires a client certificate; the certificates
+and PLAIN, one user; OAUTHBEARER with unsecured tokens, Kafka's unsecured validator) and an
+SSL port that requires a client certificate; with ``BrokerSecurity(oidc_jwks_url=...)`` also
+on an ``OIDC`` port (SASL_SSL, OAUTHBEARER tokens checked against that JWKS); the certificates
 are made at the first start in ``pki/`` (``engine.components.certificates``), and
 ``broker.client_properties("SASL_SSL")`` gives the Kafka client properties, under the Java
 client's names as a ksqlDB user writes them, of a client of either listener. The PLAINTEXT
@@ -119,23 +121,36 @@ logger.config.level = WARN
 
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+OAUTHBEARER_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OIDC_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+# Kafka 4 fetches JWKS and tokens only from the URLs this JVM system property allows.
+ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
 SASL_SSL = "SASL_SSL"
 SSL = "SSL"
+OIDC = "OIDC"  # a SASL_SSL listener whose OAUTHBEARER tokens are checked against a JWKS
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerSecurity:
     """The secured listeners of a development broker: SASL_SSL with one user (SCRAM-SHA-512,
-    created when the storage is formatted, and PLAIN), and SSL with client certificates."""
+    created when the storage is formatted, PLAIN, and OAUTHBEARER with unsecured tokens), SSL
+    with client certificates, and with ``oidc_jwks_url`` an OIDC listener (SASL_SSL,
+    OAUTHBEARER tokens signed by a key of that JWKS, issued by ``oidc_issuer``, for
+    ``oidc_audience`` when given)."""
 
     username: str = "kspark"
     password: str = "kspark-secret"
+    oidc_jwks_url: str | None = None
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
 
     def __post_init__(self) -> None:
         for name, value in (("username", self.username), ("password", self.password)):
             if not value or any(c in value for c in '",=[]\\ '):
                 raise ValueError(f"BrokerSecurity {name} {value!r} must be non-empty without quotes, "
                                  "commas, '=', brackets, backslashes or spaces.")
+        if self.oidc_jwks_url and not self.oidc_issuer:
+            raise ValueError("BrokerSecurity oidc_jwks_url needs oidc_issuer: the broker checks the tokens' issuer.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +242,9 @@ class Broker(JvmComponent):
     def client_properties(self, listener: str = SASL_SSL, *, mechanism: str = "SCRAM-SHA-512",
                           password: str | None = None) -> dict[str, str]:
         """The Kafka client properties (Java client names) of a client of ``listener``:
-        SASL_SSL as the broker's user with ``mechanism`` (``password`` replaces the right one),
-        or SSL with the client certificate."""
+        SASL_SSL as the broker's user with ``mechanism`` (``password`` replaces the right one;
+        OAUTHBEARER: an unsecured token naming the user), or SSL with the client certificate.
+        A client of the OIDC listener adds its token endpoint's settings to the SASL_SSL ones."""
         if self.security is None:
             raise ComponentError(f"The Kafka broker in {self.directory} was not given security=BrokerSecurity().")
         pki = self.pki
@@ -237,7 +253,13 @@ class Broker(JvmComponent):
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(pki.ca),
         }
-        if listener == SASL_SSL:
+        if listener == SASL_SSL and mechanism == "OAUTHBEARER":
+            properties |= {
+                "sasl.mechanism": mechanism,
+                "sasl.jaas.config":
+                    f'{OAUTHBEARER_LOGIN} required unsecuredLoginStringClaim_sub="{self.security.username}";',
+            }
+        elif listener == SASL_SSL:
             login = SCRAM_LOGIN if mechanism.startswith("SCRAM-") else PLAIN_LOGIN
             secret = self.security.password if password is None else password
             properties |= {
@@ -288,7 +310,7 @@ class Broker(JvmComponent):
         log4j.write_text(
             LOG4J2_PROPERTIES.format(log=self.directory / LOG_FILE), encoding="utf-8"
         )
-        jvm = [java, f"-Xmx{self.heap}", *JVM_OPTIONS,
+        jvm = [java, f"-Xmx{self.heap}", *JVM_OPTIONS, *self._security_jvm_options(),
                f"-Dlog4j2.configurationFile={log4j}", "-cp", f"{lib}{os.sep}*"]
         archive = self._class_archive(java)
         sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
@@ -353,7 +375,7 @@ class Broker(JvmComponent):
             return {}
         previous = self._saved_secured_ports()
         chosen: dict[str, int] = {}
-        for listener in (SASL_SSL, SSL):
+        for listener in (SASL_SSL, SSL, *((OIDC,) if self.security.oidc_jwks_url else ())):
             candidate = previous.get(listener)
             taken = {port, controller_port, *chosen.values()}
             if candidate is None or candidate in taken or not port_free(candidate):
@@ -383,13 +405,30 @@ class Broker(JvmComponent):
             return {}
         pki = self.pki
         user, password = self.security.username, self.security.password
+        oidc: dict[str, str] = {}
+        if self.security.oidc_jwks_url:
+            oidc = {
+                "listener.name.oidc.sasl.enabled.mechanisms": "OAUTHBEARER",
+                "listener.name.oidc.oauthbearer.sasl.jaas.config": f"{OAUTHBEARER_LOGIN} required;",
+                "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class": OIDC_VALIDATOR,
+                "listener.name.oidc.oauthbearer.sasl.oauthbearer.jwks.endpoint.url": self.security.oidc_jwks_url,
+                "sasl.oauthbearer.jwks.endpoint.url": self.security.oidc_jwks_url,
+            }
+            oidc["sasl.oauthbearer.expected.issuer"] = self.security.oidc_issuer or ""
+            if self.security.oidc_audience:
+                oidc["sasl.oauthbearer.expected.audience"] = self.security.oidc_audience
         return {
             "listener.security.protocol.map":
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
+                + (",OIDC:SASL_SSL" if oidc else ""),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN,OAUTHBEARER",
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{SCRAM_LOGIN} required;",
             "listener.name.sasl_ssl.plain.sasl.jaas.config":
                 f'{PLAIN_LOGIN} required user_{user}="{password}";',
+            # No callback handler: Kafka's unsecured validator, which takes any unsigned token.
+            "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+                f'{OAUTHBEARER_LOGIN} required unsecuredLoginStringClaim_sub="{user}";',
+            **oidc,
             "ssl.keystore.type": "PKCS12",
             "ssl.keystore.location": str(pki.server_keystore),
             "ssl.keystore.password": pki.password,
@@ -398,6 +437,11 @@ class Broker(JvmComponent):
             "ssl.truststore.location": str(pki.ca),
             "listener.name.ssl.ssl.client.auth": "required",
         }
+
+    def _security_jvm_options(self) -> list[str]:
+        if self.security is None or not self.security.oidc_jwks_url:
+            return []
+        return [f"-D{ALLOWED_URLS_PROPERTY}={self.security.oidc_jwks_url}"]
 
     def _format(self, jvm: list[str], properties: Path) -> None:
         scram = []

@@ -15,10 +15,12 @@ prefixed truststore for Kafka and the plain one for its own HTTPS listener). The
 checked once and then given, translated, to every client:
 
 - confluent-kafka (librdkafka) clients (``librdkafka()``): ``sasl.jaas.config`` becomes
-  ``sasl.username``/``sasl.password``; a PEM truststore ``ssl.ca.location`` (a PKCS12 one
-  its certificates as ``ssl.ca.pem``); a PKCS12 keystore ``ssl.keystore.location``, a PEM
-  one ``ssl.key.location`` and ``ssl.certificate.location``; an empty
-  ``ssl.endpoint.identification.algorithm`` ``none``.
+  ``sasl.username``/``sasl.password``, for OAUTHBEARER librdkafka's ``oidc`` method (client
+  credentials at ``sasl.oauthbearer.token.endpoint.url``) or its unsecured JWT
+  (``sasl.oauthbearer.config``); a PEM truststore ``ssl.ca.location`` (a PKCS12 or JKS one
+  its certificates as ``ssl.ca.pem``); a PKCS12 keystore ``ssl.keystore.location`` (a JKS one
+  a private PKCS12 copy, ``engine.kafka.keystores``), a PEM one ``ssl.key.location`` and
+  ``ssl.certificate.location``; an empty ``ssl.endpoint.identification.algorithm`` ``none``.
 - Java clients (``java()``): the transactional writer in Spark's executors, as given (with
   the store types made explicit).
 - Spark's Kafka source (``spark_options()``): the same, prefixed ``kafka.``.
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import KafkaClientError
+from engine.kafka.keystores import is_jks, jks_certificates, jks_to_pkcs12
 
 STREAMS_PREFIX = "ksql.streams."
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -50,7 +53,17 @@ MECHANISMS = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
+# The Java client's OIDC login (client credentials at a token endpoint), under its current
+# name and the one it had before Kafka 3.4.
+OIDC_LOGIN_HANDLERS = frozenset({
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+    "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+})
+# The unsecured-JWT login options librdkafka can reproduce (``sasl.oauthbearer.config``).
+UNSECURED_OPTIONS = ("unsecuredLoginPrincipalClaimName", "unsecuredLoginScopeClaimName",
+                     "unsecuredLoginLifetimeSeconds")
 STORE_TYPES = ("PEM", "PKCS12", "JKS")
 
 # Translated for librdkafka as well as given to the Java clients.
@@ -59,12 +72,18 @@ MAPPED = frozenset({
     "ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password", "ssl.truststore.certificates",
     "ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
     "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.endpoint.identification.algorithm",
+    "sasl.login.callback.handler.class", "sasl.oauthbearer.token.endpoint.url",
 })
 # Java-only tuning: given to the Java clients; librdkafka has no equivalent (it takes
 # OpenSSL's defaults, which accept what a Java client would negotiate).
 JAVA_ONLY = frozenset({
     "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.keymanager.algorithm",
     "ssl.trustmanager.algorithm", "ssl.secure.random.implementation", "ssl.provider",
+    # OAUTHBEARER login tuning (librdkafka refreshes its token by itself).
+    "sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms", "sasl.login.retry.backoff.ms",
+    "sasl.login.retry.backoff.max.ms", "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds", "sasl.login.refresh.buffer.seconds",
+    "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.sub.claim.name",
 })
 KNOWN = MAPPED | JAVA_ONLY
 SECRETS = frozenset({"sasl.jaas.config", "ssl.truststore.password", "ssl.keystore.password",
@@ -149,12 +168,17 @@ class KafkaSecurity:
             out["sasl.mechanism"] = p["sasl.mechanism"]
         if "sasl.jaas.config" in p:
             options = _jaas(p["sasl.jaas.config"])[1]
-            out["sasl.username"] = options["username"]
-            out["sasl.password"] = options["password"]
+            if p["sasl.mechanism"] == "OAUTHBEARER":
+                out |= _oauthbearer(p, options)
+            else:
+                out["sasl.username"] = options["username"]
+                out["sasl.password"] = options["password"]
         if "ssl.truststore.location" in p:
             location = p["ssl.truststore.location"]
             if p["ssl.truststore.type"] == "PEM":
                 out["ssl.ca.location"] = location
+            elif p["ssl.truststore.type"] == "JKS":
+                out["ssl.ca.pem"] = jks_certificates(location, p.get("ssl.truststore.password"))
             else:
                 out["ssl.ca.pem"] = _pkcs12_certificates(location, p.get("ssl.truststore.password"))
         if "ssl.truststore.certificates" in p:
@@ -166,6 +190,10 @@ class KafkaSecurity:
                 out["ssl.certificate.location"] = location
                 if "ssl.key.password" in p:
                     out["ssl.key.password"] = p["ssl.key.password"]
+            elif p["ssl.keystore.type"] == "JKS":
+                copy = jks_to_pkcs12(location, p["ssl.keystore.password"], p.get("ssl.key.password"))
+                out["ssl.keystore.location"] = copy.location
+                out["ssl.keystore.password"] = copy.password
             else:
                 out["ssl.keystore.location"] = location
                 if "ssl.keystore.password" in p:
@@ -211,7 +239,7 @@ def security_for(bootstrap_servers: str) -> KafkaSecurity:
 def _check(given: Mapping[str, str]) -> dict[str, str]:
     for name in sorted(given):
         if name not in KNOWN:
-            hint = ("kspark's Kafka clients support SASL PLAIN and SCRAM and SSL key and trust stores"
+            hint = ("kspark's Kafka clients support SASL PLAIN, SCRAM and OAUTHBEARER and SSL key and trust stores"
                     if name.startswith("sasl.") else "see the secured Kafka guide for the supported ones")
             raise KafkaClientError(f"Unknown Kafka security property '{name}': {hint}.")
     p = {k: v.strip() if k not in SECRETS else v for k, v in given.items()}
@@ -281,9 +309,92 @@ def _check_sasl(p: dict[str, str], protocol: str) -> None:
             f"'sasl.jaas.config' names the login module {module}, but 'sasl.mechanism' {mechanism} "
             f"needs {MECHANISMS[mechanism]}."
         )
+    if mechanism == "OAUTHBEARER":
+        _oauthbearer(p, options)  # says what is missing or cannot be mapped
+        return
+    for name in ("sasl.login.callback.handler.class", "sasl.oauthbearer.token.endpoint.url"):
+        if name in p:
+            raise KafkaClientError(f"'{name}' is set but 'sasl.mechanism' is {mechanism}: it is for OAUTHBEARER.")
     for option in ("username", "password"):
         if not options.get(option):
             raise KafkaClientError(f"'sasl.jaas.config' has no {option}=\"...\" option.")
+
+
+def _oauthbearer(p: Mapping[str, str], options: Mapping[str, str]) -> dict[str, str]:
+    """librdkafka's OAUTHBEARER settings for the Java client's: OIDC client credentials at a
+    token endpoint (``sasl.login.callback.handler.class``), else the unsecured JWT login."""
+    handler = p.get("sasl.login.callback.handler.class")
+    endpoint = p.get("sasl.oauthbearer.token.endpoint.url")
+    extensions = {k: v for k, v in options.items() if k.startswith(("extension_", "unsecuredLoginExtension_"))}
+    if handler is not None or endpoint is not None:
+        if handler not in OIDC_LOGIN_HANDLERS:
+            raise KafkaClientError(
+                f"'sasl.login.callback.handler.class' is '{handler or ''}'; for OAUTHBEARER with a token endpoint "
+                f"kspark's clients take {sorted(OIDC_LOGIN_HANDLERS)[0]}."
+            )
+        if not endpoint:
+            raise KafkaClientError(
+                "'sasl.login.callback.handler.class' is set but 'sasl.oauthbearer.token.endpoint.url' is not: "
+                "give the OIDC provider's token endpoint."
+            )
+        if not re.match(r"^https?://[^/\s]+", endpoint):
+            raise KafkaClientError(
+                f"'sasl.oauthbearer.token.endpoint.url' is '{endpoint}'; expected an http:// or https:// URL "
+                "(kspark's librdkafka clients fetch the token themselves)."
+            )
+        unknown = sorted(set(options) - {"clientId", "clientSecret", "scope"} - set(extensions))
+        if unknown:
+            raise KafkaClientError(
+                f"'sasl.jaas.config' has the option {unknown[0]}, which the OIDC login does not take "
+                "(clientId, clientSecret, scope, extension_NAME)."
+            )
+        for option in ("clientId", "clientSecret"):
+            if not options.get(option):
+                raise KafkaClientError(f"'sasl.jaas.config' has no {option}=\"...\" option (OIDC client credentials).")
+        out = {
+            "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.token.endpoint.url": endpoint,
+            "sasl.oauthbearer.client.id": options["clientId"],
+            "sasl.oauthbearer.client.secret": options["clientSecret"],
+        }
+        if options.get("scope"):
+            out["sasl.oauthbearer.scope"] = options["scope"]
+        if extensions:
+            out["sasl.oauthbearer.extensions"] = ",".join(
+                f"{k.split('_', 1)[1]}={v}" for k, v in sorted(extensions.items()))
+        return out
+    principal_claim = options.get("unsecuredLoginPrincipalClaimName", "sub")
+    scope_claim = options.get("unsecuredLoginScopeClaimName", "scope")
+    principal = options.get(f"unsecuredLoginStringClaim_{principal_claim}")
+    if not principal:
+        raise KafkaClientError(
+            f"'sasl.jaas.config' has no unsecuredLoginStringClaim_{principal_claim}=\"...\" option: the unsecured "
+            "OAUTHBEARER login needs the principal (or give a token endpoint with "
+            "sasl.login.callback.handler.class and sasl.oauthbearer.token.endpoint.url)."
+        )
+    known = {*UNSECURED_OPTIONS, f"unsecuredLoginStringClaim_{principal_claim}",
+             f"unsecuredLoginListClaim_{scope_claim}"}
+    unknown = sorted(set(options) - known - {k for k in extensions if k.startswith("unsecuredLoginExtension_")})
+    if unknown:
+        raise KafkaClientError(
+            f"'sasl.jaas.config' has the option {unknown[0]}, which kspark's librdkafka clients cannot send "
+            "in an unsecured token (they take the principal, the scope list, the lifetime and extensions)."
+        )
+    config = [f"principalClaimName={principal_claim}", f"principal={principal}"]
+    if scope_claim != "scope" or f"unsecuredLoginListClaim_{scope_claim}" in options:
+        config.append(f"scopeClaimName={scope_claim}")
+    scopes = options.get(f"unsecuredLoginListClaim_{scope_claim}")
+    if scopes:  # Java's list claim starts with its separator: ",a,b"
+        config.append("scope=" + ",".join(part for part in scopes[1:].split(scopes[0]) if part))
+    if "unsecuredLoginLifetimeSeconds" in options:
+        config.append(f"lifeSeconds={options['unsecuredLoginLifetimeSeconds']}")
+    for key, value in sorted(extensions.items()):
+        if key.startswith("unsecuredLoginExtension_"):
+            config.append(f"extension_{key.split('_', 1)[1]}={value}")
+    if any(" " in part for part in config):
+        raise KafkaClientError("'sasl.jaas.config' has an unsecured login value with a space, which librdkafka "
+                               "cannot take.")
+    return {"enable.sasl.oauthbearer.unsecure.jwt": "true", "sasl.oauthbearer.config": " ".join(config)}
 
 
 def _jaas(text: str) -> tuple[str, dict[str, str]]:
@@ -337,11 +448,14 @@ def _check_store(p: dict[str, str], store: str, *, certificates: str) -> None:
     if kind == "PEM" and not pem:
         raise KafkaClientError(f"'{location_key}' names {location}, which holds no PEM block ('{type_key}' is PEM).")
     if kind == "JKS":
-        raise KafkaClientError(
-            f"'{location_key}' is a JKS store, which kspark's librdkafka clients cannot read: convert it "
-            f"with keytool -importkeystore -srckeystore {location} -destkeystore store.p12 "
-            f"-deststoretype PKCS12 and set '{type_key}' to PKCS12."
-        )
+        if not is_jks(head):
+            raise KafkaClientError(f"'{location_key}' names {location}, which is not a JKS store ('{type_key}' is JKS).")
+        if store == "truststore":  # read once here (keytool), so that a wrong password is said now
+            jks_certificates(location, p.get("ssl.truststore.password"))
+        elif "ssl.keystore.password" not in p:
+            raise KafkaClientError("'ssl.keystore.location' is a JKS store but 'ssl.keystore.password' is not set.")
+        else:
+            jks_to_pkcs12(location, p["ssl.keystore.password"], p.get("ssl.key.password"))
     if kind == "PEM" and store == "keystore" and "ssl.keystore.password" in p:
         raise KafkaClientError("'ssl.keystore.password' cannot be used with a PEM key store: use 'ssl.key.password'.")
     if kind == "PKCS12" and store == "keystore" and "ssl.keystore.password" not in p:
@@ -497,6 +611,9 @@ class RegistrySecurity:
         password = conf.pop("truststore.password", None)
         if kind == "PKCS12":
             conf["ssl.ca.location"] = _pem_file(_pkcs12_certificates(conf["ssl.ca.location"], password))
+        elif kind == "JKS":
+            conf["ssl.ca.location"] = _pem_file(jks_certificates(conf["ssl.ca.location"], password,
+                                                                 prefix=f"{REGISTRY_PREFIX}ssl.truststore"))
         return conf
 
 

@@ -1,4 +1,5 @@
-"""kspark against a secured broker: SASL_SSL (SCRAM-SHA-512, PLAIN) and SSL with client certificates.
+"""kspark against a secured broker: SASL_SSL (SCRAM-SHA-512, PLAIN, OAUTHBEARER with unsecured tokens
+and with OIDC tokens from a token endpoint) and SSL with client certificates (PKCS12 and JKS stores).
 
 The broker's secured listeners accept no client without the right properties, so every client
 kspark makes (admin, producers, consumers, PRINT, INSERT VALUES, Spark's Kafka source, the
@@ -10,6 +11,7 @@ in ``nox -s secured_kafka``; the client and error tests run in the suite.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -21,10 +23,18 @@ import pytest
 from engine.cli import main
 from engine.components.broker import Broker
 from engine.components.kspark_server import ServerProcess
+from engine.components.oidc import OidcProvider
 from engine.kafka import ProducerRecord, TopicAdmin, produce, read_topic
 from engine.kafka.security import configure, use_security
 
 PASSWORD = "kspark-secret"  # BrokerSecurity's default: never printed
+OIDC_SECRET = "kspark-oidc-secret"  # the oidc_provider fixture's client's: never printed
+JKS_PASSWORDS = ("jks-trust-pw", "jks-store-pw", "jks-key-pw")
+SECRETS = (PASSWORD, OIDC_SECRET, *JKS_PASSWORDS)
+OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+# Each way in to the secured broker: (listener, how the client authenticates).
+KINDS = ("SCRAM-SHA-512", "PLAIN", "OAUTHBEARER", "OIDC", "SSL", "SSL-JKS")
 
 
 def _unique(prefix: str) -> str:
@@ -48,13 +58,56 @@ def _properties_file(path: Path, properties: dict[str, str]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("listener", "mechanism"), [("SASL_SSL", "SCRAM-SHA-512"), ("SASL_SSL", "PLAIN"),
-                                                     ("SSL", "")])
+def _keytool(*args: str) -> None:
+    subprocess.run(["keytool", "-noprompt", *args], check=True, capture_output=True, stdin=subprocess.DEVNULL)
+
+
+def _jks_stores(broker: Broker) -> tuple[Path, Path]:
+    """A JKS truststore of the broker's CA and a JKS key store of its client certificate, as a
+    Java user has them (the key's password differs from the store's); made once per broker."""
+    trust, key = broker.directory / "pki" / "truststore.jks", broker.directory / "pki" / "client.jks"
+    if not key.exists():
+        pki = broker.pki
+        _keytool("-importcert", "-alias", "ca", "-file", str(pki.ca), "-keystore", str(trust),
+                 "-storetype", "JKS", "-storepass", JKS_PASSWORDS[0])
+        _keytool("-importkeystore", "-srckeystore", str(pki.client_keystore), "-srcstoretype", "PKCS12",
+                 "-srcstorepass", pki.password, "-destkeystore", str(key), "-deststoretype", "JKS",
+                 "-deststorepass", JKS_PASSWORDS[1], "-destkeypass", JKS_PASSWORDS[2])
+    return trust, key
+
+
+def _client(broker: Broker, kind: str, oidc: OidcProvider | None = None) -> tuple[str, dict[str, str]]:
+    """The bootstrap servers and the Kafka client properties (Java names) of a client of ``kind``."""
+    if kind in ("SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"):  # OAUTHBEARER: an unsecured token
+        return broker.secured_bootstrap_servers("SASL_SSL"), broker.client_properties("SASL_SSL", mechanism=kind)
+    if kind == "SSL":
+        return broker.secured_bootstrap_servers("SSL"), broker.client_properties("SSL")
+    if kind == "SSL-JKS":
+        trust, key = _jks_stores(broker)
+        return broker.secured_bootstrap_servers("SSL"), {
+            "security.protocol": "SSL",
+            "ssl.truststore.location": str(trust), "ssl.truststore.password": JKS_PASSWORDS[0],
+            "ssl.keystore.location": str(key), "ssl.keystore.type": "JKS",
+            "ssl.keystore.password": JKS_PASSWORDS[1], "ssl.key.password": JKS_PASSWORDS[2],
+        }
+    assert kind == "OIDC" and oidc is not None
+    client = next(name for name, secret in oidc.clients.items() if secret == OIDC_SECRET)
+    return broker.secured_bootstrap_servers("OIDC"), {
+        "security.protocol": "SASL_SSL",
+        "ssl.truststore.location": str(broker.pki.ca),
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.login.callback.handler.class": OIDC_HANDLER,
+        "sasl.oauthbearer.token.endpoint.url": oidc.token_endpoint_url,
+        "sasl.jaas.config": f'{OAUTH_LOGIN} required clientId="{client}" clientSecret="{OIDC_SECRET}" '
+                            'scope="kafka";',
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_admin_produce_consume_insert_values_and_print_on_each_secured_listener(
-    secured_kafka_broker: Broker, capsys: pytest.CaptureFixture[str], listener: str, mechanism: str
+    secured_kafka_broker: Broker, oidc_provider: OidcProvider, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    bootstrap = secured_kafka_broker.secured_bootstrap_servers(listener)
-    properties = secured_kafka_broker.client_properties(listener, mechanism=mechanism or "SCRAM-SHA-512")
+    bootstrap, properties = _client(secured_kafka_broker, kind, oidc_provider)
     topic = _unique("people")
     try:
         configure(bootstrap, properties)
@@ -69,9 +122,12 @@ def test_admin_produce_consume_insert_values_and_print_on_each_secured_listener(
     args = ["query", "--bootstrap-servers", bootstrap, *_conf(properties), "--sql", str(sql)]
     assert main([*args, "INSERT INTO P (ID, NAME) VALUES ('2', 'bob');"]) == 0
     assert main([*args, f"PRINT '{topic}' FROM BEGINNING LIMIT 2;"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert 'key: 1, value: {"NAME": "ann"}, partition: 0' in out  # produced by the test
     assert 'key: 2, value: {"NAME":"bob"}, partition: 0' in out  # by INSERT VALUES
+    for secret in SECRETS:
+        assert secret not in captured.out + captured.err
 
 
 @pytest.mark.parametrize("case", ["wrong password", "no security", "no client certificate"])
@@ -117,13 +173,17 @@ def test_a_bad_property_is_one_line_before_any_connection(capsys: pytest.Capture
 
 
 @pytest.mark.secured_kafka
-def test_kspark_run_of_a_stateful_query_over_sasl_ssl_is_exact(
-    secured_kafka_broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("kind", ["SCRAM-SHA-512", "OAUTHBEARER", "OIDC", "SSL-JKS"])
+def test_kspark_run_of_a_stateful_query_over_a_secured_listener_is_exact(
+    secured_kafka_broker: Broker, oidc_provider: OidcProvider, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    kind: str
 ) -> None:
-    """Spark's Kafka source and the transactional writer in the executors over SCRAM-SHA-512:
-    the counts read back read_committed are exact; the password is in no file of the state dir."""
-    bootstrap = secured_kafka_broker.secured_bootstrap_servers("SASL_SSL")
-    properties = secured_kafka_broker.client_properties("SASL_SSL")
+    """Spark's Kafka source and the transactional writer in the executors (the Java client) and
+    the librdkafka clients, over SCRAM-SHA-512, unsecured and OIDC OAUTHBEARER, and SSL with
+    JKS stores: the counts read back read_committed are exact; no secret is in a file of the
+    state dir or in the output."""
+    bootstrap, properties = _client(secured_kafka_broker, kind, oidc_provider)
+    tokens = oidc_provider.issued.total()
     source, sink = _unique("clicks"), _unique("counts")
     config = _properties_file(tmp_path / "kafka.properties", properties)
     total = 300
@@ -156,21 +216,28 @@ def test_kspark_run_of_a_stateful_query_over_sasl_ssl_is_exact(
         use_security(bootstrap, None)
     expected = {f"u{k}".encode(): {"C": len(range(k, total, 7)), "S": sum(range(k, total, 7))} for k in range(7)}
     assert latest == expected
-    for path in state.rglob("*"):
-        if path.is_file():
-            assert PASSWORD.encode() not in path.read_bytes(), path
+    if kind == "OIDC":  # librdkafka's clients and the Java ones fetched their tokens
+        assert oidc_provider.issued.total() > tokens
+    captured = capsys.readouterr()
+    for secret in SECRETS:
+        assert secret not in captured.out + captured.err
+        for path in state.rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.secured_kafka
-def test_a_server_with_its_metastore_push_query_and_insert_values_over_sasl_ssl(
-    secured_kafka_broker: Broker, tmp_path: Path
+@pytest.mark.parametrize("kind", ["SCRAM-SHA-512", "OIDC", "SSL-JKS"])
+def test_a_server_with_its_metastore_push_query_and_insert_values_over_a_secured_listener(
+    secured_kafka_broker: Broker, oidc_provider: OidcProvider, tmp_path: Path, kind: str
 ) -> None:
     """``kspark server --config FILE`` with the security properties: the command log and the
-    metastore tables, a persistent query, INSERT VALUES and a push query all on SASL_SSL."""
-    bootstrap = secured_kafka_broker.secured_bootstrap_servers("SASL_SSL")
+    metastore tables, a persistent query, INSERT VALUES and a push query all on SASL_SSL
+    (SCRAM-SHA-512, or OAUTHBEARER with OIDC tokens) or on SSL with the client certificate
+    in JKS stores."""
+    bootstrap, properties = _client(secured_kafka_broker, kind, oidc_provider)
     config = _properties_file(tmp_path / "server.properties", {
-        "ksql.streams.auto.offset.reset": "earliest",
-        **secured_kafka_broker.client_properties("SASL_SSL"),
+        "ksql.streams.auto.offset.reset": "earliest", **properties,
     })
     service_id = _unique("sec")
     log = tmp_path / "server.log"
@@ -200,10 +267,11 @@ def test_a_server_with_its_metastore_push_query_and_insert_values_over_sasl_ssl(
         assert {"SRC", "BIG"} <= {s["name"] for s in shown[0]["streams"]}
     finally:
         assert server.stop() == 0
-    assert PASSWORD not in log.read_text(errors="replace")
-    for path in (tmp_path / "state").rglob("*"):
-        if path.is_file():
-            assert PASSWORD.encode() not in path.read_bytes(), path
+    for secret in SECRETS:
+        assert secret not in log.read_text(errors="replace")
+        for path in (tmp_path / "state").rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.parametrize("command", ["run", "query", "server", "metastore migrate", "import-command-topic"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -126,12 +128,194 @@ def test_bad_or_contradictory_settings_name_the_property(properties: dict[str, s
     assert "\n" not in str(raised.value)
 
 
-def test_a_jks_store_is_refused_with_the_conversion_to_make(pki, tmp_path: Path) -> None:
-    jks = tmp_path / "truststore.jks"
-    jks.write_bytes(b"\xfe\xed\xfe\xed" + bytes(60))  # a JKS file's magic number
-    with pytest.raises(KafkaClientError, match="is a JKS store, which kspark's librdkafka clients cannot read: "
-                                               "convert it with keytool -importkeystore"):
-        KafkaSecurity.from_properties({"security.protocol": "SSL", "ssl.truststore.location": str(jks)})
+def _keytool(*args: str) -> None:
+    subprocess.run(["keytool", *args], check=True, capture_output=True, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def jks(pki, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """JKS stores made with keytool from the PKI: a truststore of the CA, a key store of the
+    client's key whose key password differs from the store's, and one of certificates only."""
+    directory = tmp_path_factory.mktemp("jks")
+    stores = {"trust": directory / "truststore.jks", "key": directory / "keystore.jks",
+              "nokey": directory / "certificates.jks"}
+    _keytool("-importcert", "-noprompt", "-alias", "ca", "-file", str(pki.ca), "-keystore", str(stores["trust"]),
+             "-storetype", "JKS", "-storepass", "trust-pw")
+    _keytool("-importkeystore", "-noprompt", "-srckeystore", str(pki.client_keystore), "-srcstoretype", "PKCS12",
+             "-srcstorepass", pki.password, "-destkeystore", str(stores["key"]), "-deststoretype", "JKS",
+             "-deststorepass", "store-pw", "-destkeypass", "key-pw")
+    shutil.copy(stores["trust"], stores["nokey"])
+    return stores
+
+
+def _jks_ssl(jks: dict[str, Path], **extra: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SSL",
+        "ssl.truststore.location": str(jks["trust"]), "ssl.truststore.password": "trust-pw",
+        "ssl.keystore.location": str(jks["key"]), "ssl.keystore.password": "store-pw", "ssl.key.password": "key-pw",
+        **extra,
+    }
+
+
+def test_jks_stores_go_to_the_java_clients_as_they_are_and_to_librdkafka_converted(jks, pki) -> None:
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    security = KafkaSecurity.from_properties(_jks_ssl(jks))  # no types: found from the files
+    java = security.java()
+    assert (java["ssl.truststore.type"], java["ssl.keystore.type"]) == ("JKS", "JKS")
+    assert java["ssl.keystore.location"] == str(jks["key"])
+    mapped = security.librdkafka()
+    assert mapped["ssl.ca.pem"].strip() == pki.ca.read_text().strip()
+    copy = Path(mapped["ssl.keystore.location"])
+    assert copy != jks["key"] and copy.suffix == ".p12"
+    assert copy.stat().st_mode & 0o077 == 0 and copy.parent.stat().st_mode & 0o077 == 0
+    assert mapped["ssl.keystore.password"] not in ("store-pw", "key-pw")
+    store = pkcs12.load_pkcs12(copy.read_bytes(), mapped["ssl.keystore.password"].encode())
+    assert store.key is not None and store.cert is not None
+    assert "ssl.key.password" not in mapped  # the copy's key has the copy's password
+    assert "store-pw" not in repr(security) and "key-pw" not in repr(security)
+
+
+def test_an_explicit_jks_type_and_the_ksql_streams_prefix(jks) -> None:
+    security = KafkaSecurity.from_properties({
+        "ksql.streams.security.protocol": "SSL", "ksql.streams.ssl.truststore.type": "JKS",
+        "ksql.streams.ssl.truststore.location": str(jks["trust"]),
+        "ksql.streams.ssl.truststore.password": "trust-pw",
+    })
+    assert "BEGIN CERTIFICATE" in security.librdkafka()["ssl.ca.pem"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"ssl.truststore.password": "wrong-trust"},
+     "'ssl.truststore.location' names {trust}, which does not open as a JKS store with 'ssl.truststore.password'."),
+    ({"ssl.keystore.password": "wrong-store"},
+     "'ssl.keystore.location' names {key}, which does not open as a JKS store with 'ssl.keystore.password'."),
+    ({"ssl.key.password": "wrong-key"}, "'ssl.key.password' does not open the private key in {key}."),
+    ({"ssl.keystore.location": "{nokey}", "ssl.keystore.password": "trust-pw"},
+     "'ssl.keystore.location' names {nokey}, which holds no private key: a key store needs the client's key "
+     "and certificate (a store of certificates only is a truststore)."),
+    ({"ssl.keystore.location": "/nowhere/keystore.jks"},
+     "'ssl.keystore.location' names /nowhere/keystore.jks, which is not a readable file."),
+    ({"ssl.keystore.password": None},
+     "'ssl.keystore.location' is a JKS store but 'ssl.keystore.password' is not set."),
+    ({"ssl.truststore.type": "JKS", "ssl.truststore.location": "{pem}"},
+     "'ssl.truststore.location' names {pem}, which is not a JKS store ('ssl.truststore.type' is JKS)."),
+])
+def test_a_bad_jks_store_is_one_line_without_a_password(jks, pki, change: dict[str, str | None],
+                                                        message: str) -> None:
+    names = {"trust": jks["trust"], "key": jks["key"], "nokey": jks["nokey"], "pem": pki.ca}
+    properties = _jks_ssl(jks)
+    for key, value in change.items():
+        if value is None:
+            properties.pop(key)
+        else:
+            properties[key] = value.format(**names)
+    with pytest.raises(KafkaClientError) as raised:
+        KafkaSecurity.from_properties(properties)
+    text = str(raised.value)
+    assert text == message.format(**names)
+    for secret in ("trust-pw", "store-pw", "key-pw", "wrong-trust", "wrong-store", "wrong-key"):
+        assert secret not in text
+
+
+def test_the_registry_client_takes_a_jks_truststore(jks) -> None:
+    from engine.kafka.security import RegistrySecurity
+
+    conf = RegistrySecurity.from_properties({
+        "ksql.schema.registry.ssl.truststore.location": str(jks["trust"]),
+        "ksql.schema.registry.ssl.truststore.password": "trust-pw",
+    }).client_config()
+    assert Path(conf["ssl.ca.location"]).read_text().count("BEGIN CERTIFICATE") == 1
+    with pytest.raises(KafkaClientError, match="^'ksql.schema.registry.ssl.truststore.location' names .*, which does "
+                                               "not open as a JKS store with 'ksql.schema.registry.ssl.truststore"
+                                               ".password'.$"):
+        RegistrySecurity.from_properties({
+            "ksql.schema.registry.ssl.truststore.location": str(jks["trust"]),
+            "ksql.schema.registry.ssl.truststore.password": "nope",
+        })
+
+
+OAUTH = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+
+
+def _oauth(pki, jaas_options: str, **extra: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER",
+        "sasl.jaas.config": f"{OAUTH} required {jaas_options};", "ssl.truststore.location": str(pki.ca), **extra,
+    }
+
+
+def test_oauthbearer_with_an_unsecured_token_maps_to_librdkafkas_unsecured_jwt(pki) -> None:
+    security = KafkaSecurity.from_properties(_oauth(
+        pki, 'unsecuredLoginStringClaim_sub="alice" unsecuredLoginListClaim_scope=",read,write" '
+             'unsecuredLoginLifetimeSeconds="600" unsecuredLoginExtension_tenant="t1"'))
+    mapped = security.librdkafka()
+    assert mapped["sasl.mechanism"] == "OAUTHBEARER"
+    assert mapped["enable.sasl.oauthbearer.unsecure.jwt"] == "true"
+    assert mapped["sasl.oauthbearer.config"] == ("principalClaimName=sub principal=alice scopeClaimName=scope "
+                                                 "scope=read,write lifeSeconds=600 extension_tenant=t1")
+    assert "sasl.username" not in mapped
+    assert security.java()["sasl.jaas.config"].startswith(OAUTH)  # the Java clients log in themselves
+
+
+def test_oauthbearer_with_a_token_endpoint_maps_to_librdkafkas_oidc(pki) -> None:
+    security = KafkaSecurity.from_properties(_oauth(
+        pki, 'clientId="kspark" clientSecret="oidc-s3cret" scope="kafka" extension_logicalCluster="lkc-1"',
+        **{"sasl.login.callback.handler.class": OIDC_HANDLER,
+           "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+           "sasl.login.connect.timeout.ms": "5000"}))
+    mapped = security.librdkafka()
+    assert {k: v for k, v in mapped.items() if k.startswith("sasl.oauthbearer.")} == {
+        "sasl.oauthbearer.method": "oidc",
+        "sasl.oauthbearer.token.endpoint.url": "https://idp.example/oauth2/token",
+        "sasl.oauthbearer.client.id": "kspark",
+        "sasl.oauthbearer.client.secret": "oidc-s3cret",
+        "sasl.oauthbearer.scope": "kafka",
+        "sasl.oauthbearer.extensions": "logicalCluster=lkc-1",
+    }
+    assert "sasl.login.connect.timeout.ms" not in mapped  # Java only
+    java = security.java()
+    assert java["sasl.login.callback.handler.class"] == OIDC_HANDLER
+    assert java["sasl.oauthbearer.token.endpoint.url"] == "https://idp.example/oauth2/token"
+    assert "oidc-s3cret" not in repr(security)
+
+
+@pytest.mark.parametrize(("jaas_options", "extra", "message"), [
+    ("", {}, "'sasl.jaas.config' has no unsecuredLoginStringClaim_sub=\"...\" option: the unsecured OAUTHBEARER "
+             "login needs the principal"),
+    ('unsecuredLoginStringClaim_sub="a" unsecuredLoginStringClaim_team="x"', {},
+     "'sasl.jaas.config' has the option unsecuredLoginStringClaim_team, which kspark's librdkafka clients cannot "
+     "send in an unsecured token"),
+    ('clientId="kspark"', {"sasl.login.callback.handler.class": OIDC_HANDLER,
+                           "sasl.oauthbearer.token.endpoint.url": "https://idp.example/token"},
+     "'sasl.jaas.config' has no clientSecret=\"...\" option (OIDC client credentials)."),
+    ('clientId="kspark" clientSecret="oidc-s3cret"', {"sasl.login.callback.handler.class": OIDC_HANDLER},
+     "'sasl.login.callback.handler.class' is set but 'sasl.oauthbearer.token.endpoint.url' is not"),
+    ('clientId="kspark" clientSecret="oidc-s3cret"', {"sasl.login.callback.handler.class": "com.example.MyHandler",
+                                                      "sasl.oauthbearer.token.endpoint.url": "https://idp/t"},
+     f"'sasl.login.callback.handler.class' is 'com.example.MyHandler'; for OAUTHBEARER with a token endpoint "
+     f"kspark's clients take {OIDC_HANDLER}."),
+    ('clientId="kspark" clientSecret="oidc-s3cret"', {"sasl.login.callback.handler.class": OIDC_HANDLER,
+                                                      "sasl.oauthbearer.token.endpoint.url": "file:///token"},
+     "'sasl.oauthbearer.token.endpoint.url' is 'file:///token'; expected an http:// or https:// URL"),
+    ('clientId="kspark" clientSecret="oidc-s3cret" audience="x"',
+     {"sasl.login.callback.handler.class": OIDC_HANDLER, "sasl.oauthbearer.token.endpoint.url": "https://idp/t"},
+     "'sasl.jaas.config' has the option audience, which the OIDC login does not take"),
+])
+def test_a_bad_oauthbearer_setting_is_one_line_without_the_secret(
+    pki, jaas_options: str, extra: dict[str, str], message: str
+) -> None:
+    with pytest.raises(KafkaClientError) as raised:
+        KafkaSecurity.from_properties(_oauth(pki, jaas_options, **extra))
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+    assert "oidc-s3cret" not in str(raised.value)
+
+
+def test_oauthbearer_settings_with_another_mechanism_are_refused(pki) -> None:
+    with pytest.raises(KafkaClientError, match="^'sasl.oauthbearer.token.endpoint.url' is set but 'sasl.mechanism' "
+                                               "is SCRAM-SHA-512: it is for OAUTHBEARER.$"):
+        KafkaSecurity.from_properties(_sasl(pki, **{"sasl.oauthbearer.token.endpoint.url": "https://idp/t"}))
 
 
 def test_a_wrong_truststore_password_is_one_line_without_the_password(pki) -> None:
