@@ -10,8 +10,10 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
+from engine.errors import KafkaClientError
 from engine.kafka.admin import TopicAdmin
 from engine.server.app import create_app
+from engine.server.errors import ServiceError
 from engine.server.service import KsqlService
 
 
@@ -149,7 +151,8 @@ def test_an_existing_topic_must_have_the_partitions_replicas_and_retention_a_cre
     assert check(stream.format("partitions=3").replace("'one'", "'new'")) is None
 
 
-def test_drop_delete_topic_also_deletes_the_schemas_of_the_topic(kafka_broker, schema_registry, tmp_path) -> None:
+def test_drop_delete_topic_also_deletes_the_schemas_of_the_topic(kafka_broker, schema_registry, tmp_path,
+                                                                  monkeypatch) -> None:
     from engine.serde.registry import registry_client
 
     service = KsqlService(
@@ -167,5 +170,30 @@ def test_drop_delete_topic_also_deletes_the_schemas_of_the_topic(kafka_broker, s
         service.execute("DROP STREAM DROPPED DELETE TOPIC;")
         assert f"{topic}-value" not in client.get_subjects()
         assert topic not in TopicAdmin(kafka_broker.bootstrap_servers).list_topics()
+
+        # the registry refuses the deletion (not a 404), then the broker does
+        import engine.serde.registry as registry
+
+        class Refusing:
+            def delete_subject(self, subject: str) -> None:
+                raise type("SchemaRegistryError", (Exception,), {"http_status_code": 500})("boom")
+
+        create = (f"CREATE STREAM DROPPED (ID INT KEY, V STRING) WITH (KAFKA_TOPIC='{topic}', PARTITIONS=1, "
+                  "KEY_FORMAT='KAFKA', VALUE_FORMAT='AVRO');")
+        service.execute(create)
+        monkeypatch.setattr(registry, "registry_client", lambda url: Refusing())
+        with pytest.raises(ServiceError) as refused:
+            service.execute("DROP STREAM DROPPED DELETE TOPIC;")
+        assert refused.value.message == f"Could not clean up the schema registry for topic: {topic}"
+        assert refused.value.code == 50000 and refused.value.statement_text == "DROP STREAM DROPPED DELETE TOPIC;"
+
+        def unreachable(self, name: str, *, missing_ok: bool = False) -> None:
+            raise KafkaClientError("Timed out waiting for the broker.")
+
+        service.execute(create)
+        monkeypatch.setattr(TopicAdmin, "delete_topic", unreachable)
+        with pytest.raises(ServiceError) as refused:
+            service.execute("DROP STREAM DROPPED DELETE TOPIC;")
+        assert refused.value.message == f"Could not delete the corresponding kafka topic: {topic}"
     finally:
         service.close()
