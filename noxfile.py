@@ -155,12 +155,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """The docs site (mkdocs-material), built strictly: a broken link or a page missing from nav fails."""
+    """The docs site (mkdocs-material), built strictly: a broken link or a page missing from nav
+    fails; the site and the server's console in headless Chromium."""
     session.install("-e", ".[docs]")
     session.run("mkdocs", "build", "--strict", "--site-dir", "build/site", *session.posargs)
     # The built site in headless Chromium (Debian's chromium and chromium-driver): the index, a
-    # guide and a reference page render, and every internal link on them answers.
-    session.run("pytest", "-m", "docs", "tests/docs", "-p", "no:cacheprovider", "-q",
+    # guide and a reference page render, and every internal link on them answers. Then the
+    # server's browser console, driven through its editor against a server on a broker.
+    session.run("pytest", "-m", "docs", "tests/docs", "tests/engine/server/test_console_in_browser.py",
+                "-p", "no:cacheprovider", "-q",
                 env={"KSPARK_DOCS_SITE": "build/site", "NO_MKDOCS_2_WARNING": "1"})
 
 

@@ -114,7 +114,9 @@ function drawSources() {
     .map((s) => [s.name, s.type, s.topic, `${s.keyFormat} / ${s.valueFormat}`,
       (writers.get(s.name) ?? []).join(", "), (readers.get(s.name) ?? []).join(", ")]);
   if (!changed("sources", rows)) return;
-  $("sources").replaceChildren(table(["Name", "Type", "Topic", "Key / value format", "Written by", "Read by"], rows));
+  const result = table(["Name", "Type", "Topic", "Key / value format", "Written by", "Read by"], rows);
+  for (const row of result.tBodies[0].rows) for (const index of [0, 2, 4, 5]) row.cells[index].classList.add("ids");
+  $("sources").replaceChildren(result);
 }
 
 function drawQueries() {
@@ -128,7 +130,7 @@ function drawQueries() {
     row.dataset.queryId = query.id;
     row.className = `query-row state-${(query.state ?? "unknown").toLowerCase()}`;
     if (query.id === state.selected) row.classList.add("selected");
-    cell(row, query.id, "query-id");
+    cell(row, query.id, "query-id ids");
     cell(row, query.queryType);
     cell(row, query.state ?? "–", "query-state");
     cell(row, figures ? String(figures.totalLag) : "–", "query-lag");

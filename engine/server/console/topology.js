@@ -11,7 +11,7 @@ function element(name, attributes = {}, parent = null) {
   return node;
 }
 
-function shorten(text, length = 22) {
+function shorten(text, length = 20) {
   return text.length > length ? `${text.slice(0, length - 1)}…` : text;
 }
 
