@@ -805,7 +805,7 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         found = {c.name: c.value for c in tails}
         interval = found.get("interval", 1)
         if interval < 1:
-            raise self._error(f"PRINT's INTERVAL must be at least 1, got {interval}.", meta)
+            raise self._error(f"INTERVAL must be greater than one, but was: {interval}", meta)  # ksqlDB's words
         return ast.PrintTopic(
             topic=self._name_or_string(topic),
             from_beginning=found.get("from_beginning", False),
