@@ -14,7 +14,10 @@ Checks:
 - bad-input: ``kspark run --input`` with a bad record is one line, no traceback;
 - kafka-run: ``kspark run`` of a stateless and a stateful query on a broker, outputs exact;
 - server-race: three ``kspark server`` processes of one service (tables metastore) with
-  CREATE STREAM requests racing on all three: one success per name, one metastore everywhere.
+  CREATE STREAM requests racing on all three: one success per name, one metastore everywhere;
+- console: ``GET /console`` of a ``kspark server`` with ``--auth-file`` asks for credentials
+  (401, Basic realm), then answers the page, and every script, style sheet and icon the page and
+  its modules name loads from the installed package.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -199,6 +203,48 @@ def check_server_race(repo: Path, work: Path, bootstrap: str) -> str:
     return "12 racing CREATE STREAM requests on 3 servers: 10 created once, 2 refused, one metastore"
 
 
+def check_console(repo: Path, work: Path, bootstrap: str) -> str:
+    import httpx
+
+    from engine.components.kspark_server import ServerProcess
+    from engine.errors import ComponentError
+
+    users = work / "console-users.properties"
+    users.write_text("fred: letmein\n", encoding="utf-8")
+    log = work / "console-server.log"
+    server = ServerProcess(bootstrap, f"wheel_console_{uuid.uuid4().hex[:8]}", work / "console", log=log, cwd=work,
+                           args=("--spark-master", "local[1]", "--auth-file", str(users)))
+    try:
+        try:
+            server.start(timeout=240)
+        except ComponentError as exc:
+            raise Failed(str(exc)) from None
+        refused = httpx.get(f"{server.url}/console", timeout=60)
+        _expect(refused.status_code == 401 and refused.headers.get("www-authenticate", "").startswith("Basic realm="),
+                f"/console without credentials answered {refused.status_code} {dict(refused.headers)}")
+        with httpx.Client(base_url=server.url, auth=("fred", "letmein"), timeout=60) as http:
+            page = http.get("/console")
+            _expect(page.status_code == 200 and "<title>kspark console</title>" in page.text,
+                    f"/console answered {page.status_code}: {page.text[:200]!r}")
+            pending = re.findall(r'(?:src|href)="/console/assets/([^"]+)"', page.text)
+            loaded: dict[str, str] = {}
+            while pending:
+                name = pending.pop()
+                if name in loaded:
+                    continue
+                asset = http.get(f"/console/assets/{name}")
+                _expect(asset.status_code == 200 and asset.content,
+                        f"/console/assets/{name} answered {asset.status_code}: {asset.text[:200]!r}")
+                loaded[name] = asset.headers["content-type"].split(";")[0]
+                if name.endswith(".js"):
+                    pending += re.findall(r'from "\./([^"]+)"', asset.text)
+        _expect({"console.js", "console.css"} <= set(loaded), f"the page names only {sorted(loaded)}")
+    finally:
+        code = server.stop()
+    _expect(code == 0, f"the server stopped with {code}:\n{_tail(log.read_text())}")
+    return "the page and " + ", ".join(f"{name} ({kind})" for name, kind in sorted(loaded.items()))
+
+
 LOCAL: dict[str, Callable[[Path, Path], str]] = {
     "installed": check_installed,
     "extra-named": check_extra_named,
@@ -208,6 +254,7 @@ LOCAL: dict[str, Callable[[Path, Path], str]] = {
 ON_KAFKA: dict[str, Callable[[Path, Path, str], str]] = {
     "kafka-run": check_kafka_run,
     "server-race": check_server_race,
+    "console": check_console,
 }
 
 
