@@ -31,6 +31,8 @@ DEFAULT_TIMEOUT = 30.0
 # librdkafka errors that retrying does not mend: the cluster refuses these client settings.
 CREDENTIALS_REFUSED = ("the broker refused the credentials (check sasl.mechanism and the user name and "
                        "password of sasl.jaas.config)")
+TOKEN_REFUSED = ("no OAUTHBEARER token could be had (check sasl.oauthbearer.token.endpoint.url and the clientId "
+                 "and clientSecret of sasl.jaas.config)")
 TLS_FAILED = ("the TLS handshake failed (check ssl.truststore.*, ssl.keystore.* and "
               "ssl.endpoint.identification.algorithm)")
 # A plain client at a TLS listener (or a TLS client at a plain one) is disconnected at its
@@ -51,7 +53,10 @@ class _Refusals(logging.Handler):
 
     def on_error(self, error: KafkaError) -> None:
         code, text = error.code(), error_text(error)
-        if code == KafkaError._AUTHENTICATION:
+        if code == KafkaError._AUTHENTICATION and "OAUTHBEARER token" in text:
+            # librdkafka's own login failed (the token endpoint refused or is away): no broker asked yet
+            self.reasons.append(f"{TOKEN_REFUSED}: {text}")
+        elif code == KafkaError._AUTHENTICATION:
             self.reasons.append(f"{CREDENTIALS_REFUSED}: {text}")
         elif code in (KafkaError._SSL, KafkaError._TRANSPORT) and "SSL routines" in text:
             # OpenSSL's own verdict (a certificate not trusted or refused); a TLS connection that

@@ -130,14 +130,20 @@ def test_admin_produce_consume_insert_values_and_print_on_each_secured_listener(
         assert secret not in captured.out + captured.err
 
 
-@pytest.mark.parametrize("case", ["wrong password", "no security", "no client certificate"])
+@pytest.mark.parametrize("case", ["wrong password", "wrong OIDC client secret", "no security",
+                                  "no client certificate"])
 def test_a_refused_client_fails_within_seconds_in_one_line_without_the_secret(
-    secured_kafka_broker: Broker, capsys: pytest.CaptureFixture[str], case: str
+    secured_kafka_broker: Broker, oidc_provider: OidcProvider, capsys: pytest.CaptureFixture[str], case: str
 ) -> None:
     if case == "wrong password":
         bootstrap = secured_kafka_broker.secured_bootstrap_servers("SASL_SSL")
         conf = _conf(secured_kafka_broker.client_properties("SASL_SSL", password="not-the-password"))
         expected = "the broker refused the credentials"
+    elif case == "wrong OIDC client secret":  # the token endpoint refuses: said before any broker is asked
+        bootstrap, properties = _client(secured_kafka_broker, "OIDC", oidc_provider)
+        properties["sasl.jaas.config"] = properties["sasl.jaas.config"].replace(OIDC_SECRET, "not-the-password")
+        conf = _conf(properties)
+        expected = "no OAUTHBEARER token could be had"
     elif case == "no security":
         bootstrap, conf = secured_kafka_broker.secured_bootstrap_servers("SASL_SSL"), []
         expected = ""
