@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import random
 import sys
@@ -63,6 +64,12 @@ class Tally:
         self.server_errors = 0
         self.acked: list[str] = []
         self.failed: list[str] = []
+        self.samples: dict[str, str] = {}  # the first answer of each error kind, for the report
+        self.in_flight = 0
+        self.peak = 0  # the most requests in flight at once: the concurrency the servers saw
+
+    def sample(self, endpoint: str, kind: str, text: str) -> None:
+        self.samples.setdefault(f"{endpoint}: {kind}", text[:600])
 
     def done(self, endpoint: str, started: float, status: int | None, kind: str = "") -> None:
         self.latencies[endpoint].append(time.monotonic() - started)
@@ -72,58 +79,89 @@ class Tally:
             self.errors[f"{endpoint}: {kind}"] += 1
 
 
-async def _client(number: int, urls: list[str], http2: bool, until: float, tally: Tally) -> None:
+async def _client(number: int, http: Any, urls: list[str], until: float, tally: Tally) -> None:
     import httpx
 
     rng = random.Random(number)
     actions = [name for name, weight in MIX for _ in range(weight)]
-    async with httpx.AsyncClient(http2=http2, http1=not http2, timeout=120) as http:
-        while time.monotonic() < until:
-            url = urls[rng.randrange(len(urls))]
-            action = rng.choice(actions)
-            started = time.monotonic()
-            try:
-                if action == "insert":
-                    row_id = f"c{number}-{uuid.uuid4().hex[:10]}"
-                    if rng.random() < 0.5:
-                        body = json.dumps({"target": "EVENTS"}) + "\n" + json.dumps({"ID": row_id, "V": number}) + "\n"
-                        answer = await http.post(f"{url}/inserts-stream", content=body,
-                                                 headers={"Accept": "application/vnd.ksqlapi.delimited.v1"})
-                        acks = [json.loads(line) for line in answer.text.splitlines() if line.strip()]
-                        ok = answer.status_code == 200 and bool(acks) and acks[0].get("status") == "ok"
-                        endpoint = "/inserts-stream"
-                    else:
-                        answer = await http.post(f"{url}/ksql", json={
-                            "ksql": f"INSERT INTO EVENTS (ID, V) VALUES ('{row_id}', {number});"})
-                        ok = answer.status_code == 200
-                        endpoint = "/ksql insert"
-                    (tally.acked if ok else tally.failed).append(row_id)
-                    tally.done(endpoint, started, answer.status_code, "" if ok else f"{answer.status_code}")
-                elif action == "pull":
-                    answer = await http.post(f"{url}/query-stream", json={"sql": f"SELECT * FROM COUNTS WHERE K = {number % 8};"})
-                    tally.done("/query-stream pull", started, answer.status_code,
-                               "" if answer.status_code == 200 else str(answer.status_code))
-                elif action == "ddl":
-                    name = f"L{number}_{uuid.uuid4().hex[:6]}"
-                    created = await http.post(f"{url}/ksql", json={"ksql": (
-                        f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='load_ddl', "
-                        "VALUE_FORMAT='JSON', PARTITIONS=1);")})
-                    tally.done("/ksql ddl", started, created.status_code,
-                               "" if created.status_code == 200 else str(created.status_code))
-                    if created.status_code == 200:
-                        started = time.monotonic()
-                        dropped = await http.post(f"{url}/ksql", json={"ksql": f"DROP STREAM {name};"})
-                        tally.done("/ksql ddl", started, dropped.status_code,
-                                   "" if dropped.status_code == 200 else str(dropped.status_code))
+    while time.monotonic() < until:
+        url = urls[rng.randrange(len(urls))]
+        action = rng.choice(actions)
+        started = time.monotonic()
+        tally.in_flight += 1
+        tally.peak = max(tally.peak, tally.in_flight)
+        try:
+            if action == "insert":
+                row_id = f"c{number}-{uuid.uuid4().hex[:10]}"
+                if rng.random() < 0.5:
+                    body = json.dumps({"target": "EVENTS"}) + "\n" + json.dumps({"ID": row_id, "V": number}) + "\n"
+                    answer = await http.post(f"{url}/inserts-stream", content=body,
+                                             headers={"Accept": "application/vnd.ksqlapi.delimited.v1"})
+                    acks = [json.loads(line) for line in answer.text.splitlines() if line.strip()]
+                    ok = answer.status_code == 200 and bool(acks) and acks[0].get("status") == "ok"
+                    endpoint = "/inserts-stream"
                 else:
-                    async with http.stream("POST", f"{url}/query-stream", json={"sql": "SELECT * FROM EVENTS EMIT CHANGES;"},
-                                           headers={"Accept": "application/vnd.ksqlapi.delimited.v1"}) as answer:
-                        async for _line in answer.aiter_lines():
-                            break  # the metadata: abandon the query
-                    tally.done("/query-stream push", started, answer.status_code,
-                               "" if answer.status_code == 200 else str(answer.status_code))
-            except httpx.HTTPError as exc:
-                tally.done(action, started, None, type(exc).__name__)
+                    answer = await http.post(f"{url}/ksql", json={
+                        "ksql": f"INSERT INTO EVENTS (ID, V) VALUES ('{row_id}', {number});"})
+                    ok = answer.status_code == 200
+                    endpoint = "/ksql insert"
+                (tally.acked if ok else tally.failed).append(row_id)
+                tally.done(endpoint, started, answer.status_code, "" if ok else f"{answer.status_code}")
+                if not ok:
+                    tally.sample(endpoint, str(answer.status_code), answer.text)
+            elif action == "pull":
+                answer = await http.post(f"{url}/query-stream", json={"sql": f"SELECT * FROM COUNTS WHERE K = {number % 8};"})
+                tally.done("/query-stream pull", started, answer.status_code,
+                           "" if answer.status_code == 200 else str(answer.status_code))
+                if answer.status_code != 200:
+                    tally.sample("/query-stream pull", str(answer.status_code), answer.text)
+            elif action == "ddl":
+                name = f"L{number}_{uuid.uuid4().hex[:6]}"
+                created = await http.post(f"{url}/ksql", json={"ksql": (
+                    f"CREATE STREAM {name} (ID STRING KEY, V INT) WITH (KAFKA_TOPIC='load_ddl', "
+                    "VALUE_FORMAT='JSON', PARTITIONS=1);")})
+                tally.done("/ksql ddl", started, created.status_code,
+                           "" if created.status_code == 200 else str(created.status_code))
+                if created.status_code != 200:
+                    tally.sample("/ksql ddl", str(created.status_code), created.text)
+                if created.status_code == 200:
+                    started = time.monotonic()
+                    dropped = await http.post(f"{url}/ksql", json={"ksql": f"DROP STREAM {name};"})
+                    tally.done("/ksql ddl", started, dropped.status_code,
+                               "" if dropped.status_code == 200 else str(dropped.status_code))
+                    if dropped.status_code != 200:
+                        tally.sample("/ksql ddl", str(dropped.status_code), dropped.text)
+            else:
+                async with http.stream("POST", f"{url}/query-stream", json={"sql": "SELECT * FROM EVENTS EMIT CHANGES;"},
+                                       headers={"Accept": "application/vnd.ksqlapi.delimited.v1"}) as answer:
+                    async for line in answer.aiter_lines():
+                        if answer.status_code != 200:
+                            tally.sample("/query-stream push", str(answer.status_code), line)
+                        break  # the metadata: abandon the query
+                tally.done("/query-stream push", started, answer.status_code,
+                           "" if answer.status_code == 200 else str(answer.status_code))
+        except httpx.HTTPError as exc:
+            tally.done(action, started, None, type(exc).__name__)
+            tally.sample(action, type(exc).__name__, repr(exc))
+        finally:
+            tally.in_flight -= 1
+
+
+async def _everyone(clients: int, urls: list[str], seconds: float, tally: Tally) -> float:
+    """Run every client for ``seconds``; the seconds they took. The clients (one connection
+    pool each, half HTTP/2) are all made before the clock starts, with one TLS context between
+    them: making a context per client loads the CA bundle each time, which on a loaded machine
+    took longer than the run, so most clients never sent a request."""
+    import httpx
+
+    context = httpx.create_ssl_context()
+    async with contextlib.AsyncExitStack() as stack:
+        pools = [await stack.enter_async_context(httpx.AsyncClient(
+            http2=n % 2 == 1, http1=n % 2 == 0, timeout=120, verify=context)) for n in range(clients)]
+        started = time.monotonic()
+        until = started + seconds
+        await asyncio.gather(*(_client(n, pool, urls, until, tally) for n, pool in enumerate(pools)))
+        return time.monotonic() - started
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -137,14 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--servers", type=int, default=3)
     parser.add_argument("--record", action="store_true", help="append the run to benchmarks/reports/load.json")
+    parser.add_argument("--keep", metavar="DIR", help="keep the servers' logs and state in DIR (a new temporary "
+                        "directory, removed at the end, by default)")
     args = parser.parse_args(argv)
     import httpx
 
     from engine.components.broker import Broker
     from engine.kafka.consume import read_topic
 
-    with tempfile.TemporaryDirectory(prefix="kspark-load-") as tmp, ExitStack() as stack:
-        work = Path(tmp)
+    with ExitStack() as stack:
+        if args.keep:
+            work = Path(args.keep)
+            work.mkdir(parents=True, exist_ok=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kspark-load-")))
         broker = stack.enter_context(Broker(work / "broker", stop_with_parent=True))
         servers = _start_servers(broker.bootstrap_servers, args.servers, work)
         urls = [server.url for server in servers]
@@ -158,14 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 if answer.status_code != 200:
                     raise SystemExit(f"load: {statement} answered {answer.status_code}: {answer.text}")
             tally = Tally()
-            until = time.monotonic() + args.seconds
-
-            async def everyone() -> None:
-                await asyncio.gather(*(_client(n, urls, n % 2 == 1, until, tally) for n in range(args.clients)))
-
-            started = time.monotonic()
-            asyncio.run(everyone())
-            elapsed = time.monotonic() - started
+            elapsed = asyncio.run(_everyone(args.clients, urls, args.seconds, tally))
             written = collections.Counter(r.key.decode() for r in read_topic(broker.bootstrap_servers, topic, timeout=120)
                                           if r.key is not None)
         finally:
@@ -184,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if failed_but_written:
         problems.append(f"{len(failed_but_written)} rows reported failed were written")
     details: dict[str, Any] = {"errors": dict(tally.errors), "acknowledged": len(tally.acked),
-                               "failed": len(tally.failed), "requests": requests}
+                               "failed": len(tally.failed), "requests": requests, "error_samples": tally.samples,
+                               "peak_concurrent_requests": tally.peak}
     print(json.dumps(details, indent=2, sort_keys=True))
     try:
         run.check_outputs("every acknowledged insert is in its topic once; no 5xx; no failed row written", problems)
@@ -192,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load: {exc}", file=sys.stderr)
         return 1
     run.figure("requests_per_second", requests / elapsed, unit="1/s", higher_is_better=True)
+    run.figure("peak_concurrent_requests", tally.peak, unit="requests", higher_is_better=True)
     for endpoint, values in sorted(tally.latencies.items()):
         run.figure(f"{endpoint} p50", _quantile(values, 0.5) * 1000, unit="ms")
         run.figure(f"{endpoint} p99", _quantile(values, 0.99) * 1000, unit="ms")
