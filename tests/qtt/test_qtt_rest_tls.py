@@ -128,6 +128,7 @@ def test_tls_options_that_do_not_fit_are_one_line_and_exit_2(
 
 
 @pytest.mark.long
+@pytest.mark.system
 def test_project_rest_cases_pass_against_a_server_over_mutual_tls(
     kafka_broker: Any, schema_registry: Any, tmp_path: Path
 ) -> None:
