@@ -72,6 +72,7 @@ from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
 from engine.runtime.convert import spark_type
 from engine.serde import RecordSerde
+from engine.serde.formats import deserialization_failure
 
 _KAFKA_WIDTH = {T.BaseType.INTEGER: 4, T.BaseType.BIGINT: 8}
 _RANGES = {T.BaseType.INTEGER: (T.INT_MIN, T.INT_MAX), T.BaseType.BIGINT: (T.BIGINT_MIN, T.BIGINT_MAX)}
@@ -221,8 +222,9 @@ def _python_source_reader(
         try:
             key_row = codec.key.deserialize(codec.key.from_bytes(record["key"])) if key_names else None
         except KsqlError as exc:
-            log_processing_error(query_id, where, f"Failed to deserialise key of {place}: {exc}",
-                                 type=processing_log.DESERIALIZATION, target="key", topic=topic, record=record["key"])
+            log_processing_error(query_id, where, deserialization_failure(codec.key.format.name, "key", topic, exc),
+                                 type=processing_log.DESERIALIZATION, target="key", topic=topic, record=record["key"],
+                                 cause=[f"{exc} ({place})"])
             return None
         key_row = key_row or {}
         for n in key_names:
@@ -235,9 +237,10 @@ def _python_source_reader(
             try:
                 value_row = codec.value.deserialize(codec.value.from_bytes(record["value"])) or {}
             except KsqlError as exc:
-                log_processing_error(query_id, where, f"Failed to deserialise value of {place}: {exc}",
+                log_processing_error(query_id, where,
+                                     deserialization_failure(codec.value.format.name, "value", topic, exc),
                                      type=processing_log.DESERIALIZATION, target="value", topic=topic,
-                                     record=record["value"])
+                                     record=record["value"], cause=[f"{exc} ({place})"])
                 return None
         for n in value_names:
             row[n] = value_row.get(n)

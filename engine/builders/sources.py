@@ -21,8 +21,10 @@ from engine.plan.steps import (
     WindowedTableSource,
     WindowInfo,
 )
+from engine.runtime import processing_log
 from engine.runtime import rows as R
 from engine.runtime.adapter import TopicCodec
+from engine.serde.formats import deserialization_failure
 
 SourceStep = StreamSource | TableSource | WindowedStreamSource | WindowedTableSource
 
@@ -55,7 +57,11 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
     value_names = [c.name for c in schema.columns if c.namespace is Namespace.VALUE]
     header_columns: list[Column] = list(schema.headers)
     extract_ts = timestamp_extractor(step.timestamp_column, schema)
-    query_id, where = ctx.query_id, step.ctx
+    query_id, where, topic = ctx.query_id, step.ctx, step.topic
+
+    def failed(serde: Any, target: str, exc: KsqlError) -> None:
+        log_processing_error(query_id, where, deserialization_failure(serde.format.name, target, topic, exc),
+                             type=processing_log.DESERIALIZATION, target=target, topic=topic, cause=[str(exc)])
 
     def deserialize(raw: dict[str, Any]) -> list[dict[str, Any]]:
         key_data = pickle.loads(raw["__key"])
@@ -64,7 +70,7 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
         try:
             key_row = key_serde.deserialize(key_data) if key_names else None
         except KsqlError as exc:
-            log_processing_error(query_id, where, f"Failed to deserialise key: {exc}")
+            failed(key_serde, "key", exc)
             return []
         key_row = key_row or {}
         for n in key_names:
@@ -76,7 +82,7 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
             try:
                 value_row = value_serde.deserialize(value_data) or {}
             except KsqlError as exc:
-                log_processing_error(query_id, where, f"Failed to deserialise value: {exc}")
+                failed(value_serde, "value", exc)
                 return []
             for n in value_names:
                 row[n] = value_row.get(n)

@@ -437,6 +437,9 @@ class ParsedFields:
         year = self.year if self.year is not None else default_year
         if year is None:
             raise EvaluationError("Text does not contain a year.")
+        if self.year is None and self.month is None and self.day_of_year == 366:
+            # As ksqlDB's timestamp parser: the default year (1970) has no day 366.
+            raise EvaluationError("Leap day cannot be parsed without supplying the year field")
         if self.day_of_year is not None and self.month is None:
             result = dt.date(year, 1, 1) + dt.timedelta(days=self.day_of_year - 1)
             if result.year != year:

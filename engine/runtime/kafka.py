@@ -60,6 +60,7 @@ from engine.runtime.lazy_processor import (
 )
 from engine.runtime.running import RunningCall, run_group, run_task
 from engine.runtime.tasks import Clock, Envelope, KeyedTask, SuppressBuffer
+from engine.serde.formats import deserialization_failure
 from engine.serde.windowed import (
     decode_session_window_key,
     decode_time_window_key,
@@ -396,7 +397,7 @@ def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) ->
                 merged = max(head_time.get(partition, ts), ts)
                 head_time[partition] = merged
                 key_bytes, start, end = r["key"], None, None
-                target, raw = "key", r["key"]
+                target, raw, serde = "key", r["key"], codec.key
                 try:
                     if session and key_bytes is not None:
                         key_bytes, start, end = decode_session_window_key(key_bytes)
@@ -404,12 +405,12 @@ def _source_decoder(codec: TopicCodec, index: int, query_id: str, topic: str) ->
                         key_bytes, start = decode_time_window_key(key_bytes)
                         end = None if codec.window_size_ms is None else start + codec.window_size_ms
                     key = codec.key.from_bytes(key_bytes)
-                    target, raw = "value", r["value"]
+                    target, raw, serde = "value", r["value"], codec.value
                     value = codec.value.from_bytes(r["value"])
                 except KsqlError as exc:
-                    _log(query_id, topic, f"Failed to deserialise {target} of partition {partition} offset "
-                         f"{offset}: {exc}", type=processing_log.DESERIALIZATION, target=target, topic=topic,
-                         record=raw)
+                    _log(query_id, topic, deserialization_failure(serde.format.name, target, topic, exc),
+                         type=processing_log.DESERIALIZATION, target=target, topic=topic, record=raw,
+                         cause=[f"{exc} (partition {partition} offset {offset})"])
                     continue
                 headers = [{"KEY": h["key"], "VALUE": h["value"]} for h in (r["headers"] or ())]
                 out.append(

@@ -115,7 +115,7 @@ def entry(query_id: str, ctx: str, message: str, now_ms: int, details: dict[str,
     target = details.get("target") or ("key" if "key" in lowered.split(":")[0] else "value")
     kind = details.get("type")
     if kind is None:
-        if lowered.startswith("failed to deserialise") or lowered.startswith("failed to deserialize"):
+        if lowered.startswith(("failed to deserialise", "failed to deserialize", "error deserializing")):
             kind = DESERIALIZATION
         elif lowered.startswith("failed to serialise") or lowered.startswith("failed to serialize"):
             kind = SERIALIZATION
@@ -138,7 +138,7 @@ def entry(query_id: str, ctx: str, message: str, now_ms: int, details: dict[str,
             "target": target,
             "errorMessage": message,
             "recordB64": raw,
-            "cause": [],
+            "cause": list(details.get("cause", ())),
             "topic": details.get("topic"),
         }
     elif kind == SERIALIZATION:

@@ -232,7 +232,8 @@ def _read_bytes(path: str, t: T.SqlType) -> Converter:
             try:
                 return base64.b64decode(v, validate=True)
             except (binascii.Error, ValueError):
-                raise _fail(path, t, v, "The string is not valid base64.") from None
+                # ksqlDB's JSON deserializer's words (its message names no field).
+                raise RecordSerdeError(f"Value is not a valid Base64 encoded string: {v}") from None
         raise _fail(path, t, v)
 
     return read

@@ -125,7 +125,7 @@ def _parse_bytes(s: str) -> bytes:
     try:
         return base64.b64decode(s, validate=True)
     except binascii.Error as exc:
-        raise ValueError("not base64") from exc
+        raise ValueError(f"Value is not a valid Base64 encoded string: {s}") from exc
 
 
 def _field_parser(t: T.SqlType) -> Callable[[str], Any]:

@@ -49,6 +49,26 @@ KAFKA_TYPES = frozenset(
 )
 _CONTAINERS = frozenset({T.BaseType.ARRAY, T.BaseType.MAP, T.BaseType.STRUCT})
 
+JSON_SR_WITHOUT_HEADER = (
+    "Got unexpected JSON serialization format that did not start with the magic byte. If this "
+    "stream was not serialized using the JsonSchemaConverter, then make sure the stream is "
+    "declared with JSON format (not JSON_SR)."
+)
+"""ksqlDB's words for JSON_SR bytes without the schema registry header (magic byte, schema id)."""
+
+def deserialization_failure(fmt: str, target: str, topic: str, cause: object) -> str:
+    """The message of ksqlDB's deserializer of ``fmt`` for a ``target`` (key or value) of
+    ``topic`` it cannot read; ``cause`` is the reason, which only JSON's message quotes (the
+    others keep it as the processing log entry's cause)."""
+    if fmt in (JSON, JSON_SR):
+        return f"Failed to deserialize {target} from topic: {topic}. {cause}"
+    if fmt == KAFKA:
+        return f"Error deserializing KAFKA message from topic: {topic}"
+    if fmt == DELIMITED:
+        return "Error deserializing delimited"
+    return f"Error deserializing message from topic: {topic}"
+
+
 _MAP_STRING_KEYS_MESSAGE = {
     JSON: "JSON only supports MAP types with STRING keys",
     JSON_SR: "JSON only supports MAP types with STRING keys",

@@ -26,6 +26,7 @@ from engine.serde.coerce import json_text, reader, struct_lookup, upper_keys, wr
 from engine.serde.formats import (
     JSON,
     JSON_SR,
+    JSON_SR_WITHOUT_HEADER,
     NULLABLE_REPRESENTATION,
     PROTOBUF_FORMATS,
     SCHEMA_ID,
@@ -150,10 +151,7 @@ class JsonSerde(RecordSerde):
             return None
         if self.format.name == JSON_SR:
             if len(data) < 5 or data[:1] != _MAGIC_BYTE:
-                raise RecordSerdeError(
-                    f"The {self.what} bytes do not start with the schema registry header "
-                    "(magic byte 0 and a 4-byte schema id)."
-                )
+                raise RecordSerdeError(JSON_SR_WITHOUT_HEADER)
             data = data[5:]
         elif self.format.name != JSON:
             raise self._binary_unsupported()

@@ -38,7 +38,15 @@ from typing import Any
 from engine.errors import RecordSerdeError
 from engine.plan import types as T
 from engine.serde.base import RecordSerde
-from engine.serde.formats import AVRO, JSON_SR, PROTOBUF, PROTOBUF_NOSR, SCHEMA_FULL_NAME, SCHEMA_ID
+from engine.serde.formats import (
+    AVRO,
+    JSON_SR,
+    JSON_SR_WITHOUT_HEADER,
+    PROTOBUF,
+    PROTOBUF_NOSR,
+    SCHEMA_FULL_NAME,
+    SCHEMA_ID,
+)
 
 AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"
 AVRO_RECORD = "KsqlDataSourceSchema"
@@ -324,6 +332,8 @@ class WireSerde(RecordSerde):
             return None
         if self.format.name == PROTOBUF_NOSR:
             return self._writer_codec().decode(bytes(data), self.what)
+        if self.format.name == JSON_SR and (len(data) < 5 or data[0] != _MAGIC):
+            raise RecordSerdeError(JSON_SR_WITHOUT_HEADER)
         schema_id, payload = split_header(data, self.what)
         if self.format.name == PROTOBUF:
             return self._protobuf_record(schema_id, payload)

@@ -158,8 +158,8 @@ def infer_columns(
     if not isinstance(whole, T.Struct):
         raise AnalysisError(_incompatible_message(
             topic, is_key, schema.text,
-            f"The value schema is an anonymous {whole}, not a record: set WRAP_SINGLE_VALUE=false "
-            "in the WITH clause to use it as a single column.",
+            "Schema returned from schema registry is anonymous type. To use this schema with "
+            "ksqlDB, set 'WRAP_SINGLE_VALUE=false' in the WITH clause properties.",
             schema_id,
         ))
     return tuple((f.name, f.type) for f in whole.fields)

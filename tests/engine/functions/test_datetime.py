@@ -374,3 +374,13 @@ def test_parse_date_with_a_time_and_parse_time_with_a_date_fail_from_version_2()
     # Version 1, kept for saved plans, drops the other part.
     assert REGISTRY.resolve("PARSE_DATE", [S, S], 1).invoke(["2024-02-29 10:30", "yyyy-MM-dd HH:mm"]) == dt.date(2024, 2, 29)
     assert REGISTRY.resolve("PARSE_TIME", [S, S], 1).invoke(["2024-02-29 10:30", "yyyy-MM-dd HH:mm"]) == dt.time(10, 30)
+
+
+def test_a_leap_day_of_the_year_without_a_year_fails_as_ksqldbs_timestamp_parser_does() -> None:
+    with pytest.raises(EvaluationError) as raised:
+        call("PARSE_TIMESTAMP", [S, S], "366", "D")
+    assert str(raised.value) == (
+        "Failed to parse timestamp '366' with formatter 'D': "
+        "Leap day cannot be parsed without supplying the year field"
+    )
+    assert call("PARSE_TIMESTAMP", [S, S], "2024 366", "yyyy D") == dt.datetime(2024, 12, 31)

@@ -217,3 +217,9 @@ def test_delimited_round_trips_rows_of_primitive_types(
     serde = delimited(schema, delimiter)
     text = serde.serialize(row)
     assert serde.deserialize(serde.from_bytes(serde.to_bytes(text))) == row, text
+
+
+def test_bytes_that_are_not_base64_name_ksqldbs_reason() -> None:
+    with pytest.raises(RecordSerdeError) as raised:
+        delimited("B BYTES").deserialize("!!!")
+    assert str(raised.value).endswith("Value is not a valid Base64 encoded string: !!!")

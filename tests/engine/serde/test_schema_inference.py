@@ -270,8 +270,11 @@ def test_a_wrapped_value_must_be_a_record() -> None:
     with pytest.raises(AnalysisError) as info:
         infer_columns(_avro("long"), fmt="AVRO", topic="t", is_key=False, unwrapped=False, keep_names=False)
     message = str(info.value)
-    assert message.startswith("Unable to verify if the value schema for topic: t is compatible with ksqlDB.")
-    assert "WRAP_SINGLE_VALUE=false" in message
+    assert message.startswith(
+        "Unable to verify if the value schema for topic: t is compatible with ksqlDB.\n"
+        "Reason: Schema returned from schema registry is anonymous type. To use this schema with "
+        "ksqlDB, set 'WRAP_SINGLE_VALUE=false' in the WITH clause properties.\n"
+    )
 
 
 def test_a_schema_without_sql_type_names_the_topic_and_reason() -> None:

@@ -178,3 +178,22 @@ def test_serdes_survive_pickling(fmt: str, key_text: str, data: object) -> None:
     copy = pickle.loads(pickle.dumps(serde))
     assert type(copy) is type(serde)
     assert copy.deserialize(data) == serde.deserialize(data)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        ("JSON", "Failed to deserialize value from topic: t. The value bytes are not valid JSON."),
+        ("JSON_SR", "Failed to deserialize value from topic: t. The value bytes are not valid JSON."),
+        ("KAFKA", "Error deserializing KAFKA message from topic: t"),
+        ("DELIMITED", "Error deserializing delimited"),
+        ("AVRO", "Error deserializing message from topic: t"),
+        ("PROTOBUF", "Error deserializing message from topic: t"),
+        ("PROTOBUF_NOSR", "Error deserializing message from topic: t"),
+    ],
+)
+def test_a_record_that_cannot_be_read_is_logged_in_the_words_of_ksqldbs_deserializer(fmt: str, message: str) -> None:
+    from engine.serde.formats import deserialization_failure
+
+    cause = "The value bytes are not valid JSON."
+    assert deserialization_failure(fmt, "value", "t", cause) == message
