@@ -18,9 +18,10 @@ CORPUS = "../shared/ksqldb-qtt"
 def tests(session: nox.Session) -> None:
     """The test suite: unit tests per layer, builders on Spark, and the project's QTT cases.
 
-    The three-process cluster test runs in its own session (``nox -s cluster``), and so do the
-    long kill -9 runs (``nox -s soak``), the fault tests (``nox -s faults``) and the queries and
-    server on the secured broker (``nox -s secured_kafka``). Two pytest-xdist workers, a test file each at a time,
+    The end-to-end runs of live servers and several processes run in ``nox -s system`` (CI runs
+    it next); the three-process cluster test runs in its own session (``nox -s cluster``), and so
+    do the long kill -9 runs (``nox -s soak``), the fault tests (``nox -s faults``) and the queries
+    and server on the secured broker (``nox -s secured_kafka``). Two pytest-xdist workers, a test file each at a time,
     one per core (more workers are no faster on two cores). Each
     worker starts its own SparkSession, broker and registry. Files go out in collection order
     (``--no-loadscope-reorder``; by default pytest-xdist hands out the files with the most
@@ -30,9 +31,20 @@ def tests(session: nox.Session) -> None:
     """
     session.install("-e", ".[test]")
     session.run(
-        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs and not faults and not secured_kafka", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+        "pytest", "-m", "not cluster and not soak and not spark_cluster and not docs and not faults and not secured_kafka and not system", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
         *session.posargs,
     )
+
+
+@nox.session(python=PYTHON)
+def system(session: nox.Session) -> None:
+    """End-to-end runs (tests marked ``system``): servers racing and killed, SIGTERM with push
+    queries open, CREATE OR REPLACE on running services, the CLI and the migrations tool against
+    a live server, the REST harness over TLS and the registry, release wheels built from their
+    commits. CI runs it after ``nox -s tests``; the same two workers."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "system", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+                "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session(python=PYTHON, reuse_venv=False)

@@ -12,6 +12,7 @@ from engine.components.broker import Broker
 from engine.kafka import TopicAdmin
 
 
+@pytest.mark.system
 def test_start_status_stop_and_restart_keep_the_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     directory = str(tmp_path / "kafka")
     try:

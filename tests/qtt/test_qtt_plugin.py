@@ -130,6 +130,7 @@ def test_options_live_in_one_qtt_group(project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.system
 def test_with_pytest_xdist_the_controller_prints_the_workers_counts(project: pytest.Pytester) -> None:
     (project.path / "cases" / "more.json").write_text(json.dumps({"tests": [echo("again"), echo("wrong", value=3)]}))
     result = project.runpytest_subprocess("-n", "2", "--dist", "loadfile")

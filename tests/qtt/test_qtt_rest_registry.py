@@ -61,6 +61,7 @@ def harness(kafka_broker: Any, schema_registry: Any, tmp_path_factory: pytest.Te
 
 
 @pytest.mark.long
+@pytest.mark.system
 def test_the_project_registry_cases_pass(harness: RestHarness) -> None:
     assert harness.registry_url is not None
     cases = load_rest_file(CASES).cases
@@ -69,6 +70,7 @@ def test_the_project_registry_cases_pass(harness: RestHarness) -> None:
     assert [(r.case_id, r.status, r.reason) for r in results if r.status is not Status.PASSED] == []
 
 
+@pytest.mark.system
 def test_protobuf_key_and_value_through_the_server(harness: RestHarness, tmp_path: Path) -> None:
     path = tmp_path / "protobuf.json"
     path.write_text(json.dumps({"tests": [

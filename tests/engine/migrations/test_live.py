@@ -15,6 +15,8 @@ from engine.cli import main
 from engine.server.service import KsqlService
 from tests.engine.server.serving import serving
 
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture(scope="module")
 def live_server(kafka_broker, spark, tmp_path_factory) -> Iterator[tuple[str, KsqlService]]:

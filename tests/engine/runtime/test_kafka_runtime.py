@@ -22,55 +22,22 @@ from engine.facade.engine import KsqlEngine
 from engine.hosting.application import StreamingApplication
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
-from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.plan import serde
 from engine.plan.steps import walk_steps
 from engine.serde.windowed import decode_time_window_key
+from tests.engine.runtime.kafka_io import outputs, produce, run_until_caught_up, unique
 
 pytestmark = pytest.mark.usefixtures("spark")
 
 
-def _unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
 
-def _produce(bootstrap: str, topic: str, records: Sequence[tuple[str | None, Any, int]]) -> None:
-    producer = RecordProducer(bootstrap)
-    for key, value, ts in records:
-        producer.send(
-            topic,
-            ProducerRecord(
-                key=None if key is None else key.encode(),
-                value=None if value is None else json.dumps(value).encode(),
-                timestamp=ts,
-            ),
-        )
-    producer.flush()
-
-
-def _run(bootstrap: str, state_dir: Path, sql: str) -> StreamingApplication:
-    app = StreamingApplication(bootstrap, state_dir)
-    app.load()
-    app.submit(sql)
-    app.run_until_caught_up()
-    return app
-
-
-def _outputs(bootstrap: str, topic: str) -> list[tuple[str | None, Any, int]]:
-    return [
-        (
-            None if r.key is None else r.key.decode(),
-            None if r.value is None else json.loads(r.value),
-            r.timestamp,
-        )
-        for r in read_topic(bootstrap, topic)
-    ]
 
 
 def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broker: Any, tmp_path: Path) -> None:
     # Planned today: native sources and sinks (the V1 ones are run by the upgrade test below).
     bootstrap = kafka_broker.bootstrap_servers
-    source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
+    source, big, per_item = unique("orders"), unique("BIG"), unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 3)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -85,19 +52,19 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     def orders(first: int) -> list[tuple[str, Any, int]]:
         return [(f"o{i}", {"ITEM": f"item{i % 7}", "QTY": i % 5}, 1_000 + i) for i in range(first, first + 1_000)]
 
-    _produce(bootstrap, source, orders(0))
-    app = _run(bootstrap, tmp_path / "state", sql)
+    produce(bootstrap, source, orders(0))
+    app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
     # BIG reads its source in partition order (V4), PER_ITEM in merge order (V3).
     assert {"streamSourceV4", "streamSourceV3", "streamAggregateV4", "streamSinkV3", "tableSinkV3"} <= used
-    _produce(bootstrap, source, orders(1_000))
-    _run(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
+    produce(bootstrap, source, orders(1_000))
+    run_until_caught_up(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
 
     everything = orders(0) + orders(1_000)
     expected_big = sorted(
         (key, {"ITEM": v["ITEM"].upper(), "QTY10": v["QTY"] * 10}) for key, v, _ in everything if v["QTY"] > 1
     )
-    got_big = sorted((key, value) for key, value, _ in _outputs(bootstrap, big))
+    got_big = sorted((key, value) for key, value, _ in outputs(bootstrap, big))
     assert got_big == expected_big  # every record exactly once, across the restart
     # The writer's layouts: the stateless query's batches are hash-partitioned on the key, the
     # aggregate's are its tasks as they come (engine.runtime.kafka_sink.writer_layout).
@@ -107,7 +74,7 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     assert layouts == {"BIG": {"key-hash"}, "PER_ITEM": {""}}
 
     latest: dict[str | None, Any] = {}
-    for key, value, _ in _outputs(bootstrap, per_item):
+    for key, value, _ in outputs(bootstrap, per_item):
         latest[key] = value
     expected: dict[str, dict[str, int]] = {}
     for _, v, _ in everything:
@@ -115,7 +82,7 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
         row["N"] += 1
         row["TOTAL"] += v["QTY"]
     assert latest == expected
-    assert len(_outputs(bootstrap, per_item)) == 2_000  # one update per input record
+    assert len(outputs(bootstrap, per_item)) == 2_000  # one update per input record
 
 
 def test_two_applications_with_the_same_query_id_have_distinct_sink_identities(
@@ -130,7 +97,7 @@ def test_two_applications_with_the_same_query_id_have_distinct_sink_identities(
              ({"ksql.service.id": "first_", "ksql.persistent.prefix": "pq_"}, None))
     for properties, prefix in cases:
         app = StreamingApplication(bootstrap, tmp_path / str(len(ids)), properties, application_prefix=prefix)
-        source, out = _unique("s"), _unique("out")
+        source, out = unique("s"), unique("out")
         app.submit(
             f"CREATE STREAM S (K STRING KEY, V INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON', PARTITIONS=1);"
             f"CREATE STREAM OUT WITH (KAFKA_TOPIC='{out}') AS SELECT K, V FROM S;"
@@ -168,8 +135,8 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
     kafka_broker: Any, tmp_path: Path
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    clicks, views = _unique("clicks"), _unique("views")
-    per_window, final, joined = _unique("PER_WINDOW"), _unique("FINAL"), _unique("JOINED")
+    clicks, views = unique("clicks"), unique("views")
+    per_window, final, joined = unique("PER_WINDOW"), unique("FINAL"), unique("JOINED")
     admin = TopicAdmin(bootstrap)
     for topic in (clicks, views):
         admin.create_topic(topic, 1)
@@ -211,11 +178,11 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
     assert _kafka_merge_order(inputs, [clicks, views]) == list(range(len(inputs)))
     half = 6
     for topic, key, value, ts in inputs[:half]:
-        _produce(bootstrap, topic, [(key, value, ts)])
-    _run(bootstrap, tmp_path / "state", sql)
+        produce(bootstrap, topic, [(key, value, ts)])
+    run_until_caught_up(bootstrap, tmp_path / "state", sql)
     for topic, key, value, ts in inputs[half:]:
-        _produce(bootstrap, topic, [(key, value, ts)])
-    _run(bootstrap, tmp_path / "state", sql)
+        produce(bootstrap, topic, [(key, value, ts)])
+    run_until_caught_up(bootstrap, tmp_path / "state", sql)
 
     expected = _bounded(sql, [clicks, views], inputs)
     for topic in (per_window, final):
@@ -227,7 +194,7 @@ def test_windows_emit_final_and_an_outer_join_on_kafka_equal_the_bounded_runtime
         want = [(r.key, r.window.start if r.window else None, r.value, r.timestamp) for r in expected[topic]]
         assert want, f"the bounded runtime wrote nothing to {topic}"
         assert got == want, topic
-    got_joined = _outputs(bootstrap, joined)
+    got_joined = outputs(bootstrap, joined)
     want_joined = [(r.key, r.value, r.timestamp) for r in expected[joined]]
     assert got_joined == want_joined
 
@@ -241,7 +208,7 @@ def test_running_aggregates_on_kafka_equal_the_bounded_runtime_across_a_restart(
     tests/engine/builders/test_native_aggregate.py): NULLs, wrapping sums, MIN/MAX before
     any value, ROWTIME out of order, and state carried over a restart."""
     bootstrap = kafka_broker.bootstrap_servers
-    source, out = _unique("nums"), _unique("AGG")
+    source, out = unique("nums"), unique("AGG")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -262,14 +229,14 @@ def test_running_aggregates_on_kafka_equal_the_bounded_runtime_across_a_restart(
         for i in range(120)
     ]
     for batch in (inputs[:70], inputs[70:]):
-        _produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
-        app = _run(bootstrap, tmp_path / "state", sql)
+        produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
+        app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
     assert "streamAggregateV4" in used
 
     want = [(r.key, r.value, r.timestamp) for r in _bounded(sql, [source], inputs)[out]]
     assert len(want) == sum(1 for _, _, v, _ in inputs if v["G"] is not None)
-    assert _outputs(bootstrap, out) == want
+    assert outputs(bootstrap, out) == want
 
 
 def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_across_a_restart(
@@ -279,7 +246,7 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
     group's results before it (kept in the state store across the restart): a miss deletes
     the group's row only when the results before it passed."""
     bootstrap = kafka_broker.bootstrap_servers
-    source, out = _unique("nums"), _unique("BIG")
+    source, out = unique("nums"), unique("BIG")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -293,13 +260,13 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
         for i in range(100)
     ]
     for batch in (inputs[:50], inputs[50:]):
-        _produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
-        app = _run(bootstrap, tmp_path / "state", sql)
+        produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
+        app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
     assert "streamAggregateV4" in used
     want = [(r.key, r.value, r.timestamp) for r in _bounded(sql, [source], inputs)[out]]
     assert any(value is None for _, value, _ in want) and any(value is not None for _, value, _ in want)
-    assert _outputs(bootstrap, out) == want  # in input order across groups: one task
+    assert outputs(bootstrap, out) == want  # in input order across groups: one task
 
 
 # The V1 run is in the default suite. The native run (native sources and sinks, about 3 minutes
@@ -310,7 +277,7 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
 @pytest.mark.long
 @pytest.mark.parametrize(
     ("native", "secured"),
-    [pytest.param(False, False, id="v1_steps"),
+    [pytest.param(False, False, id="v1_steps", marks=pytest.mark.system),
      pytest.param(True, False, id="native_steps", marks=pytest.mark.soak),
      pytest.param(False, True, id="v1_steps_sasl_ssl", marks=pytest.mark.secured_kafka)],
 )
@@ -337,7 +304,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
         kafka_conf = ["--config", str(config)]
     else:
         bootstrap = request.getfixturevalue("kafka_broker").bootstrap_servers
-    source, sink = _unique("events"), _unique("COPIED")
+    source, sink = unique("events"), unique("COPIED")
     TopicAdmin(bootstrap).create_topic(source, 2)
     sql_file = tmp_path / "copy.sql"
     native_line = f"SET 'kspark.native.steps'='{'true' if native else 'false'}';"
@@ -369,7 +336,7 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
         # about 11 s after the start; the trickle leaves a slow start 2.5 minutes more).
         while time.monotonic() < deadline and produced < total - 1_000:
             step = 250 if produced < total // 2 else 10
-            _produce(bootstrap, source, records[produced : produced + step])
+            produce(bootstrap, source, records[produced : produced + step])
             produced += step
             marks_at_kill = {task: mark for task, mark in _sink_marks(bootstrap, sink).items() if mark}
             if marks_at_kill:
@@ -381,13 +348,13 @@ def test_kill_9_in_the_middle_of_a_stream_loses_and_repeats_nothing(
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
-    _produce(bootstrap, source, records[produced:])
+    produce(bootstrap, source, records[produced:])
     finish = subprocess.run([*command, "--until-caught-up"], capture_output=True, text=True, timeout=600)
     assert finish.returncode == 0, finish.stderr[-2000:]
 
     saved = (tmp_path / "state" / "statements.json").read_text(encoding="utf-8")
     assert all(f'"{t}"' in saved for t in ("streamSourceV4", "streamSinkV3")) is native
-    got = sorted((key, value["N2"]) for key, value, _ in _outputs(bootstrap, sink))
+    got = sorted((key, value["N2"]) for key, value, _ in outputs(bootstrap, sink))
     assert marks_at_kill and produced < total, "the kill did not land in the middle of the stream"
     want = sorted((key, value["N"] * 2) for key, value, _ in records)
     if got != want:
@@ -462,7 +429,7 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     from engine.planner.logical_aggregate import GroupByNode
 
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("pageviews"), _unique("PAGE_COUNTS")
+    source, sink = unique("pageviews"), unique("PAGE_COUNTS")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -477,8 +444,8 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
         old_engine.setitem(P.RULES, GroupByNode, lambda node: current_rule(dataclasses.replace(node, by_key=False)))
         # ... and, like engine 0.2.0, planned the Python (V1) sources and sinks.
         old_engine.setattr("engine.planner.planner.native_steps_enabled", lambda _config: False)
-        _produce(bootstrap, source, views[:5])
-        _run(bootstrap, state, sql)
+        produce(bootstrap, source, views[:5])
+        run_until_caught_up(bootstrap, state, sql)
     assert _plan_step_types(state) == {"streamGroupByV1"}
 
     # The upgraded engine plans the same SQL with the newer step version...
@@ -487,8 +454,8 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     planned_now = serde.dumps(fresh.execute_sql(sql)[-1].plan)
     assert '"streamGroupByKeyV2"' in planned_now and '"streamGroupByV1"' not in planned_now
     assert '"streamSourceV3"' in planned_now and '"streamSourceV1"' not in planned_now
-    _produce(bootstrap, source, views[5:])
-    _run(bootstrap, state, sql)
+    produce(bootstrap, source, views[5:])
+    run_until_caught_up(bootstrap, state, sql)
     # ...but the running query resumed from its saved plan, on the old versions.
     assert _plan_step_types(state) == {"streamGroupByV1"}
     saved = (state / "statements.json").read_text(encoding="utf-8")
@@ -499,13 +466,13 @@ def test_a_query_planned_by_an_older_step_version_resumes_on_it_after_an_upgrade
     for page, _, ts in views:
         counts[page] = counts.get(page, 0) + 1
         expected.append((page, {"VIEWS": counts[page]}, ts))
-    assert _outputs(bootstrap, sink) == expected
+    assert outputs(bootstrap, sink) == expected
 
 
 def test_a_refused_statement_of_a_file_is_placed_at_its_line_in_the_file(kafka_broker: Any, tmp_path: Path) -> None:
     from engine.errors import AnalysisError
 
-    source = _unique("placed")
+    source = unique("placed")
     app = StreamingApplication(kafka_broker.bootstrap_servers, tmp_path / "state")
     app.load()
     sql = (
@@ -552,7 +519,7 @@ def test_a_query_killed_while_writing_its_first_offsets_entry_starts_again(
     # that a new query's checkpoint is empty counted it, and the query refused to start ever
     # again (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY).
     bootstrap = kafka_broker.bootstrap_servers
-    source, counts = _unique("clicks"), _unique("COUNTS")
+    source, counts = unique("clicks"), unique("COUNTS")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -567,10 +534,10 @@ def test_a_query_killed_while_writing_its_first_offsets_entry_starts_again(
     leftover.write_bytes(b"")
     (offsets / f".{leftover.name}.crc").write_bytes(b"")
 
-    _produce(bootstrap, source, [(f"c{i}", {"PAGE": f"p{i % 3}"}, 1_000 + i) for i in range(30)])
-    app = _run(bootstrap, tmp_path / "state", sql)
+    produce(bootstrap, source, [(f"c{i}", {"PAGE": f"p{i % 3}"}, 1_000 + i) for i in range(30)])
+    app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
 
     assert [q.query_id for q in app.queries()] == ["CTAS_COUNTS_0"]
-    latest = {key: value for key, value, _ in _outputs(bootstrap, counts)}
+    latest = {key: value for key, value, _ in outputs(bootstrap, counts)}
     assert latest == {"p0": {"N": 10}, "p1": {"N": 10}, "p2": {"N": 10}}
     assert not leftover.exists()

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +16,13 @@ from engine.errors import UpgradeError
 from engine.hosting.application import StreamingApplication
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.consume import read_topic
-from engine.kafka.produce import ProducerRecord, RecordProducer
+from tests.engine.runtime.kafka_io import outputs, produce, run_until_caught_up, unique
 
-pytestmark = pytest.mark.usefixtures("spark")
-
-
-def _unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+pytestmark = [pytest.mark.usefixtures("spark"), pytest.mark.system]
 
 
-def _produce(bootstrap: str, topic: str, records: Sequence[tuple[str, Any, int]]) -> None:
-    producer = RecordProducer(bootstrap)
-    for key, value, ts in records:
-        producer.send(topic, ProducerRecord(key=key.encode(), value=json.dumps(value).encode(), timestamp=ts))
-    producer.flush()
 
 
-def _run(bootstrap: str, state_dir: Path, sql: str) -> StreamingApplication:
-    app = StreamingApplication(bootstrap, state_dir)
-    app.load()
-    app.submit(sql)
-    app.run_until_caught_up()
-    app.stop()
-    return app
-
-
-def _outputs(bootstrap: str, topic: str) -> list[tuple[str, Any]]:
-    return [(r.key.decode() if r.key else "", None if r.value is None else json.loads(r.value))
-            for r in read_topic(bootstrap, topic)]
 
 
 def _orders(first: int, count: int) -> list[tuple[str, Any, int]]:
@@ -54,7 +31,7 @@ def _orders(first: int, count: int) -> list[tuple[str, Any, int]]:
 
 def test_a_changed_filter_and_projection_continue_from_the_old_querys_offsets(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("orders"), _unique("BIG")
+    source, sink = unique("orders"), unique("BIG")
     TopicAdmin(bootstrap).create_topic(source, 3)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -63,21 +40,21 @@ def test_a_changed_filter_and_projection_continue_from_the_old_querys_offsets(ka
     """
     replaced = sql + f"CREATE OR REPLACE STREAM BIG WITH (KAFKA_TOPIC='{sink}') AS SELECT ID, QTY, QTY * 10 AS QTY10 FROM ORDERS WHERE QTY > 0;"
     first, second = _orders(0, 600), _orders(600, 600)
-    _produce(bootstrap, source, first)
-    app = _run(bootstrap, tmp_path / "state", sql)
+    produce(bootstrap, source, first)
+    app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     assert [q.query_id for q in app.queries()] == ["CSAS_BIG_0"]
-    _produce(bootstrap, source, second)
-    app = _run(bootstrap, tmp_path / "state", replaced)
+    produce(bootstrap, source, second)
+    app = run_until_caught_up(bootstrap, tmp_path / "state", replaced)
     assert [q.query_id for q in app.queries()] == ["CSAS_BIG_0"]
-    _produce(bootstrap, source, _orders(1_200, 300))  # read by the new version after a restart
-    _run(bootstrap, tmp_path / "state", replaced)
+    produce(bootstrap, source, _orders(1_200, 300))  # read by the new version after a restart
+    run_until_caught_up(bootstrap, tmp_path / "state", replaced)
 
     expected = Counter(
         [(key, json.dumps({"QTY": v["QTY"]})) for key, v, _ in first if v["QTY"] > 2]
         + [(key, json.dumps({"QTY": v["QTY"], "QTY10": v["QTY"] * 10}))
            for key, v, _ in second + _orders(1_200, 300) if v["QTY"] > 0]
     )
-    got = Counter((key, json.dumps(value)) for key, value in _outputs(bootstrap, sink))
+    got = Counter((key, json.dumps(value)) for key, value, _ in outputs(bootstrap, sink))
     assert got - expected == Counter()  # nothing repeated, nothing from the wrong version
     assert expected - got == Counter()  # nothing lost
     assert sum(got.values()) == 240 + 480 + 240
@@ -85,7 +62,7 @@ def test_a_changed_filter_and_projection_continue_from_the_old_querys_offsets(ka
 
 def test_an_aggregate_keeps_its_state_across_a_new_filter_and_output_column(kafka_broker: Any, tmp_path: Path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("orders"), _unique("PER_ITEM")
+    source, sink = unique("orders"), unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 3)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -98,16 +75,16 @@ def test_an_aggregate_keeps_its_state_across_a_new_filter_and_output_column(kafk
         "SUM(QTY) * 2 AS TWICE FROM ORDERS WHERE QTY > 1 GROUP BY ITEM;"
     )
     first, second = _orders(0, 700), _orders(700, 700)
-    _produce(bootstrap, source, first)
-    app = _run(bootstrap, tmp_path / "state", sql)
-    _produce(bootstrap, source, second)
-    app = _run(bootstrap, tmp_path / "state", replaced)
+    produce(bootstrap, source, first)
+    app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
+    produce(bootstrap, source, second)
+    app = run_until_caught_up(bootstrap, tmp_path / "state", replaced)
     assert [q.query_id for q in app.queries()] == ["CTAS_PER_ITEM_0"]
 
-    outputs = _outputs(bootstrap, sink)
+    updates = outputs(bootstrap, sink)
     counted = [v for _, v, _ in first] + [v for _, v, _ in second if v["QTY"] > 1]
-    assert len(outputs) == len(counted)  # one update per record each version counts
-    latest = {key: value for key, value in outputs}
+    assert len(updates) == len(counted)  # one update per record each version counts
+    latest = {key: value for key, value, _ in updates}
     expected: dict[str, dict[str, int]] = {}
     for v in counted:
         row = expected.setdefault(v["ITEM"], {"N": 0, "TOTAL": 0})
@@ -120,7 +97,7 @@ def test_a_refused_replacement_leaves_the_running_query_and_its_saved_statements
     kafka_broker: Any, tmp_path: Path
 ) -> None:
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("orders"), _unique("PER_ITEM")
+    source, sink = unique("orders"), unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
@@ -140,10 +117,10 @@ def test_a_refused_replacement_leaves_the_running_query_and_its_saved_statements
     app.stop()
 
 
-def _await_records(bootstrap: str, topic: str, count: int, timeout: float = 300.0) -> list[tuple[str, Any]]:
+def _await_records(bootstrap: str, topic: str, count: int, timeout: float = 300.0) -> list[tuple[str | None, Any, int]]:
     deadline = time.monotonic() + timeout
     while True:
-        got = _outputs(bootstrap, topic)
+        got = outputs(bootstrap, topic)
         if len(got) >= count or time.monotonic() > deadline:
             return got
         time.sleep(1.0)
@@ -157,9 +134,9 @@ def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
     from engine.server.service import KsqlService
 
     bootstrap = kafka_broker.bootstrap_servers
-    source, big, per_item = _unique("orders"), _unique("BIG"), _unique("PER_ITEM")
+    source, big, per_item = unique("orders"), unique("BIG"), unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 2)
-    service = KsqlService(bootstrap, _unique("upgrades"), tmp_path, command_timeout=120.0)
+    service = KsqlService(bootstrap, unique("upgrades"), tmp_path, command_timeout=120.0)
     service.start(timeout=120)
     try:
         earliest = {"auto.offset.reset": "earliest"}
@@ -171,7 +148,7 @@ def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
                                         "SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL FROM ORDERS GROUP BY ITEM;",
                                         earliest)
         first, second = _orders(0, 400), _orders(400, 400)
-        _produce(bootstrap, source, first)
+        produce(bootstrap, source, first)
         assert len(_await_records(bootstrap, big, 160)) == 160
         assert len(_await_records(bootstrap, per_item, 400)) == 400
 
@@ -185,13 +162,13 @@ def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
         [shown] = service.execute("SHOW QUERIES;")
         assert [(q["id"], q["state"]) for q in shown["queries"]] == [
             ("CSAS_BIG_0", "RUNNING"), ("CTAS_PER_ITEM_1", "RUNNING")]
-        _produce(bootstrap, source, second)
+        produce(bootstrap, source, second)
 
         counted = [v for _, v, _ in first] + [v for _, v, _ in second if v["QTY"] > 1]
         big_rows = _await_records(bootstrap, big, 160 + 320)
         item_rows = _await_records(bootstrap, per_item, len(counted))
         time.sleep(5)  # anything repeated would arrive now
-        big_rows, item_rows = _outputs(bootstrap, big), _outputs(bootstrap, per_item)
+        big_rows, item_rows = outputs(bootstrap, big), outputs(bootstrap, per_item)
     finally:
         service.close()
 
@@ -199,14 +176,14 @@ def test_a_running_server_replaces_a_live_query_and_an_aggregate_in_place(
         [(key, json.dumps({"QTY": v["QTY"]})) for key, v, _ in first if v["QTY"] > 2]
         + [(key, json.dumps({"QTY": v["QTY"], "QTY10": v["QTY"] * 10})) for key, v, _ in second if v["QTY"] > 0]
     )
-    assert Counter((key, json.dumps(value)) for key, value in big_rows) == expected
+    assert Counter((key, json.dumps(value)) for key, value, _ in big_rows) == expected
     assert len(item_rows) == len(counted)
     totals: dict[str, dict[str, int]] = {}
     for v in counted:
         row = totals.setdefault(v["ITEM"], {"N": 0, "TOTAL": 0})
         row["N"] += 1
         row["TOTAL"] += v["QTY"]
-    latest = {key: value for key, value in item_rows}
+    latest = {key: value for key, value, _ in item_rows}
     assert latest == {item: {**row, "TWICE": row["TOTAL"] * 2} for item, row in totals.items()}
 
 
@@ -216,7 +193,7 @@ def test_a_having_that_moves_the_aggregate_to_another_state_operator_is_refused(
     """ksqlDB's rules allow any HAVING; one the native compiler cannot compile (ABS here) runs
     the aggregate on another Spark state operator, whose state the checkpoint does not hold."""
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("orders"), _unique("PER_ITEM")
+    source, sink = unique("orders"), unique("PER_ITEM")
     TopicAdmin(bootstrap).create_topic(source, 1)
     sql = f"""
         CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
@@ -250,7 +227,7 @@ def test_past_ksqldb_a_windowed_count_keeps_its_windows_across_a_new_filter(kafk
     from engine.serde.windowed import decode_time_window_key
 
     bootstrap = kafka_broker.bootstrap_servers
-    source, sink = _unique("orders"), _unique("PER_WINDOW")
+    source, sink = unique("orders"), unique("PER_WINDOW")
     TopicAdmin(bootstrap).create_topic(source, 2)
     sql = f"""
         SET 'auto.offset.reset'='earliest';
@@ -268,10 +245,10 @@ def test_past_ksqldb_a_windowed_count_keeps_its_windows_across_a_new_filter(kafk
         return [(f"o{i}", {"ITEM": f"item{i % 3}", "QTY": i % 5}, 1_000 + (i % 300) * 100) for i in range(first, first + count)]
 
     first, second = orders(0, 300), orders(300, 300)
-    _produce(bootstrap, source, first)
-    _run(bootstrap, tmp_path / "state", sql)
-    _produce(bootstrap, source, second)
-    app = _run(bootstrap, tmp_path / "state", replaced)
+    produce(bootstrap, source, first)
+    run_until_caught_up(bootstrap, tmp_path / "state", sql)
+    produce(bootstrap, source, second)
+    app = run_until_caught_up(bootstrap, tmp_path / "state", replaced)
     assert [q.query_id for q in app.queries()] == ["CTAS_PER_WINDOW_0"]
 
     counted = [(v["ITEM"], ts // 10_000 * 10_000) for _, v, ts in first] + [

@@ -120,7 +120,7 @@ def _batches(draw: Any) -> tuple[list[dict[str, Any]], list[int], int]:
     return records, cuts, draw(st.integers(0, 2**16))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(_batches())
 def test_results_over_micro_batches_equal_the_record_at_a_time_reference(drawn: Any) -> None:
     records, cuts, seed = drawn

@@ -75,6 +75,7 @@ def test_sigterm_stops_the_server_cleanly_and_a_restart_replays_the_command_topi
 
 
 @pytest.mark.long
+@pytest.mark.system
 def test_sigterm_with_push_queries_open_ends_their_streams_and_exits(kafka_broker, tmp_path) -> None:
     """An open push query with no new rows held SIGTERM off (the server ran on until SIGKILL)."""
     from tests.engine.server.test_http import _open_push

@@ -116,6 +116,7 @@ def test_refused_statements_carry_ksqldb_error_codes_and_the_entities_before_the
         service.close()
 
 
+@pytest.mark.system
 def test_three_servers_racing_create_stream_give_one_success_per_name_and_the_same_metastore(
     kafka_broker, service_id, tmp_path, mode
 ) -> None:

@@ -36,6 +36,7 @@ def _create(name: str, topic: str) -> str:
 
 
 @pytest.mark.long
+@pytest.mark.system
 def test_servers_forward_ddl_to_the_owner_and_survive_its_kill_9(kafka_broker, tmp_path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     service_id = f"tcli_{uuid.uuid4().hex[:8]}"
@@ -81,6 +82,7 @@ def test_servers_forward_ddl_to_the_owner_and_survive_its_kill_9(kafka_broker, t
                     process.kill()
 
 
+@pytest.mark.system
 def test_a_changed_statement_in_the_queries_file_stops_the_start(kafka_broker, tmp_path) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     service_id = f"tcli_{uuid.uuid4().hex[:8]}"

@@ -79,6 +79,7 @@ def test_every_committed_release_names_a_commit_whose_engine_has_that_version():
         assert f'version = "{release.version}"' in pyproject, release
 
 
+@pytest.mark.system
 def test_the_wheel_of_a_release_is_built_from_its_commit_not_from_the_checkout(tmp_path):
     repo = _package_repo(tmp_path / "repo", "1.0.0")
     first = head_commit(repo)
@@ -115,6 +116,7 @@ def test_a_release_records_the_head_commit_and_refuses_uncommitted_engine_files(
         fold_release(root, "1.1.0", millis=1795423240894)
 
 
+@pytest.mark.system
 def test_the_cli_prints_the_wheel_or_one_line_naming_the_problem(tmp_path):
     repo = _package_repo(tmp_path / "repo", "1.0.0")
     root = repo / "planned_cases"
