@@ -14,7 +14,10 @@ _SEPARATOR = re.compile(r"(?<!\\)[=:\s]")
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 
-def _unescape(text: str) -> str:
+def unescape(text: str, escapes: dict[str, str] = _ESCAPES) -> str:
+    """``text`` with its backslash escapes resolved: ``\\uXXXX``, the letters of ``escapes``, and
+    any other escaped character as itself (as ``.properties`` files and Java string literals
+    read them; a literal's table adds ``\\b`` and ``\\0``)."""
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -25,7 +28,7 @@ def _unescape(text: str) -> str:
                 out.append(chr(int(text[i + 2:i + 6], 16)))
                 i += 6
                 continue
-            out.append(_ESCAPES.get(nxt, nxt))
+            out.append(escapes.get(nxt, nxt))
             i += 2
             continue
         out.append(char)
@@ -56,10 +59,10 @@ def parse_properties(text: str) -> dict[str, str]:
     for line in _logical_lines(text):
         match = _SEPARATOR.search(line)
         if match is None:
-            found[_unescape(line)] = ""
+            found[unescape(line)] = ""
             continue
         key, rest = line[:match.start()], line[match.end():].lstrip()
         if match.group().isspace() and rest[:1] in ("=", ":"):
             rest = rest[1:].lstrip()
-        found[_unescape(key)] = _unescape(rest)
+        found[unescape(key)] = unescape(rest)
     return found

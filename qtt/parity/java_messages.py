@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.data.java_properties import unescape
+
 PLACEHOLDER = "{}"
 _NEW_EXCEPTION = re.compile(r"\bnew\s+((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Exception|Error))\s*\(")
 _FORMAT_SPEC = re.compile(r"%(?:\d+\$)?[-#+ 0,(]*\d*(?:\.\d+)?[a-zA-Z%]")
@@ -124,25 +126,6 @@ def _split_plus(expr: str) -> list[str]:
     return parts
 
 
-def _unescape(body: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt == "u" and re.match(r"u[0-9a-fA-F]{4}", body[i + 1 : i + 6]):
-                out.append(chr(int(body[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 def _format_pattern(fmt: str) -> str:
     return _FORMAT_SPEC.sub(lambda m: "%" if m.group(0) == "%%" else ("\n" if m.group(0) == "%n" else PLACEHOLDER), fmt)
 
@@ -159,9 +142,9 @@ def message_pattern(expr: str, strings: dict[str, str] | None = None, depth: int
         while operand.startswith("(") and _arguments(operand, 0)[1] == len(operand):
             operand = operand[1:-1].strip()  # (a + b)
         if re.fullmatch(r'"(?:[^"\\\n]|\\.)*"', operand):
-            pieces.append(_unescape(operand[1:-1]))
+            pieces.append(unescape(operand[1:-1], _ESCAPES))
         elif re.fullmatch(r"'(?:[^'\\]|\\.)+'", operand):
-            pieces.append(_unescape(operand[1:-1]))
+            pieces.append(unescape(operand[1:-1], _ESCAPES))
         elif operand.startswith('"""'):
             pieces.append(_text_block(operand))
         elif re.fullmatch(r"System\s*\.\s*lineSeparator\s*\(\s*\)", operand):
@@ -186,7 +169,7 @@ def _text_block(operand: str) -> str:
     body = operand[3:-3] if operand.endswith('"""') else operand[3:]
     lines = body.split("\n")[1:]
     indent = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
-    return _unescape("\n".join(x[indent:] for x in lines))
+    return unescape("\n".join(x[indent:] for x in lines), _ESCAPES)
 
 
 def _message_argument(args: list[str], strings: dict[str, str]) -> str | None:
