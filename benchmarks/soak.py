@@ -40,6 +40,7 @@ from typing import Any
 from benchmarks.report import REPOSITORY, OutputsWrong, Run, add_report_options, write
 from engine.components.kspark_server import ServerProcess
 from engine.errors import ComponentError
+from qtt.optional import require
 
 KINDS = ("stateless", "aggregate", "window", "join")
 GROUPS = 8  # the input's G column takes the values 0..7; the join's table has a row for each
@@ -92,7 +93,7 @@ def output_problems(kind: str, topic: str, records: list[Any], produced: int) ->
 def tree_usage(pid: int) -> dict[str, float]:
     """Resident memory (MiB), threads and open files of a process and its descendants
     (the server's Python and the JVM it started)."""
-    import psutil
+    psutil = require("psutil", extra="test", tool="benchmarks/soak.py")
 
     try:
         root = psutil.Process(pid)
@@ -209,10 +210,9 @@ def lag_report(url: str) -> dict[str, Any]:
 def plot(samples: list[dict[str, Any]], marks: dict[str, float], path: Path) -> None:
     """Memory, threads, open files, state size and lag against minutes, one panel each,
     the stages and the restart marked."""
-    import matplotlib
-
+    matplotlib = require("matplotlib", extra="test", tool="benchmarks/soak.py")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require("matplotlib.pyplot", extra="test", tool="benchmarks/soak.py")
 
     minutes = [s["minute"] for s in samples]
     panels = (("rss_mib", "resident memory (MiB)"), ("threads", "threads"), ("open_files", "open files"),

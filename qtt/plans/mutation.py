@@ -597,7 +597,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     return options
 
 
-def tests_to_trace(options: Options, repo: Path) -> list[str]:
+def traced_test_paths(options: Options, repo: Path) -> list[str]:
     """The unit tests the run traces and runs: none with ``--replays-only``, those given
     with ``--tests``, else ``select_tests``."""
     if options.replays_only:
@@ -698,7 +698,7 @@ def _run(
     import engine.runtime.kafka  # noqa: F401 - the streaming operators, as workers have them
 
     replays = Replays(_versions(repo, options.all_versions, options.cases), options.jobs)
-    options.tests = tests_to_trace(options, repo)
+    options.tests = traced_test_paths(options, repo)
     for test in options.tests:
         if not (repo / test.split("::")[0]).exists():
             print(f"error: unit test path {test} does not exist.", file=sys.stderr)

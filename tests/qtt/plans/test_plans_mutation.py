@@ -26,7 +26,7 @@ from qtt.plans.mutation import (
     sample,
     select_tests,
     summarise,
-    tests_to_trace,
+    traced_test_paths,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -300,8 +300,8 @@ def test_bad_equivalents_and_options_are_one_line_errors(tmp_path: Path) -> None
 def test_replays_only_traces_and_runs_no_unit_test() -> None:
     # The planned cases alone (what qtt plans verify checks): no unit test is traced or run.
     options = parse_args(["--replays-only", "--count", "3"])
-    assert options.replays_only and tests_to_trace(options, REPO) == []
-    assert "tests/qtt_cases" in tests_to_trace(parse_args([]), REPO)
-    assert tests_to_trace(parse_args(["--tests", "tests/engine/plan"]), REPO) == ["tests/engine/plan"]
+    assert options.replays_only and traced_test_paths(options, REPO) == []
+    assert "tests/qtt_cases" in traced_test_paths(parse_args([]), REPO)
+    assert traced_test_paths(parse_args(["--tests", "tests/engine/plan"]), REPO) == ["tests/engine/plan"]
     with pytest.raises(ValueError, match="--replays-only runs no unit test; drop --tests"):
         parse_args(["--replays-only", "--tests", "tests/engine/plan"])
