@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -605,8 +606,25 @@ def internal_error(exc: BaseException, program: str = "kspark") -> int:
     return 70
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``kspark`` command's parser, with every subcommand (nothing runs)."""
+# Subcommands whose parsers live with their implementations, which take a while to import:
+# module and help line. Only the named one is imported; ``kspark --help`` lists them all.
+LAZY_COMMANDS = {
+    "metastore": ("engine.metastore.database.migrate", "the metastore tables of a service (KLIP-18)"),
+    "import-command-topic": (
+        "engine.ksqldb_import.command_topic",
+        "import a ksqlDB deployment: its command topic's plans into a kspark service's command log",
+    ),
+    "cli": ("engine.cli_shell.command", "ksqlDB's interactive CLI, for a kspark server"),
+    "migrations": (
+        "engine.migrations.cli",
+        "ksqlDB's migrations tool: versioned statement files applied to a server",
+    ),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``kspark`` command's parser (nothing runs). Of the ``LAZY_COMMANDS``, all are
+    complete by default; given ``only``, that one is and the others carry their help line alone."""
     parser = argparse.ArgumentParser(prog="kspark", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="print the execution plan of each statement")
@@ -649,41 +667,29 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.server import cli as server_cli
 
     server_cli.add_parser(sub)
-    from engine.metastore.database import migrate
-
-    migrate.add_parser(sub)
-    from engine.ksqldb_import import command_topic
-
-    command_topic.add_parser(sub)
-    from engine.cli_shell import command as cli_shell
-
-    cli_shell.add_parser(sub)
-    from engine.migrations import cli as migrations_cli
-
-    migrations_cli.add_parser(sub)
+    for name, (module, help_line) in LAZY_COMMANDS.items():
+        if only is None or only == name:
+            importlib.import_module(module).add_parser(sub, help_line)
+        else:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names ('' for none): the top-level parser has no options but -h."""
+    return next((arg for arg in argv if not arg.startswith("-")), "")
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    from engine.ksqldb_import import command_topic
-    from engine.metastore.database import migrate
     from engine.server import cli as server_cli
 
-    args = build_parser().parse_args(argv)
-    if args.command == "import-command-topic":
-        return command_topic.run(args)
-    if args.command == "cli":
-        from engine.cli_shell import command as cli_shell
-
-        return cli_shell.run(args)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=_command_named(argv)).parse_args(argv)
+    if args.command in LAZY_COMMANDS:
+        run: Any = importlib.import_module(LAZY_COMMANDS[args.command][0]).run
+        return int(run(args))
     if args.command == "server":
         return server_cli.run(args)
-    if args.command == "metastore":
-        return migrate.run(args)
-    if args.command == "migrations":
-        from engine.migrations import cli as migrations_cli
-
-        return migrations_cli.run(args)
     if args.command == "broker":
         return _broker_command(args)
     if args.command == "registry":

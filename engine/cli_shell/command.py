@@ -27,8 +27,8 @@ from engine.cli_shell.shell import HISTORY_FILE, Shell, banner, interactive
 DEFAULT_URL = "http://localhost:8088"
 
 
-def add_parser(sub: Any) -> None:
-    cli = sub.add_parser("cli", help="ksqlDB's interactive CLI, for a kspark server")
+def add_parser(sub: Any, help: str) -> None:
+    cli = sub.add_parser("cli", help=help)
     cli.add_argument("url", nargs="?", default=DEFAULT_URL, metavar="URL",
                      help=f"the server to connect to (default {DEFAULT_URL})")
     run = cli.add_mutually_exclusive_group()

@@ -253,11 +253,11 @@ def _returning(command: Command) -> Callable[[], Command]:
 # --------------------------------------------------------------------------- command line
 
 
-def add_parser(sub: Any) -> None:
+def add_parser(sub: Any, help: str) -> None:
     """``kspark import-command-topic``."""
     cmd = sub.add_parser(
         "import-command-topic",
-        help="import a ksqlDB deployment: its command topic's plans into a kspark service's command log",
+        help=help,
         description=(
             "Read ksqlDB's command topic (_confluent-ksql-<ksqldb service id>_command_topic), translate "
             "each command's saved plan into kspark's, and write the commands to a new kspark service's "

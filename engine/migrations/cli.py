@@ -37,9 +37,9 @@ def _version(text: str) -> int:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction, help: str) -> None:  # type: ignore[type-arg]
     """Register ``migrations`` and its commands on the ``kspark`` parser."""
-    top = sub.add_parser("migrations", help="ksqlDB's migrations tool: versioned statement files applied to a server",
+    top = sub.add_parser("migrations", help=help,
                          description="Manage migrations of a kspark (or ksqlDB) server's metadata schema, "
                                      "as ksqlDB's ksql-migrations tool does.")
     top.add_argument("-c", "--config-file", dest="config_file_global", metavar="FILE", help=_CONFIG_HELP)

@@ -49,3 +49,30 @@ def test_bad_statement_reports_the_error_and_exits_non_zero(tmp_path, capsys) ->
 def test_unreadable_input_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(SystemExit, match="cannot read"):
         main(["plan", str(tmp_path / "missing.sql")])
+
+
+def test_help_lists_every_subcommand_without_importing_the_planner() -> None:
+    # `kspark --help` and the light subcommands answer without loading the planner, the
+    # ksqlDB importer, the interactive shell or the migrations tool (each takes a while).
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from engine.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('engine.plan', 'engine.ksqldb_import', 'engine.cli_shell.shell', "
+        "'engine.migrations.commands') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out
+    for name in ("import-command-topic", "cli", "migrations", "metastore", "server", "run"):
+        assert f"    {name} " in out or f"    {name}\n" in out
+
+
+def test_a_lazily_loaded_subcommand_parses_its_own_options(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["migrations", "--help"])
+    assert exit_.value.code == 0
+    assert "--config-file" in capsys.readouterr().out

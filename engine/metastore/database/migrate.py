@@ -155,8 +155,8 @@ def synchronise(state: CommandTopicState, db: MetastoreDatabase) -> tuple[int, i
     return written, deleted
 
 
-def add_parser(sub: Any) -> None:
-    metastore = sub.add_parser("metastore", help="the metastore tables of a service (KLIP-18)")
+def add_parser(sub: Any, help: str) -> None:
+    metastore = sub.add_parser("metastore", help=help)
     actions = metastore.add_subparsers(dest="action", required=True)
     migrate = actions.add_parser("migrate", help="build the metastore tables from the service's command topic")
     migrate.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
