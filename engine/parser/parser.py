@@ -36,7 +36,7 @@ from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.types import SqlType
 
-__all__ = ["ParsedStatement", "parse", "parse_expression", "reserved_words"]
+__all__ = ["ParsedStatement", "column_reference", "parse", "parse_expression", "reserved_words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +189,10 @@ def parse(
             _substitute(chunk.text, known_vars, chunk) if "${" in chunk.text else chunk.text
         )
         builder = _Builder(chunk_text, chunk, known_types)
-        tree = _parse_tree(chunk_text, start, chunk)
-        statement = builder.build(tree)
+        try:
+            statement = builder.build(_parse_tree(chunk_text, start, chunk))
+        except RecursionError:
+            raise ParseError(_TOO_LARGE) from None
         out.append(
             ParsedStatement(
                 statement=statement,
@@ -231,6 +233,31 @@ def parse_expression(text: str, *, types: Mapping[str, SqlType] | None = None) -
     result = _Builder(text, chunk, known).build(tree)
     assert isinstance(result, E.Expr)
     return result
+
+
+_IDENTIFIER_TEXT = r"""(?:[A-Za-z_][A-Za-z0-9_@]*|[0-9]+[A-Za-z_@][A-Za-z0-9_@]*|"(?:[^"]|"")*"|`(?:[^`]|``)*`)"""
+_COLUMN_REFERENCE = re.compile(rf"\s*(?P<first>{_IDENTIFIER_TEXT})(?:\s*\.\s*(?P<second>{_IDENTIFIER_TEXT}))?")
+
+
+def column_reference(text: str) -> str:
+    """The column a WITH clause's text names (``TIMESTAMP='ts'``), as ksqlDB reads it: the text
+    starts with a column reference, maybe qualified (``s.ts``: the column is ``TS``), unquoted
+    names upper-cased; what follows a complete reference is not read. Text that starts with
+    another expression (a literal, a call, a subscript, a field of a struct) is a ``ParseError``.
+    """
+    found = _COLUMN_REFERENCE.match(text)
+    rest = text[found.end():].lstrip() if found else ""
+    first = found.group("first") if found else ""
+    if (
+        found is None
+        or (first[0] not in "`\"" and first.upper() in ("TRUE", "FALSE", "NULL"))
+        or rest.startswith(("(", "[", "->", "'", "."))
+    ):
+        raise ParseError("Cannot parse text that is not column reference.")  # ksqlDB's words
+    name = found.group("second") or first
+    if name[0] in "`\"":
+        return _unquote(name, name[0])
+    return name.upper()
 
 
 # --------------------------------------------------------------------------- splitting
@@ -342,6 +369,12 @@ def _snippet_line(text: str, pos: int) -> str:
 
 
 # --------------------------------------------------------------------------- errors
+
+# ksqlDB's words when its parser runs out of stack on deeply nested expressions.
+_TOO_LARGE = (
+    "Error processing statement: Statement is too large to parse. "
+    "This may be caused by having too many nested expressions in the statement."
+)
 
 
 def _parse_tree(text: str, start: str, chunk: _Chunk) -> Tree[Any]:
@@ -637,6 +670,8 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def insert_values(self, children: list[Any]) -> ast.InsertValues:
         target, *rest = children
         columns = rest[0] if len(rest) == 2 else None
+        if not rest[-1]:
+            raise ParseError("Expected some values for INSERT INTO statement.")  # ksqlDB's words
         return ast.InsertValues(target=target, columns=columns, values=rest[-1])
 
     def drop_source(self, children: list[Any]) -> ast.DropSource:
@@ -722,6 +757,9 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     def assert_schema(self, children: list[Any]) -> ast.AssertStatement:
         flags = self._flags(children)
         clauses = {c.name: c.value for c in children if isinstance(c, _Clause)}
+        # ksqlDB's AST builder refuses these while the statement is built, in these words.
+        if "subject" not in clauses and "id" not in clauses:
+            raise ParseError("ASSERT SCHEMA statements much include a subject name or an id")
         return ast.AssertStatement(
             kind="SCHEMA",
             target=clauses.get("subject"),
@@ -734,7 +772,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return _Clause("subject", self._name_or_string(children[0]))
 
     def schema_id(self, children: list[Any]) -> _Clause:
-        return _Clause("id", children[0].value)
+        literal = children[0]
+        if not (isinstance(literal, E.Literal) and literal.type == T.INTEGER):
+            raise ParseError("ID must be an integer")  # ksqlDB's words
+        return _Clause("id", literal.value)
 
     def timeout(self, children: list[Any]) -> _Clause:
         return _Clause("timeout", children[0])
@@ -957,9 +998,13 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return _Clause("where", children[0])
 
     def group_by_clause(self, children: list[Any]) -> _Clause:
+        if not children[0]:
+            raise ParseError("GROUP BY requires at least one expression")  # ksqlDB's words
         return _Clause("group_by", children[0])
 
     def partition_by_clause(self, children: list[Any]) -> _Clause:
+        if not children[0]:
+            raise ParseError("PARTITION BY requires at least one expression")  # ksqlDB's words
         return _Clause("partition_by", children[0])
 
     def having_clause(self, children: list[Any]) -> _Clause:
@@ -1269,7 +1314,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
         return _make_lambda((param.name,), children[1])
 
     def lambda_list(self, children: list[Any]) -> E.Expr:
-        return _make_lambda(tuple(children[:-1]), children[-1])
+        params = tuple(children[:-1])
+        if len(set(params)) < len(params):
+            # ksqlDB's lambda node refuses this while the statement is built, listing them all.
+            raise ParseError(f"Lambda arguments have duplicates: [{', '.join(params)}]")
+        return _make_lambda(params, children[-1])
 
     @v_args(meta=True)
     def source_name(self, meta: Any, children: list[Any]) -> Any:

@@ -32,7 +32,7 @@ from engine.errors import (
 )
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
-from engine.parser import ast
+from engine.parser import ast, column_reference
 from engine.plan import expr as E
 from engine.plan import types as T
 from engine.plan.plan import (
@@ -423,7 +423,7 @@ class Planner:
             if fmt is not None:
                 raise AnalysisError("TIMESTAMP_FORMAT is only valid together with TIMESTAMP.")
             return None
-        column_name = name[1:-1] if name.startswith("`") else name.upper()
+        column_name = column_reference(name)
         column = schema.find(column_name)
         if column is None:
             raise AnalysisError(

@@ -373,6 +373,23 @@ CASES = [
     ("INSERT INTO RIDES (ID, KM) VALUES ('r1', 'far');", "Expected type INTEGER for field `KM` but got STRING(far)"),
     ("INSERT INTO RIDERS (AGE) VALUES (30);", "Value for primary key column(s) ID is required for tables"),
     ("INSERT INTO RIDES (ROWPARTITION, ID) VALUES (1, 'r1');", "Inserting into column `ROWPARTITION` is not allowed."),
+    # refused while the statement is built
+    ("INSERT INTO RIDES (ID, KM) VALUES ();", "Expected some values for INSERT INTO statement."),
+    ("INSERT INTO RIDES VALUES ();", "Expected some values for INSERT INTO statement."),
+    ("CREATE TABLE X AS SELECT ID, COUNT(*) AS N FROM RIDES GROUP BY ();", "GROUP BY requires at least one expression"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES PARTITION BY ();", "PARTITION BY requires at least one expression"),
+    ("CREATE STREAM X AS SELECT ID, TRANSFORM(TAGS, (K, K) => K, (K, V) => V) AS A FROM RIDES;",
+     "Lambda arguments have duplicates: [K, K]"),
+    ("CREATE STREAM X WITH (timestamp='ABS(TS)') AS SELECT * FROM RIDES;",
+     "Cannot parse text that is not column reference."),
+    ("CREATE STREAM Y (ID STRING KEY, TS BIGINT) WITH (kafka_topic='rides', value_format='JSON', timestamp='1');",
+     "Cannot parse text that is not column reference."),
+    ("ASSERT SCHEMA TIMEOUT 1 SECONDS;", "ASSERT SCHEMA statements much include a subject name or an id"),
+    ("ASSERT SCHEMA SUBJECT 'rides-value' ID 'one';", "ID must be an integer"),
+    ("ASSERT SCHEMA ID 1.5;", "ID must be an integer"),
+    ("CREATE STREAM X AS SELECT ID, " + "(" * 1500 + "KM" + ")" * 1500 + " AS K FROM RIDES;",
+     "Error processing statement: Statement is too large to parse. "
+     "This may be caused by having too many nested expressions in the statement."),
 ]
 
 
@@ -406,6 +423,18 @@ def test_lambdas_with_their_own_argument_names_are_planned(engine_factory: Facto
         "TRANSFORM(TAGS, (K, V) => K, (K, V) => V + 1) AS C FROM RIDES;"
     )
     assert engine.metastore.get("X") is not None
+
+
+@pytest.mark.parametrize("text", ["ts", "RIDES.TS", "`TS`", '"TS"', "TS + 1"])
+def test_a_timestamp_property_names_its_column_as_ksqldb_reads_it(engine_factory: Factory, text: str) -> None:
+    """The TIMESTAMP property's text starts with a column reference, maybe qualified; ksqlDB
+    reads no further."""
+    engine = engine_factory()
+    engine.execute_sql(f"CREATE STREAM X WITH (timestamp='{text}') AS SELECT * FROM RIDES;")
+    sink = engine.metastore.get("X")
+    assert sink is not None
+    assert sink.timestamp_column is not None
+    assert sink.timestamp_column.column == "TS"
 
 
 def test_a_replacement_that_only_adds_columns_is_an_upgrade(engine_factory: Factory) -> None:
