@@ -14,9 +14,11 @@ spread over the servers, run a mix for ``--seconds``:
 
 It reports throughput, p50/p99 latency per endpoint and errors by kind, then reads the
 inserts' topic (read_committed) and checks that every acknowledged row is there exactly once,
-and counts rows that are there although their client was told they failed. The run fails
-(exit 1) on any 5xx, lost or duplicated acknowledged row, or a row reported failed that was
-written.
+and counts rows that are there although their client was told they failed. A client told 429
+(the server busy, ``engine.server.limits``) waits the ``Retry-After`` it was given. The run
+fails (exit 1) on any 5xx, lost or duplicated acknowledged row, row reported failed that was
+written, or connection the servers dropped without an answer (a reset or a close: httpx's
+read, write and protocol errors); the clients' own timeouts and the 429s are counted apart.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ def _start_servers(bootstrap: str, count: int, work: Path) -> list[ServerProcess
     return servers
 
 
+# httpx's errors of a connection the server reset or closed without an answer.
+DROPPED = ("ReadError", "WriteError", "RemoteProtocolError", "ConnectError")
+
+
 class Tally:
     """Latencies per endpoint, statuses and errors by kind, acknowledged and failed inserts."""
 
@@ -62,6 +68,9 @@ class Tally:
         self.latencies: dict[str, list[float]] = collections.defaultdict(list)
         self.errors: collections.Counter[str] = collections.Counter()
         self.server_errors = 0
+        self.busy = 0  # answers 429: the server refused with Retry-After
+        self.dropped = 0  # connections closed or reset without an answer
+        self.timed_out = 0  # the client's own timeout ran out
         self.acked: list[str] = []
         self.failed: list[str] = []
         self.samples: dict[str, str] = {}  # the first answer of each error kind, for the report
@@ -75,6 +84,9 @@ class Tally:
         self.latencies[endpoint].append(time.monotonic() - started)
         if status is not None and status >= 500:
             self.server_errors += 1
+        self.busy += status == 429
+        self.dropped += kind in DROPPED
+        self.timed_out += kind.endswith("Timeout")
         if kind:
             self.errors[f"{endpoint}: {kind}"] += 1
 
@@ -84,12 +96,18 @@ async def _client(number: int, http: Any, urls: list[str], until: float, tally: 
 
     rng = random.Random(number)
     actions = [name for name, weight in MIX for _ in range(weight)]
+    retry_after = 0.0
     while time.monotonic() < until:
+        if retry_after:
+            await asyncio.sleep(min(retry_after, max(0.0, until - time.monotonic())))
+            retry_after = 0.0
+            continue
         url = urls[rng.randrange(len(urls))]
         action = rng.choice(actions)
         started = time.monotonic()
         tally.in_flight += 1
         tally.peak = max(tally.peak, tally.in_flight)
+        answer: Any = None
         try:
             if action == "insert":
                 row_id = f"c{number}-{uuid.uuid4().hex[:10]}"
@@ -124,6 +142,7 @@ async def _client(number: int, http: Any, urls: list[str], until: float, tally: 
                            "" if created.status_code == 200 else str(created.status_code))
                 if created.status_code != 200:
                     tally.sample("/ksql ddl", str(created.status_code), created.text)
+                answer = created
                 if created.status_code == 200:
                     started = time.monotonic()
                     dropped = await http.post(f"{url}/ksql", json={"ksql": f"DROP STREAM {name};"})
@@ -131,6 +150,7 @@ async def _client(number: int, http: Any, urls: list[str], until: float, tally: 
                                "" if dropped.status_code == 200 else str(dropped.status_code))
                     if dropped.status_code != 200:
                         tally.sample("/ksql ddl", str(dropped.status_code), dropped.text)
+                    answer = dropped
             else:
                 async with http.stream("POST", f"{url}/query-stream", json={"sql": "SELECT * FROM EVENTS EMIT CHANGES;"},
                                        headers={"Accept": "application/vnd.ksqlapi.delimited.v1"}) as answer:
@@ -145,6 +165,8 @@ async def _client(number: int, http: Any, urls: list[str], until: float, tally: 
             tally.sample(action, type(exc).__name__, repr(exc))
         finally:
             tally.in_flight -= 1
+        if answer is not None and answer.status_code == 429:
+            retry_after = float(answer.headers.get("retry-after", "1"))
 
 
 async def _everyone(clients: int, urls: list[str], seconds: float, tally: Tally) -> float:
@@ -220,12 +242,17 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"{len(lost)} acknowledged rows lost, {len(duplicated)} duplicated")
     if failed_but_written:
         problems.append(f"{len(failed_but_written)} rows reported failed were written")
+    if tally.dropped:
+        problems.append(f"{tally.dropped} connections were dropped without an answer")
     details: dict[str, Any] = {"errors": dict(tally.errors), "acknowledged": len(tally.acked),
+                               "dropped_connections": tally.dropped, "answered_429": tally.busy,
+                               "client_timeouts": tally.timed_out,
                                "failed": len(tally.failed), "requests": requests, "error_samples": tally.samples,
                                "peak_concurrent_requests": tally.peak}
     print(json.dumps(details, indent=2, sort_keys=True))
     try:
-        run.check_outputs("every acknowledged insert is in its topic once; no 5xx; no failed row written", problems)
+        run.check_outputs("every acknowledged insert is in its topic once; no 5xx; no failed row written; "
+                      "no connection dropped without an answer", problems)
     except OutputsWrong as exc:
         print(f"load: {exc}", file=sys.stderr)
         return 1

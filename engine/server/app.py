@@ -39,6 +39,7 @@ from engine.server import entities as E
 from engine.server import metrics as server_metrics
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
+from engine.server.limits import RequestGate, ServerLimits
 from engine.server.properties import check_settable, request_properties
 from engine.server.pull import pull_query_body, pull_query_protobuf_body, pull_query_stream_body
 from engine.server.service import KsqlService
@@ -186,12 +187,13 @@ class OpenPushQueries:
 
 
 def create_app(service: KsqlService, auth: BasicAuth | None = None,
-               push_queries: OpenPushQueries | None = None) -> Any:
+               push_queries: OpenPushQueries | None = None, limits: ServerLimits | None = None) -> Any:
     """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller).
 
     With ``auth``, every endpoint but /healthcheck needs HTTP basic credentials of its users.
     ``push_queries`` holds the push queries being streamed (the server ends them all first
-    when it stops).
+    when it stops). ``limits`` bound the statement requests worked on and waiting at once
+    (``engine.server.limits``; its defaults when None).
     """
     push_queries = push_queries if push_queries is not None else OpenPushQueries()
     prints: set[Any] = set()  # the PRINTs being streamed (``PrintedTopic``): a server stop ends them
@@ -457,7 +459,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, Exception: server_error},
     )
-    measured = server_metrics.RequestMetrics(_TerminatedGate(app, service), lambda: service.metrics)
+    gated = RequestGate(_TerminatedGate(app, service), limits if limits is not None else ServerLimits())
+    measured = server_metrics.RequestMetrics(gated, lambda: service.metrics)
     return measured if auth is None else BasicAuthMiddleware(measured, auth)
 
 

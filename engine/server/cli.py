@@ -90,14 +90,19 @@ def run(args: argparse.Namespace) -> int:
     from engine.server.app import OpenPushQueries, create_app
     from engine.server.auth import BasicAuth
     from engine.server.errors import ServiceError
+    from engine.server.limits import ServerLimits
     from engine.server.service import KsqlService
 
     host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
     try:
         check_config(properties)
+        limits = ServerLimits.from_properties(properties)
     except ServiceError as exc:
         print(f"kspark: {args.config}: {exc.message}", file=sys.stderr)
+        return 2
+    except KsqlError as exc:
+        print(f"kspark: {args.config}: {exc}", file=sys.stderr)
         return 2
     # The server's own files first: a bad one is said at once, without waiting for Kafka.
     try:
@@ -160,12 +165,12 @@ def run(args: argparse.Namespace) -> int:
     code = 0
     try:
         push_queries = OpenPushQueries()
-        app = create_app(service, auth, push_queries)
+        app = create_app(service, auth, push_queries, limits)
         if extra:
             app = with_internal_route(app, service)
         asyncio.run(_serve(app, host, port,
                            f"kspark server: service '{args.service_id}' listening on {scheme}://{host}:{port}",
-                           on_stop=push_queries.end_all, tls=tls))
+                           on_stop=push_queries.end_all, tls=tls, limits=limits))
     except OSError as exc:
         print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         code = 1
@@ -188,25 +193,37 @@ def _tls(args: argparse.Namespace) -> Any:
     return TlsSettings(certfile=args.tls_cert, keyfile=args.tls_key, client_ca=args.tls_client_ca, ca=args.tls_ca)
 
 
-async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None, tls: Any = None) -> None:
+def hypercorn_config(host: str, port: int, limits: Any = None, tls: Any = None) -> Any:
+    """The Hypercorn ``Config`` a server listens with: its address, its connection limits
+    (``engine.server.limits.ServerLimits``, the defaults when None) and TLS."""
+    from hypercorn.config import Config
+
+    from engine.server.limits import ServerLimits
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.graceful_timeout = 5.0
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    (limits if limits is not None else ServerLimits()).configure(config)
+    if tls is not None:
+        tls.configure(config)
+    return config
+
+
+async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None, tls: Any = None,
+                 limits: Any = None) -> None:
     """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal.
 
     On SIGTERM or SIGINT ``on_stop`` runs first (it ends the open push queries' streams), then
     Hypercorn stops accepting and gives the requests in flight ``graceful_timeout`` seconds.
     """
     from hypercorn.asyncio import serve
-    from hypercorn.config import Config
 
     from engine.server import http11
 
     http11.install()  # "HTTP/1.1 200 OK": Hypercorn writes no reason phrase of its own
-    config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    config.graceful_timeout = 5.0
-    config.loglevel = "WARNING"
-    config.accesslog = None
-    if tls is not None:
-        tls.configure(config)
+    config = hypercorn_config(host, port, limits, tls)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

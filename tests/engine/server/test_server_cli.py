@@ -135,3 +135,17 @@ def test_a_config_file_setting_a_semantic_config_kspark_does_not_implement_is_on
     assert done.stderr.strip() == (
         f"kspark: {path}: kspark implements ksql.timestamp.throw.on.invalid only as false (a record with an invalid "
         "timestamp is logged and skipped); it cannot be set to 'true'.")
+
+
+def test_a_config_file_setting_a_bad_request_limit_is_one_line(tmp_path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("kspark.server.max.concurrent.requests=0\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
+         "--state-dir", str(tmp_path / "state"), "--config", str(path)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"kspark: {path}: Invalid value '0' for configuration kspark.server.max.concurrent.requests: "
+        "expected an integer at least 1.")
