@@ -4,7 +4,9 @@ Every micro-batch of a Structured Streaming query ends with a ``StreamingQueryPr
 one listener on the Spark session (:class:`QueryMetrics`) folds those of the queries it
 tracks into running figures per query (:class:`QueryFigures`):
 
-- records consumed: the batch's ``numInputRows``, per input topic (its source's);
+- records consumed: the batch's ``numInputRows``, per input topic (its source's); bytes
+  consumed: the key and value bytes of those records, observed on each Kafka source
+  (:data:`SOURCE_OBSERVATION`);
 - records and bytes produced: what the batch handed the transactional sink, counted by an
   observation (``Dataset.observe``) on the sink's records (:data:`OBSERVATION`); a replayed
   batch that the sink skips is counted again;
@@ -33,6 +35,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 OBSERVATION = "kspark_sink"  # the observed metrics of a query's sink records
+# The observed metrics of each Kafka source a query reads (engine.runtime.kafka): this prefix and
+# the source's index, holding the key and value bytes of the batch's records ("bytes").
+SOURCE_OBSERVATION = "kspark_source_"
 WINDOW_SECONDS = 60.0  # the window of the rates and of the busy fraction
 _PENDING = 64  # progress reports of queries not tracked yet, kept until they are
 
@@ -67,6 +72,7 @@ class QueryFigures:
     batches: int = 0
     records_consumed: int = 0
     consumed_by_topic: dict[str, int] = field(default_factory=dict)
+    bytes_consumed: int = 0
     records_produced: int = 0
     bytes_produced: int = 0
     busy_seconds: float = 0.0
@@ -99,7 +105,10 @@ class QueryFigures:
             topics = sorted(offsets)
             if topics:  # a source of several topics: its rows go to the first
                 self.consumed_by_topic[topics[0]] = self.consumed_by_topic.get(topics[0], 0) + rows
-        observed = (progress.get("observedMetrics") or {}).get(OBSERVATION) or {}
+        observations = progress.get("observedMetrics") or {}
+        self.bytes_consumed += sum(int((metrics or {}).get("bytes") or 0) for name, metrics in observations.items()
+                                   if name.startswith(SOURCE_OBSERVATION))
+        observed = observations.get(OBSERVATION) or {}
         produced = int(observed.get("records") or 0)
         self.records_produced += produced
         self.bytes_produced += int(observed.get("bytes") or 0)
@@ -163,6 +172,7 @@ class QueryFigures:
             "timestamp": int(now * 1000),
             "recordsConsumed": self.records_consumed,
             "recordsProduced": self.records_produced,
+            "bytesConsumed": self.bytes_consumed,
             "bytesProduced": self.bytes_produced,
             "consumedPerSecond": round(consumed_rate, 3),
             "producedPerSecond": round(produced_rate, 3),

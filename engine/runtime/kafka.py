@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.errors import KsqlError
+from engine.hosting.query_metrics import SOURCE_OBSERVATION
 from engine.kafka.security import security_for
 from engine.plan.schema import LogicalSchema
 from engine.runtime import keyed as K
@@ -183,6 +184,8 @@ class KafkaRuntime:
             .options(**security_for(self.bootstrap_servers).spark_options())
             .load()
         )
+        size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
+        kafka = kafka.observe(f"{SOURCE_OBSERVATION}{index}", F.coalesce(F.sum(size), F.lit(0)).cast("long").alias("bytes"))
         columns = kafka.select(
             "key",
             "value",

@@ -5,6 +5,7 @@ Per persistent query this server runs, read at each scrape from the figures
 
     kspark_query_state{state}                 1 for the query's state (every query it owns, failed too)
     kspark_query_records_consumed_total       records read from the input topics
+    kspark_query_bytes_consumed_total         their key and value bytes
     kspark_query_records_produced_total       records handed to the transactional sink
     kspark_query_bytes_produced_total         their key and value bytes
     kspark_query_batches_total                micro-batches run
@@ -147,6 +148,8 @@ def _query_metrics(figures: Sequence[QueryFigures], states: dict[str, str],
     counters: list[tuple[CounterMetricFamily, Callable[[QueryFigures], float]]] = [
         (CounterMetricFamily("kspark_query_records_consumed", "Records read from the query's input topics.",
                              labels=["query_id"]), lambda f: f.records_consumed),
+        (CounterMetricFamily("kspark_query_bytes_consumed", "Key and value bytes read from the query's input topics.",
+                             labels=["query_id"]), lambda f: f.bytes_consumed),
         (CounterMetricFamily("kspark_query_records_produced", "Records handed to the query's sink.",
                              labels=["query_id"]), lambda f: f.records_produced),
         (CounterMetricFamily("kspark_query_bytes_produced", "Key and value bytes handed to the query's sink.",

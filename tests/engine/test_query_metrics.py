@@ -10,6 +10,7 @@ import pytest
 
 from engine.hosting.query_metrics import (
     OBSERVATION,
+    SOURCE_OBSERVATION,
     QueryFigures,
     QueryMetrics,
     Stat,
@@ -25,7 +26,8 @@ def _progress(batch: int, *, rows: int, produced: int, end: dict[str, dict[str, 
         "durationMs": {"triggerExecution": millis},
         "sources": [{"description": "KafkaV2[Subscribe[t]]", "endOffset": json.dumps(end), "numInputRows": rows}],
         "stateOperators": [{"numRowsTotal": state_rows}],
-        "observedMetrics": {OBSERVATION: {"records": produced, "bytes": produced * 10}},
+        "observedMetrics": {OBSERVATION: {"records": produced, "bytes": produced * 10},
+                            f"{SOURCE_OBSERVATION}0": {"bytes": rows * 4}, f"{SOURCE_OBSERVATION}1": {"bytes": 1}},
     }
 
 
@@ -42,6 +44,7 @@ def test_progress_reports_fold_into_running_figures_and_a_repeated_report_counts
     figures = metrics.figures("CSAS_X_0")
     assert figures is not None
     assert (figures.batches, figures.records_consumed, figures.records_produced, figures.bytes_produced) == (2, 7, 5, 50)
+    assert figures.bytes_consumed == 7 * 4 + 2
     assert figures.rows_in_state == 7 and figures.last_batch_seconds == pytest.approx(0.2)
     assert figures.committed == {"t": {0: 5, 1: 2}}
     lag = figures.lag({("t", 0): 9, ("t", 1): 2, ("other", 0): 5})

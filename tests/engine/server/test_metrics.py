@@ -66,6 +66,8 @@ def test_records_driven_through_a_query_show_in_metrics_lag_and_describe_extende
             time.sleep(0.5)
         assert samples[("kspark_query_records_produced_total", labels)] == 3  # V = 3, 4, 5
         assert samples[("kspark_query_bytes_produced_total", labels)] > 3 * len('{"V":3}')
+        consumed = sum(len(f"k{i}") + len(json.dumps({"V": i})) for i in range(6))
+        assert samples[("kspark_query_bytes_consumed_total", labels)] == consumed
         assert samples[("kspark_query_batches_total", labels)] >= 1
         assert 0 <= samples[("kspark_query_saturation", labels)] <= 1
         assert samples[("kspark_query_busy_seconds_total", labels)] > 0
