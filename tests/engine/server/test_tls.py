@@ -69,6 +69,15 @@ def test_https_with_client_certificates_and_forwarding_between_servers(kafka_bro
             shown = httpx.post(f"{url}/ksql", json={"ksql": "SHOW STREAMS;", "commandSequenceNumber": sequence},
                                verify=context, timeout=120).json()
             assert sorted(s["name"] for s in shown[0]["streams"]) == ["S0", "S1", "S2", "S3"]
+        # ksqlDB's CLI over HTTPS with a client certificate; without one, a one-line refusal.
+        cli = [sys.executable, "-m", "engine.cli", "cli", url_two, "--tls-ca", str(pki["ca"])]
+        shown_cli = subprocess.run([*cli, "--tls-cert", str(pki["client"]), "--tls-key", str(pki["client.key"]),
+                                    "--execute", "SHOW STREAMS;"], capture_output=True, text=True, timeout=120)
+        assert shown_cli.returncode == 0, shown_cli.stderr
+        assert all(f"S{n} " in shown_cli.stdout for n in range(4)), shown_cli.stdout
+        refused = subprocess.run([*cli, "--execute", "SHOW STREAMS;"], capture_output=True, text=True, timeout=120)
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     finally:
         stop_all([one, two])
     assert "listening on https://127.0.0.1:" in (tmp_path / "one.log").read_text()
