@@ -28,6 +28,7 @@ from engine.errors import (
 )
 from engine.expressions import compile_expression, infer_type
 from engine.facade.api import FormatDescription, SourceInfo, StatementResult
+from engine.facade.properties import check_override, check_statement_property
 from engine.metastore import DataSource, InMemoryMetaStore
 from engine.metastore.model import upgrade_problem
 from engine.parser import ast, parse
@@ -103,6 +104,8 @@ class KsqlEngine:
         topics: TopicService | None = None,
     ) -> None:
         self.config: dict[str, Any] = dict(properties or {})
+        # The configuration given, without SET's overrides: what may be overridden is judged by it.
+        self._server_config: dict[str, Any] = dict(self.config)
         self.metastore = InMemoryMetaStore()
         self.store: TopicService = topics if topics is not None else TopicStore()
         self._runtime = runtime
@@ -198,9 +201,12 @@ class KsqlEngine:
             self._insert_values(stmt)
             return StatementResult(text, "INSERT_VALUES")
         if isinstance(stmt, ast.SetProperty):
+            check_statement_property(stmt.name)
+            check_override(stmt.name, self._server_config)
             self.config[stmt.name] = stmt.value
             return StatementResult(text, "SET")
         if isinstance(stmt, ast.UnsetProperty):
+            check_statement_property(stmt.name)
             self.config.pop(stmt.name, None)
             return StatementResult(text, "UNSET")
         if isinstance(stmt, ast.DefineVariable):

@@ -21,29 +21,19 @@ kspark does not implement is refused, rather than taken and ignored.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any
 
+from engine.facade.properties import (
+    REQUEST_CONFIGS,
+    REQUEST_PREFIX,
+    STREAMS_PREFIX,
+    is_known_name,
+)
 from engine.server.errors import ServiceError
 
-STREAMS_PREFIX = "ksql.streams."
-REQUEST_PREFIX = "request.ksql."
 CLIENT_PREFIXES = ("consumer.", "producer.")
 AUTO_OFFSET_RESET = "auto.offset.reset"
-
-# KsqlRequestConfig's request properties.
-REQUEST_CONFIGS = frozenset({
-    "request.ksql.query.pull.skip.forwarding",
-    "request.ksql.internal.request",
-    "request.ksql.debug.request",
-    "request.ksql.query.pull.partition",
-    "request.ksql.query.push.skip.forwarding",
-    "request.ksql.query.push.continuation.token",
-    "request.ksql.query.push.catchup.consumer.group",
-})
 
 # ksqlDB's configs that change what a statement computes, of which kspark implements one value
 # (ksqlDB's current default): the import of a saved plan checks the same ones.
@@ -131,13 +121,6 @@ def request_properties(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
-@functools.cache
-def ksql_config_names() -> frozenset[str]:
-    """The names of ksqlDB's ``ksql.*`` settings (``ksql_config_names.json``)."""
-    text = resources.files("engine.server").joinpath("ksql_config_names.json").read_text(encoding="utf-8")
-    return frozenset(json.loads(text)["names"])
-
-
 def check_settable(name: str) -> None:
     """Raise ``ServiceError`` (400) unless a request may set ``name``, as ksqlDB's
     ``/is_valid_property`` judges it: a ``request.ksql.*`` name must be a request config and a
@@ -149,12 +132,8 @@ def check_settable(name: str) -> None:
     unknown = ServiceError(
         f"Not recognizable as ksql, streams, consumer, or producer property: '{name}'", code=40000
     )
-    if name.startswith(REQUEST_PREFIX):
-        if name not in REQUEST_CONFIGS:
-            raise unknown
-    elif name.startswith("ksql.") and not name.startswith(STREAMS_PREFIX):
-        if name not in ksql_config_names() and not name.startswith("ksql.functions."):
-            raise unknown
+    if not is_known_name(name):
+        raise unknown
     canonical, _ = canonical_name(name)
     if canonical in IMMUTABLE:
         raise ServiceError(f"Cannot override property '{canonical}'", code=40000)

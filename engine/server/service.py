@@ -50,6 +50,7 @@ from engine.errors import (
     StatementPrepareError,
     UpgradeError,
 )
+from engine.facade.properties import check_override, check_statement_property
 from engine.hosting.application import (
     CHECKPOINT_DIR,
     SCHEMA_REGISTRY_URL,
@@ -628,9 +629,12 @@ class KsqlService:
             raise ServiceError(QUERY_ENDPOINT_MESSAGE, code=E.ERROR_QUERY_ENDPOINT)
         if isinstance(stmt, ast.SetProperty):
             properties.update(request_properties(properties, {stmt.name: stmt.value}))
+            check_statement_property(stmt.name)
+            check_override(stmt.name, self.engine.config)
             return None
         if isinstance(stmt, ast.UnsetProperty):
             properties.pop(canonical_name(stmt.name)[0], None)
+            check_statement_property(stmt.name)
             return None
         if isinstance(stmt, ast.DefineVariable):
             variables[stmt.name] = stmt.value

@@ -373,6 +373,14 @@ CASES = [
     ("INSERT INTO RIDES (ID, KM) VALUES ('r1', 'far');", "Expected type INTEGER for field `KM` but got STRING(far)"),
     ("INSERT INTO RIDERS (AGE) VALUES (30);", "Value for primary key column(s) ID is required for tables"),
     ("INSERT INTO RIDES (ROWPARTITION, ID) VALUES (1, 'r1');", "Inserting into column `ROWPARTITION` is not allowed."),
+    # properties
+    ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
+    ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
+    ("SET 'request.ksql.no.such.setting'='1';", "Unknown property: request.ksql.no.such.setting"),
+    ("SET 'ksql.logging.processing.topic.name'='log';", "Unknown property: ksql.logging.processing.topic.name"),
+    ("SET 'ksql.service.id'='other';",
+     "One or more properties overrides set locally are prohibited by the KSQL server denylist "
+     "(use UNSET to reset their default value): [ksql.service.id]"),
     # refused while the statement is built
     ("INSERT INTO RIDES (ID, KM) VALUES ();", "Expected some values for INSERT INTO statement."),
     ("INSERT INTO RIDES VALUES ();", "Expected some values for INSERT INTO statement."),
@@ -435,6 +443,59 @@ def test_a_timestamp_property_names_its_column_as_ksqldb_reads_it(engine_factory
     assert sink is not None
     assert sink.timestamp_column is not None
     assert sink.timestamp_column.column == "TS"
+
+
+@pytest.mark.parametrize("name", [
+    "ksql.query.pull.table.scan.enabled", "ksql.functions.substring.legacy.args", "ksql.streams.auto.offset.reset",
+    "auto.offset.reset", "consumer.max.poll.records", "request.ksql.debug.request",
+])
+def test_set_and_unset_take_the_properties_ksqldb_resolves(engine_factory: Factory, name: str) -> None:
+    """ksqlDB settings, free-form function settings and (unjudged) Kafka client configs."""
+    engine = engine_factory()
+    engine.execute_sql(f"SET '{name}'='x';")
+    assert engine.config[name] == "x"
+    engine.execute_sql(f"UNSET '{name}';")
+    assert name not in engine.config
+
+
+@pytest.mark.parametrize(("server", "name", "message"), [
+    ({"ksql.properties.overrides.denylist": "ksql.query.pull.table.scan.enabled, auto.offset.reset"},
+     "auto.offset.reset",
+     "One or more properties overrides set locally are prohibited by the KSQL server denylist "
+     "(use UNSET to reset their default value): [auto.offset.reset]"),
+    ({"ksql.properties.overrides.validation.mode": "allowlist",
+      "ksql.properties.overrides.allowlist": "auto.offset.reset"},
+     "ksql.query.pull.table.scan.enabled",
+     "One or more property overrides set locally are not permitted by the KSQL server allowlist "
+     "(use UNSET to reset their default value): [ksql.query.pull.table.scan.enabled]"),
+    ({"ksql.properties.overrides.validation.mode": "allowlist",
+      "ksql.properties.overrides.allowlist": "ksql.service.id,auto.offset.reset"},
+     "ksql.service.id",
+     "One or more property overrides set locally are not permitted by the KSQL server allowlist "
+     "(use UNSET to reset their default value): [ksql.service.id]"),
+    ({"ksql.properties.overrides.validation.mode": "allowlist",
+      "ksql.properties.overrides.allowlist": "auto.offset.reset,ksql.query.*"},
+     "auto.offset.reset",
+     "Allowlist entries must be exact property names; wildcard or glob entries are not permitted: "
+     "[ksql.query.*]"),
+])
+def test_set_follows_the_servers_override_policy(server: dict, name: str, message: str) -> None:
+    engine = KsqlEngine(server)
+    with pytest.raises(KsqlError) as caught:
+        engine.execute_sql(f"SET '{name}'='x';")
+    assert message in str(caught.value)
+    assert name not in engine.config or engine.config[name] == server.get(name)
+
+
+def test_an_allowlisted_property_is_set_and_a_set_denylist_does_not_count() -> None:
+    engine = KsqlEngine({"ksql.properties.overrides.validation.mode": "allowlist",
+                         "ksql.properties.overrides.allowlist": "auto.offset.reset, ksql.properties.overrides.denylist"})
+    engine.execute_sql("SET 'auto.offset.reset'='earliest';")
+    assert engine.config["auto.offset.reset"] == "earliest"
+    denying = KsqlEngine()
+    denying.execute_sql("SET 'ksql.properties.overrides.denylist'='auto.offset.reset';")
+    denying.execute_sql("SET 'auto.offset.reset'='earliest';")
+    assert denying.config["auto.offset.reset"] == "earliest"
 
 
 def test_a_replacement_that_only_adds_columns_is_an_upgrade(engine_factory: Factory) -> None:

@@ -106,6 +106,18 @@ def test_set_of_a_ksql_streams_property_is_read_under_its_plain_name(service) ->
     assert properties == {"auto.offset.reset": "earliest"}
 
 
+def test_set_names_a_property_ksqldb_defines_and_the_server_lets_override(client) -> None:
+    unknown = client.post("/ksql", json={"ksql": "SET 'ksql.no.such.setting'='1';"})
+    assert unknown.status_code == 400
+    assert unknown.json()["message"] == "Unknown property: ksql.no.such.setting"
+    denied = client.post("/ksql", json={"ksql": "SET 'ksql.service.id'='other';"})
+    assert denied.status_code == 400
+    assert denied.json()["message"] == (
+        "One or more properties overrides set locally are prohibited by the KSQL server denylist "
+        "(use UNSET to reset their default value): [ksql.service.id]"
+    )
+
+
 def test_show_queries_extended_answers_query_descriptions(client) -> None:
     answer = client.post("/ksql", json={"ksql": "SHOW QUERIES EXTENDED;"})
     assert answer.status_code == 200, answer.text
