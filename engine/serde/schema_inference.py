@@ -150,6 +150,8 @@ def infer_columns(
     if fmt == PROTOBUF:  # a message's fields are the columns, keys included
         if not isinstance(whole, T.Struct):
             raise AnalysisError(_incompatible_message(topic, is_key, schema.text, "Not a message", schema_id))
+        if not is_key:
+            _refuse_no_columns(whole, topic, schema.text, schema_id)
         return tuple((f.name, f.type) for f in whole.fields)
     if is_key:
         return ((ROWKEY, whole),)
@@ -162,7 +164,18 @@ def infer_columns(
             "ksqlDB, set 'WRAP_SINGLE_VALUE=false' in the WITH clause properties.",
             schema_id,
         ))
+    _refuse_no_columns(whole, topic, schema.text, schema_id)
     return tuple((f.name, f.type) for f in whole.fields)
+
+
+def _refuse_no_columns(value: T.Struct, topic: str | None, schema_text: str, schema_id: int | None) -> None:
+    """A value record or message without fields gives no columns: ksqlDB's schema translator
+    refuses it (the schema it quotes is the record's column list, empty)."""
+    if not value.fields:
+        raise AnalysisError(_incompatible_message(
+            topic, False, schema_text,
+            "Schema does not include any columns with types that ksqlDB supports.\nschema: ", schema_id,
+        ))
 
 
 # ---------------------------------------------------------------------- AVRO

@@ -386,3 +386,19 @@ def test_a_registry_failure_is_quoted_by_its_first_line_cut_at_300_characters(
 def test_fetch_without_a_registry_says_how_to_configure_one() -> None:
     with pytest.raises(AnalysisError, match="please set ksql.schema.registry.url"):
         fetch_schema(None, "orders", is_key=False, schema_id=None)
+
+
+@pytest.mark.parametrize(("fmt", "text"), [
+    ("AVRO", json.dumps({"type": "record", "name": "v", "fields": []})),
+    ("JSON", json.dumps({"type": "object", "properties": {}})),
+    ("PROTOBUF", 'syntax = "proto3"; message V {}'),
+])
+def test_a_value_record_without_fields_gives_no_columns_and_is_refused(fmt: str, text: str) -> None:
+    registered = RegisteredSchema(fmt, text)
+    wanted = {"JSON": "JSON_SR"}.get(fmt, fmt)
+    with pytest.raises(AnalysisError) as info:
+        infer_columns(registered, fmt=wanted, topic="t", is_key=False, unwrapped=False, keep_names=False)
+    assert str(info.value).startswith(
+        "Unable to verify if the value schema for topic: t is compatible with ksqlDB.\n"
+        "Reason: Schema does not include any columns with types that ksqlDB supports.\nschema: \n"
+    )
