@@ -26,6 +26,7 @@ from engine.analysis.scope import (
     name_columns,
     reserved_in_select,
     rewrite,
+    source_column_names,
     struct_all_items,
 )
 from engine.errors import AnalysisError, TypeCheckError
@@ -173,11 +174,11 @@ def resolve_aggregates(
     for i, call in enumerate(calls):
         arg_types = [infer_type(a, columns) for a in call.args]
         spec = aggregate_spec(call.name, arg_types, call.semantics)
-        for init in call.args[spec.column_args:]:
+        for position, init in enumerate(call.args[spec.column_args:], start=spec.column_args + 1):
             if not isinstance(init, E.Literal | E.Negate):
-                raise AnalysisError(
-                    f"Parameter {E.format_sql(init)} passed to {call.name} must be a literal: "
-                    "aggregate functions take their trailing initialisation arguments as literals."
+                raise AnalysisError(  # ksqlDB's words (its UdafUtil), the position 1-based
+                    f"Parameter {position} passed to function {call.name} must be a literal constant, "
+                    f"but was expression: '{E.format_sql(init)}'"
                 )
         if table_source and not spec.supports_undo:
             not_undoable.append(call.name)
@@ -290,6 +291,7 @@ def analyze_aggregate_query(
     select_scope = Scope(
         {**scope.columns, **{b: WINDOW_BOUNDS[b] for b in bounds}},
         {q: {**names, **{b: b for b in bounds}} for q, names in scope.qualified.items()},
+        scope.aliases,
     )
 
     where = None
@@ -319,8 +321,13 @@ def analyze_aggregate_query(
         else:
             if not transient and window is None:
                 check_self_alias(item)
-            items.append((item.alias, select_scope.resolve(item.expr, clause="SELECT")))
-    select = name_columns(items, {c.name for c in node.schema.columns}, node.schema.types())
+            expr = select_scope.resolve(item.expr, clause="SELECT")
+            alias_ = item.alias
+            if alias_ is None and isinstance(expr, E.ColumnRef):
+                # A join's column keeps its own name unless another source has it too.
+                alias_ = select_scope.aliases.get(expr.name)
+            items.append((alias_, expr))
+    select = name_columns(items, source_column_names(from_clause.sources), node.schema.types())
     if not transient:
         check_reserved_selected(items, select, window_bound_columns(window))
     having = select_scope.resolve(query.having, clause="HAVING") if query.having is not None else None

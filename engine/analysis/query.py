@@ -27,6 +27,7 @@ from engine.analysis.scope import (
     is_table_function_call,
     name_columns,
     rewrite,
+    source_column_names,
     source_columns,
     source_from_clause,
     struct_all_items,
@@ -128,7 +129,7 @@ def analyze_query(
                 alias_ = scope.aliases.get(expr.name)
             items.append((alias_, expr))
 
-    select = name_columns(items, {c.name for c in node_schema.columns}, node_schema.types())
+    select = name_columns(items, source_column_names(from_clause.sources), node_schema.types())
     if not transient:
         check_reserved_selected(items, select, set())
 

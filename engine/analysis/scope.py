@@ -7,7 +7,8 @@ each other's internals; it imports none of them, so the analysis imports form no
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,24 +204,65 @@ def generated_names(taken: set[str]) -> Callable[[], str]:
     return next_name
 
 
+_NUMBERED_NAME = re.compile(r"(.*?)(?:_([0-9]+))?")
+
+
+def column_alias_generator(taken: Iterable[str]) -> Callable[[E.Expr], str]:
+    """ksqlDB's names for unaliased expressions and new key columns (its
+    ``ColumnNames.columnAliasGenerator``), over the names in ``taken``.
+
+    A struct field ``s->f`` is named after the field's stem (``F`` for ``F`` and ``F_2``
+    alike, else ``F_1``, ``F_2``, ...), any other expression ``KSQL_COL_n``. Names ending in
+    ``_<digits>`` hold that number of their stem (a bare stem holds 0); each name drawn is
+    the stem's smallest number not held and above the last drawn, so one generator never
+    draws a name twice. Names given as aliases are not held: only ``taken``.
+    """
+    held: dict[str, set[int]] = {}
+    for name in taken:
+        found = _NUMBERED_NAME.fullmatch(name)
+        assert found is not None
+        held.setdefault(found.group(1), set()).add(int(found.group(2) or 0))
+    following: dict[str, int] = {}
+
+    def draw(stem: str, *, bare_zero: bool) -> str:
+        index = following.get(stem, 0)
+        while index in held.get(stem, set()):
+            index += 1
+        following[stem] = index + 1
+        return stem if index == 0 and bare_zero else f"{stem}_{index}"
+
+    def name_for(expr: E.Expr) -> str:
+        if isinstance(expr, E.Dereference):
+            stem = _NUMBERED_NAME.fullmatch(expr.field)
+            assert stem is not None
+            return draw(stem.group(1), bare_zero=stem.group(1) != "KSQL_COL")
+        return draw("KSQL_COL", bare_zero=False)
+
+    return name_for
+
+
 RESERVED_ALIASES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
+
+
+def source_column_names(sources: Iterable[DataSource]) -> set[str]:
+    """The names generated aliases avoid: every column of the query's sources, under its own
+    name (a join's sources unprefixed; pseudo columns are not among them)."""
+    return {c.name for source in sources for c in source.schema.columns}
 
 
 def name_columns(
     items: Sequence[tuple[str | None, E.Expr]], source_names: set[str],
     types: Mapping[str, SqlType] | None = None,
 ) -> list[SelectColumn]:
-    """Name the select items as ksqlDB does.
+    """Name the select items as ksqlDB's AstSanitizer does.
 
-    An alias wins; a column keeps its name; a struct field access takes the field name,
-    suffixed ``_1``, ``_2``... when that name is taken by a source column or an earlier
-    output; anything else is ``KSQL_COL_n`` with the smallest n not taken. A name given twice
-    is ksqlDB's schema error, naming the second column with its type (typed over ``types``,
-    the source's columns).
+    An alias wins; a column keeps its name (a join's column is named by the caller's alias);
+    any other expression draws a name from one ``column_alias_generator`` over
+    ``source_names``, the sources' own columns, in select order. A name given twice is
+    ksqlDB's schema error, naming the second column with its type (typed over ``types``,
+    the FROM clause's columns).
     """
-    taken = set(source_names) | {a for a, _ in items if a is not None}
-    taken |= {e.name for a, e in items if a is None and isinstance(e, E.ColumnRef)}
-    next_name = generated_names(taken)
+    generated = column_alias_generator(source_names)
     select: list[SelectColumn] = []
     seen: set[str] = set()
     for alias, expr in items:
@@ -232,15 +274,8 @@ def name_columns(
             name = alias
         elif isinstance(expr, E.ColumnRef):
             name = expr.name
-        elif isinstance(expr, E.Dereference):
-            name = expr.field
-            suffix = 0
-            while name in taken and (name in seen or name in source_names):
-                suffix += 1
-                name = f"{expr.field}_{suffix}"
-            taken.add(name)
         else:
-            name = next_name()
+            name = generated(expr)
         if name in seen:
             raise AnalysisError(f"Duplicate value columns found in schema: {_typed(name, expr, types)}")
         seen.add(name)

@@ -20,6 +20,7 @@ from engine.analysis.query import (
     is_null_literal,
     rewrite,
 )
+from engine.analysis.scope import column_alias_generator
 from engine.analysis.statement_text import format_create_as_select
 from engine.data.records import TopicInfo
 from engine.errors import (
@@ -762,7 +763,7 @@ class Planner:
         assert analysis.partition_by is not None
         columns = node.columns()
         keys: list[tuple[str, E.Expr]] = []
-        generated = key_alias_generator(c.name for c in node.schema.columns)
+        generated = column_alias_generator(c.name for c in node.schema.columns)
         for p in analysis.partition_by:
             if is_null_literal(p):  # PARTITION BY NULL: no key columns
                 continue
@@ -1065,41 +1066,6 @@ def _check_header_type(element: ast.TableElement) -> None:
             f"Invalid type for HEADER('{element.header_key}') column: expected BYTES, "
             f"got {element.type}"
         )
-
-
-_NUMBERED_NAME = re.compile(r"(.*?)(?:_([0-9]+))?")
-
-
-def key_alias_generator(taken: Iterable[str]) -> Callable[[E.Expr], str]:
-    """ksqlDB's names for new key columns (its ``ColumnNames.columnAliasGenerator``).
-
-    A struct field ``s->f`` is named after the field (``F``, else ``F_1``, ``F_2``, ... as
-    columns and earlier names hold them), any other expression ``KSQL_COL_n``. Names ending in
-    ``_<digits>`` hold that number of their stem (a bare stem holds 0); each name drawn is
-    the stem's smallest number not held, and is held from then on.
-    """
-    held: dict[str, set[int]] = {}
-    for name in taken:
-        found = _NUMBERED_NAME.fullmatch(name)
-        assert found is not None
-        held.setdefault(found.group(1), set()).add(int(found.group(2) or 0))
-    following: dict[str, int] = {}
-
-    def draw(stem: str, *, bare_zero: bool) -> str:
-        index = following.get(stem, 0)
-        while index in held.get(stem, set()):
-            index += 1
-        following[stem] = index + 1
-        return stem if index == 0 and bare_zero else f"{stem}_{index}"
-
-    def name_for(expr: E.Expr) -> str:
-        if isinstance(expr, E.Dereference):
-            stem = _NUMBERED_NAME.fullmatch(expr.field)
-            assert stem is not None
-            return draw(stem.group(1), bare_zero=stem.group(1) != "KSQL_COL")
-        return draw("KSQL_COL", bare_zero=False)
-
-    return name_for
 
 
 def _key_preference(node: L.LogicalNode, key: str) -> Callable[[str], int]:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from engine.analysis.joins import synthetic_key_name
+from engine.analysis.scope import column_alias_generator
 from engine.metastore import DataSource
 from engine.parser import parse_expression
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.steps import Formats
-from engine.planner.planner import key_alias_generator
 
 
 def test_a_struct_field_is_named_after_the_field_and_numbered_past_the_columns_holding_it() -> None:
-    name = key_alias_generator(["ID", "ZIP", "ZIP_2", "KSQL_COL_0"])
+    name = column_alias_generator(["ID", "ZIP", "ZIP_2", "KSQL_COL_0"])
     assert name(parse_expression("ADDR->ZIP")) == "ZIP_1"
     assert name(parse_expression("OTHER->ZIP")) == "ZIP_3"
     assert name(parse_expression("ADDR->CITY")) == "CITY"
@@ -21,7 +21,7 @@ def test_a_struct_field_is_named_after_the_field_and_numbered_past_the_columns_h
 
 
 def test_a_field_named_with_a_number_draws_from_its_stem() -> None:
-    name = key_alias_generator(["ID"])
+    name = column_alias_generator(["ID"])
     assert name(parse_expression("S->F_7")) == "F"
     assert name(parse_expression("S->F")) == "F_1"
 
