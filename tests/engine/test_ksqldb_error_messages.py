@@ -373,6 +373,10 @@ CASES = [
     ("INSERT INTO RIDES (ID, KM) VALUES ('r1', 'far');", "Expected type INTEGER for field `KM` but got STRING(far)"),
     ("INSERT INTO RIDERS (AGE) VALUES (30);", "Value for primary key column(s) ID is required for tables"),
     ("INSERT INTO RIDES (ROWPARTITION, ID) VALUES (1, 'r1');", "Inserting into column `ROWPARTITION` is not allowed."),
+    ("CREATE TABLE X AS SELECT ID, TOPK(KM, KM) AS T FROM RIDES GROUP BY ID;",
+     "Parameter 2 passed to function TOPK must be a literal constant, but was expression: 'KM'"),
+    ("CREATE TABLE X AS SELECT ID, TOPKDISTINCT(KM, 1 + 1) AS T FROM RIDES GROUP BY ID;",
+     "Parameter 2 passed to function TOPKDISTINCT must be a literal constant, but was expression: '(1 + 1)'"),
     # properties
     ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
     ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
