@@ -5,12 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from engine.components.broker import Broker, BrokerSecurity
 from engine.components.oidc import OidcProvider
 from engine.components.registry import SchemaRegistry
 from engine.runtime.session import get_spark, load_kafka_connector_by_default, stop_spark
+
+# No per-example deadline: the suite runs on two shared cores, where one example may wait for the
+# CPU many times longer than usual. Speed is measured by the benchmarks, not by the tests.
+settings.register_profile("kspark", deadline=None)
+settings.load_profile("kspark")
 
 
 def pytest_configure(config: pytest.Config) -> None:
