@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.data.values import parse_timestamp_text
 from engine.errors import AnalysisError, InternalError, TypeCheckError, UnknownFunctionError
 from engine.expressions.cast import check_cast
 from engine.expressions.coercion import common_type
@@ -225,6 +226,9 @@ class Typer:
         if (is_timestamp_pseudo_column(left, lt) and rt == T.STRING) or (
             is_timestamp_pseudo_column(right, rt) and lt == T.STRING
         ):
+            text = right if rt == T.STRING else left
+            if isinstance(text, Literal) and isinstance(text.value, str):
+                check_timestamp_literal(text.value)
             return
         name = COMPARISON_NAMES.get(op, op)
         raise TypeCheckError(
@@ -436,3 +440,22 @@ class Typer:
 def _is_null_literal(expr: Expr) -> bool:
     """``NULL`` as written: ksqlDB types it as no type, and refuses to compare with it."""
     return isinstance(expr, Literal) and expr.value is None
+
+
+# ksqlDB's help after a timestamp text it cannot read (its PartialStringToTimestampParser).
+TIMESTAMP_TEXT_HELP = (
+    "\nRequired format is: \"yyyy-MM-dd'T'HH:mm:ss.SSS\", with an optional numeric 4-digit timezone, "
+    "for example: '2020-05-26T23:59:58.000' or with tz: '2020-05-26T23:59:58.000+0200'. "
+    "A trailing 'Z' instead of tz indicates the zero UTC offset. "
+    "Partials are also supported, for example \"2020-05-26\""
+)
+
+
+def check_timestamp_literal(text: str) -> None:
+    """Raise ``TypeCheckError`` in ksqlDB's words when ``text``, compared with ROWTIME,
+    WINDOWSTART or WINDOWEND, is no (partial) timestamp: ksqlDB turns such a literal into epoch
+    millis when the statement is planned, so it refuses the statement, not the records."""
+    try:
+        parse_timestamp_text(text)
+    except ValueError as exc:
+        raise TypeCheckError(f"Failed to parse timestamp '{text}': {exc}{TIMESTAMP_TEXT_HELP}") from None

@@ -377,6 +377,13 @@ CASES = [
      "Parameter 2 passed to function TOPK must be a literal constant, but was expression: 'KM'"),
     ("CREATE TABLE X AS SELECT ID, TOPKDISTINCT(KM, 1 + 1) AS T FROM RIDES GROUP BY ID;",
      "Parameter 2 passed to function TOPKDISTINCT must be a literal constant, but was expression: '(1 + 1)'"),
+    ("CREATE STREAM X AS SELECT ID, KM FROM RIDES WHERE ROWTIME > '2020-13-45';",
+     "Failed to parse timestamp '2020-13-45': "),
+    ("CREATE TABLE X AS SELECT ID, COUNT(*) AS N FROM W_VISITS WINDOW TUMBLING (SIZE 1 MINUTE) "
+     "WHERE ROWTIME < 'soon' GROUP BY ID;",
+     "\nRequired format is: \"yyyy-MM-dd'T'HH:mm:ss.SSS\", with an optional numeric 4-digit timezone, for "
+     "example: '2020-05-26T23:59:58.000' or with tz: '2020-05-26T23:59:58.000+0200'. A trailing 'Z' instead of "
+     "tz indicates the zero UTC offset. Partials are also supported, for example \"2020-05-26\""),
     # properties
     ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
     ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
@@ -500,6 +507,13 @@ def test_an_allowlisted_property_is_set_and_a_set_denylist_does_not_count() -> N
     denying.execute_sql("SET 'ksql.properties.overrides.denylist'='auto.offset.reset';")
     denying.execute_sql("SET 'auto.offset.reset'='earliest';")
     assert denying.config["auto.offset.reset"] == "earliest"
+
+
+@pytest.mark.parametrize("text", ["2020", "2020-05-26", "2020-05-26T23:59:58.000+0200", "2020-05-26T23:59Z"])
+def test_rowtime_is_compared_with_partial_timestamp_text(engine_factory: Factory, text: str) -> None:
+    engine = engine_factory()
+    engine.execute_sql(f"CREATE STREAM X AS SELECT ID, KM FROM RIDES WHERE ROWTIME >= '{text}';")
+    assert engine.metastore.get("X") is not None
 
 
 def test_a_replacement_that_only_adds_columns_is_an_upgrade(engine_factory: Factory) -> None:
