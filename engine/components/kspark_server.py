@@ -28,14 +28,15 @@ class ServerProcess:
 
     def __init__(self, bootstrap_servers: str, service_id: str, state_dir: Path, *, log: Path,
                  args: tuple[str, ...] = (), scheme: str = "http", verify: Any = True,
-                 python: str = sys.executable, cwd: Path | None = None) -> None:
+                 python: str = sys.executable, cwd: Path | None = None, listen: bool = True) -> None:
         self.port = free_port()
         self.url = f"{scheme}://{HOST}:{self.port}"
         self.log = Path(log)
         self.verify = verify  # httpx's: how to trust an HTTPS server's certificate
+        # listen=False: no --listen; the server's --config names its listeners (self.port among them).
+        address = ("--listen", f"{HOST}:{self.port}") if listen else ()
         self.command = [python, "-m", "engine.cli", "server", "--bootstrap-servers", bootstrap_servers,
-                        "--service-id", service_id, "--listen", f"{HOST}:{self.port}", "--state-dir",
-                        str(state_dir), *args]
+                        "--service-id", service_id, *address, "--state-dir", str(state_dir), *args]
         self.cwd = cwd
         self.process: subprocess.Popen[bytes] | None = None
 

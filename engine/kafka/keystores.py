@@ -74,10 +74,10 @@ def jks_certificates(location: str, password: str | None, *, prefix: str = "ssl.
 
 
 def jks_to_pkcs12(location: str, store_password: str, key_password: str | None, *,
-                  prefix: str = "ssl.keystore") -> Pkcs12Copy:
-    """A PKCS12 copy of the first private key (with its chain) of the JKS key store at
-    ``location``; ``key_password`` is the key's own (None: the store's)."""
-    key = _cache_key(location, store_password, key_password)
+                  prefix: str = "ssl.keystore", alias: str | None = None) -> Pkcs12Copy:
+    """A PKCS12 copy of the first private key (or the one of ``alias``), with its chain, of the
+    JKS key store at ``location``; ``key_password`` is the key's own (None: the store's)."""
+    key = _cache_key(location, store_password, key_password, alias)
     copy = _COPIES.get(key)
     if copy is not None and Path(copy.location).is_file():
         return copy
@@ -89,6 +89,11 @@ def jks_to_pkcs12(location: str, store_password: str, key_password: str | None, 
             f"'{prefix}.location' names {location}, which holds no private key: a key store needs the "
             "client's key and certificate (a store of certificates only is a truststore)."
         )
+    if alias is not None:
+        if alias.lower() not in (a.lower() for a in aliases):  # keytool's aliases are case-insensitive
+            raise KafkaClientError(f"'{prefix}.location' names {location}, which holds no private key "
+                                   f"under the alias '{alias}'.")
+        aliases = [alias]
     directory = _private_directory()
     descriptor, target = tempfile.mkstemp(prefix="keystore-", suffix=".p12", dir=directory)
     os.close(descriptor)
@@ -112,6 +117,15 @@ def _cache_key(location: str, *passwords: str | None) -> str:
     for password in passwords:
         digest.update(b"\0" + (b"-" if password is None else b"+" + password.encode()))
     return digest.hexdigest()
+
+
+def private_file(prefix: str, suffix: str, content: bytes) -> str:
+    """A new file holding ``content`` in the private directory, readable by the current user only."""
+    descriptor, target = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=_private_directory())
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(content)
+    os.chmod(target, 0o600)
+    return target
 
 
 def _private_directory() -> Path:

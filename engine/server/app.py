@@ -42,6 +42,7 @@ from engine.server.errors import ServiceError
 from engine.server.limits import RequestGate, ServerLimits
 from engine.server.properties import check_settable, request_properties
 from engine.server.pull import pull_query_body, pull_query_protobuf_body, pull_query_stream_body
+from engine.server.rest_config import DEFAULT_MAX_PUSH_QUERIES, too_many_push_queries
 from engine.server.service import KsqlService
 
 LOG = logging.getLogger("engine.server")
@@ -178,6 +179,10 @@ class OpenPushQueries:
         with self._lock:
             return self._by_id.get(query_id)
 
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_id)
+
     def end_all(self) -> None:
         """End every open push query's stream (its response completes, its query closes)."""
         with self._lock:
@@ -187,13 +192,15 @@ class OpenPushQueries:
 
 
 def create_app(service: KsqlService, auth: BasicAuth | None = None,
-               push_queries: OpenPushQueries | None = None, limits: ServerLimits | None = None) -> Any:
+               push_queries: OpenPushQueries | None = None, limits: ServerLimits | None = None, *,
+               max_push_queries: int = DEFAULT_MAX_PUSH_QUERIES) -> Any:
     """The ASGI application answering ksqlDB's REST API for ``service`` (started by the caller).
 
     With ``auth``, every endpoint but /healthcheck needs HTTP basic credentials of its users.
     ``push_queries`` holds the push queries being streamed (the server ends them all first
-    when it stops). ``limits`` bound the statement requests worked on and waiting at once
-    (``engine.server.limits``; its defaults when None).
+    when it stops); a push query beyond ``max_push_queries`` open at once is refused with
+    ksqlDB's message (``ksql.max.push.queries``). ``limits`` bound the statement requests
+    worked on and waiting at once (``engine.server.limits``; its defaults when None).
     """
     push_queries = push_queries if push_queries is not None else OpenPushQueries()
     prints: set[Any] = set()  # the PRINTs being streamed (``PrintedTopic``): a server stop ends them
@@ -369,6 +376,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         return _DuplexResponse(_acks(stream, lines, delimited), media_type=DELIMITED if delimited else JSON)
 
     async def _started(text: str, properties: dict[str, Any], variables: dict[str, str]) -> _RunningPush:
+        if len(push_queries) >= max_push_queries:
+            raise ServiceError(too_many_push_queries(len(push_queries), max_push_queries), statement_text=text)
         started = time.perf_counter()
         query_ = await run_in_threadpool(service.push_query, text, properties, variables)
         try:

@@ -26,11 +26,14 @@ def add_parser(sub: Any) -> None:
     server.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")
     server.add_argument("--service-id", required=True, metavar="ID",
                         help="servers with the same id share one command topic and metastore")
-    server.add_argument("--listen", default="127.0.0.1:8088", metavar="HOST:PORT",
-                        help="where to answer HTTP (default 127.0.0.1:8088)")
+    server.add_argument("--listen", default=None, metavar="HOST:PORT",
+                        help="where to answer HTTP (default: the config's listeners, else 127.0.0.1:8088); "
+                             "wins over listeners in --config")
     server.add_argument("--state-dir", required=True, metavar="DIR",
                         help="checkpoints of persistent queries: a path or a file: URI")
-    server.add_argument("--config", metavar="FILE", help="ksqlDB-style properties file (name=value lines)")
+    server.add_argument("--config", metavar="FILE",
+                        help="a ksqlDB server properties file (name=value lines): ksqlDB's listeners, TLS, "
+                             "authentication, CORS and push-query settings, Kafka security, engine properties")
     add_kafka_conf_argument(server)
     server.add_argument("--spark-master", default="local[2]", metavar="URL", help="Spark master (default local[2])")
     server.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
@@ -91,9 +94,9 @@ def run(args: argparse.Namespace) -> int:
     from engine.server.auth import BasicAuth
     from engine.server.errors import ServiceError
     from engine.server.limits import ServerLimits
+    from engine.server.rest_config import RestConfig, kafka_properties
     from engine.server.service import KsqlService
 
-    host, port = _listen(args.listen)
     properties = read_config(args.config) if args.config else {}
     try:
         check_config(properties)
@@ -101,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         print(f"kspark: {args.config}: {exc.message}", file=sys.stderr)
         return 2
+    except KsqlError as exc:
+        print(f"kspark: {args.config}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        rest = RestConfig.from_properties(properties)
     except KsqlError as exc:
         print(f"kspark: {args.config}: {exc}", file=sys.stderr)
         return 2
@@ -112,16 +120,22 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         tls = _tls(args)
+        listeners = _listeners(args, rest, flags_tls=tls is not None)
+        every = (*listeners, *rest.extra_listeners(listeners))
+        if tls is None and any(listener.scheme == "https" for listener in every):
+            tls = rest.tls()  # the config's key store, for its https listeners
+        auth = _with_config(auth, rest)
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 2
+    host, port = listeners[0].host, listeners[0].port
     try:
-        properties = configure(args.bootstrap_servers, properties, args.kafka_conf)
+        properties = configure(args.bootstrap_servers, kafka_properties(properties, args.kafka_conf), args.kafka_conf)
         check_connection(args.bootstrap_servers, timeout=30.0)
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 1
-    scheme = "http" if tls is None else "https"
+    scheme = listeners[0].scheme
     service_class: Any = KsqlService
     extra: dict[str, Any] = {}
     if getattr(args, "metastore", "tables") == "tables":
@@ -132,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
         service_class = TablesService
-        extra = {"internal_url": args.internal_url or f"{scheme}://{host}:{port}", "internal_tls": tls}
+        extra = {"internal_url": args.internal_url or rest.internal_url(listeners[0]), "internal_tls": tls}
     elif getattr(args, "queries_file", None):
         print("kspark: --queries-file needs --metastore tables.", file=sys.stderr)
         return 1
@@ -165,12 +179,17 @@ def run(args: argparse.Namespace) -> int:
     code = 0
     try:
         push_queries = OpenPushQueries()
-        app = create_app(service, auth, push_queries, limits)
+        app = create_app(service, auth, push_queries, limits, max_push_queries=rest.max_push_queries)
         if extra:
             app = with_internal_route(app, service)
+        if rest.cors is not None:
+            from engine.server.cors import CorsMiddleware
+
+            app = CorsMiddleware(app, rest.cors)
         asyncio.run(_serve(app, host, port,
                            f"kspark server: service '{args.service_id}' listening on {scheme}://{host}:{port}",
-                           on_stop=push_queries.end_all, tls=tls, limits=limits))
+                           on_stop=push_queries.end_all, tls=tls, limits=limits,
+                           listeners=every))
     except OSError as exc:
         print(f"kspark: the server cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         code = 1
@@ -178,6 +197,36 @@ def run(args: argparse.Namespace) -> int:
         service.close()
         print("kspark server: stopped.", flush=True)
     return code
+
+
+def _listeners(args: argparse.Namespace, rest: Any, *, flags_tls: bool) -> tuple[Any, ...]:
+    """Where the server listens: ``--listen`` (https with ``--tls-*``, else the scheme of the
+    config's first listener), else the config's ``listeners``, else 127.0.0.1:8088."""
+    from engine.server.rest_config import Listener
+
+    if args.listen:
+        host, port = _listen(args.listen)
+        scheme = "https" if flags_tls else rest.listeners[0].scheme if rest.listeners else "http"
+        return (Listener(scheme, host, port),)
+    if rest.listeners:
+        return rest.listeners
+    return (Listener("https" if flags_tls else "http", "127.0.0.1", 8088),)
+
+
+def _with_config(auth: Any, rest: Any) -> Any:
+    """The ``--auth-file`` users with the config's authentication settings; the config's
+    ``authentication.method=BASIC`` needs the users' file."""
+    import dataclasses
+
+    from engine.errors import KsqlError
+
+    if auth is None:
+        if rest.authentication_method == "BASIC":
+            raise KsqlError("authentication.method is BASIC: kspark server reads its users and passwords "
+                            "from --auth-file FILE (the realm file ksqlDB's JAAS PropertyFileLoginModule reads).")
+        return None
+    return dataclasses.replace(auth, open_paths=rest.open_paths(), allowed_roles=rest.allowed_roles(),
+                               realm=rest.realm or auth.realm)
 
 
 def _tls(args: argparse.Namespace) -> Any:
@@ -212,7 +261,7 @@ def hypercorn_config(host: str, port: int, limits: Any = None, tls: Any = None) 
 
 
 async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = None, tls: Any = None,
-                 limits: Any = None) -> None:
+                 limits: Any = None, listeners: tuple[Any, ...] = ()) -> None:
     """Hypercorn: HTTP/1.1, and HTTP/2 over cleartext (prior knowledge or upgrade), until a signal.
 
     On SIGTERM or SIGINT ``on_stop`` runs first (it ends the open push queries' streams), then
@@ -224,6 +273,10 @@ async def _serve(app: Any, host: str, port: int, banner: str, on_stop: Any = Non
 
     http11.install()  # "HTTP/1.1 200 OK": Hypercorn writes no reason phrase of its own
     config = hypercorn_config(host, port, limits, tls)
+    if listeners:  # the config's listeners: https ones over TLS, http ones plain
+        from engine.server.rest_config import bind
+
+        bind(config, listeners, tls_on=tls is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

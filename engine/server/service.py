@@ -84,6 +84,7 @@ from engine.server.errors import ServiceError, statement_failure
 from engine.server.ownership import Backoff, QueryOwnership, assignment_topic, status_topic
 from engine.server.properties import canonical_name, request_properties
 from engine.server.pull import PullQueries, PullResult, is_pull_query
+from engine.server.rest_config import COMMAND_RESPONSE_TIMEOUT
 
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
@@ -734,7 +735,7 @@ class KsqlService:
         except KafkaClientError as exc:
             raise ServiceError(str(exc), code=50000) from None
         try:
-            self.log.wait_for(queued.sequence, self.command_timeout)
+            self.log.wait_for(queued.sequence, self._command_response_timeout())
             status = self._statuses.get(queued.command.command_id) or E.CommandStatus("EXECUTING", "Executing statement")
         except CommandLogError:
             status = E.CommandStatus("QUEUED", "Statement written to command topic")
@@ -747,6 +748,13 @@ class KsqlService:
         if isinstance(stmt, ast.DropSource) and stmt.delete_topic and status.status == "SUCCESS":
             self._delete_topic(status.message, dropped, {**self.engine.config, **properties})
         return E.current_status(text, queued.command.command_id, status, queued.sequence)
+
+    def _command_response_timeout(self) -> float:
+        """How long a statement's answer waits for this server to apply its command before it
+        says QUEUED: ``ksql.server.command.response.timeout.ms`` of the server's config, else
+        ``command_timeout``."""
+        given = self.properties.get(COMMAND_RESPONSE_TIMEOUT)
+        return int(str(given).strip()) / 1000 if given is not None else self.command_timeout
 
     def _check_state_carry(self, query: QueryPlan) -> None:
         """A CREATE OR REPLACE of a running query: refused when Spark could not run the new
