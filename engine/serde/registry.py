@@ -38,6 +38,7 @@ from typing import Any
 from engine.errors import RecordSerdeError
 from engine.plan import types as T
 from engine.serde.base import RecordSerde
+from engine.serde.coerce import fit_decimal
 from engine.serde.formats import (
     AVRO,
     JSON_SR,
@@ -178,7 +179,7 @@ def _to_avro(t: T.SqlType, v: Any, where: str) -> Any:
         return None
     try:
         if isinstance(t, T.Decimal):
-            return decimal.Decimal(str(v)).quantize(decimal.Decimal(1).scaleb(-t.scale))
+            return fit_decimal(decimal.Decimal(str(v)), t)  # half-up, as ksqlDB rescales
         if isinstance(t, T.Array):
             return [_to_avro(t.item, x, where) for x in v]
         if isinstance(t, T.Map):

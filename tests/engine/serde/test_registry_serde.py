@@ -60,6 +60,17 @@ def test_avro_round_trip_in_confluent_framing_registers_under_topic_value() -> N
     assert serde.from_bytes(data) == RECORD
 
 
+def test_avro_decimals_are_rescaled_half_up_as_ksqldb_rescales_them() -> None:
+    columns = (Column("STEPS", T.parse_type("ARRAY<DECIMAL(3, 1)>")), Column("P", T.parse_type("DECIMAL(3, 1)")))
+    serde = _value("AVRO", "t", _url(), columns)
+    data = serde.to_bytes({"STEPS": [0.25, 1.25, "-1.25"], "P": 2.35})
+    assert serde.from_bytes(data) == {
+        "STEPS": [decimal.Decimal("0.3"), decimal.Decimal("1.3"), decimal.Decimal("-1.3")], "P": decimal.Decimal("2.4"),
+    }
+    with pytest.raises(RecordSerdeError, match="Cannot write P as DECIMAL"):
+        serde.to_bytes({"STEPS": None, "P": 123.4})
+
+
 def test_avro_schema_uses_ksqldb_names_optional_fields_and_decimal_bytes() -> None:
     schema = json.loads(_value("AVRO", "t", _url()).schema_text())
     assert (schema["namespace"], schema["name"]) == ("io.confluent.ksql.avro_schemas", "KsqlDataSourceSchema")
