@@ -10,7 +10,8 @@ compares it with the latest saved version exactly as a replay does (``replay.com
 The run stands for the replay only when nothing differs between the two: the engine is the
 default ``KsqlEngine``, the saved test case (statements, topics, inputs, expected outputs,
 post-conditions) is the current case, the saved configs are the engine's, no INSERT VALUES
-records were saved, and (checked by the caller) the plan built now equals the saved plan.
+records were saved, the inputs read back from their topics' bytes unchanged (as a replay
+feeds them), and (checked by the caller) the plan built now equals the saved plan.
 Otherwise :meth:`CaseRunCapture.result` is None and verify replays the version itself.
 """
 
@@ -31,6 +32,7 @@ from qtt.plans.layout import SPEC_FILE, SavedVersion, case_slug, latest_version
 from qtt.plans.record import create_topics
 from qtt.plans.replay import ReplayResult, compare_run, load_saved
 from qtt.plans.uptodate import UpToDateResult
+from qtt.plans.wire import inputs_through_bytes
 
 
 @dataclass
@@ -128,6 +130,10 @@ class CaseRunCapture:
             if _json(saved.plan.get("configs", {})) != _json(dict(engine.config)):
                 return
             if not _same_topics(engine, self.case):
+                return
+            # A replay feeds the inputs as read back from their topics' bytes: the run stands
+            # for it only when that trip changes none of them.
+            if inputs_through_bytes(engine, self.case.inputs) != list(self.case.inputs):
                 return
             saved_case = codec.case_from_json(
                 saved.spec["testCase"], case_id=saved.case_id, file=self.latest.path / SPEC_FILE

@@ -1,5 +1,9 @@
 """Replay a saved version of a planned case: build from the saved plan (never the SQL), run it
-on the saved inputs, and compare outputs, schemas and the physical plan with the saved copies."""
+on the saved inputs, and compare outputs, schemas and the physical plan with the saved copies.
+
+Inputs and outputs pass through their topics' Kafka bytes and the saved sources through
+today's format checks (``qtt.plans.wire``), so the serdes a query meets on Kafka are replayed
+too."""
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from qtt.plans.diff import (
 from qtt.plans.layout import PHYSICAL_DIR, PLAN_FILE, SPEC_FILE, STREAMING_DIR, SavedVersion
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import STEPS_KEY, create_topics, source_schemas, streaming_plans
+from qtt.plans.wire import inputs_through_bytes, outputs_through_bytes, source_format_refusals
 from qtt.runner import interpreted_engine_factory
 from qtt.schemas import close_engine, use_case_registry
 from qtt.verify import avro_decimals_as_numbers, check_post, verify_outputs
@@ -218,8 +223,9 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         create_topics(engine, case)
         for plan in plans:
             engine.execute_plan(plan)
-        engine.produce(list(statement_records))
-        engine.produce(list(case.inputs))
+        # Through the bytes of the topics' serdes, as a query on Kafka meets them.
+        engine.produce(inputs_through_bytes(engine, statement_records))
+        engine.produce(inputs_through_bytes(engine, case.inputs))
         with BuiltSchemas().collect() as built:
             produced = engine.run() or {}
         return case, observe(case, engine, built, produced, streaming=streaming)
@@ -241,6 +247,7 @@ class Observation:
     steps: dict[str, list[StepSchema]]  # query id -> every built step's schema
     physical: dict[str, str]  # query id -> normalised physical plan
     streaming: dict[str, str] | None  # query id -> normalised streaming plan, when asked for
+    refusals: tuple[tuple[str, str], ...] = ()  # (source, message) today's format checks refuse
 
 
 def observe(
@@ -252,7 +259,8 @@ def observe(
     streaming: bool,
 ) -> Observation:
     """What ``compare`` needs from an engine that ran ``case``'s plans (``streaming``: also
-    build each query on the Kafka runtime for its streaming plan)."""
+    build each query on the Kafka runtime for its streaming plan). ``produced`` is read as
+    a consumer reads it back from the bytes its sinks' serdes write."""
     sinks = {}
     for query in engine.queries.values():
         sink = built.sinks.get(query.query_id)
@@ -260,7 +268,7 @@ def observe(
             sinks[query.query_id] = (query.sink, query.root.ctx, step_schema(query.root, sink, set()))
     reports = engine.query_reports
     return Observation(
-        produced=avro_decimals_as_numbers(produced, engine.sources()),
+        produced=avro_decimals_as_numbers(outputs_through_bytes(engine, produced), engine.sources()),
         post=() if case.post.is_empty() else tuple(check_post(case.post, engine)),
         writers=topic_writers(engine),
         internal={qid: dict(r.internal_schemas) for qid, r in reports.items()},
@@ -269,6 +277,7 @@ def observe(
         steps=built.to_json(),
         physical={qid: normalise_physical_plan(r.physical_plan) for qid, r in reports.items()},
         streaming=streaming_plans(engine) if streaming else None,
+        refusals=tuple(source_format_refusals(engine)),
     )
 
 
@@ -325,6 +334,10 @@ def compare(saved: SavedCase, case: QttCase, seen: Observation) -> tuple[list[Ch
     # The saved commands as the engine loads them now against the sources saved at
     # recording: catches a change in how a saved command's schema or formats are read.
     changes += mapping_changes(SOURCE_SCHEMA, saved_sources, seen.sources)
+    changes += [
+        Change(SOURCE_SCHEMA, ctx=name, detail=f"today's format checks refuse the saved source: {message}")
+        for name, message in seen.refusals
+    ]
     changes += sink_schema_changes(seen.sinks, saved_sources)
     saved_steps = spec.get("schemas", {}).get(STEPS_KEY)
     if saved_steps is not None:  # versions recorded before per-step schemas have none
