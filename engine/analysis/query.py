@@ -8,6 +8,7 @@ of the package: it dispatches a FROM clause to ``joins`` and an aggregate query 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from engine.analysis.aggregate import analyze_aggregate_query
@@ -183,6 +184,9 @@ def _selects_aggregate(query: ast.Query) -> bool:
     )
 
 
+_JAVA_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
+
 def _check_lambda_arguments(query: ast.Query, from_clause: FromClause) -> None:
     """ksqlDB's checks of lambda parameters before it analyses a query (its AstSanitizer): a
     parameter may not be named as a column of a source, nor as a parameter of a lambda it is in."""
@@ -197,6 +201,10 @@ def _check_lambda_arguments(query: ast.Query, from_clause: FromClause) -> None:
                     raise AnalysisError(f"Lambda function argument can't be a column name: {param}")
             if outer & set(expr.params) or len(set(expr.params)) < len(expr.params):
                 raise AnalysisError("Reusing lambda arguments in nested lambda is not allowed")
+            # ksqlDB's code generator takes a used argument's name as a Java name, as it is.
+            for used in sorted({n.name for n in E.walk(expr.body) if isinstance(n, E.LambdaVariable)}):
+                if used in expr.params and not _JAVA_IDENTIFIER.fullmatch(used):
+                    raise AnalysisError(f"Invalid lambda argument name: {used}")
             visit(expr.body, outer | set(expr.params))
             return
         for child in expr.children():

@@ -471,6 +471,8 @@ class Planner:
             )
         if kind == "SESSION" and size is not None:
             raise AnalysisError("'WINDOW_SIZE' should not be set for SESSION windows.")
+        if size_ms is not None and size_ms <= 0:
+            raise AnalysisError("Size must be positive")  # ksqlDB's WindowInfo
         return WindowInfo(type=kind, size_ms=size_ms)
 
     def plan_drop(self, stmt: ast.DropSource, text: str) -> StatementPlan | None:

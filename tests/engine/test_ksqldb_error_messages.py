@@ -384,6 +384,12 @@ CASES = [
      "\nRequired format is: \"yyyy-MM-dd'T'HH:mm:ss.SSS\", with an optional numeric 4-digit timezone, for "
      "example: '2020-05-26T23:59:58.000' or with tz: '2020-05-26T23:59:58.000+0200'. A trailing 'Z' instead of "
      "tz indicates the zero UTC offset. Partials are also supported, for example \"2020-05-26\""),
+    ("CREATE TABLE Y (ID STRING PRIMARY KEY, AGE INT) WITH (kafka_topic='w_riders', value_format='JSON', "
+     "window_type='TUMBLING', window_size='0 SECONDS');", "Size must be positive"),
+    ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, X@Y => X@Y + 1) AS A FROM RIDES;",
+     "Invalid lambda argument name: X@Y"),
+    ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, `a b` => `a b` + 1) AS A FROM RIDES;",
+     "Invalid lambda argument name: a b"),
     # properties
     ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
     ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
