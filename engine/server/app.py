@@ -28,7 +28,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
@@ -407,6 +407,11 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
             message = f"Unknown endpoint: {request.method} {request.url.path}."
         return JSONResponse(E.generic_error(code * 100, message), status_code=code)
 
+    async def client_gone(request: Request, exc: Exception) -> Response:
+        """The client went away while its request was read: there is no one to answer (499 in
+        the metrics, nginx's code for it), and nothing failed on the server's side."""
+        return Response(status_code=499)
+
     async def server_error(request: Request, exc: Exception) -> Response:
         LOG.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
         message = f"The server failed on {request.url.path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
@@ -466,7 +471,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: not_found, Exception: server_error},
+        exception_handlers={HTTPException: not_found, ClientDisconnect: client_gone, Exception: server_error},
     )
     gated = RequestGate(_TerminatedGate(app, service), limits if limits is not None else ServerLimits())
     measured = server_metrics.RequestMetrics(gated, lambda: service.metrics)

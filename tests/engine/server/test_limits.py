@@ -207,3 +207,22 @@ def test_a_bad_limit_is_refused_naming_it(name, value, message) -> None:
     with pytest.raises(KsqlError) as raised:
         ServerLimits.from_properties({name: value})
     assert str(raised.value) == message
+
+
+def test_a_client_gone_while_its_request_is_read_is_no_server_error() -> None:
+    # Under load clients give up while their body is being read; that is no failure of the
+    # server's (no 500, no traceback in its log).
+    app = create_app(BlockingService())  # type: ignore[arg-type]
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/ksql", "raw_path": b"/ksql", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")], "http_version": "1.1", "scheme": "http",
+             "server": ("127.0.0.1", 8088), "client": ("127.0.0.1", 50000), "root_path": "", "asgi": {"version": "3.0"}}
+    asyncio.run(app(scope, receive, send))
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [499]
