@@ -122,6 +122,7 @@ class Planner:
         if topic not in self.topics() and props.integer("PARTITIONS") is None:
             raise AnalysisError(f"Kafka topic does not exist: {topic}")
         _refuse_retention(props, compacted=is_table)
+        _refuse_blank_topic(topic)
         _check_value_delimiter(props, self.config.get(DEFAULT_VALUE_FORMAT))
         schema, schema_ids = self._inferred_schema(props, schema, topic)
         if not schema.columns:
@@ -569,9 +570,10 @@ class Planner:
                 raise AnalysisError("Key format specified for stream without key columns.")
         projected = self._logical_query(analysis, stmt.name)
         self._check_join_partitions(analysis.from_clause.node)
-        topic = props.string("KAFKA_TOPIC") or (
-            str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name
-        )
+        named_topic = props.string("KAFKA_TOPIC")
+        if named_topic is not None:
+            _refuse_blank_topic(named_topic)
+        topic = named_topic or (str(self.config.get(OUTPUT_TOPIC_PREFIX, "")) + stmt.name)
         try:
             formats = self._sink_formats(props, analysis.from_clause.sources[0], projected.schema, stmt.name)
         except UnsupportedSchemaError as exc:
@@ -1055,6 +1057,12 @@ def _check_value_delimiter(props: WithProperties, default_value_format: object) 
             f"{str(value_fmt).upper()} does not support the following configs: [delimiter]"
         )
     parse_delimiter(delimiter)
+
+
+def _refuse_blank_topic(topic: str) -> None:
+    """ksqlDB's topic properties refuse a blank KAFKA_TOPIC of a topic they would create."""
+    if not topic.strip():
+        raise AnalysisError("Must have non-empty topic name.")
 
 
 def _check_header_type(element: ast.TableElement) -> None:

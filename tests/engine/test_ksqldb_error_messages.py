@@ -390,6 +390,9 @@ CASES = [
      "Invalid lambda argument name: X@Y"),
     ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, `a b` => `a b` + 1) AS A FROM RIDES;",
      "Invalid lambda argument name: a b"),
+    ("CREATE STREAM X WITH (kafka_topic='') AS SELECT * FROM RIDES;", "Must have non-empty topic name."),
+    ("CREATE STREAM Y (ID STRING KEY, KM INT) WITH (kafka_topic=' ', value_format='JSON', partitions=1);",
+     "Must have non-empty topic name."),
     # properties
     ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
     ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
