@@ -30,6 +30,7 @@ from engine.plan.steps_aggregate import (
     StreamGroupBy,
     StreamGroupByKey,
     StreamWindowedAggregate,
+    StreamWindowedAggregateV2,
     TableAggregate,
     TableGroupBy,
     TableSuppress,
@@ -109,9 +110,9 @@ def _coerced(fn: Callable[[Any], Any], source: SqlType, target: SqlType) -> Call
 
 def output_row(
     keys: Row, results: Row, *, seq: Sequence[int], ts: int, partition: int | None,
-    deleted: bool = False, window: tuple[int, int] | None = None,
+    deleted: bool = False, window: tuple[int, int] | None = None, headers: Sequence[Any] = (),
 ) -> Row:
-    """An aggregate output row with its meta columns."""
+    """An aggregate output row with its meta columns (``headers``: the record's headers)."""
     row = dict(keys)
     row.update(results)
     row.update(
@@ -120,7 +121,7 @@ def output_row(
             R.ROWTIME: ts,
             R.ROWPARTITION: partition,
             R.ROWOFFSET: None,
-            R.HEADERS: [],
+            R.HEADERS: list(headers),
             R.DELETED: deleted,
             R.WINDOWSTART: window[0] if window else None,
             R.WINDOWEND: window[1] if window else None,
@@ -134,13 +135,19 @@ class _Aggregating:
 
     def __init__(
         self, key_names: Sequence[str], calls: Sequence[AggregateCall], query_id: str, where: str,
-        *, having: Callable[[Row], Any] | None = None,
+        *, having: Callable[[Row], Any] | None = None, forward_headers: bool = False,
     ) -> None:
         self.key_names = tuple(key_names)
         self.calls = list(calls)
         self.query_id = query_id
         self.where = where
         self.having = having
+        self.forward_headers = forward_headers
+
+    def headers(self, row: Row) -> Sequence[Any]:
+        """The headers an output row triggered by ``row`` carries: ``row``'s own when the step
+        forwards them (as Kafka Streams does), else none."""
+        return (row.get(R.HEADERS) or ()) if self.forward_headers else ()
 
     def gate(self, row: Row, passed_before: bool) -> tuple[list[Row], bool]:
         """Apply HAVING: a miss deletes the group's row, but only if its last result passed."""
@@ -214,7 +221,10 @@ class StreamAggregateHandler(_Aggregating):
         accs = self.add(accs, row)
         state["accs"], state["ts"] = accs, ts
         out, state["passed"] = self.gate(
-            output_row(self.keys(row), self.results(accs), seq=record.seq, ts=ts, partition=row[R.ROWPARTITION]),
+            output_row(
+                self.keys(row), self.results(accs), seq=record.seq, ts=ts, partition=row[R.ROWPARTITION],
+                headers=self.headers(row),
+            ),
             state.get("passed", False),
         )
         return out
@@ -251,7 +261,7 @@ class TimeWindowedAggregateHandler(_Aggregating):
             emitted, passed = self.gate(
                 output_row(
                     self.keys(row), self.results(accs), seq=(*record.seq, i), ts=wts,
-                    partition=row[R.ROWPARTITION], window=(start, end),
+                    partition=row[R.ROWPARTITION], window=(start, end), headers=self.headers(row),
                 ),
                 passed,
             )
@@ -299,6 +309,7 @@ class SessionAggregateHandler(_Aggregating):
                     output_row(
                         keys, self.empty([c.alias for c in self.calls]), seq=(*record.seq, len(out)),
                         ts=s_end, partition=partition, deleted=True, window=(s_start, s_end),
+                        headers=self.headers(row),
                     )
                 )
         for i in sorted(hits, reverse=True):
@@ -307,7 +318,7 @@ class SessionAggregateHandler(_Aggregating):
         emitted, passed = self.gate(
             output_row(
                 keys, self.results(accs), seq=(*record.seq, len(out)), ts=end,
-                partition=partition, window=(start, end),
+                partition=partition, window=(start, end), headers=self.headers(row),
             ),
             False,
         )
@@ -397,7 +408,10 @@ class TableAggregateHandler(_Aggregating):
         if row[R.DELETED] and row.get(PAIRED):
             return []
         out, state["passed"] = self.gate(
-            output_row(self.keys(row), self.results(accs), seq=record.seq, ts=ts, partition=row[R.ROWPARTITION]),
+            output_row(
+                self.keys(row), self.results(accs), seq=record.seq, ts=ts, partition=row[R.ROWPARTITION],
+                headers=self.headers(row),
+            ),
             state.get("passed", False),
         )
         return out
@@ -490,8 +504,8 @@ def build_table_group_by(step: TableGroupBy, *, source: Built, ctx: BuildContext
 
 
 def _aggregate(
-    step: StreamAggregate | StreamWindowedAggregate | TableAggregate,
-    source: Built, ctx: BuildContext, make: Callable[..., Any],
+    step: StreamAggregate | StreamWindowedAggregate | StreamWindowedAggregateV2 | TableAggregate,
+    source: Built, ctx: BuildContext, make: Callable[..., Any], *, forward_headers: bool = False,
 ) -> Built:
     key_cols = [source.schema.find(k) for k in step.key_column_names]
     if any(c is None for c in key_cols):
@@ -505,11 +519,13 @@ def _aggregate(
     having = None
     if step.having is not None:
         columns = dict(PSEUDO_COLUMNS)
-        if isinstance(step, StreamWindowedAggregate):
+        if isinstance(step, StreamWindowedAggregate | StreamWindowedAggregateV2):
             columns.update(WINDOW_BOUNDS)
         columns.update(schema.types())
         having = compile_expression(step.having, columns)
-    handler = make(step.key_column_names, calls, ctx.query_id, step.ctx, having=having)
+    handler = make(
+        step.key_column_names, calls, ctx.query_id, step.ctx, having=having, forward_headers=forward_headers
+    )
     names = step.key_column_names
 
     def group_key(row: Row) -> tuple[Any, ...] | None:
@@ -521,7 +537,7 @@ def _aggregate(
         handler=handler, output_schema=schema, name=step.ctx,
     )
     window = None
-    if isinstance(step, StreamWindowedAggregate):
+    if isinstance(step, StreamWindowedAggregate | StreamWindowedAggregateV2):
         from engine.plan.steps import WindowInfo
 
         w = step.window
@@ -535,21 +551,48 @@ def build_stream_aggregate(step: StreamAggregate, *, source: Built, ctx: BuildCo
     return _aggregate(step, source, ctx, StreamAggregateHandler)
 
 
+def stream_aggregate_forwarding_headers(step: StreamAggregate, *, source: Built, ctx: BuildContext) -> Built:
+    """``streamAggregateV1``'s build, each output record carrying the headers of the input
+    record that triggered it (how the native versions that forward headers fall back)."""
+    return _aggregate(step, source, ctx, StreamAggregateHandler, forward_headers=True)
+
+
 @builds(StreamWindowedAggregate)
 def build_stream_windowed_aggregate(
     step: StreamWindowedAggregate, *, source: Built, ctx: BuildContext
+) -> Built:
+    return _windowed_aggregate(step, source, ctx, forward_headers=False)
+
+
+@builds(StreamWindowedAggregateV2)
+def build_stream_windowed_aggregate_v2(
+    step: StreamWindowedAggregateV2, *, source: Built, ctx: BuildContext
+) -> Built:
+    """V1, each output record carrying the headers of the input record that triggered it."""
+    return _windowed_aggregate(step, source, ctx, forward_headers=True)
+
+
+def _windowed_aggregate(
+    step: StreamWindowedAggregate | StreamWindowedAggregateV2, source: Built, ctx: BuildContext, *,
+    forward_headers: bool,
 ) -> Built:
     cls = SessionAggregateHandler if step.window.type == "SESSION" else TimeWindowedAggregateHandler
 
     def make(*args: Any, **kwargs: Any) -> Any:
         return cls(*args, window=step.window, **kwargs)
 
-    return _aggregate(step, source, ctx, make)
+    return _aggregate(step, source, ctx, make, forward_headers=forward_headers)
 
 
 @builds(TableAggregate)
 def build_table_aggregate(step: TableAggregate, *, source: Built, ctx: BuildContext) -> Built:
     return _aggregate(step, source, ctx, TableAggregateHandler)
+
+
+def table_aggregate_forwarding_headers(step: TableAggregate, *, source: Built, ctx: BuildContext) -> Built:
+    """``tableAggregateV1``'s build, each output record carrying the headers of the input
+    record that triggered it (how the native versions that forward headers fall back)."""
+    return _aggregate(step, source, ctx, TableAggregateHandler, forward_headers=True)
 
 
 @builds(TableSuppress)

@@ -40,6 +40,8 @@ from engine.builders.aggregate import (
     build_stream_group_by,
     build_table_aggregate,
     build_table_group_by,
+    stream_aggregate_forwarding_headers,
+    table_aggregate_forwarding_headers,
 )
 from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.native import ExpressionReport, report_io
@@ -64,11 +66,15 @@ from engine.plan.steps_native import (
     StreamAggregateV3,
     StreamAggregateV4,
     StreamAggregateV5,
+    StreamAggregateV6,
+    StreamAggregateV7,
     StreamGroupByKeyV2,
     StreamGroupByV2,
     StreamGroupByV3,
     TableAggregateV2,
     TableAggregateV3,
+    TableAggregateV4,
+    TableAggregateV5,
     TableGroupByV2,
     TableGroupByV3,
 )
@@ -450,17 +456,25 @@ def build_stream_aggregate_v2(step: StreamAggregateV2, *, source: Built, ctx: Bu
     return _stream_aggregate(step, source, _running(_live(step, source), step.key_column_names, plan), plan)
 
 
-_AnyStreamAggregate = StreamAggregateV2 | StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5
-_AnyTableAggregate = TableAggregateV2 | TableAggregateV3
+_AnyStreamAggregate = (
+    StreamAggregateV2 | StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5 | StreamAggregateV6
+    | StreamAggregateV7
+)
+_AnyTableAggregate = TableAggregateV2 | TableAggregateV3 | TableAggregateV4 | TableAggregateV5
+# The versions whose output records carry the headers of the record that triggered them.
+_FORWARDING_HEADERS = (StreamAggregateV6, StreamAggregateV7, TableAggregateV4, TableAggregateV5)
 
 
 def _as_v1(step: _AnyStreamAggregate, source: Built, ctx: BuildContext) -> Built:
-    """The step built exactly as its V1 version (``streamAggregateV1``)."""
+    """The step built exactly as its V1 version (``streamAggregateV1``), forwarding headers
+    for the versions that do."""
     v1 = StreamAggregate(
         ctx=step.ctx, source=step.source, key_column_names=step.key_column_names,
         aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
         having=step.having,
     )
+    if isinstance(step, _FORWARDING_HEADERS):
+        return stream_aggregate_forwarding_headers(v1, source=source, ctx=ctx)
     return build_stream_aggregate(v1, source=source, ctx=ctx)
 
 
@@ -502,8 +516,21 @@ def build_stream_aggregate_v5(step: StreamAggregateV5, *, source: Built, ctx: Bu
     return _running_aggregate(step, source, ctx, streaming_reason=None, level=2)
 
 
+@builds(StreamAggregateV6)
+def build_stream_aggregate_v6(step: StreamAggregateV6, *, source: Built, ctx: BuildContext) -> Built:
+    """V4, each output record carrying the headers of the input record that triggered it."""
+    return _running_aggregate(step, source, ctx, streaming_reason=None)
+
+
+@builds(StreamAggregateV7)
+def build_stream_aggregate_v7(step: StreamAggregateV7, *, source: Built, ctx: BuildContext) -> Built:
+    """V5, each output record carrying the headers of the input record that triggered it."""
+    return _running_aggregate(step, source, ctx, streaming_reason=None, level=2)
+
+
 def _running_aggregate(
-    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5, source: Built, ctx: BuildContext, *,
+    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5 | StreamAggregateV6 | StreamAggregateV7,
+    source: Built, ctx: BuildContext, *,
     streaming_reason: str | None, level: int = 1,
 ) -> Built:
     """Window functions on the bounded runtime, the runtime's running aggregates on Kafka,
@@ -514,8 +541,9 @@ def _running_aggregate(
     if plan.reason is not None or plan.schema is None:
         return _as_v1(step, source, ctx)
     live = _live(step, source)
+    headers = isinstance(step, _FORWARDING_HEADERS)
     if not source.df.isStreaming:
-        return _stream_aggregate(step, source, _running(live, step.key_column_names, plan), plan)
+        return _stream_aggregate(step, source, _running(live, step.key_column_names, plan, headers=headers), plan)
     assert isinstance(ctx.runtime, RunningAggregates)
     return _stream_aggregate(step, source, _running_in_state_store(step, source, live, plan, ctx.runtime), plan)
 
@@ -543,8 +571,8 @@ def _running_call(
 
 
 def _running_in_state_store(
-    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5, source: Built, live: DataFrame, plan: _AggregatePlan,
-    runtime: RunningAggregates,
+    step: StreamAggregateV3 | StreamAggregateV4 | StreamAggregateV5 | StreamAggregateV6 | StreamAggregateV7,
+    source: Built, live: DataFrame, plan: _AggregatePlan, runtime: RunningAggregates,
 ) -> DataFrame:
     """``_running``'s rows from the runtime's per-key state instead of window functions:
     grouped by key for V3, by task for V4 (in input order across groups). ``plan.calls``
@@ -562,15 +590,20 @@ def _running_in_state_store(
         calls.append(call)
         inputs += [value.alias(arg_column(i)), present.alias(has_column(i))]
     inputs += [F.col(R.SEQ), F.col(R.ROWTIME), F.col(R.ROWPARTITION)]
+    headers = isinstance(step, _FORWARDING_HEADERS)
+    if headers:
+        inputs.append(F.col(R.HEADERS))
     key_fields = [live.schema[k] for k in key_names]
     result_fields = [ST.StructField(result_column(i), spark_type(c.type)) for i, c in enumerate(schema.value)]
     meta = {f.name: f for f in R.META_FIELDS}
     fields = [*key_fields, *result_fields, meta[R.SEQ], meta[R.ROWTIME], meta[R.ROWPARTITION]]
+    if headers:
+        fields.append(meta[R.HEADERS])
     having = plan.having
     if having is not None:
         fields += [ST.StructField(previous_column(i), f.dataType) for i, f in enumerate(result_fields)]
         fields.append(ST.StructField(HAS_PREVIOUS, ST.BooleanType()))
-    if isinstance(step, StreamAggregateV4 | StreamAggregateV5):
+    if isinstance(step, StreamAggregateV4 | StreamAggregateV5 | StreamAggregateV6 | StreamAggregateV7):
         running = runtime.running_aggregate_by_task(
             live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields),
             name=step.ctx, previous=having is not None,
@@ -580,9 +613,10 @@ def _running_in_state_store(
             live.select(*inputs), key_columns=key_names, calls=calls, output=ST.StructType(fields), name=step.ctx
         )
     constants = {
-        R.ROWOFFSET: F.lit(None), R.HEADERS: F.array(), R.DELETED: F.lit(False),
-        R.WINDOWSTART: F.lit(None), R.WINDOWEND: F.lit(None),
+        R.ROWOFFSET: F.lit(None), R.DELETED: F.lit(False), R.WINDOWSTART: F.lit(None), R.WINDOWEND: F.lit(None),
     }
+    if not headers:
+        constants[R.HEADERS] = F.array()
     keys = [F.col(k).alias(R.spark_name(c.name)) for k, c in zip(key_names, schema.key, strict=True)]
     metas = [
         (F.col(f.name) if f.name not in constants else constants[f.name]).cast(f.dataType).alias(f.name)
@@ -618,6 +652,18 @@ def build_table_aggregate_v3(step: TableAggregateV3, *, source: Built, ctx: Buil
     return _table_aggregate(step, source, ctx, level=2)
 
 
+@builds(TableAggregateV4)
+def build_table_aggregate_v4(step: TableAggregateV4, *, source: Built, ctx: BuildContext) -> Built:
+    """V2, each output record carrying the headers of the input record that triggered it."""
+    return _table_aggregate(step, source, ctx, level=1)
+
+
+@builds(TableAggregateV5)
+def build_table_aggregate_v5(step: TableAggregateV5, *, source: Built, ctx: BuildContext) -> Built:
+    """V3, each output record carrying the headers of the input record that triggered it."""
+    return _table_aggregate(step, source, ctx, level=2)
+
+
 def _table_aggregate(step: _AnyTableAggregate, source: Built, ctx: BuildContext, *, level: int) -> Built:
     plan = _plan_aggregate(step, source, signed=True, level=level)
     if plan.reason is not None or plan.schema is None:
@@ -626,6 +672,8 @@ def _table_aggregate(step: _AnyTableAggregate, source: Built, ctx: BuildContext,
             aggregation_functions=step.aggregation_functions, internal_formats=step.internal_formats,
             having=step.having,
         )
+        if isinstance(step, _FORWARDING_HEADERS):
+            return table_aggregate_forwarding_headers(v1, source=source, ctx=ctx)
         return build_table_aggregate(v1, source=source, ctx=ctx)
     keys = [F.col(R.spark_name(k)) for k in step.key_column_names]
     running = Window.partitionBy(*keys).orderBy(F.col(R.SEQ)).rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -639,7 +687,7 @@ def _table_aggregate(step: _AnyTableAggregate, source: Built, ctx: BuildContext,
     live = signed.filter(F.col("__seen").isNotNull())
     # A retraction paired with an addition to the same group changes the state, emits nothing.
     paired = deleted & F.coalesce(F.col(R.spark_name(PAIRED)), F.lit(False))
-    df = _running(live, step.key_column_names, plan, emits=~paired)
+    df = _running(live, step.key_column_names, plan, emits=~paired, headers=isinstance(step, _FORWARDING_HEADERS))
     internal = (("Aggregate-Aggregate-Materialize", _describe(plan.schema, step.internal_formats)),)
     return Built(df, plan.schema, True, None, source.internal_schemas + internal)
 
@@ -651,9 +699,11 @@ def _result_type(call: E.Expr, columns: dict[str, SqlType]) -> SqlType:
 
 
 def _running(
-    live: DataFrame, key_names: Sequence[str], plan: _AggregatePlan, *, emits: SparkColumn | None = None
+    live: DataFrame, key_names: Sequence[str], plan: _AggregatePlan, *, emits: SparkColumn | None = None,
+    headers: bool = False,
 ) -> DataFrame:
-    """One output row per input row (where ``emits``): the group's results so far, in V1's row shape."""
+    """One output row per input row (where ``emits``): the group's results so far, in V1's row
+    shape, carrying the input row's headers when ``headers``."""
     schema, having = plan.schema, plan.having
     assert schema is not None
     keys = [F.col(R.spark_name(k)) for k in key_names]
@@ -668,7 +718,7 @@ def _running(
         R.ROWTIME: F.max(F.col(R.ROWTIME)).over(running),
         R.ROWPARTITION: F.col(R.ROWPARTITION),
         R.ROWOFFSET: F.lit(None),
-        R.HEADERS: F.array(),
+        R.HEADERS: F.col(R.HEADERS) if headers else F.array(),
         R.DELETED: F.lit(False),
         R.WINDOWSTART: F.lit(None),
         R.WINDOWEND: F.lit(None),

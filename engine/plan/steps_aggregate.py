@@ -176,6 +176,25 @@ class StreamWindowedAggregate(Step):
 
 @register_step
 @step_dataclass
+class StreamWindowedAggregateV2(Step):
+    """``streamWindowedAggregateV1`` whose output records carry the headers of the input record
+    that triggered them, as Kafka Streams forwards them (V1's carry none)."""
+
+    TYPE: ClassVar[str] = "streamWindowedAggregateV2"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    window: WindowSpec
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
 class TableAggregate(Step):
     """Aggregates a grouped table: retractions undo, additions add, one update per change."""
 
@@ -237,13 +256,10 @@ group (the aggregate applies both and emits once, as Kafka Streams does since KI
 
 
 def grouped_schema(source: LogicalSchema, keys: Sequence[Column], *, table: bool) -> LogicalSchema:
-    """A grouping's output: the grouping key columns, then the source's other columns as values."""
+    """A grouping's output: the grouping key columns, then the source's other columns as values
+    (its value and header columns, then its key columns)."""
     taken = {k.name for k in keys}
-    values = [
-        Column(c.name, c.type)
-        for c in (*source.value, *source.key, *source.headers)
-        if c.name not in taken
-    ]
+    values = [Column(c.name, c.type) for c in (*source.value, *source.key) if c.name not in taken]
     extra = [Column(PAIRED, T.BOOLEAN)] if table else []
     return LogicalSchema(tuple(Column(k.name, k.type, Namespace.KEY) for k in keys) + tuple(values + extra))
 

@@ -16,7 +16,10 @@ operators and functions in Spark (``engine.expressions.native``). The source ver
 group-by and aggregate V2 builders (``engine.builders.native_aggregate``) compute grouping
 keys as Spark Columns and, on bounded runs, running aggregates as window functions ordered by
 input position; the group-by V3 versions compile their keys, ``streamAggregateV5`` and
-``tableAggregateV3`` their arguments and HAVING, with the compiler's level 2. The planner picks the newest of these for new queries
+``tableAggregateV3`` their arguments and HAVING, with the compiler's level 2. The aggregate
+versions ``streamAggregateV6``/``V7`` and ``tableAggregateV4``/``V5`` build as
+``streamAggregateV4``/``V5`` and ``tableAggregateV2``/``V3``, their output records carrying
+the headers of the input record that triggered them. The planner picks the newest of these for new queries
 (``kspark.native.steps``; the level-2 versions only for steps with a form level 2 runs in
 Spark, or a source whose format level 2 reads); saved plans keep their steps and builders.
 
@@ -517,6 +520,78 @@ class TableAggregateV3(Step):
     level 2."""
 
     TYPE: ClassVar[str] = "tableAggregateV3"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class StreamAggregateV6(Step):
+    """``streamAggregateV4`` whose output records carry the headers of the input record that
+    triggered them, as Kafka Streams forwards them (V4's carry none)."""
+
+    TYPE: ClassVar[str] = "streamAggregateV6"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class StreamAggregateV7(Step):
+    """``streamAggregateV5`` whose output records carry the headers of the input record that
+    triggered them (V5's carry none)."""
+
+    TYPE: ClassVar[str] = "streamAggregateV7"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class TableAggregateV4(Step):
+    """``tableAggregateV2`` whose output records carry the headers of the input record that
+    triggered them (V2's carry none)."""
+
+    TYPE: ClassVar[str] = "tableAggregateV4"
+    source: Step
+    key_column_names: tuple[str, ...]
+    aggregation_functions: tuple[SelectExpression, ...]
+    internal_formats: Formats
+    having: Expr | None = None
+
+    def __post_init__(self) -> None:
+        Step.__post_init__(self)
+        _check_aggregations(self.TYPE, self.key_column_names, self.aggregation_functions)
+
+
+@register_step
+@step_dataclass
+class TableAggregateV5(Step):
+    """``tableAggregateV3`` whose output records carry the headers of the input record that
+    triggered them (V3's carry none)."""
+
+    TYPE: ClassVar[str] = "tableAggregateV5"
     source: Step
     key_column_names: tuple[str, ...]
     aggregation_functions: tuple[SelectExpression, ...]

@@ -52,13 +52,14 @@ def _aggregate(node: AggregateNode) -> S.Step:
     )
     if node.input.is_table:
         if native_chosen():
-            table_aggregate = N.TableAggregateV3 if _aggregate_level_2(node) else N.TableAggregateV2
+            # The versions whose output records carry the triggering record's headers.
+            table_aggregate = N.TableAggregateV5 if _aggregate_level_2(node) else N.TableAggregateV4
             return table_aggregate(**common)  # type: ignore[arg-type]
         return A.TableAggregate(**common)  # type: ignore[arg-type]
     if node.window_spec is not None:
-        return A.StreamWindowedAggregate(window=node.window_spec, **common)  # type: ignore[arg-type]
+        return A.StreamWindowedAggregateV2(window=node.window_spec, **common)  # type: ignore[arg-type]
     if native_chosen():
-        stream_aggregate = N.StreamAggregateV5 if _aggregate_level_2(node) else N.StreamAggregateV4
+        stream_aggregate = N.StreamAggregateV7 if _aggregate_level_2(node) else N.StreamAggregateV6
         return stream_aggregate(**common)  # type: ignore[arg-type]
     return A.StreamAggregate(**common)  # type: ignore[arg-type]
 

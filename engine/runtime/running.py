@@ -17,7 +17,9 @@ bounded runtime's window functions (``streamAggregateV2``):
 
 The input frame holds, per record, the key columns, ``arg<i>`` (the i-th call's argument,
 NULL made 0) and ``has<i>`` (whether it was non-NULL), ``__seq``, ``ROWTIME`` and
-``ROWPARTITION``. A group's state is a tuple: its ROWTIME, then one entry per call.
+``ROWPARTITION`` (and ``__headers``, for the versions whose output records carry the
+triggering record's headers: each output row gets its record's). A group's state is a tuple:
+its ROWTIME, then one entry per call.
 
 :func:`run_task` (``streamAggregateV4``) takes a task's records of every group at once and
 gives their rows in input order across groups, as ksqlDB's task emits them (``run_group``
@@ -157,6 +159,8 @@ def run_group(
     out[R.SEQ] = frame[R.SEQ].tolist()
     out[R.ROWTIME] = ts
     out[R.ROWPARTITION] = frame[R.ROWPARTITION].to_numpy()
+    if R.HEADERS in frame:  # the versions forwarding headers hand each record's on
+        out[R.HEADERS] = frame[R.HEADERS].tolist()
     return out, (int(ts[-1]), *accs)
 
 

@@ -64,12 +64,12 @@ def test_the_report_counts_steps_expressions_and_reasons(spark, tmp_path: Path, 
     assert "3 cases: 2 explained, 1 stopped before their queries existed" in out
     data = json.loads(report.read_text())
     assert data["steps"]["streamSelectV2"] == {"partly native": 1}
-    assert data["steps"]["streamWindowedAggregateV1"] == {"python": 1}
+    assert data["steps"]["streamWindowedAggregateV2"] == {"python": 1}
     reasons = {r["reason"]: r for r in data["reasons"]}
     assert reasons["integer / (Java truncation; a zero divisor is logged)"]["example"] == (
         "cases - half in python: HALF = (V / ID)"
     )
-    assert reasons["streamWindowedAggregateV1: no native step version yet"]["count"] == 1
+    assert reasons["streamWindowedAggregateV2: no native step version yet"]["count"] == 1
 
 
 def test_no_cases_is_exit_1(tmp_path: Path, capsys):

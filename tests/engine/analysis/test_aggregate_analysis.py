@@ -8,7 +8,7 @@ from engine.errors import KsqlError
 from engine.facade.engine import KsqlEngine
 from engine.plan import steps_native as N
 from engine.plan.steps import walk_steps
-from engine.plan.steps_aggregate import StreamWindowedAggregate, TableSuppressV2
+from engine.plan.steps_aggregate import StreamWindowedAggregateV2, TableSuppressV2
 
 STREAM = "CREATE STREAM ORDERS (ID INT KEY, ITEM STRING, QTY INT, ADDR STRUCT<CITY STRING>) WITH (kafka_topic='o', value_format='JSON', partitions=1);"
 TABLE = "CREATE TABLE STOCK (SKU STRING PRIMARY KEY, SHELF STRING, QTY INT) WITH (kafka_topic='t', value_format='JSON', partitions=1);"
@@ -52,12 +52,12 @@ def test_several_grouping_expressions_give_key_columns_in_group_by_order() -> No
 
 def test_grouping_by_the_existing_key_does_not_repartition() -> None:
     types = step_types("CREATE TABLE T AS SELECT ID, COUNT(*) FROM ORDERS GROUP BY ID;")
-    assert N.StreamGroupByKeyV2 in types and N.StreamGroupByV2 not in types and N.StreamAggregateV4 in types
+    assert N.StreamGroupByKeyV2 in types and N.StreamGroupByV2 not in types and N.StreamAggregateV6 in types
 
 
 def test_a_table_source_groups_and_aggregates_with_table_steps() -> None:
     types = step_types("CREATE TABLE T AS SELECT SHELF, SUM(QTY) FROM STOCK GROUP BY SHELF;")
-    assert N.TableGroupByV2 in types and N.TableAggregateV2 in types
+    assert N.TableGroupByV2 in types and N.TableAggregateV4 in types
 
 
 def test_windowed_aggregation_with_emit_final_is_suppressed_and_windowed() -> None:
@@ -66,7 +66,7 @@ def test_windowed_aggregation_with_emit_final_is_suppressed_and_windowed() -> No
         "WINDOW HOPPING (SIZE 10 SECONDS, ADVANCE BY 5 SECONDS, GRACE PERIOD 1 SECOND) GROUP BY ITEM EMIT FINAL;"
     )
     steps = walk_steps(p.query.root)  # type: ignore[attr-defined]
-    [agg] = [s for s in steps if isinstance(s, StreamWindowedAggregate)]
+    [agg] = [s for s in steps if isinstance(s, StreamWindowedAggregateV2)]
     [sup] = [s for s in steps if isinstance(s, TableSuppressV2)]
     assert (agg.window.size_ms, agg.window.advance_ms, agg.window.grace_ms) == (10_000, 5_000, 1_000)
     assert sup.grace_ms == 1_000
@@ -90,7 +90,7 @@ def test_emit_final_plans_the_window_stores_retention(window: str, retention: in
 
 def test_having_is_planned_inside_the_aggregate() -> None:
     p = plan("CREATE TABLE T AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM HAVING SUM(QTY) > 3;")
-    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, N.StreamAggregateV4)]  # type: ignore[attr-defined]
+    [agg] = [s for s in walk_steps(p.query.root) if isinstance(s, N.StreamAggregateV6)]  # type: ignore[attr-defined]
     assert agg.having is not None
     assert [a.alias for a in agg.aggregation_functions] == ["KSQL_AGG_VARIABLE_0", "KSQL_AGG_VARIABLE_1"]
 

@@ -56,7 +56,7 @@ def test_a_filter_and_a_grouped_count_resume_exactly_after_a_restart(kafka_broke
     app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
     # BIG reads its source in partition order (V4), PER_ITEM in merge order (V3).
-    assert {"streamSourceV4", "streamSourceV3", "streamAggregateV4", "streamSinkV3", "tableSinkV3"} <= used
+    assert {"streamSourceV4", "streamSourceV3", "streamAggregateV6", "streamSinkV3", "tableSinkV3"} <= used
     produce(bootstrap, source, orders(1_000))
     run_until_caught_up(bootstrap, tmp_path / "state", sql)  # a new process would do the same: load, skip, resume
 
@@ -232,7 +232,7 @@ def test_running_aggregates_on_kafka_equal_the_bounded_runtime_across_a_restart(
         produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
         app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
-    assert "streamAggregateV4" in used
+    assert "streamAggregateV6" in used
 
     want = [(r.key, r.value, r.timestamp) for r in _bounded(sql, [source], inputs)[out]]
     assert len(want) == sum(1 for _, _, v, _ in inputs if v["G"] is not None)
@@ -263,7 +263,7 @@ def test_having_on_kafka_deletes_and_readds_groups_as_the_bounded_runtime_does_a
         produce(bootstrap, source, [(key, value, ts) for _, key, value, ts in batch])
         app = run_until_caught_up(bootstrap, tmp_path / "state", sql)
     used = {s.TYPE for q in app.queries() for s in walk_steps(q.root)}
-    assert "streamAggregateV4" in used
+    assert "streamAggregateV6" in used
     want = [(r.key, r.value, r.timestamp) for r in _bounded(sql, [source], inputs)[out]]
     assert any(value is None for _, value, _ in want) and any(value is not None for _, value, _ in want)
     assert outputs(bootstrap, out) == want  # in input order across groups: one task

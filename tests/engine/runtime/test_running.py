@@ -232,3 +232,18 @@ def test_a_call_without_a_running_form_is_refused() -> None:
         RunningCall("COLLECT_LIST", True, 0)
     with pytest.raises(ValueError, match="INT or BIGINT"):
         RunningCall("MAX", True, 0)
+
+
+@pytest.mark.parametrize("previous", [False, True])
+def test_each_row_carries_its_records_headers_when_the_frame_has_them(previous: bool) -> None:
+    """The aggregate versions that forward headers hand each record's headers in: its row
+    gets them back, in input order across groups; a frame without them gives rows without."""
+    call = RunningCall("COUNT", False, 0)
+    records = [{"seq": i, "ts": i, "args": [None]} for i in range(4)]
+    headers = [[{"KEY": "trace", "VALUE": bytes([i])}] if i % 2 == 0 else [] for i in range(4)]
+    frame = _frame([call], records).assign(K=["a", "b", "a", "b"])
+    plain = run_task([call], ["K"], frame.iloc[::-1], {}, previous=previous)
+    assert R.HEADERS not in plain.columns
+    out = run_task([call], ["K"], frame.assign(**{R.HEADERS: headers}).iloc[::-1], {}, previous=previous)
+    assert [list(h) for h in out[R.HEADERS]] == headers
+    assert list(out[result_column(0)]) == [1, 1, 2, 2]
