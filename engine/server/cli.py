@@ -135,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
     except KsqlError as exc:
         print(f"kspark: {exc}", file=sys.stderr)
         return 1
-    scheme = listeners[0].scheme
     service_class: Any = KsqlService
     extra: dict[str, Any] = {}
     if getattr(args, "metastore", "tables") == "tables":
@@ -187,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
 
             app = CorsMiddleware(app, rest.cors)
         asyncio.run(_serve(app, host, port,
-                           f"kspark server: service '{args.service_id}' listening on {scheme}://{host}:{port}",
+                           f"kspark server: service '{args.service_id}' listening on "
+                           + ", ".join(listener.url for listener in every),
                            on_stop=push_queries.end_all, tls=tls, limits=limits,
                            listeners=every))
     except OSError as exc:

@@ -56,6 +56,36 @@ def test_the_listeners_tls_settings_do_not_reach_kafka_over_plaintext(tmp_path) 
     assert done.stderr.startswith("kspark: ")
 
 
+def test_the_command_line_wins_over_the_file(tmp_path) -> None:
+    import argparse
+
+    from engine.server.auth import BasicAuth
+    from engine.server.cli import _listeners, _with_config
+    from engine.server.rest_config import Listener, RestConfig
+
+    rest = RestConfig.from_properties({"listeners": "https://0.0.0.0:8443,http://0.0.0.0:8088",
+                                       "authentication.method": "NONE", "authentication.roles": "admin"})
+    given = argparse.Namespace(listen="127.0.0.1:9000")
+    assert _listeners(given, rest, flags_tls=False) == (Listener("https", "127.0.0.1", 9000),)  # the file's scheme
+    assert _listeners(argparse.Namespace(listen=None), rest, flags_tls=False) == rest.listeners
+    empty = RestConfig.from_properties({})
+    assert _listeners(argparse.Namespace(listen=None), empty, flags_tls=False) == (Listener("http", "127.0.0.1", 8088),)
+    assert _listeners(given, empty, flags_tls=True) == (Listener("https", "127.0.0.1", 9000),)
+    users = tmp_path / "users"
+    users.write_text("fred: letmein, admin\n")
+    auth = _with_config(BasicAuth.from_file(users), rest)  # --auth-file turns authentication on
+    assert auth is not None and auth.allowed_roles == frozenset({"admin"})
+
+
+def test_tls_options_win_over_the_files_key_store(tmp_path, jks) -> None:
+    """--tls-cert/--tls-key serve the file's https listener: no key store is asked for, and the
+    start goes on to Kafka (here: none, so it stops there)."""
+    done = _server(tmp_path, f"listeners=https://{HOST}:{free_port()}\n", "--tls-cert", str(jks["server.pem"]),
+                   "--tls-key", str(jks["server.key"]))
+    assert done.returncode == 1
+    assert "keystore" not in done.stderr and done.stderr.startswith("kspark: ")
+
+
 # ---------------------------------------------------------------- a real server
 
 
@@ -146,6 +176,7 @@ def test_a_ksqldb_server_properties_file_runs_the_server(kafka_broker, tmp_path,
     finally:
         server.stop()
     log = (tmp_path / "s.log").read_text()
+    assert f"listening on https://{HOST}:{server.port}, http://{HOST}:{plain_port}" in log
     assert "store-pw" not in log and "trust-pw" not in log
 
 
