@@ -106,17 +106,26 @@ class TablesService(KsqlService):
         """CREATE TYPE inserts a ``UserTypes`` row, DROP TYPE deletes it (the owner checks)."""
         db = self.database
         db.wait_until_caught_up()
-        exists = stmt.name in db.rows(TYPES)
+        existing = db.rows(TYPES).get(stmt.name)
+        exists = existing is not None
         if isinstance(stmt, ast.CreateType):
             command_id = f"type/`{stmt.name}`/create"
             if exists and stmt.if_not_exists:
                 return E.current_status(text, command_id, E.CommandStatus("SUCCESS", f"Type {stmt.name} already exists."), db.sequence)
+            if exists:  # ksqlDB's RegisterTypeFactory
+                raise ServiceError(
+                    f"Cannot register custom type '{stmt.name}' since it is already registered with type: "
+                    f"{existing.sql_type}",
+                    statement_text=text,
+                )
             write = Write(TYPES, stmt.name, TypeRow(name=stmt.name, sql_type=str(stmt.type), sql=text))
             message = "Created custom type"
         else:
             command_id = f"type/`{stmt.name}`/drop"
             if not exists and stmt.if_exists:
                 return E.current_status(text, command_id, E.CommandStatus("SUCCESS", f"Type {stmt.name} does not exist."), db.sequence)
+            if not exists:  # ksqlDB's DropTypeFactory
+                raise ServiceError(f"Type {stmt.name} does not exist.", statement_text=text)
             write = Write(TYPES, stmt.name, None)
             message = f"Dropped type '{stmt.name}'"
         try:

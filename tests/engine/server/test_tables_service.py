@@ -61,8 +61,14 @@ def test_statements_write_rows_and_a_restart_loads_the_live_ones(kafka_broker, s
         assert typed["commandStatus"]["message"] == "Created custom type"
         [types] = service.execute("LIST TYPES;")
         assert list(types["types"]) == ["ADDRESS"] and types["types"]["ADDRESS"]["type"] == "STRUCT"
-        with pytest.raises(ServiceError, match="already registered"):
+        with pytest.raises(ServiceError) as registered:
             service.execute("CREATE TYPE ADDRESS AS STRUCT<STREET STRING>;")
+        assert registered.value.message == (
+            "Cannot register custom type 'ADDRESS' since it is already registered with type: STRUCT<`STREET` STRING>"
+        )
+        with pytest.raises(ServiceError) as dropped:
+            service.execute("DROP TYPE NOPE;")
+        assert dropped.value.message == "Type NOPE does not exist."
         summary = service.metastore_summary()
         assert summary == ["QUERY " + query_id, "STREAM D", "STREAM S1"]
         row = service.database.rows(SOURCES)["D"]
