@@ -629,13 +629,13 @@ class KsqlService:
         if isinstance(stmt, ast.Query | ast.PrintTopic):
             raise ServiceError(QUERY_ENDPOINT_MESSAGE, code=E.ERROR_QUERY_ENDPOINT)
         if isinstance(stmt, ast.SetProperty):
-            properties.update(request_properties(properties, {stmt.name: stmt.value}))
             check_statement_property(stmt.name)
             check_override(stmt.name, self.engine.config)
+            properties.update(request_properties(properties, {stmt.name: stmt.value}))
             return None
         if isinstance(stmt, ast.UnsetProperty):
-            properties.pop(canonical_name(stmt.name)[0], None)
             check_statement_property(stmt.name)
+            properties.pop(canonical_name(stmt.name)[0], None)
             return None
         if isinstance(stmt, ast.DefineVariable):
             variables[stmt.name] = stmt.value
