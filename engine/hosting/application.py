@@ -357,7 +357,8 @@ class StreamingApplication:
         offsets = starting_offsets or str(self.engine.config.get("auto.offset.reset", "latest"))
         processing_log.configure_spark(spark, self.processing_log)
         streaming = build_streaming_query(
-            self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets.lower()
+            self.engine, query, spark, self.bootstrap_servers, tasks=tasks, starting_offsets=offsets.lower(),
+            metered=self.collect_metrics,
         )
         writer = (
             self.observed(streaming).writeStream.foreachBatch(
@@ -470,8 +471,10 @@ def build_streaming_query(
     *,
     tasks: int,
     starting_offsets: str = "latest",
+    metered: bool = False,
 ) -> StreamingQuery:
-    """Build ``query`` from its plan on the Kafka runtime (nothing runs, no broker is asked)."""
+    """Build ``query`` from its plan on the Kafka runtime (nothing runs, no broker is asked);
+    ``metered``: its sources count the bytes they read (metrics, no change to its records)."""
     from engine.builders.context import BuildContext
     from engine.builders.formats import serdes_for
     from engine.builders.walker import build
@@ -480,7 +483,7 @@ def build_streaming_query(
     registry_url = engine.config.get(SCHEMA_REGISTRY_URL) or None
     runtime = KafkaRuntime(
         spark, bootstrap_servers, tasks=tasks, starting_offsets=starting_offsets, query_id=query.query_id,
-        registry_url=None if registry_url is None else str(registry_url),
+        registry_url=None if registry_url is None else str(registry_url), metered=metered,
     )
     # A registry of the engine's own (the QTT harness's in-process one) when the config names none.
     build_registry = registry_url or engine.schema_registry_url

@@ -127,6 +127,9 @@ class KafkaRuntime:
     # ``ksql.schema.registry.url``: AVRO and JSON_SR topics are read and written in the
     # registry's wire format (``engine.serde.registry``); None keeps the plain bytes.
     registry_url: str | None = None
+    # Count each source's bytes (engine.hosting.query_metrics.SOURCE_OBSERVATION). Metrics only:
+    # the running application asks for it; the plans the harness records are built without it.
+    metered: bool = False
     _sources: int = field(default=0, init=False)
     # One line per stateful operator, in build order: what a checkpoint's state depends on.
     stateful_operators: list[str] = field(default_factory=list, init=False)
@@ -184,8 +187,10 @@ class KafkaRuntime:
             .options(**security_for(self.bootstrap_servers).spark_options())
             .load()
         )
-        size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
-        kafka = kafka.observe(f"{SOURCE_OBSERVATION}{index}", F.coalesce(F.sum(size), F.lit(0)).cast("long").alias("bytes"))
+        if self.metered:
+            size = F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))
+            kafka = kafka.observe(f"{SOURCE_OBSERVATION}{index}",
+                                  F.coalesce(F.sum(size), F.lit(0)).cast("long").alias("bytes"))
         columns = kafka.select(
             "key",
             "value",
