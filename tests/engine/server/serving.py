@@ -6,6 +6,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -19,8 +20,15 @@ from engine.server.service import KsqlService
 def serving(service: KsqlService, auth: BasicAuth | None = None) -> Iterator[str]:
     """Serve ``service`` (HTTP/1.1, chunked; with ``auth``, basic authentication) in a thread;
     yields its base URL."""
+    with serving_app(create_app(service, auth)) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving_app(app: Any) -> Iterator[str]:
+    """Serve the ASGI ``app`` behind a real uvicorn in a thread; yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, auth), host=HOST, port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

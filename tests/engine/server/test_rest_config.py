@@ -3,13 +3,9 @@ ksqlDB checks them, its key and trust stores loaded, its limits and authenticati
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import ssl
-import subprocess
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from unittest.mock import MagicMock
@@ -18,8 +14,6 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from engine.components.process import HOST, free_port
-from engine.kafka.keystores import keytool_executable
 from engine.server.app import create_app
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.rest_config import (
@@ -31,6 +25,8 @@ from engine.server.rest_config import (
     openssl_ciphers,
 )
 from engine.server.tls import TlsSettings
+from tests.engine.server.pki import key_stores
+from tests.engine.server.serving import serving_app
 
 
 def _config(properties: dict[str, str]) -> RestConfig:
@@ -140,33 +136,10 @@ def test_no_password_is_in_the_configs_repr() -> None:
 # ---------------------------------------------------------------- key and trust stores
 
 
-def _run(*args: str) -> None:
-    subprocess.run(list(args), check=True, capture_output=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
     """A CA, a server key in PKCS12 and JKS stores (alias 'server'), a truststore of the CA."""
-    d = tmp_path_factory.mktemp("stores")
-    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-         "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name in ("server", "client"):
-        _run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-             "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
-        _run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey",
-             str(d / "ca.key"), "-CAcreateserial", "-days", "2", "-out", str(d / f"{name}.pem"),
-             "-extfile", str(d / "san.cnf"))
-    _run("openssl", "pkcs12", "-export", "-in", str(d / "server.pem"), "-inkey", str(d / "server.key"),
-         "-certfile", str(d / "ca.pem"), "-name", "server", "-passout", "pass:store-pw",
-         "-out", str(d / "server.p12"))
-    keytool = keytool_executable()
-    _run(keytool, "-importkeystore", "-noprompt", "-srckeystore", str(d / "server.p12"), "-srcstoretype", "PKCS12",
-         "-srcstorepass", "store-pw", "-destkeystore", str(d / "server.jks"), "-deststoretype", "JKS",
-         "-deststorepass", "store-pw")
-    _run(keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", str(d / "ca.pem"), "-keystore",
-         str(d / "trust.jks"), "-storetype", "JKS", "-storepass", "trust-pw")
-    return {p.name: p for p in d.iterdir()}
+    return key_stores(tmp_path_factory.mktemp("stores"), alias="server")
 
 
 @pytest.mark.parametrize("store", ["server.jks", "server.p12"])
@@ -231,27 +204,9 @@ class _FakePush:
             yield None
 
 
-@contextlib.contextmanager
-def _served(app) -> Iterator[str]:
-    import uvicorn
-
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://{HOST}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
 def test_ksql_max_push_queries_refuses_the_next_push_query_with_ksqldbs_message() -> None:
     statement = "SELECT * FROM S EMIT CHANGES;"
-    with _served(create_app(_service(), max_push_queries=1)) as url, httpx.Client(base_url=url, timeout=10) as client:
+    with serving_app(create_app(_service(), max_push_queries=1)) as url, httpx.Client(base_url=url, timeout=10) as client:
         with client.stream("POST", "/query-stream", json={"sql": statement}) as first:
             assert first.status_code == 200
             next(first.iter_lines())  # the metadata line: the query is open

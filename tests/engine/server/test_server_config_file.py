@@ -15,7 +15,7 @@ import pytest
 
 from engine.components.kspark_server import ServerProcess
 from engine.components.process import HOST, free_port
-from engine.kafka.keystores import keytool_executable
+from tests.engine.server.pki import key_stores
 
 
 def _server(tmp_path: Path, config: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -89,33 +89,11 @@ def test_tls_options_win_over_the_files_key_store(tmp_path, jks) -> None:
 # ---------------------------------------------------------------- a real server
 
 
-def _run(*args: str) -> None:
-    subprocess.run(list(args), check=True, capture_output=True, timeout=120)
-
-
 @pytest.fixture(scope="module")
 def jks(tmp_path_factory) -> dict[str, Path]:
-    """A CA; the server's key and certificate for 127.0.0.1 in a JKS key store; the CA in a JKS
-    truststore; a client certificate signed by the CA."""
-    d = tmp_path_factory.mktemp("jks")
-    _run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-         "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name in ("server", "client"):
-        _run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
-             "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
-        _run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey",
-             str(d / "ca.key"), "-CAcreateserial", "-days", "2", "-out", str(d / f"{name}.pem"),
-             "-extfile", str(d / "san.cnf"))
-    _run("openssl", "pkcs12", "-export", "-in", str(d / "server.pem"), "-inkey", str(d / "server.key"),
-         "-name", "ksql", "-passout", "pass:store-pw", "-out", str(d / "server.p12"))
-    keytool = keytool_executable()
-    _run(keytool, "-importkeystore", "-noprompt", "-srckeystore", str(d / "server.p12"), "-srcstoretype", "PKCS12",
-         "-srcstorepass", "store-pw", "-destkeystore", str(d / "server.jks"), "-deststoretype", "JKS",
-         "-deststorepass", "store-pw")
-    _run(keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", str(d / "ca.pem"), "-keystore",
-         str(d / "trust.jks"), "-storetype", "JKS", "-storepass", "trust-pw")
-    return {p.name: p for p in d.iterdir()}
+    """A CA; the server's key and certificate for 127.0.0.1 in JKS and PKCS12 key stores (alias 'ksql');
+    the CA in a JKS truststore; a client certificate signed by the CA."""
+    return key_stores(tmp_path_factory.mktemp("jks"), alias="ksql")
 
 
 @pytest.mark.long

@@ -14,25 +14,13 @@ import pytest
 from engine.components.kspark_server import ServerProcess, stop_all
 from engine.errors import KsqlError
 from engine.server.tls import TlsSettings
-
-
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
+from tests.engine.server.pki import certificates
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> dict[str, Path]:
     """A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA."""
-    d = tmp_path_factory.mktemp("pki")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=kspark test CA",
-             "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"))
-    (d / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name, subject in (("server", "/CN=127.0.0.1"), ("client", "/CN=a client")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(d / f"{name}.key"),
-                 "-out", str(d / f"{name}.csr"))
-        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
-                 "-CAcreateserial", "-days", "2", "-out", str(d / f"{name}.pem"), "-extfile", str(d / "san.cnf"))
-    return {p.stem if p.suffix == ".pem" else p.name: p for p in d.iterdir()}
+    return certificates(tmp_path_factory.mktemp("pki"))
 
 
 def _start(bootstrap: str, service_id: str, state: Path, log: Path, pki: dict[str, Path],
