@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from engine.components.broker import Broker, BrokerSecurity
@@ -15,8 +14,14 @@ from engine.runtime.session import get_spark, load_kafka_connector_by_default, s
 
 # No per-example deadline: the suite runs on two shared cores, where one example may wait for the
 # CPU many times longer than usual. Speed is measured by the benchmarks, not by the tests.
-settings.register_profile("kspark", deadline=None)
-settings.load_profile("kspark")
+# (nox -s docs runs its tests with the docs extra alone, which has no hypothesis.)
+try:
+    from hypothesis import settings
+except ImportError:
+    pass
+else:
+    settings.register_profile("kspark", deadline=None)
+    settings.load_profile("kspark")
 
 
 def pytest_configure(config: pytest.Config) -> None:
