@@ -204,8 +204,11 @@ class KafkaProcessingLogHandler(logging.Handler):
             value = entry(query_id, ctx, message, int(record.created * 1000), details)
             producer = self._open()
             producer.produce(self.target.topic, json.dumps(value).encode("utf-8"))
-            # librdkafka looks for expired records once a second, later on a busy machine.
-            producer.flush(DELIVERY_TIMEOUT_S + 2.0)
+            # librdkafka looks for expired records once a second, later on a busy machine: one
+            # still queued after that is purged, so that nothing waits for the process's exit.
+            if producer.flush(DELIVERY_TIMEOUT_S + 2.0):
+                producer.purge()
+                producer.flush(1.0)
         except Exception:  # noqa: BLE001 - a failing log must never fail the query
             self.handleError(record)
 

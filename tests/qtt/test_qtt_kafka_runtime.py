@@ -215,15 +215,16 @@ def test_with_a_registry_avro_inputs_go_in_confluent_framing_under_the_topic_sub
 def test_a_stratified_sample_draws_from_every_file_in_proportion() -> None:
     files = load_paths([CASES])
     total = sum(len(f.cases) for f in files)
-    sample = stratified_sample(files, 26)
-    assert sum(len(f.cases) for f in sample) == 26
+    size = sum(1 for f in files if f.cases) + 10  # one per file, and ten shared in proportion
+    sample = stratified_sample(files, size)
+    assert sum(len(f.cases) for f in sample) == size
     assert {f.display_name for f in sample} == {f.display_name for f in files if f.cases}
     biggest = max(files, key=lambda f: len(f.cases))
     drawn = next(f for f in sample if f.display_name == biggest.display_name)
     # Every file gets one case first; the rest is shared in proportion.
-    rest = 26 - sum(1 for f in files if f.cases)
+    rest = size - sum(1 for f in files if f.cases)
     assert len(drawn.cases) >= 1 + rest * len(biggest.cases) // total
-    assert stratified_sample(files, 26) == sample  # the same sample every time
+    assert stratified_sample(files, size) == sample  # the same sample every time
 
 
 def test_a_sample_larger_than_the_corpus_is_the_corpus() -> None:
