@@ -16,19 +16,8 @@ from engine.plan.steps import walk_steps
 from qtt.plans.normalise import normalise_physical_plan
 from qtt.plans.record import streaming_plans
 
-
-@pytest.fixture(autouse=True)
-def _plans_the_aggregates_without_headers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about the aggregate versions before headers were forwarded: the planner
-    plans them in place of the versions that forward headers (which build as they do, but
-    for the headers)."""
-    from engine.plan import steps_native as native
-
-    for newer, older in (
-        ("StreamAggregateV6", "StreamAggregateV4"), ("StreamAggregateV7", "StreamAggregateV5"),
-        ("TableAggregateV4", "TableAggregateV2"), ("TableAggregateV5", "TableAggregateV3"),
-    ):
-        monkeypatch.setattr(native, newer, getattr(native, older))
+# The aggregate versions before headers were forwarded (tests/engine/builders/conftest.py).
+pytestmark = pytest.mark.usefixtures("plans_the_aggregates_without_headers")
 
 SOURCE = "CREATE STREAM S (ID BIGINT KEY, NAME STRING, V INT) WITH (kafka_topic='s', value_format='JSON');"
 HAVING = "CREATE TABLE OUT AS SELECT NAME, SUM(V) AS T, COUNT(*) AS C FROM S GROUP BY NAME HAVING SUM(V) > 3;"

@@ -22,19 +22,8 @@ from engine.facade.engine import KsqlEngine
 from engine.plan.steps import walk_steps
 from engine.planner.physical import NATIVE_STEPS
 
-
-@pytest.fixture(autouse=True)
-def _plans_the_aggregates_without_headers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests are about the aggregate versions before headers were forwarded: the planner
-    plans them in place of the versions that forward headers (which build as they do, but
-    for the headers)."""
-    from engine.plan import steps_native as native
-
-    for newer, older in (
-        ("StreamAggregateV6", "StreamAggregateV4"), ("StreamAggregateV7", "StreamAggregateV5"),
-        ("TableAggregateV4", "TableAggregateV2"), ("TableAggregateV5", "TableAggregateV3"),
-    ):
-        monkeypatch.setattr(native, newer, getattr(native, older))
+# The aggregate versions before headers were forwarded (tests/engine/builders/conftest.py).
+pytestmark = pytest.mark.usefixtures("plans_the_aggregates_without_headers")
 
 SOURCE = """
 CREATE STREAM S (ID BIGINT KEY, ITEM STRING, QTY INT, L BIGINT, D DOUBLE, F BOOLEAN)
