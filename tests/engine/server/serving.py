@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -38,4 +40,29 @@ def serving_app(app: Any) -> Iterator[str]:
         yield f"http://{HOST}:{port}"
     finally:
         server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serving_on_hypercorn(app: Any, config: Any, address: tuple[str, int]) -> Iterator[None]:
+    """Serve the ASGI ``app`` on Hypercorn with ``config`` (bound to ``address``) in a thread,
+    as ``kspark server`` serves; ready once ``address`` takes connections."""
+    from hypercorn.asyncio import serve
+
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(app, config, shutdown_trigger=stop.wait),),
+                              daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(address, timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield
+    finally:
+        loop.call_soon_threadsafe(stop.set)
         thread.join(timeout=10)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-from hypercorn.asyncio import serve
 from hypercorn.config import Config
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine.server import http11
+from tests.engine.server.serving import serving_on_hypercorn
 
 
 def _free_port() -> int:
@@ -38,21 +35,8 @@ def hypercorn_url() -> Iterator[tuple[str, int]]:
     port = _free_port()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(app, config, shutdown_trigger=stop.wait),),
-                              daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield "127.0.0.1", port
-    loop.call_soon_threadsafe(stop.set)
-    thread.join(timeout=10)
+    with serving_on_hypercorn(app, config, ("127.0.0.1", port)):
+        yield "127.0.0.1", port
 
 
 def _status_line(address: tuple[str, int], path: str) -> bytes:

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from hypercorn.asyncio import serve
 
 from engine.components.process import HOST, free_port
 from engine.errors import KsqlError
@@ -23,6 +22,7 @@ from engine.server.app import create_app
 from engine.server.cli import hypercorn_config
 from engine.server.limits import ERROR_TOO_MANY_REQUESTS, RequestGate, ServerLimits
 from engine.server.metrics import ServerMetrics
+from tests.engine.server.serving import serving_on_hypercorn
 
 
 class BlockingService:
@@ -53,25 +53,12 @@ def hypercorn_server(limits: ServerLimits) -> Iterator[tuple[str, int, BlockingS
     service = BlockingService()
     port = free_port()
     config = hypercorn_config(HOST, port, limits)
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
     app = create_app(service, limits=limits)  # type: ignore[arg-type]
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(app, config, shutdown_trigger=stop.wait),),
-                              daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    with serving_on_hypercorn(app, config, (HOST, port)):
         try:
-            socket.create_connection((HOST, port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield HOST, port, service
-    finally:
-        service.release.set()
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(timeout=10)
+            yield HOST, port, service
+        finally:
+            service.release.set()  # before the server stops: it waits for the blocked requests
 
 
 def _get(conn: socket.socket, path: str) -> bytes:

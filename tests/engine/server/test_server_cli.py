@@ -123,14 +123,19 @@ def test_the_config_file_takes_java_style_properties(tmp_path) -> None:
     }
 
 
+def _server_with_config(config: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    """``kspark server --config config`` on a broker that is not there (a bad file stops it first)."""
+    return subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
+         "--state-dir", str(state), "--config", str(config)],
+        capture_output=True, text=True, timeout=60,
+    )
+
+
 def test_a_config_file_setting_a_semantic_config_kspark_does_not_implement_is_one_line(tmp_path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("ksql.streams.auto.offset.reset=earliest\nksql.timestamp.throw.on.invalid=true\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
-         "--state-dir", str(tmp_path / "state"), "--config", str(path)],
-        capture_output=True, text=True, timeout=60,
-    )
+    done = _server_with_config(path, tmp_path / "state")
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"kspark: {path}: kspark implements ksql.timestamp.throw.on.invalid only as false (a record with an invalid "
@@ -140,11 +145,7 @@ def test_a_config_file_setting_a_semantic_config_kspark_does_not_implement_is_on
 def test_a_config_file_setting_a_bad_request_limit_is_one_line(tmp_path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("kspark.server.max.concurrent.requests=0\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "server", "--bootstrap-servers", "127.0.0.1:1", "--service-id", "x",
-         "--state-dir", str(tmp_path / "state"), "--config", str(path)],
-        capture_output=True, text=True, timeout=60,
-    )
+    done = _server_with_config(path, tmp_path / "state")
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"kspark: {path}: Invalid value '0' for configuration kspark.server.max.concurrent.requests: "
