@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import os
 import struct
 import sys
 import tempfile
@@ -216,10 +217,11 @@ def plot(samples: list[dict[str, Any]], marks: dict[str, float], path: Path) -> 
 
     minutes = [s["minute"] for s in samples]
     panels = (("rss_mib", "resident memory (MiB)"), ("threads", "threads"), ("open_files", "open files"),
-              ("state_mib", "state directory (MiB)"), ("lag", "lag (records, all queries)"))
-    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 11), sharex=True)
+              ("state_mib", "state directory (MiB)"), ("lag", "lag (records, all queries)"),
+              ("load_1m", "machine load (1 min average)"))
+    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 13), sharex=True)
     for axis, (key, label) in zip(axes, panels, strict=True):
-        axis.plot(minutes, [s[key] if s[key] is not None else float("nan") for s in samples], marker=".")
+        axis.plot(minutes, [s[key] if s.get(key) is not None else float("nan") for s in samples], marker=".")
         axis.set_ylabel(label, fontsize=8)
         axis.set_ylim(bottom=0)
         axis.grid(True, alpha=0.3)
@@ -253,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-seconds", type=float, default=60.0)
     parser.add_argument("--stage-minutes", type=float, default=3.0, help="time each stage runs before the next")
     parser.add_argument("--no-restart", action="store_true", help="do not restart the server half-way")
+    parser.add_argument("--catch-up-minutes", type=float, default=15.0,
+                        help="how long the outputs may take to be complete once the input stops")
     add_report_options(parser, "soak")
     args = parser.parse_args(argv)
     if args.queries < 2:
@@ -261,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from engine.components.broker import Broker
     from engine.kafka.consume import read_topic
+
+    # Date, commit and load average as at the start: the code that ran and the machine it met.
+    run = Run("soak", load={"minutes": args.minutes, "queries": args.queries, "rate": args.rate,
+                            "sample_seconds": args.sample_seconds, "stage_minutes": args.stage_minutes,
+                            "kinds": "stateless, aggregate, tumbling window, stream-table join in turn",
+                            "restart": not args.no_restart, "server": "one kspark server, --spark-master local[2]"})
+    report = Path(args.report)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    samples_file = report.with_suffix(".samples.jsonl")  # each sample as it is taken: kept if the run fails
+    samples_file.write_text("", encoding="utf-8")
 
     with tempfile.TemporaryDirectory(prefix="kspark-soak-") as tmp, ExitStack() as stack:
         work = Path(tmp)
@@ -300,8 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         def sample(stage: int) -> dict[str, Any]:
             entry = {"minute": round((time.monotonic() - born) / 60, 2), "queries": stage,
                      **tree_usage(server.process.pid if server.process else 0),
-                     "state_mib": directory_mib(state), **lag_report(server.url)}
+                     "state_mib": directory_mib(state), **lag_report(server.url),
+                     "load_1m": round(os.getloadavg()[0], 2)}
             samples.append(entry)
+            with samples_file.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(entry, sort_keys=True) + "\n")
             print(f"soak: {json.dumps(entry, sort_keys=True)}", flush=True)
             return entry
 
@@ -351,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         produced = feed.produced
 
         caught_up = time.monotonic()
-        deadline = caught_up + 900
+        deadline = caught_up + args.catch_up_minutes * 60
         problems: list[str] = []
         while True:
             problems = []
@@ -369,23 +386,22 @@ def main(argv: list[str] | None = None) -> int:
         problems.append(f"{clients.server_errors} pull or push answers were 5xx")
     if restart and restart["exit_code"] != 0:
         problems.append(f"the server's restart: SIGTERM ended it with {restart['exit_code']}")
-    run = Run("soak", load={"minutes": args.minutes, "queries": args.queries, "rate": args.rate,
-                            "sample_seconds": args.sample_seconds, "stage_minutes": args.stage_minutes,
-                            "kinds": "stateless, aggregate, tumbling window, stream-table join in turn",
-                            "restart": not args.no_restart, "server": "one kspark server, --spark-master local[2]"})
     details: dict[str, Any] = {"produced": produced, "restart": restart, "marks": marks, "samples": samples,
                                "catch_up_seconds": catch_up_seconds, "client_errors": dict(clients.errors),
                                "pull_queries": len(clients.latencies["pull"]),
                                "push_queries": len(clients.latencies["push"]), "final": final}
-    report = Path(args.report)
     plot(samples, marks, report.with_suffix(".png"))
     try:
         run.check_outputs("every stateless and join output holds each input record once, every aggregate's and "
                           "window's latest counts add up to the input (read_committed); no 5xx; SIGTERM exits 0",
                           problems)
     except OutputsWrong as exc:
-        print(json.dumps(details, indent=2, sort_keys=True))
-        print(f"soak: {exc}", file=sys.stderr)
+        # No figures from wrong outputs; what was seen is kept beside the report for the diagnosis.
+        failed = report.with_suffix(".failed.json")
+        failed.write_text(json.dumps({**run.to_json(details), "problems": problems}, indent=2, sort_keys=True) + "\n",
+                          encoding="utf-8")
+        print(json.dumps({k: v for k, v in details.items() if k != "samples"}, indent=2, sort_keys=True))
+        print(f"soak: {exc} (what the run saw: {failed})", file=sys.stderr)
         return 1
     if args.record:  # the docs' benchmarks page shows the newest recorded run's plot
         plot(samples, marks, REPOSITORY / "docs" / "soak.png")
