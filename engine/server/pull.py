@@ -41,7 +41,7 @@ from engine.parser import ast
 from engine.plan import expr as X
 from engine.plan import types as T
 from engine.plan.schema import Namespace
-from engine.server.pull_where import PullQueryError, check_star_alone, where_access
+from engine.server.pull_where import PullQueryError, check_star_alone, rewrite, where_access
 
 LOG = logging.getLogger("engine.server.pull")
 TABLE_SCAN_ENABLED = "ksql.query.pull.table.scan.enabled"
@@ -117,6 +117,7 @@ class PullPlan:
     limit: int | None
     where_text: str = ""
     header: tuple[PullColumn, ...] | None = None  # see ``star_header``
+    key_range: tuple[str, str, Any] | None = None  # a range scan's (key column, ">=" / "<=", bound)
 
 
 def is_pull_query(stmt: Any) -> TypeGuard[ast.Query]:
@@ -191,7 +192,7 @@ def plan_pull_query(
     if source.is_table and not (source.is_source or metastore.writers(source.name)):
         raise PullQueryError(
             f"The `{source.name}` table isn't queryable. To derive a queryable table, you can do "
-            f"'CREATE TABLE QUERYABLE_{source.name} AS SELECT * FROM {source.name}'. {QUERIES_URL}"
+            f"'CREATE TABLE QUERYABLE_{source.name} AS SELECT * FROM {source.name}'. {QUERIES_URL}{PUSH_HINT}"
         )
     if not source.is_table and not _flag(properties, STREAM_ENABLED, True):
         raise PullQueryError(
@@ -224,6 +225,10 @@ def plan_pull_query(
             raise PullQueryError(
                 f"Error in WHERE expression: {exc}\nStatement: {X.format_sql(analysis.where)}"
             ) from None
+        if source.is_table:
+            # ksqlDB filters a table's rows with the WHERE as its pull-query rewrite leaves it
+            # (QueryFilterNode compiles the rewritten predicate), where a NOT before a LIKE is lost.
+            predicate, _ = compile_typed(rewrite(analysis.where), columns)
     projections = []
     result_columns = []
     for selected in analysis.select:
@@ -243,8 +248,11 @@ def plan_pull_query(
         result_columns.append(PullColumn(selected.alias, sql_type if sql_type is not None else columns.get(
             getattr(ref, "name", ""), T.Primitive(T.BaseType.STRING)), suffix))
     lookup = None
+    key_range = None
     if source.is_table:
         access = where_access(analysis.where, source, properties)
+        if access.range is not None:
+            key_range = (source.schema.key[0].name, *access.range)
         check_star_alone(query, "Pull")
         key_types = [c.type for c in source.schema.key]
         if access.kind == "KEY_LOOKUP" and access.keys is not None and all(
@@ -259,6 +267,7 @@ def plan_pull_query(
         lookup_keys=lookup,
         limit=query.limit,
         header=star_header(query, source, result_columns),
+        key_range=key_range,
     )
 
 
@@ -501,6 +510,8 @@ class PullQueries:
             rows: Iterable[dict[str, Any]] = (
                 materialization.scan() if plan.lookup_keys is None else materialization.lookup(plan.lookup_keys)
             )
+            if plan.key_range is not None:
+                rows = [row for row in rows if _in_range(row, plan.key_range)]
         else:
             rows = self._stream_rows(source)
         out: list[tuple[Any, ...]] = []
@@ -573,6 +584,15 @@ class PullQueries:
 
 
 # ---------------------------------------------------------------------------- wire shapes
+
+
+def _in_range(row: Mapping[str, Any], key_range: tuple[str, str, Any]) -> bool:
+    """Whether a row is in a range scan's key range, both ends included (ksqlDB's store range)."""
+    name, op, bound = key_range
+    key = row.get(name)
+    if key is None or type(key) is not type(bound):
+        return False
+    return bool(key >= bound) if op == ">=" else bool(key <= bound)
 
 
 def pull_query_body(result: PullResult) -> str:

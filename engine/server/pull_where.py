@@ -72,6 +72,10 @@ class WhereAccess:
 
     kind: str
     keys: tuple[tuple[Any, ...], ...] | None = None
+    # RANGE_SCAN: the key store's range, ``(">=" or "<=", bound)``: ksqlDB reads [bound, end) for
+    # ``>``/``>=`` and (start, bound] for ``<``/``<=``, taking the operator as written whichever
+    # side the key is on (``'m' >= ID`` reads from 'm' on), then filters by the WHERE.
+    range: tuple[str, Any] | None = None
 
 
 def refusal(message: str, *, windowed: bool) -> PullQueryError:
@@ -233,7 +237,7 @@ class _Disjunct:
             return
         if column.name in WINDOW_BOUNDS:
             if node.op not in WINDOW_BOUND_OPERATORS:
-                raise refusal(f"Unsupported {column.name} bounds: {OPERATOR_NAMES[node.op]}", windowed=True)
+                raise refusal(f"Unsupported `{column.name}` bounds: {OPERATOR_NAMES[node.op]}", windowed=True)
             if not self.windowed:
                 raise refusal("Cannot use WINDOWSTART/WINDOWEND on non-windowed source", windowed=False)
             return
@@ -332,7 +336,7 @@ def _constraint(disjunct: X.Expr, source: DataSource) -> tuple[str, tuple[Any, .
             continue
         if node.op == "=" or index not in operators:
             contents[index] = value
-            operators[index] = node.op if column is node.left else _flip(node.op)
+            operators[index] = node.op  # as ksqlDB keeps it: not turned round for a key on the right
     if not operators:
         return None
     if len(operators) > 1:
@@ -345,8 +349,96 @@ def _constraint(disjunct: X.Expr, source: DataSource) -> tuple[str, tuple[Any, .
     return None
 
 
-def _flip(op: str) -> str:
-    return {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
+def _window_millis(other: X.Expr) -> int:
+    """ksqlDB's ``asInstant``: a window bound as epoch millis (a timestamp text was read already)."""
+    from engine.expressions.evaluator import compile_expression
+
+    if isinstance(other, X.Literal) and isinstance(other.value, str):
+        return _timestamp_millis(other.value)
+    if isinstance(other, X.Literal):
+        value = other.value
+    else:
+        try:
+            value = compile_expression(other, {})({})
+        except KsqlError:
+            value = None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise refusal("Window bounds must resolve to an INT, BIGINT, or STRING containing a datetime",
+                      windowed=True)
+    return value
+
+
+def _timestamp_millis(text: str) -> int:
+    """A (partial) timestamp text as epoch millis, refused in ksqlDB's words (its
+    ``PartialStringToTimestampParser``) when it is none."""
+    import datetime as dt
+
+    from engine.data.values import parse_timestamp_text
+    from engine.expressions.typer import TIMESTAMP_TEXT_HELP
+
+    try:
+        value = parse_timestamp_text(text)
+    except ValueError as exc:
+        raise PullQueryError(f"Failed to parse timestamp '{text}': {exc}{TIMESTAMP_TEXT_HELP}") from None
+    return (value - dt.datetime(1970, 1, 1)) // dt.timedelta(milliseconds=1)
+
+
+def check_timestamp_texts(where: X.Expr) -> None:
+    """ksqlDB's ``StatementRewriteForMagicPseudoTimestamp``, the first step of its pull-query
+    rewrite: a text compared with ROWTIME, WINDOWSTART or WINDOWEND must be a timestamp."""
+    pseudo = ("ROWTIME", *WINDOW_BOUNDS)
+
+    def is_pseudo(node: X.Expr) -> bool:
+        return isinstance(node, X.ColumnRef) and node.name in pseudo
+
+    for node in X.walk(where):
+        sides: tuple[X.Expr, ...] = ()
+        if isinstance(node, X.Comparison):
+            sides = (node.right,) if is_pseudo(node.left) else (node.left,) if is_pseudo(node.right) else ()
+        elif isinstance(node, X.Between) and is_pseudo(node.value):
+            sides = (node.low, node.high)
+        for side in sides:
+            if isinstance(side, X.Literal) and isinstance(side.value, str):
+                _timestamp_millis(side.value)
+
+
+def check_window_bounds(disjunct: X.Expr) -> None:
+    """ksqlDB's ``WindowBoundsExtractor`` over one disjunct of a windowed table's WHERE: per
+    bound column at most one lower, one upper and one equality bound, an equality alone, and
+    each bound a number or a timestamp text."""
+    seen: dict[str, set[str]] = {name: set() for name in WINDOW_BOUNDS}
+    for node in X.walk(disjunct):
+        if not isinstance(node, X.Comparison):
+            continue
+        if isinstance(node.right, X.ColumnRef):
+            column, other, inverted = node.right, node.left, True
+        elif isinstance(node.left, X.ColumnRef):
+            column, other, inverted = node.left, node.right, False
+        else:
+            continue
+        if column.name not in WINDOW_BOUNDS:
+            continue
+        bounds = seen[column.name]
+        added = False
+        if node.op == "=":
+            _window_millis(other)
+            added = "=" not in bounds
+            bounds.add("=")
+        simple = node.op
+        if node.op in RANGE_OPERATORS:
+            simple = "<" if (node.op in ("<", "<=")) != inverted else ">"
+            _window_millis(other)
+            added = simple not in bounds
+            bounds.add(simple)
+        if "=" in bounds and len(bounds) > 1:
+            shown = node
+            if isinstance(other, X.Literal) and isinstance(other.value, str):
+                millis = X.Literal(_timestamp_millis(other.value), T.BIGINT)
+                shown = X.Comparison(node.op, millis, column) if inverted else X.Comparison(node.op, column, millis)
+            raise refusal(f"`{X.format_sql(shown)}` cannot be combined with other `{column.name}` bounds",
+                          windowed=True)
+        if not added:
+            raise refusal(f"Duplicate `{column.name}` bounds on: {OPERATOR_NAMES[simple]}", windowed=True)
 
 
 def where_access(where: X.Expr | None, source: DataSource, properties: Mapping[str, Any]) -> WhereAccess:
@@ -358,6 +450,7 @@ def where_access(where: X.Expr | None, source: DataSource, properties: Mapping[s
         if not scans:
             raise refusal("Missing WHERE clause", windowed=windowed)
         return WhereAccess("TABLE_SCAN")
+    check_timestamp_texts(where)
     parts = disjuncts(rewrite(where))
     needs_scan = False
     for part in parts:
@@ -380,15 +473,22 @@ def where_access(where: X.Expr | None, source: DataSource, properties: Mapping[s
                           f"[{specified}] Expected: {_key_text(judged.keys)}", windowed=windowed)
     kind = "TABLE_SCAN"
     keys: tuple[tuple[Any, ...], ...] | None = None
+    key_range: tuple[str, Any] | None = None
     if not needs_scan:
-        constraints = [_constraint(part, source) for part in parts]
+        constraints = []
+        for part in parts:  # as ksqlDB extracts them: the key, then the window bounds, per disjunct
+            constraints.append(_constraint(part, source))
+            if windowed:
+                check_window_bounds(part)
         if all(c is not None and c[0] == "=" for c in constraints):
             kind, keys = "KEY_LOOKUP", tuple(c[1] for c in constraints if c is not None)
         elif len(constraints) == 1 and constraints[0] is not None:
-            kind = "RANGE_SCAN" if flag(properties, RANGE_SCAN_ENABLED, True) and not windowed else "TABLE_SCAN"
+            if flag(properties, RANGE_SCAN_ENABLED, True) and not windowed:
+                op, (bound,) = constraints[0]
+                kind, key_range = "RANGE_SCAN", (">=" if op in (">", ">=") else "<=", bound)
     if kind == "TABLE_SCAN" and not scans:
         raise PullQueryError(TABLE_SCAN_NEEDED + "\nAdd EMIT CHANGES if you intended to issue a push query.")
-    return WhereAccess(kind, keys)
+    return WhereAccess(kind, keys, key_range)
 
 
 def check_star_alone(query: Any, kind: str) -> None:

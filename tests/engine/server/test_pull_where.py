@@ -104,7 +104,7 @@ def test_range_scans_can_be_turned_off(engine) -> None:
         ("SELECT * FROM BY_USER WHERE N IS NULL;", {}, "Unsupported expression in WHERE clause: (N IS NULL).  See"),
         ("SELECT * FROM BY_USER WHERE USER NOT IN ('a');", {}, "Unsupported expression in WHERE clause: (NOT (USER = 'a'))"),
         ("SELECT * FROM PER_MINUTE WHERE USER = 'a' AND WINDOWSTART <> 1;", {},
-         "Unsupported WINDOWSTART bounds: NOT_EQUAL.  See https://cnfl.io/queries for more info."),
+         "Unsupported `WINDOWSTART` bounds: NOT_EQUAL.  See https://cnfl.io/queries for more info."),
         ("SELECT * FROM BY_USER WHERE N LIKE 'a%';", {},
          "The column type for Like condition must be VARCHAR. The column type is BIGINT"),
         ("SELECT * FROM BY_PAGE WHERE PAGE = 3000000000;", {},
@@ -156,3 +156,72 @@ def test_a_star_beside_other_items_is_refused_in_a_pull_query(engine) -> None:
     with pytest.raises(PullQueryError, match="Pull queries only support wildcards in the projects if they are the only "
                                              "expression"):
         plan_pull_query(engine.metastore, parsed.statement, parsed.text, {})
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("WINDOWSTART > 1 AND WINDOWSTART >= 2", "Duplicate `WINDOWSTART` bounds on: GREATER_THAN."),
+        ("WINDOWEND < 5 AND 3 > WINDOWEND", "Duplicate `WINDOWEND` bounds on: LESS_THAN."),
+        ("WINDOWSTART = 1 AND WINDOWSTART = 2", "Duplicate `WINDOWSTART` bounds on: EQUAL."),
+        ("WINDOWSTART = 1 AND WINDOWSTART > 0", "`(WINDOWSTART > 0)` cannot be combined with other `WINDOWSTART` bounds."),
+        ("WINDOWEND <= 9 AND WINDOWEND = '1970-01-01T00:00:01'",
+         "`(WINDOWEND = 1000)` cannot be combined with other `WINDOWEND` bounds."),
+        ("WINDOWSTART > 1.5", "Window bounds must resolve to an INT, BIGINT, or STRING containing a datetime."),
+        ("WINDOWSTART > 'yesterday'", "Failed to parse timestamp 'yesterday': "),
+    ],
+)
+def test_window_bounds_are_checked_as_ksqldb_extracts_them(engine, where, message) -> None:
+    with pytest.raises(PullQueryError) as refused:
+        _access(engine, f"SELECT * FROM PER_MINUTE WHERE USER = 'a' AND {where};")
+    assert message in str(refused.value)
+    if "Failed to parse" not in message:  # a bound's refusal says what a windowed WHERE may hold
+        assert "Bounds on [`WINDOWSTART`, `WINDOWEND`] are supported" in str(refused.value)
+
+
+def test_window_bounds_of_each_disjunct_are_their_own(engine) -> None:
+    access = _access(engine, "SELECT * FROM PER_MINUTE WHERE (USER = 'a' AND WINDOWSTART > 1) OR "
+                             "(USER = 'b' AND WINDOWSTART > 2 AND WINDOWEND < '2020-01-01');")
+    assert (access.kind, access.keys) == ("KEY_LOOKUP", (("a",), ("b",)))
+    # a table scan extracts no bounds, as ksqlDB's extracts none
+    assert _access(engine, "SELECT * FROM PER_MINUTE WHERE N > 1 AND WINDOWSTART > 1 AND WINDOWSTART > 2;").kind == \
+        "TABLE_SCAN"
+
+
+def test_a_table_pull_query_filters_with_the_rewritten_where(engine) -> None:
+    """ksqlDB evaluates the WHERE as its rewrite leaves it: a NOT before a LIKE is dropped there."""
+    [parsed] = parse("SELECT * FROM BY_USER WHERE USER NOT LIKE 'a%';")
+    plan = plan_pull_query(engine.metastore, parsed.statement, parsed.text, {})
+    assert plan.predicate({"USER": "ab", "N": 1, "TOP": 1}) is True
+    assert plan.predicate({"USER": "b", "N": 1, "TOP": 1}) is False
+    [parsed] = parse("SELECT * FROM BY_USER WHERE USER IN ('a', 'b') AND N BETWEEN 1 AND 2;")
+    plan = plan_pull_query(engine.metastore, parsed.statement, parsed.text, {})
+    assert [plan.predicate({"USER": u, "N": n, "TOP": 1}) for u, n in (("a", 1), ("b", 3), ("c", 1))] == \
+        [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("where", "key_range", "found"),
+    [
+        ("USER > 'b'", (">=", "b"), ["c", "d"]),
+        ("USER >= 'b' AND USER < 'd'", (">=", "b"), ["b", "c"]),  # the first bound of the key makes the range
+        ("USER <= 'b'", ("<=", "b"), ["a", "b"]),
+        ("USER BETWEEN 'b' AND 'c'", (">=", "b"), ["b", "c"]),
+        # the key on the right: ksqlDB takes the operator as written, so 'c' >= USER reads the
+        # store from 'c' on, and its WHERE leaves 'c' alone
+        ("'c' >= USER", (">=", "c"), ["c"]),
+    ],
+)
+def test_a_range_scan_reads_the_key_range_ksqldb_reads(engine, where, key_range, found) -> None:
+    from engine.server.pull import _in_range
+
+    access = _access(engine, f"SELECT * FROM BY_USER WHERE {where};")
+    assert (access.kind, access.range) == ("RANGE_SCAN", key_range)
+    [parsed] = parse(f"SELECT * FROM BY_USER WHERE {where};")
+    plan = plan_pull_query(engine.metastore, parsed.statement, parsed.text, {})
+    assert plan.key_range == ("USER", *key_range)
+    rows = [{"USER": user, "N": 1, "TOP": 1} for user in "abcd"]
+    assert [r["USER"] for r in rows if _in_range(r, plan.key_range) and plan.predicate(r) is True] == found
+    # a table scan has no key range
+    [parsed] = parse("SELECT * FROM BY_USER WHERE USER > 'b' OR USER = 'a';")
+    assert plan_pull_query(engine.metastore, parsed.statement, parsed.text, {}).key_range is None
