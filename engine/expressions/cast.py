@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from engine.data.java_double import java_double_to_string
 from engine.data.values import (
     format_date,
     format_double,
@@ -98,15 +99,21 @@ def format_decimal(value: decimal.Decimal) -> str:
 # --------------------------------------------------------------------------- to string
 
 
-def java_string(value: Any, sql_type: SqlType | None) -> str:
-    """The text Java's ``toString`` gives a value of this type (as CAST(... AS STRING) does)."""
+def java_string(
+    value: Any, sql_type: SqlType | None, double_text: Callable[[float], str] = format_double
+) -> str:
+    """The text Java's ``toString`` gives a value of this type (as CAST(... AS STRING) does).
+
+    ``double_text`` writes a DOUBLE: ``java_double_to_string`` is the JDK's own digits (CAST
+    since version 3); the default is the shortest text that reads back, as version 1 wrote.
+    """
     if value is None:
         return "null"
     base = sql_type.base if sql_type is not None else None
     if isinstance(value, bool):
         return "true" if value else "false"
     if base is BaseType.DOUBLE or isinstance(value, float):
-        return format_double(float(value))
+        return double_text(float(value))
     if isinstance(value, decimal.Decimal):
         return format_decimal(value)
     if isinstance(value, dt.datetime):
@@ -121,11 +128,11 @@ def java_string(value: Any, sql_type: SqlType | None) -> str:
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, list):
         item = sql_type.item if isinstance(sql_type, T.Array) else None
-        return "[" + ", ".join(java_string(v, item) for v in value) + "]"
+        return "[" + ", ".join(java_string(v, item, double_text) for v in value) + "]"
     if isinstance(sql_type, T.Struct) and isinstance(value, dict):
         # Kafka Connect's Struct.toString skips null fields.
         parts = [
-            f"{f.name}={java_string(value.get(f.name), f.type)}"
+            f"{f.name}={java_string(value.get(f.name), f.type, double_text)}"
             for f in sql_type.fields
             if value.get(f.name) is not None
         ]
@@ -133,7 +140,9 @@ def java_string(value: Any, sql_type: SqlType | None) -> str:
     if isinstance(value, dict):
         kt = sql_type.key if isinstance(sql_type, T.Map) else None
         vt = sql_type.value if isinstance(sql_type, T.Map) else None
-        return "{" + ", ".join(f"{java_string(k, kt)}={java_string(v, vt)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(
+            f"{java_string(k, kt, double_text)}={java_string(v, vt, double_text)}" for k, v in value.items()
+        ) + "}"
     return str(value)
 
 
@@ -216,6 +225,7 @@ def cast_supported(source: SqlType | None, target: SqlType) -> bool:
         return sb is not BaseType.BYTES
     if sb is BaseType.STRING:
         return tb in (
+            BaseType.BYTES,
             BaseType.BOOLEAN,
             BaseType.INTEGER,
             BaseType.BIGINT,
@@ -265,6 +275,11 @@ _CAST_CHANGES: tuple[tuple[int, Callable[[SqlType], bool]], ...] = (
     # 2: STRING to DATE reads ksqlDB's partial timestamp text ('1970-01', '2020-05-01T10:00')
     # and takes its UTC day; version 1 read only yyyy-MM-dd.
     (2, lambda t: _mentions(t, BaseType.DATE)),
+    # 3: a DOUBLE becomes text with the JDK's Double.toString digits (java_double_to_string),
+    # not the shortest text that reads back; a DOUBLE becomes a DECIMAL from its exact binary
+    # value rounded to the precision first, then to the scale (DecimalUtil's two HALF_UP
+    # steps), not from its shortest text; STRING to BYTES decodes base64 (refused before).
+    (3, lambda t: any(_mentions(t, b) for b in (BaseType.STRING, BaseType.DECIMAL, BaseType.BYTES))),
 )
 CAST_SEMANTICS = max(version for version, _ in _CAST_CHANGES)
 
@@ -304,10 +319,15 @@ def _cast_fn(source: SqlType, target: SqlType, semantics: int) -> Converter:
     if tb is BaseType.STRING:
         if sb is BaseType.STRING:
             return _identity
+        if semantics >= 3:
+            return lambda v: java_string(v, source, java_double_to_string)
         return lambda v: java_string(v, source)
     if sb is BaseType.STRING:
         return _from_string(target, semantics)
     if source.is_numeric and target.is_numeric:
+        if semantics >= 3 and sb is BaseType.DOUBLE and isinstance(target, T.Decimal):
+            p, s = target.precision, target.scale
+            return lambda v: double_to_decimal(v, p, s)
         return _numeric_cast(source, target)
     if sb is BaseType.TIMESTAMP and tb is BaseType.DATE:
         return lambda v: v.date()
@@ -361,7 +381,40 @@ def _from_string(target: SqlType, semantics: int) -> Converter:
         return parse_date_text if semantics < 2 else _partial_date
     if tb is BaseType.TIME:
         return parse_time_text
+    if tb is BaseType.BYTES:
+        return parse_base64
     raise TypeCheckError(f"Cast of STRING to {target} is not supported.")
+
+
+_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?")
+
+
+def parse_base64(text: str) -> bytes:
+    """CAST of STRING to BYTES: the trimmed text decoded as basic base64 (Java's
+    ``Base64.getDecoder()``: padding optional, no other characters)."""
+    import base64
+
+    stripped = text.strip()
+    if len(stripped) % 4 == 1 or not _BASE64_TEXT.fullmatch(stripped):
+        raise ValueError(f"Illegal base64 text: '{text}'")
+    return base64.b64decode(stripped + "=" * (-len(stripped) % 4))
+
+
+def double_to_decimal(value: float, precision: int, scale: int) -> decimal.Decimal:
+    """CAST of DOUBLE to DECIMAL(p, s) since version 3, as ksqlDB's ``DecimalUtil.cast``:
+    the double's exact binary value rounded HALF_UP to ``precision`` significant digits,
+    refused when that reaches 10^(p - s), then rounded HALF_UP to ``scale``."""
+    if math.isnan(value) or math.isinf(value):
+        raise ArithmeticError(f"Cannot convert the double {format_double(value)} to a DECIMAL.")
+    exact = decimal.Decimal(value)
+    context = decimal.Context(prec=precision, rounding=decimal.ROUND_HALF_UP, Emax=999_999, Emin=-999_999)
+    rounded = context.plus(exact)
+    if rounded != 0 and rounded.adjusted() >= precision - scale:
+        raise ArithmeticError(
+            f"Numeric field overflow: A field with precision {precision} and scale {scale} "
+            f"must round to an absolute value less than 10^{precision - scale}. Got {format_decimal(rounded)}"
+        )
+    return rounded.quantize(decimal.Decimal(1).scaleb(-scale), context=DECIMAL_CONTEXT)
 
 
 def _partial_date(text: str) -> dt.date:

@@ -402,7 +402,8 @@ class _Compiler:
 
     def _Cast(self, expr: E.Cast) -> Column:
         # The Spark forms below (NULL, widening, integral or boolean to STRING) behave alike in
-        # every version of CAST (engine.expressions.cast: version 2 changed STRING to DATE).
+        # every version of CAST (engine.expressions.cast: version 2 changed STRING to DATE, version 3
+        # DOUBLE to STRING and DECIMAL and STRING to BYTES).
         source, target = self.type_of(expr.operand), expr.type
         operand = self.compile(expr.operand)
         if source is None:

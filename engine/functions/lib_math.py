@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from engine.errors import EvaluationError
 from engine.functions.registry import REGISTRY, scalar
+from engine.functions.udaf import wrap_int, wrap_long
 from engine.plan import types as T
 from engine.plan.types import SqlType
 
@@ -225,16 +226,28 @@ def _round_double(x: float, places: int, rounding: str | None) -> float:
 # --------------------------------------------------------------------------- ABS, SIGN
 
 
-@scalar("ABS", params=[T.INTEGER], returns=T.INTEGER)
+@scalar("ABS", params=[T.INTEGER], returns=T.INTEGER, until=1)
 def abs_int(x: int) -> int:
     """Absolute value."""
     return abs(x)
 
 
-@scalar("ABS", params=[T.BIGINT], returns=T.BIGINT)
+@scalar("ABS", params=[T.BIGINT], returns=T.BIGINT, until=1)
 def abs_bigint(x: int) -> int:
     """Absolute value."""
     return abs(x)
+
+
+@scalar("ABS", params=[T.INTEGER], returns=T.INTEGER, since=2)
+def abs_int_java(x: int) -> int:
+    """Absolute value; the smallest INTEGER stays itself, as Java's Math.abs wraps."""
+    return wrap_int(abs(x))
+
+
+@scalar("ABS", params=[T.BIGINT], returns=T.BIGINT, since=2)
+def abs_bigint_java(x: int) -> int:
+    """Absolute value; the smallest BIGINT stays itself, as Java's Math.abs wraps."""
+    return wrap_long(abs(x))
 
 
 @scalar("ABS", params=[ANY_DECIMAL], returns=_same_decimal)

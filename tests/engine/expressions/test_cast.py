@@ -203,7 +203,118 @@ def test_cast_version_1_stays_for_plans_saved_with_it_and_reads_only_full_dates(
 def test_a_cast_records_the_latest_version_that_changed_casts_to_its_type() -> None:
     from engine.expressions.cast import CAST_SEMANTICS, cast_semantics, make_cast
 
-    assert cast_semantics(T.DATE) == cast_semantics(T.Map(T.STRING, T.DATE)) == 2
+    assert cast_semantics(T.DATE) == cast_semantics(T.Map(T.INTEGER, T.DATE)) == 2
     assert cast_semantics(T.INTEGER) == cast_semantics(T.Array(T.TIMESTAMP)) == 1
+    assert cast_semantics(T.STRING) == cast_semantics(T.Map(T.STRING, T.DATE)) == 3
+    assert cast_semantics(T.Decimal(4, 2)) == cast_semantics(T.BYTES) == 3
     with pytest.raises(TypeCheckError, match=f"version {CAST_SEMANTICS + 1} of its behaviour"):
         make_cast(T.STRING, T.DATE, CAST_SEMANTICS + 1)
+
+
+# --------------------------------------------------------------------------- CAST version 3
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (124920860860690064.0, "1.24920860860690064E17"),
+        (2.0**-127, "5.8774717541114375E-39"),
+        (5e-324, "4.9E-324"),
+        (0.1, "0.1"),
+        (1e7, "1.0E7"),
+    ],
+)
+def test_cast_version_3_writes_a_double_with_the_jdks_digits(value: float, text: str) -> None:
+    from engine.expressions.cast import make_cast
+
+    assert make_cast(T.DOUBLE, T.STRING, 3)(value) == text
+    assert make_cast(T.Array(T.DOUBLE), T.STRING, 3)([value, None]) == f"[{text}, null]"
+    assert make_cast(T.Map(T.STRING, T.DOUBLE), T.STRING, 3)({"k": value}) == f"{{k={text}}}"
+
+
+def test_cast_versions_1_and_2_keep_the_shortest_double_text_for_saved_plans() -> None:
+    from engine.expressions.cast import make_cast
+
+    for version in (1, 2):
+        assert make_cast(T.DOUBLE, T.STRING, version)(124920860860690064.0) == "1.2492086086069006E17"
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "expected"),
+    [
+        # the exact binary value is below the half, so it rounds down (2.67499999...)
+        (2.675, T.Decimal(3, 2), D("2.67")),
+        (-2.675, T.Decimal(3, 2), D("-2.67")),
+        (0.285, T.Decimal(2, 2), D("0.28")),
+        (9.995, T.Decimal(3, 2), D("9.99")),
+        # rounded to the precision first (1.00499... -> 1.005), then HALF_UP to the scale
+        (1.005, T.Decimal(4, 2), D("1.01")),
+        (0.125, T.Decimal(3, 2), D("0.13")),
+        (12345.678, T.Decimal(5, 0), D("12346")),
+        (0.1, T.Decimal(10, 2), D("0.10")),
+        (1.0, T.Decimal(5, 3), D("1.000")),
+    ],
+)
+def test_cast_version_3_of_a_double_to_decimal_starts_from_its_exact_value(
+    value: float, target: T.Decimal, expected: D
+) -> None:
+    from engine.expressions.cast import make_cast
+
+    result = make_cast(T.DOUBLE, target, 3)(value)
+    assert result == expected and str(result) == str(expected)
+
+
+def test_cast_version_1_of_a_double_to_decimal_starts_from_its_shortest_text() -> None:
+    from engine.expressions.cast import make_cast
+
+    assert make_cast(T.DOUBLE, T.Decimal(3, 2), 1)(2.675) == D("2.68")
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "got"),
+    [
+        (99.995, T.Decimal(4, 2), "100.0"),
+        (1e20, T.Decimal(5, 2), "100000000000000000000"),
+        (10.0, T.Decimal(3, 2), "10"),
+    ],
+)
+def test_cast_version_3_of_a_double_overflows_on_the_value_rounded_to_the_precision(
+    value: float, target: T.Decimal, got: str
+) -> None:
+    from engine.expressions.cast import make_cast
+
+    with pytest.raises(ArithmeticError) as raised:
+        make_cast(T.DOUBLE, target, 3)(value)
+    assert str(raised.value).endswith(f"less than 10^{target.precision - target.scale}. Got {got}")
+
+
+def test_cast_version_3_of_nan_to_decimal_fails() -> None:
+    from engine.expressions.cast import make_cast
+
+    with pytest.raises(ArithmeticError, match="NaN"):
+        make_cast(T.DOUBLE, T.Decimal(3, 2), 3)(float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("AQID", b"\x01\x02\x03"),
+        (" AQID ", b"\x01\x02\x03"),
+        ("AQI", b"\x01\x02"),
+        ("AQ==", b"\x01"),
+        ("AQ", b"\x01"),
+        ("", b""),
+    ],
+)
+def test_cast_of_a_string_to_bytes_decodes_base64(text: str, expected: bytes) -> None:
+    from engine.expressions.cast import make_cast
+
+    assert make_cast(T.STRING, T.BYTES, 3)(text) == expected
+
+
+@pytest.mark.parametrize("text", ["A", "AQ=", "AQ==AQ==", "AQ!D", "AQIDB"])
+def test_cast_of_text_that_is_not_base64_to_bytes_fails(text: str) -> None:
+    from engine.expressions.cast import make_cast
+
+    with pytest.raises(ValueError, match="base64"):
+        make_cast(T.STRING, T.BYTES, 3)(text)

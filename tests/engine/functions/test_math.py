@@ -312,3 +312,14 @@ def test_round_of_integers_still_resolves_with_one_argument_or_a_decimal():
     assert REGISTRY.resolve("ROUND", [T.INTEGER]).return_type == T.BIGINT
     assert REGISTRY.resolve("ROUND", [T.Decimal(5, 2), T.INTEGER]).return_type == T.Decimal(5, 2)
     assert REGISTRY.resolve("ROUND", [T.DOUBLE, T.INTEGER]).return_type == T.DOUBLE
+
+
+def test_abs_of_the_smallest_integral_stays_itself_as_javas_math_abs() -> None:
+    assert call("ABS", [T.INTEGER], -(2**31)) == -(2**31)
+    assert call("ABS", [T.BIGINT], -(2**63)) == -(2**63)
+    assert call("ABS", [T.INTEGER], -(2**31) + 1) == 2**31 - 1
+
+
+def test_abs_version_1_keeps_the_unwrapped_value_for_saved_plans() -> None:
+    assert REGISTRY.resolve("ABS", [T.INTEGER], 1).invoke([-(2**31)]) == 2**31
+    assert REGISTRY.current_semantics("ABS") == 2
