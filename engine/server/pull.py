@@ -236,11 +236,11 @@ def plan_pull_query(
         projections.append(fn)
         suffix = ""
         ref = selected.expression
-        if isinstance(ref, X.ColumnRef) and source.is_table:
-            column = schema_columns.get(ref.name)
-            if (column is not None and column.namespace is Namespace.KEY) or (
-                ref.name in WINDOW_BOUNDS and source.window_info is not None
-            ):
+        if source.is_table:
+            # ksqlDB's QueryProjectNode marks a column KEY by its name in the result: a key
+            # column's or a window bound's name, whatever the expression (``ID AS X`` is no key).
+            named = schema_columns.get(selected.alias)
+            if (named is not None and named.namespace is Namespace.KEY) or selected.alias in WINDOW_BOUNDS:
                 suffix = " KEY"
         if isinstance(ref, X.ColumnRef) and source.is_table and (column := schema_columns.get(ref.name)) is not None \
                 and column.namespace is Namespace.HEADERS and selected.alias == ref.name:

@@ -69,6 +69,18 @@ def test_header_marks_table_keys_and_window_bounds(local) -> None:
     assert ", ".join(map(str, _plan(local, "SELECT ID, ROWTIME FROM S;").columns)) == "`ID` STRING, `ROWTIME` BIGINT"
 
 
+def test_the_header_marks_key_by_the_result_columns_name(local) -> None:
+    """ksqlDB's QueryProjectNode: KEY goes with a key column's or a window bound's name."""
+    def header(text: str) -> str:
+        return ", ".join(map(str, _plan(local, text).columns))
+
+    assert header("SELECT ID AS X, C FROM T;") == "`X` STRING, `C` BIGINT"
+    assert header("SELECT UCASE(ID) AS ID, C FROM T;") == "`ID` STRING KEY, `C` BIGINT"
+    assert header("SELECT WINDOWSTART AS WS, WINDOWEND, ID FROM W WHERE ID = 'a';") == (
+        "`WS` BIGINT, `WINDOWEND` BIGINT KEY, `ID` STRING KEY"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "properties", "message"),
     [
