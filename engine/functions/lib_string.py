@@ -339,7 +339,7 @@ def rtrim(s: str) -> str:
     return s.rstrip(_TRIMMED)
 
 
-@scalar("INITCAP", params=[STRING], returns=STRING)
+@scalar("INITCAP", params=[STRING], returns=STRING, until=1)
 def initcap(s: str) -> str:
     """Capitalise the first letter of each word and lower-case the rest; keep the spacing."""
     out: list[str] = []
@@ -351,6 +351,25 @@ def initcap(s: str) -> str:
         else:
             out.append(c.upper() if word_start else c.lower())
             word_start = False
+    return "".join(out)
+
+
+# Java's regex ``\\s`` (no UNICODE_CHARACTER_CLASS): these six characters only.
+_JAVA_REGEX_SPACE = " \t\n\x0b\f\r"
+_INITCAP_PART = re.compile(f"[^{_JAVA_REGEX_SPACE}]+[{_JAVA_REGEX_SPACE}]*")
+
+
+@scalar("INITCAP", params=[STRING], returns=STRING, since=2)
+def initcap_java(s: str) -> str:
+    """Each word with its first letter upper-cased and the rest lower-cased, as ksqlDB's body
+    does: the whole string lower-cased first (a final sigma stays final), words and the
+    spaces after them (space, tab, line breaks) taken in turn, so leading spaces are dropped,
+    and a letter outside the BMP kept as it is (Java upper-cases its first UTF-16 unit alone)."""
+    out: list[str] = []
+    for match in _INITCAP_PART.finditer(s.lower()):
+        part = match.group()
+        head = part[0] if ord(part[0]) > 0xFFFF else part[0].upper()
+        out.append(head + part[1:])
     return "".join(out)
 
 
@@ -387,13 +406,13 @@ def substring(s: str, pos: int, count: int) -> str:
     return from_units(units[start:end])
 
 
-@scalar("INSTR", params=[STRING, STRING], returns=INTEGER, null_propagating=False)
+@scalar("INSTR", params=[STRING, STRING], returns=INTEGER, null_propagating=False, until=1)
 def instr(s: str | None, sub: str | None) -> int:
     """1-based position of the first occurrence of ``sub`` in ``s``, or 0."""
     return instr_occurrence(s, sub, 1, 1)
 
 
-@scalar("INSTR", params=[STRING, STRING, INTEGER], returns=INTEGER, null_propagating=False)
+@scalar("INSTR", params=[STRING, STRING, INTEGER], returns=INTEGER, null_propagating=False, until=1)
 def instr_from(s: str | None, sub: str | None, position: int | None) -> int:
     """1-based position of ``sub`` searching from ``position`` (backwards if negative), or 0."""
     return instr_occurrence(s, sub, position, 1)
@@ -404,6 +423,7 @@ def instr_from(s: str | None, sub: str | None, position: int | None) -> int:
     params=[STRING, STRING, INTEGER, INTEGER],
     returns=INTEGER,
     null_propagating=False,
+    until=1,
 )
 def instr_occurrence(
     s: str | None, sub: str | None, position: int | None, occurrence: int | None
@@ -437,6 +457,90 @@ def instr_occurrence(
                 return 0
         return index + 1
     return 0
+
+
+def _java_reverse(units: str) -> str:
+    """``StringBuilder.reverse`` over UTF-16 units: surrogate pairs keep their order."""
+    chars = list(units[::-1])
+    i = 0
+    while i < len(chars) - 1:
+        if 0xDC00 <= ord(chars[i]) <= 0xDFFF and 0xD800 <= ord(chars[i + 1]) <= 0xDBFF:
+            chars[i], chars[i + 1] = chars[i + 1], chars[i]
+            i += 2
+        else:
+            i += 1
+    return "".join(chars)
+
+
+def _ordinal_index_of(text: str, needle: str, ordinal: int) -> int:
+    """Commons Lang's ``StringUtils.ordinalIndexOf``: overlapping matches; an empty needle is
+    at 0; an ordinal below 1 finds nothing (-1)."""
+    if ordinal <= 0:
+        return -1
+    if not needle:
+        return 0
+    index = -1
+    for _ in range(ordinal):
+        index = text.find(needle, index + 1)
+        if index < 0:
+            return -1
+    return index
+
+
+def _lang_substring(text: str, start: int) -> str:
+    """Commons Lang's ``StringUtils.substring(str, start)``: a negative start counts from the end."""
+    if start < 0:
+        start = max(len(text) + start, 0)
+    return text[start:] if start <= len(text) else ""
+
+
+def _instr_find(text: str, needle: str, position: int, occurrence: int, *, reversed_: bool) -> int:
+    index = _ordinal_index_of(_lang_substring(text, position - 1), needle, occurrence)
+    if index == -1:
+        return 0
+    return len(text) - position - index - len(needle) + 2 if reversed_ else index + position
+
+
+def _instr_java(s: str | None, sub: str | None, position: int | None, occurrence: int | None) -> int:
+    if position is None or occurrence is None:
+        raise EvaluationError("INSTR needs a non-NULL position and occurrence.")
+    if s is None or sub is None:
+        return 0
+    text, needle = to_units(s), to_units(sub)
+    if abs(position) > len(text):
+        return 0
+    if position < 0:
+        return _instr_find(_java_reverse(text), _java_reverse(needle), -position, occurrence, reversed_=True)
+    return _instr_find(text, needle, position, occurrence, reversed_=False)
+
+
+@scalar("INSTR", params=[STRING, STRING], returns=INTEGER, null_propagating=False, since=2)
+def instr_java(s: str | None, sub: str | None) -> int:
+    """1-based position (in UTF-16 units) of the first occurrence of ``sub`` in ``s``, or 0."""
+    return _instr_java(s, sub, 1, 1)
+
+
+@scalar("INSTR", params=[STRING, STRING, INTEGER], returns=INTEGER, null_propagating=False, since=2)
+def instr_from_java(s: str | None, sub: str | None, position: int | None) -> int:
+    """1-based position of ``sub`` searching from ``position`` (backwards if negative), or 0;
+    a position past either end finds nothing."""
+    return _instr_java(s, sub, position, 1)
+
+
+@scalar(
+    "INSTR",
+    params=[STRING, STRING, INTEGER, INTEGER],
+    returns=INTEGER,
+    null_propagating=False,
+    since=2,
+)
+def instr_occurrence_java(
+    s: str | None, sub: str | None, position: int | None, occurrence: int | None
+) -> int:
+    """1-based position of the ``occurrence``-th ``sub`` (matches may overlap) searching from
+    ``position``, or 0, as ksqlDB's body finds it: an occurrence below 1 finds nothing, an
+    empty ``sub`` is found at the position itself."""
+    return _instr_java(s, sub, position, occurrence)
 
 
 def pad(subject: str, target: int, padding: str, left: bool) -> str:

@@ -140,9 +140,8 @@ def test_instr_returns_zero_for_null_input():
     assert call("INSTR", "abc", None) == 0
 
 
-def test_instr_rejects_non_positive_occurrence():
-    with pytest.raises(EvaluationError, match="occurrence"):
-        call("INSTR", "abc", "a", 1, 0)
+def test_instr_finds_nothing_for_a_non_positive_occurrence():
+    assert call("INSTR", "abc", "a", 1, 0) == 0
 
 
 @pytest.mark.parametrize(
@@ -334,3 +333,94 @@ def test_a_regex_that_does_not_compile_fails_in_ksqldbs_words():
     # REGEXP_EXTRACT lets the pattern's own error through, as ksqlDB's does.
     with pytest.raises(EvaluationError, match="is not valid"):
         call("REGEXP_EXTRACT", "(b", "abc")
+
+
+# --------------------------------------------------------------------------- INITCAP and INSTR version 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the parts are words with the spaces after them: leading spaces are not kept
+        ("  hello  wORLD ", "Hello  World "),
+        ("   ", ""),
+        ("x\ty\nz", "X\tY\nZ"),
+        # Java's \s is space, tab and line breaks: other white space is part of the word
+        ("a\u00a0b", "A\u00a0b"),
+        ("a\u2003b\u0085c\u001cd", "A\u2003b\u0085c\u001cd"),
+        # the whole string is lower-cased first, so a final sigma stays final
+        ("ΟΔΟΣ ΟΔΟΣ", "Οδος Οδος"),
+        # the first UTF-16 unit alone is upper-cased: a letter outside the BMP stays as it is
+        ("\U00010428x yz", "\U00010428x Yz"),
+        ("ßa ŉb", "SSa ʼNb"),
+        ("İstanbul", "I\u0307stanbul"),
+    ],
+)
+def test_initcap_version_2_takes_words_as_ksqldbs_body_does(text: str, expected: str) -> None:
+    assert call("INITCAP", text) == expected
+
+
+def test_initcap_version_1_keeps_the_spacing_for_saved_plans() -> None:
+    assert REGISTRY.resolve("INITCAP", [T.STRING], 1).invoke(["  a b"]) == "  A B"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("CORPORATE FLOOR", "OR", 3, 2), 14),
+        (("CORPORATE FLOOR", "OR", -3, 2), 2),
+        (("aaaa", "aa", 1, 2), 2),
+        # an occurrence below 1 finds nothing
+        (("abc", "b", 1, 0), 0),
+        (("abc", "b", 1, -1), 0),
+        # backwards, a match must end at or before the position: "aa" from -2 is not found
+        (("aa", "aa", -2, 1), 0),
+        (("aa", "aa", -1, 1), 1),
+        # a position past either end finds nothing, an empty substring too
+        (("abc", "", 4, 1), 0),
+        (("abc", "c", -4, 1), 0),
+        # an empty substring is found at the position, whatever the occurrence
+        (("abc", "", 1, 2), 1),
+        (("abc", "", 2, 3), 2),
+        (("abc", "", -1, 1), 4),
+        # positions count UTF-16 units
+        (("\U0001F600ab", "b", 1, 1), 4),
+        (("a\U0001F600b\U0001F600", "\U0001F600", -1, 2), 2),
+        # backwards from the low half of a surrogate pair: the pair is not found
+        (("\U0001F600", "\U0001F600", -2, 1), 0),
+        (("\U0001F600", "\U0001F600", -1, 1), 1),
+    ],
+)
+def test_instr_version_2_finds_as_ksqldbs_body_does(args: tuple[Any, ...], expected: int) -> None:
+    assert call("INSTR", *args) == expected
+
+
+def test_instr_version_1_refuses_an_occurrence_below_one_for_saved_plans() -> None:
+    with pytest.raises(EvaluationError, match="occurrence"):
+        REGISTRY.resolve("INSTR", [T.STRING, T.STRING, T.INTEGER, T.INTEGER], 1).invoke(["abc", "b", 1, 0])
+
+
+def _instr_model(text: str, sub: str, position: int, occurrence: int) -> int:
+    """INSTR as ksqlDB's body defines it, for BMP text and a non-empty substring: forwards,
+    the n-th match starting at or after the position; backwards (position -q), the n-th match
+    from the end among those ending at or before the q-th character from the end."""
+    if position == 0 or abs(position) > len(text):
+        return 0
+    starts = [i for i in range(len(text) - len(sub) + 1) if text.startswith(sub, i)]
+    if position > 0:
+        found = [i for i in starts if i >= position - 1]
+    else:
+        found = [i for i in reversed(starts) if i + len(sub) <= len(text) + position + 1]
+    return found[occurrence - 1] + 1 if len(found) >= occurrence else 0
+
+
+@given(
+    st.text(alphabet="abc", max_size=8),
+    st.text(alphabet="abc", min_size=1, max_size=3),
+    st.integers(min_value=-9, max_value=9),
+    st.integers(min_value=1, max_value=3),
+)
+def test_instr_version_2_matches_its_definition(text: str, sub: str, position: int, occurrence: int) -> None:
+    types = [T.STRING, T.STRING, T.INTEGER, T.INTEGER]
+    got = REGISTRY.resolve("INSTR", types, 2).invoke([text, sub, position, occurrence])
+    assert got == _instr_model(text, sub, position, occurrence)
