@@ -11,6 +11,8 @@
     kspark registry stop|status --dir DIR
     kspark query --bootstrap-servers HOST:PORT --state-dir DIR "SELECT ... EMIT CHANGES;"
                                                # a push query, PRINT or INSERT VALUES
+    kspark query migrate QUERY_ID --state-dir DIR --bootstrap-servers HOST:PORT
+                                               # older stateful step versions -> current ones
     kspark server --bootstrap-servers HOST:PORT --service-id ID --listen HOST:PORT --state-dir DIR
     kspark metastore migrate --bootstrap-servers HOST:PORT --service-id ID [--once]
                                                # ksqlDB's REST API over a command topic
@@ -684,6 +686,10 @@ def _main(argv: Sequence[str] | None) -> int:
     from engine.server import cli as server_cli
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["query", "migrate"]:  # its own parser: ``kspark query`` takes a statement
+        from engine.hosting.migrate import cli_main
+
+        return cli_main(argv[2:])
     args = build_parser(only=_command_named(argv)).parse_args(argv)
     if args.command in LAZY_COMMANDS:
         run: Any = importlib.import_module(LAZY_COMMANDS[args.command][0]).run
