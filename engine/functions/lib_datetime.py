@@ -143,6 +143,18 @@ MONTHS = tuple(calendar.month_name[i] for i in range(1, 13))
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 _SUPPORTED_LETTERS = "GuyDMLdQqEaHkKhmsSnNAVzOXxZ"
+# Version 2 of the formatting functions also formats the week-based fields (in the US
+# definition of a week, which ksqlDB's default locale gives: Sunday first, a first week of one
+# day), the day of the week as a localized number, the aligned day of the week in the month
+# and the modified Julian day; these fields cannot be parsed.
+_FORMAT_ONLY_LETTERS = "YwWecFg"
+# The most letters of a run that DateTimeFormatter accepts (and the only counts, where a set).
+_MAX_WIDTH = {
+    "G": 5, "E": 5, "e": 5, "c": 5, "M": 5, "L": 5, "Q": 5, "q": 5,
+    "a": 1, "d": 2, "h": 2, "H": 2, "k": 2, "K": 2, "m": 2, "s": 2,
+    "D": 3, "F": 1, "w": 2, "W": 1, "S": 9, "z": 4, "X": 5, "x": 5, "Z": 5,
+    "y": 19, "u": 19, "Y": 19, "n": 19, "N": 19, "A": 19, "g": 19,
+}  # fmt: skip
 _RESERVED = "#{}"
 
 
@@ -152,6 +164,7 @@ class PatternField:
 
     letter: str
     width: int
+    semantics: int = 1  # the version of the formatting functions that read the pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +188,27 @@ class _MissingField(Exception):
     """The value has no such field (a date has no hour); internal to formatting."""
 
 
-def tokenize_java_pattern(pattern: str) -> tuple[PatternItem, ...]:
-    """Split a ``DateTimeFormatter`` pattern into fields, literals and optional sections."""
+def _check_width(letter: str, width: int) -> None:
+    """Refuse a run of letters as ``DateTimeFormatterBuilder.appendPattern`` does."""
+    if letter == "V" and width != 2:
+        raise EvaluationError("Pattern letter count must be 2: V")
+    if letter == "O" and width not in (1, 4):
+        raise EvaluationError("Pattern letter count must be 1 or 4: O")
+    if letter == "c" and width == 2:
+        raise EvaluationError('Invalid pattern "cc"')
+    if width > _MAX_WIDTH.get(letter, width):
+        if letter in "yuYnNAg":
+            raise EvaluationError(f"The minimum width must be from 1 to 19 inclusive but was {width}")
+        if letter == "S":
+            raise EvaluationError(f"Minimum width must be from 0 to 9 inclusive but was {width}")
+        raise EvaluationError(f"Too many pattern letters: {letter}")
+
+
+def tokenize_java_pattern(pattern: str, semantics: int = 1) -> tuple[PatternItem, ...]:
+    """Split a ``DateTimeFormatter`` pattern into fields, literals and optional sections.
+
+    From ``semantics`` 2 on (the formatting functions' version 2) the format-only letters are
+    taken and runs longer than Java allows are refused in its words."""
     stack: list[list[PatternItem]] = [[]]
     i, n = 0, len(pattern)
     while i < n:
@@ -214,12 +246,16 @@ def tokenize_java_pattern(pattern: str) -> tuple[PatternItem, ...]:
             end = i
             while end < n and pattern[end] == c:
                 end += 1
-            if c not in _SUPPORTED_LETTERS:
+            if semantics >= 2 and c in _FORMAT_ONLY_LETTERS:
+                pass
+            elif c not in _SUPPORTED_LETTERS:
                 raise EvaluationError(
                     f"Pattern '{pattern}' uses the unsupported pattern letter '{c}'; "
                     f"supported letters are {_SUPPORTED_LETTERS}."
                 )
-            stack[-1].append(PatternField(c, end - i))
+            if semantics >= 2:
+                _check_width(c, end - i)
+            stack[-1].append(PatternField(c, end - i, semantics))
             i = end
         elif c in _RESERVED:
             raise EvaluationError(f"Pattern '{pattern}' uses the reserved character '{c}'.")
@@ -281,10 +317,69 @@ def _zone_name(value: dt.datetime, width: int) -> str:
     return value.tzname() or ""
 
 
+def _us_day_of_week(value: dt.date) -> int:
+    """The localized day of the week, Sunday first: 1 (Sunday) to 7 (Saturday)."""
+    return (value.isoweekday() % 7) + 1
+
+
+def _start_of_week_offset(day: int, dow: int) -> int:
+    week_start = (day - dow) % 7
+    return 7 - week_start if week_start + 1 > 1 else -week_start  # a first week of one day
+
+
+def _compute_week(offset: int, day: int) -> int:
+    return (7 + offset + (day - 1)) // 7
+
+
+def _us_week_of_month(value: dt.date) -> int:
+    return _compute_week(_start_of_week_offset(value.day, _us_day_of_week(value)), value.day)
+
+
+def _us_week_based(value: dt.date) -> tuple[int, int]:
+    """(week-based year, week of the week-based year) in the US definition of weeks."""
+    doy = value.timetuple().tm_yday
+    offset = _start_of_week_offset(doy, _us_day_of_week(value))
+    week = _compute_week(offset, doy)
+    if week == 0:
+        year, week = _us_week_based(value - dt.timedelta(days=doy))
+        return value.year - 1, week
+    year_length = 366 if calendar.isleap(value.year) else 365
+    new_year_week = _compute_week(offset, year_length + 1)
+    if week >= new_year_week:
+        return value.year + 1, week - new_year_week + 1
+    return value.year, week
+
+
+def _format_week_field(value: dt.date, letter: str, width: int) -> str:
+    if letter in "ec":
+        dow = _us_day_of_week(value)
+        if width <= 2:
+            return _pad(dow, width)
+        return _text(WEEKDAYS, value.weekday(), width)
+    if letter == "F":
+        return str((value.day - 1) % 7 + 1)
+    if letter == "g":
+        return _pad(value.toordinal() - dt.date(1858, 11, 17).toordinal(), width)
+    if letter == "W":
+        return str(_us_week_of_month(value))
+    year, week = _us_week_based(value)
+    if letter == "w":
+        return _pad(week, width)
+    if width == 2:
+        return f"{year % 100:02d}"
+    if width >= 4 and year > 10**width - 1:
+        return "+" + str(year)
+    return _pad(year, width)
+
+
 def _format_field(value: dt.date | dt.time, f: PatternField) -> str:
     letter, width = f.letter, f.width
     has_date = isinstance(value, dt.date)
     has_time = isinstance(value, dt.time | dt.datetime)
+    if letter in _FORMAT_ONLY_LETTERS:
+        if not has_date:
+            raise _MissingField(letter)
+        return _format_week_field(value, letter, width)  # type: ignore[arg-type]
     if letter in "GuyDMLdQqE" and not has_date:
         raise _MissingField(letter)
     if letter in "aHkKhmsSnNA" and not has_time:
@@ -309,8 +404,8 @@ def _format_field(value: dt.date | dt.time, f: PatternField) -> str:
         return _pad(value.day, width)  # type: ignore[union-attr]
     if letter in "Qq":
         quarter = (value.month - 1) // 3 + 1  # type: ignore[union-attr]
-        if width <= 2:
-            return _pad(quarter, width)
+        if width <= 2 or (width == 5 and f.semantics >= 2):  # 5: the narrow text, the digit
+            return _pad(quarter, 1 if width == 5 else width)
         return (
             f"Q{quarter}"
             if width == 3
@@ -372,6 +467,8 @@ _NUMERIC_REGEX = {1: r"\d{1,2}", 2: r"\d{2}"}
 
 def _field_regex(f: PatternField) -> str:
     letter, width = f.letter, f.width
+    if letter in _FORMAT_ONLY_LETTERS:
+        raise EvaluationError(f"The pattern letter '{letter}' formats only; it cannot be parsed.")
     if letter in "uy":
         if width == 2:
             return r"\d{2}"
@@ -548,12 +645,18 @@ def _apply(fields: ParsedFields, f: PatternField, text: str) -> None:
 class DateTimePattern:
     """A Java ``DateTimeFormatter`` pattern compiled for formatting and parsing."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, semantics: int = 1) -> None:
         self.pattern = pattern
-        self.items = tokenize_java_pattern(pattern)
+        self.items = tokenize_java_pattern(pattern, semantics)
         self._fields: list[PatternField] = []
-        regex = self._regex(self.items)
-        self._matcher = re.compile(regex, re.IGNORECASE)
+        self._matcher: re.Pattern[str] | None = None
+
+    @property
+    def matcher(self) -> re.Pattern[str]:
+        if self._matcher is None:
+            self._fields = []
+            self._matcher = re.compile(self._regex(self.items), re.IGNORECASE)
+        return self._matcher
 
     def _regex(self, items: tuple[PatternItem, ...]) -> str:
         parts: list[str] = []
@@ -594,7 +697,7 @@ class DateTimePattern:
 
     def parse(self, text: str) -> ParsedFields:
         """Read the fields of ``text``, which must match the whole pattern."""
-        match = self._matcher.fullmatch(text)
+        match = self.matcher.fullmatch(text)
         if match is None:
             raise EvaluationError(
                 f"Text '{text}' could not be parsed with the pattern '{self.pattern}'."
@@ -608,9 +711,9 @@ class DateTimePattern:
 
 
 @lru_cache(maxsize=512)
-def java_pattern(pattern: str) -> DateTimePattern:
+def java_pattern(pattern: str, semantics: int = 1) -> DateTimePattern:
     """Compile a Java ``DateTimeFormatter`` pattern such as ``yyyy-MM-dd'T'HH:mm:ss.SSSXXX``."""
-    return DateTimePattern(pattern)
+    return DateTimePattern(pattern, semantics)
 
 
 # --------------------------------------------------------------------------- conversions
@@ -620,9 +723,11 @@ def _to_zone(ts: dt.datetime, zone: dt.tzinfo) -> dt.datetime:
     return ts.replace(tzinfo=dt.UTC).astimezone(zone)
 
 
-def format_timestamp_in_zone(ts: dt.datetime, pattern: str, zone_id: str = "UTC") -> str:
+def format_timestamp_in_zone(
+    ts: dt.datetime, pattern: str, zone_id: str = "UTC", semantics: int = 1
+) -> str:
     """Format a TIMESTAMP (naive UTC) as seen in a zone."""
-    return java_pattern(pattern).format(_to_zone(ts, java_zone(zone_id)))
+    return java_pattern(pattern, semantics).format(_to_zone(ts, java_zone(zone_id)))
 
 
 def parse_timestamp_in_zone(text: str, pattern: str, zone_id: str = "UTC") -> dt.datetime:
@@ -753,12 +858,21 @@ def _failing_as(context: str, compute: Callable[[], _V]) -> _V:
         raise EvaluationError(f"{context}: {exc}") from exc
 
 
-@scalar("FORMAT_DATE", params=[T.DATE, T.STRING], returns=T.STRING)
+@scalar("FORMAT_DATE", params=[T.DATE, T.STRING], returns=T.STRING, until=1)
 def format_date(value: dt.date, pattern: str) -> str:
     """Format a DATE with a Java pattern such as ``yyyy-MM-dd``."""
     return _failing_as(
         f"Failed to format date {value.isoformat()} with formatter '{pattern}'",
         lambda: java_pattern(pattern).format(value),
+    )
+
+
+@scalar("FORMAT_DATE", params=[T.DATE, T.STRING], returns=T.STRING, since=2)
+def format_date_v2(value: dt.date, pattern: str) -> str:
+    """Format a DATE with a Java pattern such as ``yyyy-MM-dd``; week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format date {value.isoformat()} with formatter '{pattern}'",
+        lambda: java_pattern(pattern, 2).format(value),
     )
 
 
@@ -786,12 +900,21 @@ def parse_date_midnight(text: str, pattern: str) -> dt.date:
     return _failing_as(f"Failed to parse date '{text}' with formatter '{pattern}'", parse)
 
 
-@scalar("FORMAT_TIME", params=[T.TIME, T.STRING], returns=T.STRING)
+@scalar("FORMAT_TIME", params=[T.TIME, T.STRING], returns=T.STRING, until=1)
 def format_time(value: dt.time, pattern: str) -> str:
     """Format a TIME with a Java pattern such as ``HH:mm:ss``."""
     return _failing_as(
         f"Failed to format time {_java_time_text(value)} with formatter '{pattern}'",
         lambda: java_pattern(pattern).format(value),
+    )
+
+
+@scalar("FORMAT_TIME", params=[T.TIME, T.STRING], returns=T.STRING, since=2)
+def format_time_v2(value: dt.time, pattern: str) -> str:
+    """Format a TIME with a Java pattern such as ``HH:mm:ss``; week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format time {_java_time_text(value)} with formatter '{pattern}'",
+        lambda: java_pattern(pattern, 2).format(value),
     )
 
 
@@ -820,7 +943,7 @@ def _parse_time(text: str, pattern: str, *, dates_fail: bool) -> dt.time:
     return _failing_as(f"Failed to parse time '{text}' with formatter '{pattern}'", parse)
 
 
-@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING], returns=T.STRING)
+@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING], returns=T.STRING, until=1)
 def format_timestamp(value: dt.datetime, pattern: str) -> str:
     """Format a TIMESTAMP in UTC with a Java pattern."""
     return _failing_as(
@@ -829,13 +952,32 @@ def format_timestamp(value: dt.datetime, pattern: str) -> str:
     )
 
 
-@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING, T.STRING], returns=T.STRING)
+@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING], returns=T.STRING, since=2)
+def format_timestamp_v2(value: dt.datetime, pattern: str) -> str:
+    """Format a TIMESTAMP in UTC with a Java pattern; week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format timestamp {_java_timestamp_text(value)} with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(value, pattern, semantics=2),
+    )
+
+
+@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING, T.STRING], returns=T.STRING, until=1)
 def format_timestamp_zone(value: dt.datetime, pattern: str, zone: str) -> str:
     """Format a TIMESTAMP as seen in a time zone."""
     return _failing_as(
         f"Failed to format timestamp {_java_timestamp_text(value)} at timeZone '{zone}' "
         f"with formatter '{pattern}'",
         lambda: format_timestamp_in_zone(value, pattern, zone),
+    )
+
+
+@scalar("FORMAT_TIMESTAMP", params=[T.TIMESTAMP, T.STRING, T.STRING], returns=T.STRING, since=2)
+def format_timestamp_zone_v2(value: dt.datetime, pattern: str, zone: str) -> str:
+    """Format a TIMESTAMP as seen in a time zone; week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format timestamp {_java_timestamp_text(value)} at timeZone '{zone}' "
+        f"with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(value, pattern, zone, semantics=2),
     )
 
 
@@ -857,12 +999,21 @@ def parse_timestamp_zone(text: str, pattern: str, zone: str) -> dt.datetime:
     )
 
 
-@scalar("DATETOSTRING", params=[T.INTEGER, T.STRING], returns=T.STRING)
+@scalar("DATETOSTRING", params=[T.INTEGER, T.STRING], returns=T.STRING, until=1)
 def datetostring(days: int, pattern: str) -> str:
     """Format days since the epoch with a Java pattern (legacy form of FORMAT_DATE)."""
     return _failing_as(
         f"Failed to format date {days} with formatter '{pattern}'",
         lambda: java_pattern(pattern).format(from_days(days)),
+    )
+
+
+@scalar("DATETOSTRING", params=[T.INTEGER, T.STRING], returns=T.STRING, since=2)
+def datetostring_v2(days: int, pattern: str) -> str:
+    """Format days since the epoch with a Java pattern (legacy form of FORMAT_DATE); week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format date {days} with formatter '{pattern}'",
+        lambda: java_pattern(pattern, 2).format(from_days(days)),
     )
 
 
@@ -875,7 +1026,7 @@ def stringtodate(text: str, pattern: str) -> int:
     )
 
 
-@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING], returns=T.STRING)
+@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING], returns=T.STRING, until=1)
 def timestamptostring(millis: int, pattern: str) -> str:
     """Format epoch milliseconds in UTC (legacy form of FORMAT_TIMESTAMP)."""
     return _failing_as(
@@ -884,12 +1035,30 @@ def timestamptostring(millis: int, pattern: str) -> str:
     )
 
 
-@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING, T.STRING], returns=T.STRING)
+@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING], returns=T.STRING, since=2)
+def timestamptostring_v2(millis: int, pattern: str) -> str:
+    """Format epoch milliseconds in UTC (legacy form of FORMAT_TIMESTAMP); week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format timestamp {millis} with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(from_unixtime(millis), pattern, semantics=2),
+    )
+
+
+@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING, T.STRING], returns=T.STRING, until=1)
 def timestamptostring_zone(millis: int, pattern: str, zone: str) -> str:
     """Format epoch milliseconds as seen in a time zone."""
     return _failing_as(
         f"Failed to format timestamp {millis} at timeZone '{zone}' with formatter '{pattern}'",
         lambda: format_timestamp_in_zone(from_unixtime(millis), pattern, zone),
+    )
+
+
+@scalar("TIMESTAMPTOSTRING", params=[T.BIGINT, T.STRING, T.STRING], returns=T.STRING, since=2)
+def timestamptostring_zone_v2(millis: int, pattern: str, zone: str) -> str:
+    """Format epoch milliseconds as seen in a time zone; week fields too (version 2)."""
+    return _failing_as(
+        f"Failed to format timestamp {millis} at timeZone '{zone}' with formatter '{pattern}'",
+        lambda: format_timestamp_in_zone(from_unixtime(millis), pattern, zone, semantics=2),
     )
 
 

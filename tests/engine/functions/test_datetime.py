@@ -384,3 +384,63 @@ def test_a_leap_day_of_the_year_without_a_year_fails_as_ksqldbs_timestamp_parser
         "Leap day cannot be parsed without supplying the year field"
     )
     assert call("PARSE_TIMESTAMP", [S, S], "2024 366", "yyyy D") == dt.datetime(2024, 12, 31)
+
+
+# --------------------------------------------------------------------------- formatting version 2
+
+
+def _format_v2(millis: int, pattern: str) -> str:
+    return REGISTRY.resolve("TIMESTAMPTOSTRING", [T.BIGINT, T.STRING], 2).invoke([millis, pattern])
+
+
+# DateTimeFormatter's results in the US definition of weeks (Sunday first, first week of one day).
+@pytest.mark.parametrize(
+    ("day", "week_based", "fields"),
+    [
+        ("2024-12-28", "2024-W52-7", "2024 24 7 Sat Saturday S|4 7 60672|4 4"),
+        ("2024-12-29", "2025-W01-1", "2025 25 1 Sun Sunday S|5 1 60673|4 4"),
+        ("2020-12-31", "2021-W01-5", "2021 21 5 Thu Thursday T|5 3 59214|4 4"),
+        ("2022-01-01", "2022-W01-7", "2022 22 7 Sat Saturday S|1 1 59580|1 1"),
+        ("2023-05-31", "2023-W22-4", "2023 23 4 Wed Wednesday W|5 3 60095|2 2"),
+        ("1858-11-17", "1858-W47-4", "1858 58 4 Wed Wednesday W|3 3 0|4 4"),
+    ],
+)
+def test_formatting_version_2_prints_the_week_fields(day: str, week_based: str, fields: str) -> None:
+    noon = dt.datetime.fromisoformat(day + "T15:04:05")
+    millis = int((noon - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+    assert _format_v2(millis, "YYYY-'W'ww-e") == week_based
+    assert _format_v2(millis, "Y YY c ccc cccc ccccc|W F g|QQQQQ qqqqq") == fields
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("EEEEEE", "Too many pattern letters: E"),
+        ("ddd", "Too many pattern letters: d"),
+        ("aa", "Too many pattern letters: a"),
+        ("www", "Too many pattern letters: w"),
+        ("SSSSSSSSSS", "Minimum width must be from 0 to 9 inclusive but was 10"),
+        ("VVV", "Pattern letter count must be 2: V"),
+        ("OO", "Pattern letter count must be 1 or 4: O"),
+        ("cc", 'Invalid pattern "cc"'),
+        ("y" * 20, "The minimum width must be from 1 to 19 inclusive but was 20"),
+    ],
+)
+def test_formatting_version_2_refuses_runs_java_refuses(pattern: str, message: str) -> None:
+    with pytest.raises(EvaluationError) as raised:
+        _format_v2(0, pattern)
+    assert str(raised.value) == f"Failed to format timestamp 0 with formatter '{pattern}': {message}"
+
+
+def test_formatting_version_1_keeps_its_results_for_saved_plans() -> None:
+    v1 = REGISTRY.resolve("TIMESTAMPTOSTRING", [T.BIGINT, T.STRING], 1)
+    assert v1.invoke([0, "QQQQQ"]) == "1st quarter"
+    assert v1.invoke([0, "EEEEEE"]) == "Thu"
+    with pytest.raises(EvaluationError, match="unsupported pattern letter 'w'"):
+        v1.invoke([0, "ww"])
+
+
+def test_the_week_fields_format_but_do_not_parse() -> None:
+    parse = REGISTRY.resolve("PARSE_DATE", [T.STRING, T.STRING])
+    with pytest.raises(EvaluationError, match="unsupported pattern letter 'w'"):
+        parse.invoke(["2024-01", "yyyy-ww"])
