@@ -202,7 +202,7 @@ def plan_pull_query(
     # WHERE is resolved and typed here, so that its errors read as ksqlDB's pull-query errors.
     analysis = analyze_query(dataclasses.replace(query, where=None), metastore, transient=True)
     scope = Scope.of_source(source, getattr(query.from_, "alias", None) or source.name)
-    where = scope.resolve(query.where, clause="WHERE") if query.where is not None else None
+    where = _resolve_where(scope, query.where) if query.where is not None else None
     analysis.where = where
     if analysis.aggregation is not None:
         raise PullQueryError(f"Pull queries don't support aggregate functions. {QUERIES_URL}{PUSH_HINT}")
@@ -269,6 +269,20 @@ def plan_pull_query(
         header=star_header(query, source, result_columns),
         key_range=key_range,
     )
+
+
+def _resolve_where(scope: Any, where: X.Expr) -> X.Expr:
+    """The WHERE's columns resolved; a window bound of a source without windows is unknown as any
+    column is (a pull query has no WINDOW clause to make it one: ksqlDB's analyzer refuses it)."""
+    from engine.errors import AnalysisError
+
+    try:
+        return scope.resolve(where, clause="WHERE")
+    except AnalysisError as exc:
+        for name in WINDOW_BOUNDS:
+            if str(exc) == f"Error in WHERE expression: Unknown column {name}.":
+                raise PullQueryError(f"WHERE column '{name}' cannot be resolved.") from None
+        raise
 
 
 def star_header(query: ast.Query, source: DataSource, columns: Sequence[PullColumn]) -> tuple[PullColumn, ...] | None:

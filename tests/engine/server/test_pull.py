@@ -120,6 +120,9 @@ def test_the_header_marks_key_by_the_result_columns_name(local) -> None:
         ("SELECT * FROM S LIMIT 2;", {"ksql.query.pull.limit.clause.enabled": "false"},
          "LIMIT clause in pull queries is currently disabled."),
         ("SELECT * FROM NOPE;", {}, "NOPE does not exist."),
+        # a source without windows has no window bounds, a pull query no WINDOW clause to make them
+        ("SELECT * FROM T WHERE ID = 'a' AND WINDOWSTART > 1;", {}, "WHERE column 'WINDOWSTART' cannot be resolved."),
+        ("SELECT * FROM S WHERE WINDOWEND > 1;", {}, "WHERE column 'WINDOWEND' cannot be resolved."),
     ],
 )
 def test_refusals_use_ksqldb_messages(local, text, properties, message) -> None:
