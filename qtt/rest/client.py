@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 JSON_CONTENT = "application/json"
+START_MARGIN = 30.0  # seconds a /query answer may take past the client's timeout (the server's own start bound)
 
 
 class RestClientError(Exception):
@@ -177,7 +178,10 @@ class QueryStream:
         self._changed = threading.Condition()
         self._done = False
         self._closing = False
-        self._connection = client._connection()
+        # The server answers a push query once its starting offsets are fixed, within its own
+        # bound of a minute (then it answers an error): the client waits past that bound, so
+        # a slow start is the server's error, not a timeout racing it.
+        self._connection = client._connection(client.timeout + START_MARGIN)
         body: dict[str, Any] = {"ksql": statement, "streamsProperties": dict(properties)}
         if variables:
             body["sessionVariables"] = dict(variables)
@@ -202,6 +206,10 @@ class QueryStream:
             self._connection.close()
             self._done = True
             return
+        if self._connection.sock is not None:
+            # A push query may send nothing for longer than any timeout: the caller's ``wait``
+            # bounds its waits, and ``close`` ends the read.
+            self._connection.sock.settimeout(None)
         self._reader = threading.Thread(target=self._read, name="qtt-rest-query", daemon=True)
         self._reader.start()
 
