@@ -6,7 +6,8 @@ one SparkSession. A seeded sample of mutants (see ``qtt.plans.mutants``) is appl
 process, one at a time, in the driver and in Spark's Python workers
 (``qtt.plans.mutation_worker``), and reverted afterwards; nothing on disk changes.
 
-A baseline run first replays the latest saved version of every planned case and runs the
+A baseline run first replays the latest saved version of every planned case, checks that each
+case's plan is still up to date with it (as ``qtt plans verify`` does), and runs the
 unit tests of the mutated packages with line tracing, which tells, for every line, the
 checks that execute it (cached in ``reports/mutation-baseline.json`` until a source, test
 or planned case changes). Each mutant then runs only the checks that execute its line: the
@@ -78,7 +79,7 @@ EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.json")
 REPORT = Path("reports/mutation.json")
 BASELINE = Path("reports/mutation-baseline.json")
 TARGET_SCORE = 0.95
-REPLAY, TEST = "replay:", "test:"
+REPLAY, TEST, UP_TO_DATE = "replay:", "test:", "uptodate:"
 
 
 class CheckTimeout(Exception):
@@ -95,8 +96,16 @@ def _current_label() -> str | None:
 
 
 @contextlib.contextmanager
-def _labelled(label: str) -> Iterator[None]:
-    """Attribute what this thread runs (its lines, its Spark tasks) to the check ``label``."""
+def _labelled(label: str, *, spark: bool = True) -> Iterator[None]:
+    """Attribute what this thread runs (its lines, and with ``spark`` its Spark tasks) to the
+    check ``label``."""
+    if not spark:  # a check that starts no Spark job (planning only)
+        _label.value = label
+        try:
+            yield
+        finally:
+            _label.value = None
+        return
     from engine.runtime.session import get_spark
 
     sc = get_spark(kafka=True).sparkContext
@@ -134,13 +143,41 @@ def _replay_check(version: Any, label: str) -> Outcome:
     return Outcome(True, detail[:300])
 
 
-class Replays:
-    """Runs replays on ``jobs`` threads; stops handing out work once one fails."""
+def _up_to_date_check(case: Any, root: Path, label: str) -> Outcome:
+    """``qtt plans verify``'s up-to-date check of ``case``: the plan the engine builds now
+    from its statements equals its latest planned case (an exception fails it, as in verify)."""
+    from qtt.plans.uptodate import check_up_to_date
 
-    def __init__(self, versions: dict[str, Any], jobs: int) -> None:
+    with _labelled(label, spark=False):
+        try:
+            result = check_up_to_date(case, root)
+        except Exception as exc:  # noqa: BLE001 - verify reports it as a stale case
+            return Outcome(True, f"[up to date] {type(exc).__name__}: {exc}".splitlines()[0][:300])
+    if result.ok:
+        return Outcome(False)
+    first = result.changes[0] if result.changes else None
+    detail = f"[up to date] {result.state}" + (f": {first.detail}" if first is not None else "")
+    return Outcome(True, detail.splitlines()[0][:300])
+
+
+class Replays:
+    """Runs replays and up-to-date checks on ``jobs`` threads; stops handing out work once
+    one fails."""
+
+    def __init__(
+        self, versions: dict[str, Any], jobs: int, cases: dict[str, Any] | None = None,
+        root: Path = Path("planned_cases"),
+    ) -> None:
         self.versions = versions
+        self.cases = dict(cases or {})  # UP_TO_DATE label -> the QTT case it plans
+        self.root = root
         self.jobs = max(1, jobs)
         self.seconds: dict[str, float] = {}
+
+    @property
+    def labels(self) -> list[str]:
+        """Every check: the replays, then the up-to-date checks."""
+        return [*self.versions, *self.cases]
 
     def run(
         self, labels: Sequence[str], *, timeout: dict[str, float], stop_on_failure: bool
@@ -189,6 +226,8 @@ class Replays:
         idents[label] = threading.get_ident()
         start = time.perf_counter()
         try:
+            if label in self.cases:
+                return _up_to_date_check(self.cases[label], self.root, label)
             return _replay_check(self.versions[label], label)
         finally:
             self.seconds[label] = time.perf_counter() - start
@@ -377,11 +416,14 @@ def imported_modules(path: Path) -> set[str]:
 def baseline_key(
     repo: Path, files: Sequence[str], versions: Sequence[str], unit_tests: Sequence[str]
 ) -> str:
-    """A hash of the engine's sources, the traced unit tests and the replayed versions."""
+    """A hash of the engine's sources, the traced unit tests, the QTT case files (the
+    up-to-date checks plan them) and the replayed versions."""
     digest = hashlib.sha256()
+    cases = repo / QTT_CASES
     paths = sorted(
         {str(p.relative_to(repo)) for p in (repo / "engine").rglob("*.py")}
         | {str(p.relative_to(repo)) for t in unit_tests for p in _test_files(repo / t)}
+        | ({str(p.relative_to(repo)) for p in cases.rglob("*.json")} if cases.is_dir() else set())
         | {"tests/conftest.py", *files}
     )
     for rel in paths:
@@ -412,7 +454,7 @@ def run_baseline(
     failing: list[str] = []
     tracer.start()
     try:
-        labels = list(replays.versions)
+        labels = replays.labels
         t0 = time.perf_counter()
         outcomes = replays.run(labels, timeout=dict.fromkeys(labels, 900.0), stop_on_failure=False)
         for label in labels:
@@ -420,7 +462,7 @@ def run_baseline(
             if outcomes[label].failed:
                 failing.append(label)
                 print(f"baseline {label} FAILS: {outcomes[label].detail}", flush=True)
-        print(f"baseline replays: {len(labels)} run in {time.perf_counter() - t0:.0f}s", flush=True)
+        print(f"baseline replays and up-to-date checks: {len(labels)} run in {time.perf_counter() - t0:.0f}s", flush=True)
         if unit_tests:  # pytest given no path would collect the whole suite
             plugin = _PytestPlugin()
             t0 = time.perf_counter()
@@ -500,8 +542,10 @@ def check_mutant(
     """Apply ``mutant`` (driver and workers), run the checks that execute it, revert."""
     checks = baseline.checks_for(mutant)
     replay_labels = [c for c in checks if c.startswith(REPLAY)]
+    plan_labels = [c for c in checks if c.startswith(UP_TO_DATE)]
     test_labels = [c for c in checks if c.startswith(TEST)]
-    covering = {"replays": len(replay_labels), "tests": len(test_labels)}
+    covering = {"replays": len(replay_labels), "up_to_date": len(plan_labels),
+                "tests": len(test_labels)}
     if not checks:
         return Verdict(mutant, "survived", detail="no check executes this line", covering=covering)
     try:
@@ -511,7 +555,8 @@ def check_mutant(
     write_control(control, mutant, None)
     try:
         limits = {c: 60.0 + 4 * baseline.durations.get(c, 30.0) for c in checks}
-        chosen = replay_labels[:max_replays]
+        # Planning a case takes no Spark job: every covering up-to-date check runs, first.
+        chosen = plan_labels + replay_labels[:max_replays]
         results = replays.run(chosen, timeout=limits, stop_on_failure=True)
         run = len(results)
         for label in chosen:
@@ -619,6 +664,19 @@ def _versions(repo: Path, all_versions: bool, cases: str) -> dict[str, Any]:
     return out
 
 
+def _up_to_date_cases(repo: Path, versions: dict[str, Any]) -> dict[str, Any]:
+    """An up-to-date check (label -> QTT case) for each positive case of ``tests/qtt_cases``
+    whose planned-case folder is replayed."""
+    from qtt.plans.layout import case_slug
+    from qtt.plans.verify import current_cases
+
+    if not (repo / QTT_CASES).is_dir():
+        return {}
+    slugs = {v.slug for v in versions.values()}
+    cases, _ = current_cases([repo / QTT_CASES])
+    return {f"{UP_TO_DATE}{case_slug(c.id)}": c for c in cases if case_slug(c.id) in slugs}
+
+
 def summarise(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """Totals and the score: caught / (caught + survived); equivalent and invalid excluded."""
     counts = {k: sum(v.verdict == k for v in verdicts)
@@ -697,19 +755,20 @@ def _run(
     walker._load_builders()
     import engine.runtime.kafka  # noqa: F401 - the streaming operators, as workers have them
 
-    replays = Replays(_versions(repo, options.all_versions, options.cases), options.jobs)
+    versions = _versions(repo, options.all_versions, options.cases)
+    replays = Replays(versions, options.jobs, _up_to_date_cases(repo, versions), repo / "planned_cases")
     options.tests = traced_test_paths(options, repo)
     for test in options.tests:
         if not (repo / test.split("::")[0]).exists():
             print(f"error: unit test path {test} does not exist.", file=sys.stderr)
             return 2
-    key = baseline_key(repo, files, list(replays.versions), options.tests)
+    key = baseline_key(repo, files, replays.labels, options.tests)
     baseline: Baseline | None = None
     if options.baseline.exists() and not options.fresh_baseline:
         cached = Baseline.from_json(json.loads(options.baseline.read_text(encoding="utf-8")))
         baseline = cached if cached.key == key else None
     if baseline is None:
-        print(f"Baseline: {len(replays.versions)} replays and the tests of {len(options.tests)} "
+        print(f"Baseline: {len(replays.versions)} replays, {len(replays.cases)} up-to-date checks and the tests of {len(options.tests)} "
               "test modules and folders, traced.", flush=True)
         baseline = run_baseline(repo, files, replays, options.tests, workdir, control, key)
         options.baseline.parent.mkdir(parents=True, exist_ok=True)
@@ -742,7 +801,7 @@ def _run(
         "date": started_at, "commit": commit,
         "seed": options.seed, "count": options.count, "targets": list(TARGETS),
         "unit_tests": options.tests, "replays_only": options.replays_only,
-        "replays": len(replays.versions),
+        "replays": len(replays.versions), "up_to_date_checks": len(replays.cases),
         "all_versions": options.all_versions, "max_replays": options.max_replays,
         "jobs": options.jobs,
         "seconds": round(time.perf_counter() - started, 1),

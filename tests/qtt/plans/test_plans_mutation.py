@@ -4,6 +4,8 @@ check selection, scoring, options and the reviewed equivalents."""
 from __future__ import annotations
 
 import importlib
+import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +19,14 @@ from qtt.plans.mutants import OPERATORS, Applied, Mutant, find_mutants, target_f
 from qtt.plans.mutation import (
     EQUIVALENTS,
     TARGETS,
+    UP_TO_DATE,
     Baseline,
+    Outcome,
+    Replays,
     Verdict,
     _PytestPlugin,
+    _up_to_date_cases,
+    _up_to_date_check,
     imported_modules,
     load_equivalents,
     parse_args,
@@ -305,3 +312,24 @@ def test_replays_only_traces_and_runs_no_unit_test() -> None:
     assert traced_test_paths(parse_args(["--tests", "tests/engine/plan"]), REPO) == ["tests/engine/plan"]
     with pytest.raises(ValueError, match="--replays-only runs no unit test; drop --tests"):
         parse_args(["--replays-only", "--tests", "tests/engine/plan"])
+
+
+def test_up_to_date_checks_plan_each_replayed_case_and_fail_on_a_changed_plan(tmp_path: Path) -> None:
+    # The planned cases alone include verify's up-to-date check: a mutant that changes what a
+    # statement plans (the typer, schema inference, a format check) fails it without a replay.
+    slug = "ddl_drop_then_recreate"
+    versions = {f"replay:{slug}/x": SimpleNamespace(slug=slug)}
+    checks = _up_to_date_cases(REPO, versions)
+    assert list(checks) == [f"{UP_TO_DATE}{slug}"]
+    (label, case), = checks.items()
+    replays = Replays(versions, 1, checks, REPO / "planned_cases")
+    assert replays.labels == [*versions, label]
+    assert _up_to_date_check(case, REPO / "planned_cases", label) == Outcome(False)
+    latest = sorted((REPO / "planned_cases" / slug).iterdir())[-1]
+    copy = tmp_path / slug / latest.name
+    shutil.copytree(latest, copy)
+    plan = json.loads((copy / "plan.json").read_text(encoding="utf-8"))
+    plan["plans"] = plan["plans"][:-1]  # as if the last statement planned nothing now
+    (copy / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    outcome = _up_to_date_check(case, tmp_path, label)
+    assert outcome.failed and outcome.detail.startswith("[up to date] stale")
