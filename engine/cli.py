@@ -345,7 +345,8 @@ def _metrics_reports(args: argparse.Namespace, app: Any) -> Iterator[None]:
 def _add_query_parser(sub: Any) -> None:
     query = sub.add_parser(
         "query",
-        help="run a push query (SELECT ... EMIT CHANGES), PRINT or INSERT VALUES on a Kafka cluster",
+        help="run a push query (SELECT ... EMIT CHANGES), PRINT or INSERT VALUES on a Kafka cluster "
+             "(kspark query migrate QUERY_ID --help: a stopped query to the current step versions)",
     )
     query.add_argument("statement", help="the statement, e.g. \"SELECT * FROM S EMIT CHANGES LIMIT 5;\"")
     query.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka cluster")

@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,13 +68,14 @@ MIGRATIONS: dict[tuple[str, str], str] = {
     ("streamAggregateV4", "streamAggregateV6"): _SAME_STATE,
     ("streamWindowedAggregateV1", "streamWindowedAggregateV2"): _SAME_STATE,
     ("tableAggregateV2", "tableAggregateV4"): _SAME_STATE,
+    ("streamAggregateV5", "streamAggregateV7"): _SAME_STATE,
+    ("tableAggregateV3", "tableAggregateV5"): _SAME_STATE,
 }
 
 _BY_KEY = "its running aggregates are grouped by key in Spark's state store, the current version's by task"
 _HANDLER = ("it keeps each group's state in V1's per-record handlers (a keyed task's pickled state), the current "
             "version running aggregates in a MapState of their own")
 _LEVEL = "the current version compiles its arguments with the native compiler's other level"
-_UNTESTED = "its state is the same as the current version's, but no migration of it is tested yet"
 
 # (older, current) -> why it is refused. With ``MIGRATIONS`` this covers every older version
 # of every family in ``CURRENT`` against each current version (a test checks it).
@@ -87,7 +88,6 @@ REFUSALS: dict[tuple[str, str], str] = {
     ("streamAggregateV3", "streamAggregateV7"): _BY_KEY,
     ("streamAggregateV4", "streamAggregateV7"): _LEVEL,
     ("streamAggregateV5", "streamAggregateV6"): _LEVEL,
-    ("streamAggregateV5", "streamAggregateV7"): _UNTESTED,
     ("tableAggregateV1", "tableAggregateV4"): (
         "it runs without the native compiler, the current version natively where it can, and a fallback of the "
         "current version keeps other handler state"
@@ -95,7 +95,6 @@ REFUSALS: dict[tuple[str, str], str] = {
     ("tableAggregateV1", "tableAggregateV5"): _LEVEL,
     ("tableAggregateV2", "tableAggregateV5"): _LEVEL,
     ("tableAggregateV3", "tableAggregateV4"): _LEVEL,
-    ("tableAggregateV3", "tableAggregateV5"): _UNTESTED,
     ("tableSuppressV1", "tableSuppressV2"): (
         "the current version drops windows past their retention, which V1's buffer keeps: a migrated query "
         "would stop emitting windows V1 would still emit"
@@ -233,9 +232,10 @@ def read_state(spark: Any, checkpoint: str, operator_lines: Sequence[str]) -> li
 # ------------------------------------------------------------------ the command
 
 
-def migrate_query(app: Any, query_id: str, *, spark: Any) -> str:
+def migrate_query(app: Any, query_id: str, *, spark: Callable[[], Any]) -> str:
     """Migrate ``query_id`` of the loaded ``StreamingApplication`` ``app`` (not running): its
-    saved plan rewritten in ``statements.json``; what was done, as one line."""
+    saved plan rewritten in ``statements.json``; what was done, as one line. ``spark`` gives
+    the SparkSession, asked for only once the plan can be migrated."""
     from engine.hosting.application import (
         CHECKPOINT_DIR,
         STATEMENTS_FILE,
@@ -253,14 +253,15 @@ def migrate_query(app: Any, query_id: str, *, spark: Any) -> str:
         return f"Query {query.query_id} runs on the current versions of its stateful steps: nothing to migrate."
     pairs = ", ".join(f"{old} -> {new}" for old, new in migration.changes)
     tasks = app.tasks_of(query)
-    problem = state_carry_problem(app.engine, query, migration.migrated, spark, app.bootstrap_servers, tasks=tasks)
+    session = spark()
+    problem = state_carry_problem(app.engine, query, migration.migrated, session, app.bootstrap_servers, tasks=tasks)
     if problem is not None:
         raise ExecutionError(f"Cannot migrate {pairs}: {problem}")
     checkpoint = app.state_dir / query.query_id / CHECKPOINT_DIR
     carried = ""
     if (checkpoint / "commits").is_dir() and any((checkpoint / "commits").iterdir()):
-        built = build_streaming_query(app.engine, migration.migrated, spark, app.bootstrap_servers, tasks=tasks)
-        states = read_state(spark, str(checkpoint), built.runtime.stateful_operators)
+        built = build_streaming_query(app.engine, migration.migrated, session, app.bootstrap_servers, tasks=tasks)
+        states = read_state(session, str(checkpoint), built.runtime.stateful_operators)
         for state in states:
             if not state.matches():
                 raise ExecutionError(
@@ -346,7 +347,8 @@ def migrate_state_dir(
                                spark_conf=dict(spark_conf or {}), read_only=True, collect_metrics=False)
     try:
         app.load()
-        spark = get_spark(spark_master, dict(spark_conf or {}), kafka=True, long_running=True)
-        return migrate_query(app, query_id, spark=spark)
+        return migrate_query(
+            app, query_id, spark=lambda: get_spark(spark_master, dict(spark_conf or {}), kafka=True, long_running=True)
+        )
     finally:
         app.stop()

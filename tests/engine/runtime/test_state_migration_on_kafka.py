@@ -28,7 +28,10 @@ PAIRS = {
     "streamAggregateV4": "streamAggregateV6",
     "streamWindowedAggregateV1": "streamWindowedAggregateV2",
     "tableAggregateV2": "tableAggregateV4",
+    "streamAggregateV5": "streamAggregateV7",  # level 2 of the native compiler (QTY / 2)
+    "tableAggregateV3": "tableAggregateV5",
 }
+QUERIES = ("CTAS_PER_ITEM_0", "CTAS_PER_WINDOW_1", "CTAS_LATEST_PER_ITEM_2", "CTAS_HALVES_3", "CTAS_LATEST_HALVES_4")
 
 
 @pytest.fixture
@@ -41,6 +44,8 @@ def plans_older_versions(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     _load_builders()
     monkeypatch.setattr(steps_native, "StreamAggregateV6", steps_native.StreamAggregateV4)
     monkeypatch.setattr(steps_native, "TableAggregateV4", steps_native.TableAggregateV2)
+    monkeypatch.setattr(steps_native, "StreamAggregateV7", steps_native.StreamAggregateV5)
+    monkeypatch.setattr(steps_native, "TableAggregateV5", steps_native.TableAggregateV3)
     monkeypatch.setattr(steps_aggregate, "StreamWindowedAggregateV2", steps_aggregate.StreamWindowedAggregate)
     return monkeypatch
 
@@ -65,6 +70,10 @@ def _statements(source: str, sinks: dict[str, str]) -> str:
             SELECT ITEM, COUNT(*) AS N, MAX(QTY) AS TOP FROM ORDERS WINDOW TUMBLING (SIZE 20 SECONDS) GROUP BY ITEM;
         CREATE TABLE LATEST_PER_ITEM WITH (KAFKA_TOPIC='{sinks['LATEST_PER_ITEM']}') AS
             SELECT ITEM, COUNT(*) AS N, SUM(QTY) AS TOTAL FROM LATEST GROUP BY ITEM;
+        CREATE TABLE HALVES WITH (KAFKA_TOPIC='{sinks['HALVES']}') AS
+            SELECT ITEM, SUM(QTY / 2) AS HALF FROM ORDERS GROUP BY ITEM;
+        CREATE TABLE LATEST_HALVES WITH (KAFKA_TOPIC='{sinks['LATEST_HALVES']}') AS
+            SELECT ITEM, SUM(QTY / 2) AS HALF FROM LATEST GROUP BY ITEM;
     """
 
 
@@ -103,7 +112,7 @@ def test_migrated_aggregates_carry_their_state_and_offsets_to_the_current_versio
     admin = TopicAdmin(bootstrap)
     source = unique("orders")
     admin.create_topic(source, 2)
-    migrated = {name: unique(name) for name in ("PER_ITEM", "PER_WINDOW", "LATEST_PER_ITEM")}
+    migrated = {name: unique(name) for name in ("PER_ITEM", "PER_WINDOW", "LATEST_PER_ITEM", "HALVES", "LATEST_HALVES")}
     reference = {name: unique(name) for name in migrated}
     _produce(bootstrap, source, 0, 300)
 
@@ -116,12 +125,14 @@ def test_migrated_aggregates_carry_their_state_and_offsets_to_the_current_versio
 
     # The engine of today plans the current versions; the stopped queries are migrated.
     plans_older_versions.undo()
-    lines = [migrate_state_dir(bootstrap, state, query_id)
-             for query_id in ("CTAS_PER_ITEM_0", "CTAS_PER_WINDOW_1", "CTAS_LATEST_PER_ITEM_2")]
-    assert lines[0].startswith("Migrated CTAS_PER_ITEM_0: streamAggregateV4 -> streamAggregateV6; state kept: "
-                               "operator 0 groups (")
+    lines = [migrate_state_dir(bootstrap, state, query_id) for query_id in QUERIES]
+    # The state read back with Spark's state data source: one MapState entry per item.
+    assert lines[0] == ("Migrated CTAS_PER_ITEM_0: streamAggregateV4 -> streamAggregateV6; state kept: "
+                        "operator 0 groups (5 entries).")
     assert "streamWindowedAggregateV1 -> streamWindowedAggregateV2" in lines[1]
     assert "tableAggregateV2 -> tableAggregateV4" in lines[2]
+    assert "streamAggregateV5 -> streamAggregateV7" in lines[3]
+    assert "tableAggregateV3 -> tableAggregateV5" in lines[4]
     assert _aggregate_types(state) == set(PAIRS.values())
     assert migrate_state_dir(bootstrap, state, "CTAS_PER_ITEM_0") == (
         "Query CTAS_PER_ITEM_0 runs on the current versions of its stateful steps: nothing to migrate."
@@ -146,3 +157,41 @@ def test_migrated_aggregates_carry_their_state_and_offsets_to_the_current_versio
             for g, w in zip(records, want[key], strict=True):
                 assert g == w or g[2] == (), (name, key, g, w)
         assert sum(1 for records in got.values() for r in records if r[2] == ()) == before[name], name
+
+
+def test_a_refused_pair_is_named_and_leaves_the_saved_plan_as_it_was(
+    kafka_broker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engine.builders.walker import _load_builders
+    from engine.cli import main
+    from engine.plan import steps_native
+
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink = unique("orders"), unique("PER_ITEM")
+    TopicAdmin(bootstrap).create_topic(source, 1)
+    _load_builders()
+    monkeypatch.setattr(steps_native, "StreamAggregateV6", steps_native.StreamAggregateV3)
+    app = StreamingApplication(bootstrap, tmp_path / "state")
+    app.submit(f"""
+        CREATE STREAM ORDERS (ID STRING KEY, ITEM STRING, QTY INT) WITH (KAFKA_TOPIC='{source}', VALUE_FORMAT='JSON');
+        CREATE TABLE PER_ITEM WITH (KAFKA_TOPIC='{sink}') AS SELECT ITEM, COUNT(*) AS N FROM ORDERS GROUP BY ITEM;
+    """)
+    app.stop()
+    monkeypatch.undo()
+    saved = (tmp_path / "state" / STATEMENTS_FILE).read_text(encoding="utf-8")
+
+    code = main(["query", "migrate", "CTAS_PER_ITEM_0", "--state-dir", str(tmp_path / "state"),
+                 "--bootstrap-servers", bootstrap])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        "kspark: ExecutionError: Cannot migrate streamAggregateV3 -> streamAggregateV6: its running aggregates are "
+        "grouped by key in Spark's state store, the current version's by task.\n"
+    )
+    assert (tmp_path / "state" / STATEMENTS_FILE).read_text(encoding="utf-8") == saved
+    code = main(["query", "migrate", "CTAS_NONE_0", "--state-dir", str(tmp_path / "state"),
+                 "--bootstrap-servers", bootstrap])
+    assert code == 1
+    assert capsys.readouterr().err == (
+        f"kspark: ExecutionError: Query CTAS_NONE_0 does not exist in the state dir {tmp_path / 'state'} "
+        "(queries: CTAS_PER_ITEM_0).\n"
+    )

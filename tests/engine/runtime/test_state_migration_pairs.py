@@ -49,8 +49,10 @@ def test_every_older_version_of_a_stateful_step_is_migrated_or_refused_against_e
     migrated = sorted((old, new) for old, new, reason in pairs if reason is None)
     assert migrated == [
         ("streamAggregateV4", "streamAggregateV6"),
+        ("streamAggregateV5", "streamAggregateV7"),
         ("streamWindowedAggregateV1", "streamWindowedAggregateV2"),
         ("tableAggregateV2", "tableAggregateV4"),
+        ("tableAggregateV3", "tableAggregateV5"),
     ]
     for family, current in M.CURRENT.items():
         assert all(t in STEP_TYPES for t in current), family
