@@ -118,6 +118,7 @@ class PullPlan:
     where_text: str = ""
     header: tuple[PullColumn, ...] | None = None  # see ``star_header``
     key_range: tuple[str, str, Any] | None = None  # a range scan's (key column, ">=" / "<=", bound)
+    flat_maps: tuple[tuple[str, Any, tuple[Callable[..., Any], ...]], ...] = ()  # a stream's table functions
 
 
 def is_pull_query(stmt: Any) -> TypeGuard[ast.Query]:
@@ -206,8 +207,6 @@ def plan_pull_query(
     analysis.where = where
     if analysis.aggregation is not None:
         raise PullQueryError(f"Pull queries don't support aggregate functions. {QUERIES_URL}{PUSH_HINT}")
-    if analysis.table_functions:
-        raise PullQueryError(f"Pull queries don't support table functions. {QUERIES_URL}{PUSH_HINT}")
     for clause, expressions in (("SELECT", [c.expression for c in analysis.select]),
                                 ("WHERE", [analysis.where] if analysis.where is not None else [])):
         bad = [n for n in _column_names(expressions) if n in DISALLOWED_PSEUDO_COLUMNS]
@@ -229,10 +228,14 @@ def plan_pull_query(
             # ksqlDB filters a table's rows with the WHERE as its pull-query rewrite leaves it
             # (QueryFilterNode compiles the rewritten predicate), where a NOT before a LIKE is lost.
             predicate, _ = compile_typed(rewrite(analysis.where), columns)
+    # Table functions of a stream's pull query (the analysis refuses them on a table): each row
+    # filtered by the WHERE becomes as many rows as its longest table function's result, as
+    # ksqlDB's FlatMapNode makes them.
+    flat_maps, select_columns = _table_functions(analysis.table_functions, columns)
     projections = []
     result_columns = []
     for selected in analysis.select:
-        fn, sql_type = compile_typed(selected.expression, columns)
+        fn, sql_type = compile_typed(_flat_mapped(selected.expression, flat_maps), select_columns)
         projections.append(fn)
         suffix = ""
         ref = selected.expression
@@ -268,7 +271,59 @@ def plan_pull_query(
         limit=query.limit,
         header=star_header(query, source, result_columns),
         key_range=key_range,
+        flat_maps=tuple((name, fn, args) for name, (_call, fn, args) in flat_maps.items()),
     )
+
+
+def _table_functions(
+    calls: Sequence[X.FunctionCall], columns: Mapping[str, T.SqlType]
+) -> tuple[dict[str, tuple[X.FunctionCall, Any, tuple[Callable[[Mapping[str, Any]], Any], ...]]], dict[str, T.SqlType]]:
+    """Each distinct table function call under a column name of its own, resolved and compiled;
+    and the columns the SELECT list then reads."""
+    from engine.expressions import compile_expression, infer_type
+    from engine.functions import REGISTRY
+
+    found: dict[str, tuple[X.FunctionCall, Any, tuple[Callable[[Mapping[str, Any]], Any], ...]]] = {}
+    readable = dict(columns)
+    for call in calls:
+        if any(call == known for known, _, _ in found.values()):
+            continue
+        fn = REGISTRY.resolve(call.name, [infer_type(a, columns) for a in call.args], call.semantics)
+        name = f"{SCAN_ORDER}_tf{len(found)}"
+        found[name] = (call, fn, tuple(compile_expression(a, columns) for a in call.args))
+        readable[name] = fn.return_type
+    return found, readable
+
+
+def _flat_mapped(expression: X.Expr, flat_maps: Mapping[str, tuple[X.FunctionCall, Any, Any]]) -> X.Expr:
+    """``expression`` reading each table function call from its column."""
+    from engine.analysis.scope import rewrite as rewrite_expression
+
+    if not flat_maps:
+        return expression
+    names = [(call, name) for name, (call, _, _) in flat_maps.items()]
+    return rewrite_expression(expression, lambda e: next((X.ColumnRef(n) for c, n in names if e == c), None))
+
+
+def _flat_map(row: dict[str, Any], flat_maps: Sequence[tuple[str, Any, Sequence[Callable[..., Any]]]]) -> list[dict[str, Any]]:
+    """A row's rows under its table functions: as many as the longest result, shorter ones NULL."""
+    if not flat_maps:
+        return [row]
+    results = []
+    for name, fn, args in flat_maps:
+        try:
+            values = fn.invoke([a(row) for a in args])
+        except Exception as exc:  # noqa: BLE001 - as a query's table function: the row gives none
+            LOG.warning("pull: table function %s failed: %s", fn.name, exc)
+            values = None
+        results.append((name, values or []))
+    out = []
+    for i in range(max((len(v) for _, v in results), default=0)):
+        produced = dict(row)
+        for name, values in results:
+            produced[name] = values[i] if i < len(values) else None
+        out.append(produced)
+    return out
 
 
 def _resolve_where(scope: Any, where: X.Expr) -> X.Expr:
@@ -532,12 +587,15 @@ class PullQueries:
         limit = plan.limit
         reached = limit == 0
         if not reached:
-            for row in rows:
-                if plan.predicate is not None and plan.predicate(row) is not True:
+            for found in rows:
+                if plan.predicate is not None and plan.predicate(found) is not True:
                     continue
-                out.append(tuple(fn(row) for fn in plan.projections))
-                if limit is not None and len(out) >= limit:
-                    reached = True
+                for row in _flat_map(found, plan.flat_maps):
+                    out.append(tuple(fn(row) for fn in plan.projections))
+                    if limit is not None and len(out) >= limit:
+                        reached = True
+                        break
+                if reached:
                     break
         return PullResult(plan.query_id, plan.columns, tuple(out), not source.is_table, reached, plan.header)
 

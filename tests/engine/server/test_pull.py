@@ -69,6 +69,17 @@ def test_header_marks_table_keys_and_window_bounds(local) -> None:
     assert ", ".join(map(str, _plan(local, "SELECT ID, ROWTIME FROM S;").columns)) == "`ID` STRING, `ROWTIME` BIGINT"
 
 
+def test_a_stream_pull_query_flat_maps_its_table_functions(local) -> None:
+    """As ksqlDB's FlatMapNode: a row per element of the longest result, the shorter ones NULL."""
+    from engine.server.pull import _flat_map
+
+    plan = _plan(local, "SELECT ID, EXPLODE(ARRAY[V, V * 10]) AS E, EXPLODE(ARRAY[1]) AS ONE FROM S WHERE V > 0;")
+    assert ", ".join(map(str, plan.columns)) == "`ID` STRING, `E` INTEGER, `ONE` INTEGER"
+    rows = [r for r in _flat_map({"ID": "a", "V": 2}, plan.flat_maps)]
+    assert [tuple(fn(r) for fn in plan.projections) for r in rows] == [("a", 2, 1), ("a", 20, None)]
+    assert _flat_map({"ID": "b", "V": 1}, ()) == [{"ID": "b", "V": 1}]
+
+
 def test_the_header_marks_key_by_the_result_columns_name(local) -> None:
     """ksqlDB's QueryProjectNode: KEY goes with a key column's or a window bound's name."""
     def header(text: str) -> str:
@@ -270,6 +281,11 @@ def test_stream_pull_queries_read_the_topic_to_its_end_and_finish(service, kafka
     limited = service.pull_query(f"SELECT V FROM {name} LIMIT 2;")
     assert limited is not None and [list(r) for r in limited.rows] == [[0], [1]]
     assert limited.final_message == "Limit Reached"
+    # table functions: a row per element of the longest array, LIMIT counting the rows made
+    exploded = service.pull_query(f"SELECT V, EXPLODE(ARRAY[V, V * 10]) AS E FROM {name} WHERE V >= 3 LIMIT 3;")
+    assert exploded is not None and exploded.schema_text == "`V` INTEGER, `E` INTEGER"
+    assert [list(r) for r in exploded.rows] == [[3, 3], [3, 30], [4, 4]]
+    assert exploded.final_message == "Limit Reached"
     with pytest.raises(ServiceError) as refused:
         service.pull_query(f"SELECT *, ROWOFFSET FROM {name};")
     assert refused.value.message.startswith("Pull queries don't support the following columns in SELECT clauses")
