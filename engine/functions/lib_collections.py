@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from engine.data.java_double import java_double_to_string
 from engine.data.values import format_double
 from engine.errors import EvaluationError
 from engine.functions.java_hash import java_map_order
@@ -51,14 +52,15 @@ def _distinct(values: Sequence[Any]) -> list[Any]:
     return out
 
 
-def java_text(value: Any) -> str:
-    """``String.valueOf`` of an engine value, as ARRAY_JOIN prints elements."""
+def java_text(value: Any, double_text: Callable[[float], str] = format_double) -> str:
+    """``String.valueOf`` of an engine value, as ARRAY_JOIN prints elements (a DOUBLE with
+    ``double_text``: the JDK's digits from ARRAY_JOIN's version 3, the shortest text before)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return format_double(value)
+        return double_text(value)
     return str(value)
 
 
@@ -129,17 +131,22 @@ _JAVA_CLASSES = {
 }
 
 
-def _joined(array: list[Any], delimiter: str, arg_types: Sequence[SqlType | None]) -> str:
+def _joined(
+    array: list[Any],
+    delimiter: str,
+    arg_types: Sequence[SqlType | None],
+    double_text: Callable[[float], str] = format_double,
+) -> str:
     item = arg_types[0].item if arg_types and isinstance(arg_types[0], T.Array) else None
     if item is not None and item.base not in _JOINED and any(v is not None for v in array):
         raise EvaluationError(
             f"error: hit element of type {_JAVA_CLASSES.get(item.base, item.base.value)} "
             "which is currently not supported"
         )
-    return delimiter.join(java_text(v) for v in array)
+    return delimiter.join(java_text(v, double_text) for v in array)
 
 
-@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING, since=2, typed=True)
+@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING, since=2, until=2, typed=True)
 def array_join_primitives(array: list[Any], *, arg_types: Sequence[SqlType | None] = ()) -> str:
     """The numbers, booleans or strings joined with commas; other elements fail."""
     return _joined(array, ",", arg_types)
@@ -155,7 +162,7 @@ def array_join_with(array: list[Any] | None, delimiter: str | None) -> str | Non
 
 @scalar(
     "ARRAY_JOIN", params=[ARRAY_T, T.STRING], returns=T.STRING, null_propagating=False, since=2,
-    typed=True,
+    until=2, typed=True,
 )
 def array_join_primitives_with(
     array: list[Any] | None, delimiter: str | None, *, arg_types: Sequence[SqlType | None] = ()
@@ -166,6 +173,27 @@ def array_join_primitives_with(
     if array is None:
         return None
     return _joined(array, delimiter or "", arg_types)
+
+
+@scalar("ARRAY_JOIN", params=[ARRAY_T], returns=T.STRING, since=3, typed=True)
+def array_join_jdk_doubles(array: list[Any], *, arg_types: Sequence[SqlType | None] = ()) -> str:
+    """The numbers, booleans or strings joined with commas, a DOUBLE as Java's Double.toString
+    writes it; other elements fail."""
+    return _joined(array, ",", arg_types, java_double_to_string)
+
+
+@scalar(
+    "ARRAY_JOIN", params=[ARRAY_T, T.STRING], returns=T.STRING, null_propagating=False, since=3,
+    typed=True,
+)
+def array_join_jdk_doubles_with(
+    array: list[Any] | None, delimiter: str | None, *, arg_types: Sequence[SqlType | None] = ()
+) -> str | None:
+    """The numbers, booleans or strings joined with a delimiter, a DOUBLE as Java's
+    Double.toString writes it; other elements fail. A NULL delimiter joins them with none."""
+    if array is None:
+        return None
+    return _joined(array, delimiter or "", arg_types, java_double_to_string)
 
 
 @scalar("ARRAY_LENGTH", params=[ARRAY_T], returns=T.INTEGER)

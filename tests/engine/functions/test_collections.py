@@ -316,3 +316,15 @@ def test_generate_series_takes_an_integer_step_as_ksqldb_does():
     with pytest.raises(TypeCheckError, match=r"^Function 'generate_series' does not accept parameters \(BIGINT, BIGINT, BIGINT\)"):
         REGISTRY.resolve("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT])
     assert REGISTRY.resolve("GENERATE_SERIES", [T.BIGINT, T.BIGINT, T.BIGINT], 1).invoke([1, 5, 2]) == [1, 3, 5]
+
+
+def test_array_join_version_3_writes_doubles_with_the_jdks_digits() -> None:
+    doubles = T.Array(T.DOUBLE)
+    join = REGISTRY.resolve("ARRAY_JOIN", [doubles], 3)
+    assert join.invoke([[124920860860690064.0, None, 0.5, 1e7]]) == "1.24920860860690064E17,null,0.5,1.0E7"
+    join_with = REGISTRY.resolve("ARRAY_JOIN", [doubles, T.STRING], 3)
+    assert join_with.invoke([[5e-324, 2.0**-127], "|"]) == "4.9E-324|5.8774717541114375E-39"
+    # versions 1 and 2 keep the shortest text for saved plans
+    for version in (1, 2):
+        old = REGISTRY.resolve("ARRAY_JOIN", [doubles], version)
+        assert old.invoke([[124920860860690064.0]]) == "1.2492086086069006E17"
