@@ -8,7 +8,9 @@
 
 Apicurio Registry 3.0.9 (a Quarkus application, Java 17) serves the Confluent Schema
 Registry REST API under ``/apis/ccompat/v7``: confluent-kafka's clients and serdes talk to
-it as to Confluent's. Storage is in memory: a restart forgets every schema.
+it as to Confluent's. Its schemas are kept in an H2 database file in the registry's
+directory (``storage/``), so a registry stopped and started again answers the same ids, as
+Confluent's keeps them in its ``_schemas`` topic; a new directory is an empty registry.
 
 The distribution is one tar.gz on Maven Central
 (``io.apicurio:apicurio-registry-app:3.0.9:all@tar.gz``; its parent POM is not published,
@@ -19,6 +21,7 @@ registry directory::
     registry.log    the JVM's stdout and stderr (Quarkus logs to the console)
     registry.pid    pid of the running registry; removed by stop()
     registry.json   the last port used, reused by the next start when free
+    storage/        the H2 database of the schemas (``registry.mv.db``), kept across restarts
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ API_PATH = "/apis/ccompat/v7"
 PID_FILE = "registry.pid"
 LOG_FILE = "registry.log"
 STATE_FILE = "registry.json"
+STORAGE_DIR = "storage"
 MARKER = ".unpacked"
 JVM_OPTIONS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 
@@ -167,6 +171,14 @@ class SchemaRegistry(JvmComponent):
             )
         return registry_url(self.port)
 
+    @property
+    def database_url(self) -> str:
+        """The JDBC URL of the registry's H2 database file (``storage/registry.mv.db``).
+
+        ``WRITE_DELAY=0`` writes each commit to the file at once, so a registry killed right
+        after it answered still has the schema it registered."""
+        return f"jdbc:h2:file:{self.directory / STORAGE_DIR / 'registry'};WRITE_DELAY=0"
+
     def start(self) -> bool:
         """Start the registry in the background; False if one already runs in this directory."""
         if self.running_pid() is not None:
@@ -181,7 +193,7 @@ class SchemaRegistry(JvmComponent):
             f"-Dquarkus.http.port={port}", f"-Dquarkus.http.host={HOST}",
             "-Dquarkus.management.enabled=false",
             "-Dapicurio.storage.kind=sql", "-Dapicurio.storage.sql.kind=h2",
-            "-Dapicurio.datasource.url=jdbc:h2:mem:registry_db",
+            f"-Dapicurio.datasource.url={self.database_url}",
             "-Dapicurio.rest.deletion.artifact.enabled=true",
             "-Dapicurio.rest.deletion.artifact-version.enabled=true",
             "-Dquarkus.log.level=WARN", "-Dquarkus.banner.enabled=false",

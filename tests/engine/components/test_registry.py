@@ -114,3 +114,22 @@ def test_a_failed_download_names_the_url(tmp_path: Path) -> None:
 def test_stopping_where_nothing_runs_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["registry", "stop", "--dir", str(tmp_path)]) == 0
     assert "no schema registry runs in" in capsys.readouterr().err
+
+
+def test_a_restarted_registry_answers_the_ids_it_gave_before(tmp_path: Path) -> None:
+    topic = f"kept_{uuid.uuid4().hex[:8]}"
+    with SchemaRegistry(tmp_path / "registry", stop_with_parent=True) as registry:
+        serde = wire_serde(value_serde(FormatInfo("AVRO", {}), COLUMNS, SerdeFeatures()), topic, registry.url)
+        data = serde.to_bytes(RECORD) or b""
+        schema_id, _ = split_header(data, "value")
+        with urllib.request.urlopen(f"{registry.url}/schemas/ids/{schema_id}") as answer:
+            before = json.loads(answer.read())["schema"]
+        assert registry.stop()
+        registry.start()
+        registry.wait_ready(timeout=300)
+        with urllib.request.urlopen(f"{registry.url}/schemas/ids/{schema_id}") as answer:
+            assert json.loads(answer.read())["schema"] == before
+        assert registry_client(registry.url).get_latest_version(f"{topic}-value").schema_id == schema_id
+        fresh = wire_serde(value_serde(FormatInfo("AVRO", {}), COLUMNS, SerdeFeatures()), topic, registry.url)
+        assert fresh.from_bytes(data) == RECORD
+        assert split_header(fresh.to_bytes(RECORD) or b"", "value")[0] == schema_id
