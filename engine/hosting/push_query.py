@@ -57,7 +57,6 @@ SOURCE_STEPS = (
     N.StreamSourceV2, N.TableSourceV2, N.StreamSourceV3, N.TableSourceV3, N.StreamSourceV4,
     N.StreamSourceV5, N.StreamSourceV6, N.TableSourceV4,
 )
-_START_LOCK = threading.Lock()  # push queries of this process start one at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,6 @@ class PushQuery:
         properties: Mapping[str, Any] | None = None,
         spark_master: str = "local[2]",
         spark_conf: Mapping[str, str] | None = None,
-        start_lock: Any = None,
         queue_size: int = 10_000,
         variables: Mapping[str, str] | None = None,
     ) -> None:
@@ -103,8 +101,6 @@ class PushQuery:
         self.starting_offsets = offsets
         self.spark_master = spark_master
         self.spark_conf = dict(spark_conf or {})
-        # Starting a query reads the session's shuffle partition count: share the host's lock.
-        self._start_lock = start_lock if start_lock is not None else _START_LOCK
         self._rows: queue.Queue[PushRow] = queue.Queue(maxsize=queue_size)
         self._closed = threading.Event()
         self._delivered = 0
@@ -124,7 +120,6 @@ class PushQuery:
             properties=properties,
             spark_master=app.spark_master,
             spark_conf=app.spark_conf,
-            start_lock=app._lock,
             variables=variables,
         )
 
@@ -156,9 +151,9 @@ class PushQuery:
         from engine.hosting.application import SCHEMA_REGISTRY_URL
         from engine.kafka.admin import TopicAdmin
         from engine.runtime.kafka import KafkaRuntime
-        from engine.runtime.session import get_spark
+        from engine.runtime.session import get_spark, partitioned_session
 
-        spark = get_spark(self.spark_master, self.spark_conf, kafka=True, long_running=True)
+        get_spark(self.spark_master, self.spark_conf, kafka=True, long_running=True)
         admin = TopicAdmin(self.bootstrap_servers)
         sources = [s for s in walk_steps(self.plan.root) if isinstance(s, SOURCE_STEPS)]
         partitions = []
@@ -167,6 +162,10 @@ class PushQuery:
                 raise AnalysisError(f"Kafka topic does not exist: {source.topic}")
             partitions.append(admin.partition_count(source.topic))
         tasks = max(partitions, default=1)
+        # A session of its own with the query's shuffle partition count: the start sets nothing
+        # on the shared session, so it waits for no other query's start (they took one lock,
+        # and at a hundred clients a push query waited a minute for the others' starts).
+        spark = partitioned_session(tasks)
         config = {**self.engine.config, **self.properties}
         registry_url = config.get(SCHEMA_REGISTRY_URL) or None  # AVRO/JSON_SR in the wire format
         runtime = KafkaRuntime(
@@ -194,12 +193,7 @@ class PushQuery:
             .queryName(self.query_id)
             .trigger(processingTime=TRIGGER)
         )
-        with self._start_lock:
-            spark.conf.set("spark.sql.shuffle.partitions", str(tasks))
-            try:
-                self._handle = writer.start()
-            finally:
-                spark.conf.set("spark.sql.shuffle.partitions", "1")
+        self._handle = writer.start()
         try:
             self._await_starting_offsets(len(sources), timeout)
         except BaseException:

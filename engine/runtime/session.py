@@ -171,6 +171,19 @@ def interpreted_session() -> SparkSession:
     return _derived_session("interpreted", INTERPRETED_CONF)
 
 
+def partitioned_session(partitions: int) -> SparkSession:
+    """A session on the shared session's SparkContext whose ``spark.sql.shuffle.partitions``
+    is ``partitions`` (one per count, made once).
+
+    A query started on it takes that count without setting it on the shared session, whose
+    setting other threads' query starts read meanwhile, so its start needs no lock: push
+    queries start on these, side by side and beside the persistent queries' starts.
+    """
+    if partitions < 1:
+        raise InternalError(f"A session needs at least one shuffle partition, got {partitions}; this is a bug.")
+    return _derived_session(f"shuffle-{partitions}", {"spark.sql.shuffle.partitions": str(partitions)})
+
+
 def _derived_session(role: str, conf: Mapping[str, str]) -> SparkSession:
     """A session made once per shared session by ``newSession`` (the same SparkContext and
     startup settings, its own runtime settings), with ``conf`` set on it."""

@@ -71,9 +71,49 @@ def test_a_push_query_reads_from_the_end_by_default_and_from_the_beginning_on_re
 
 
 def _active_queries() -> list[Any]:
+    """The streaming queries running on the shared session and on the push queries' sessions."""
+    from engine.runtime import session
+
+    sessions = [session.get_spark(), *session._derived.values()]
+    return [q for spark in sessions for q in spark.streams.active]
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_push_query_starts_while_another_query_start_holds_the_applications_lock(
+        kafka_broker: Any, tmp_path: Path) -> None:
+    # Starts used to take the application's lock (the shared session's shuffle partition count
+    # was set around each start), so a push query waited for every other start in the process.
+    import threading
+
     from engine.runtime.session import get_spark
 
-    return list(get_spark().streams.active)
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = _topic("parallel")
+    TopicAdmin(bootstrap).create_topic(topic, 3)
+    app = StreamingApplication(bootstrap, tmp_path / "state", read_only=True)
+    app.engine.execute_sql(f"CREATE STREAM P (ID STRING KEY, N INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON');")
+    shared = get_spark().conf.get("spark.sql.shuffle.partitions")
+    query = PushQuery.on_application(app, "SELECT ID, N FROM P EMIT CHANGES;")
+    started = threading.Event()
+
+    def start() -> None:
+        query.start(timeout=120)
+        started.set()
+
+    with app._lock:
+        starter = threading.Thread(target=start, daemon=True)
+        starter.start()
+        assert started.wait(timeout=240), "the push query waited for the application's lock"
+    try:
+        handle = query._handle
+        assert handle is not None and handle.isActive
+        # one task per partition, on the query's own session
+        assert handle._jsq.sparkSession().conf().get("spark.sql.shuffle.partitions") == "3"
+        assert get_spark().conf.get("spark.sql.shuffle.partitions") == shared  # the shared session untouched
+        assert query.query_id in {q.name for q in _active_queries()}
+    finally:
+        query.close()
+    assert query.query_id not in {q.name for q in _active_queries()}
 
 
 @pytest.mark.usefixtures("spark")
