@@ -176,10 +176,15 @@ def resolve_aggregates(
         spec = aggregate_spec(call.name, arg_types, call.semantics)
         for position, init in enumerate(call.args[spec.column_args:], start=spec.column_args + 1):
             if not isinstance(init, E.Literal | E.Negate):
-                raise AnalysisError(  # ksqlDB's words (its UdafUtil), the position 1-based
+                # ksqlDB's words (its UdafUtil), the position 1-based; ksqlDB reports it as the
+                # cause of its failure to create the aggregate, and so does kspark.
+                cause = AnalysisError(
                     f"Parameter {position} passed to function {call.name} must be a literal constant, "
                     f"but was expression: '{E.format_sql(init)}'"
                 )
+                raise AnalysisError(
+                    f"Failed to create aggregate function: {E.format_sql(call)}\n{cause}"
+                ) from cause
         if table_source and not spec.supports_undo:
             not_undoable.append(call.name)
         out.append((f"{AGG_PREFIX}{i}", call, spec.return_type))

@@ -83,9 +83,11 @@ class RegisteredExtras:
             return data
         for f in self.fields:
             if f.required:
-                raise QueryFailure(
+                raise QueryFailure(  # kspark's words, then ksqlDB's (its AvroSRSchemaDataTranslator)
                     f"Unable to serialize record: field '{f.name}' of the registered {self.what} schema "
-                    f"(id {self.schema_id}) is required, has no default, and the sink has no column for it."
+                    f"(id {self.schema_id}) is required, has no default, and the sink has no column for it.\n"
+                    f"Missing default value for required Avro field: [{f.name}]. "
+                    "This field appears in Avro schema in Schema Registry"
                 )
         return {**data, **{f.name: f.fill for f in self.fields}}
 

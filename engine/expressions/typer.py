@@ -459,3 +459,28 @@ def check_timestamp_literal(text: str) -> None:
         parse_timestamp_text(text)
     except ValueError as exc:
         raise TypeCheckError(f"Failed to parse timestamp '{text}': {exc}{TIMESTAMP_TEXT_HELP}") from None
+    zone = _zone_problem(text)
+    if zone is not None:
+        raise TypeCheckError(f"Failed to parse timestamp '{text}': {zone}{TIMESTAMP_TEXT_HELP}")
+
+
+def _zone_problem(text: str) -> str | None:
+    """Why Java's ``ZoneId.of`` refuses the numeric zone offset of a timestamp text (None: it
+    has none, or a valid one), in ksqlDB's words ("Failed to parse timezone ...")."""
+    _, has_time, time = text.strip().partition("T")
+    at = next((i for i, c in enumerate(time) if c in "+-"), -1) if has_time else -1
+    if at < 0:
+        return None
+    zone = time[at:]
+    digits = zone[1:].replace(":", "")
+    sign = -1 if zone[0] == "-" else 1
+    hours, minutes = sign * int(digits[:2] or 0), sign * int(digits[2:4] or 0)
+    if not -18 <= hours <= 18:
+        problem = f"Zone offset hours not in valid range: value {hours} is not in the range -18 to 18"
+    elif not -59 <= minutes <= 59:
+        problem = f"Zone offset minutes not in valid range: value {minutes} is not in the range -59 to 59"
+    elif abs(hours) == 18 and minutes != 0:
+        problem = "Zone offset not in valid range: -18:00 to +18:00"
+    else:
+        return None
+    return f"Failed to parse timezone '{zone}': {problem}"

@@ -110,6 +110,9 @@ class KsqlEngine:
         self.store: TopicService = topics if topics is not None else TopicStore()
         self._runtime = runtime
         self.queries: dict[str, QueryPlan] = {}
+        # The query each CREATE ... AS SELECT sink was created with (ksqlDB's CREATE_AS queries;
+        # the others are INSERT queries), by sink name.
+        self._create_as_queries: dict[str, str] = {}
         self.plans: list[StatementPlan] = []
         self.variables: dict[str, str] = {}
         self._query_counter = 0
@@ -146,6 +149,7 @@ class KsqlEngine:
         copy = KsqlEngine(self.config, runtime=self._runtime, topics=self.store)
         copy.metastore = deepcopy(self.metastore)
         copy.queries = dict(self.queries)
+        copy._create_as_queries = dict(self._create_as_queries)
         copy.plans = list(self.plans)
         copy.variables = dict(self.variables)
         copy._query_counter = self._query_counter
@@ -327,6 +331,8 @@ class KsqlEngine:
             sql = f"{altered.sql}\n{plan.statement_text}" if altered.sql else plan.statement_text  # as ksqlDB keeps it
             self.metastore.put(replace(altered, schema=schema, sql=sql), replace=True)
         elif isinstance(command, DropSourceCommand):
+            self._refuse_drop_of_read_source(command.name)
+            self._create_as_queries.pop(command.name, None)
             for query_id in self.metastore.writers(command.name):
                 if self.queries[query_id].sink == command.name and len(self.metastore.writers(command.name)) == 1:
                     self._terminate(query_id)
@@ -339,7 +345,34 @@ class KsqlEngine:
                 raise AnalysisError(f"Query id {q.query_id} is already running.")
             self.metastore.link_query(q.query_id, q.sources, q.sink)
             self.queries[q.query_id] = q
+            if isinstance(command, CreateStreamCommand | CreateTableCommand):
+                self._create_as_queries[command.name] = q.query_id
         self.plans.append(plan)
+
+    def _refuse_drop_of_read_source(self, name: str) -> None:
+        """ksqlDB's referential checks of DROP: no INSERT query may read or write the source,
+        and no source created by CREATE ... AS SELECT may read it (while its query runs)."""
+        create_as = set(self._create_as_queries.values())
+        inserts = {qid: q for qid, q in self.queries.items() if qid not in create_as}
+        reading = sorted(qid for qid, q in inserts.items() if name in q.sources)
+        writing = sorted(qid for qid, q in inserts.items() if q.sink == name)
+        if reading or writing:
+            raise MetastoreError(
+                f"Cannot drop {name}.\n"
+                f"The following queries read from this source: [{', '.join(reading)}].\n"
+                f"The following queries write into this source: [{', '.join(writing)}].\n"
+                f"You need to terminate them before dropping {name}."
+            )
+        dependents = sorted(
+            sink for sink, qid in self._create_as_queries.items()
+            if sink != name and qid in self.queries and name in self.queries[qid].sources
+        )
+        if dependents:
+            raise MetastoreError(
+                f"Cannot drop {name}.\n"
+                f"The following streams and/or tables read from this source: [{', '.join(dependents)}].\n"
+                f"You need to drop them before dropping {name}."
+            )
 
     def _replaced_query(self, plan: StatementPlan) -> QueryPlan | None:
         """The running query ``plan`` replaces: a CREATE OR REPLACE planned with its id."""

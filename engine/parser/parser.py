@@ -185,6 +185,8 @@ def parse(
     start = "test_statement_eof" if test_statements else "statement_eof"
     out: list[ParsedStatement] = []
     for chunk in _split(text, first_line - 1):
+        if known_vars and "${" in chunk.text:
+            _check_variable_references(chunk, known_vars, start)
         chunk_text = (
             _substitute(chunk.text, known_vars, chunk) if "${" in chunk.text else chunk.text
         )
@@ -341,6 +343,60 @@ def _substitute(text: str, variables: Mapping[str, str], chunk: _Chunk) -> str:
         out.append(lexeme)
         pos = m.end()
     return "".join(out)
+
+
+_VALID_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_@]*")
+_JAVA_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[dDfF]?")
+
+
+def _references(text: str) -> list[re.Match[str]]:
+    """The ``${name}`` references of a statement outside its string literals."""
+    found: list[re.Match[str]] = []
+    pos = 0
+    for m in list(_LEXEMES.finditer(text)) + [None]:
+        end = m.start() if m else len(text)
+        found += [v for v in _VARIABLE.finditer(text, pos, end)]
+        if m is None:
+            break
+        pos = m.end()
+    return found
+
+
+def _check_variable_references(chunk: _Chunk, variables: Mapping[str, str], start: str) -> None:
+    """ksqlDB's checks of what a variable stands for, where it stands (its
+    VariableSubstitutor, which runs when any variable is defined): in a literal's place the
+    value must be a quoted string, a boolean or a number; in an identifier's place a name
+    (unknown variables stand for themselves, ``${name}``, and fail both). A reference stands
+    in a literal's place when a string literal parses there, as ksqlDB's grammar tries a
+    literal before a column reference."""
+    text = chunk.text
+    refs = _references(text)
+    for i, ref in enumerate(refs):
+        value = variables.get(ref.group(1).upper(), ref.group())
+        trial = []
+        pos = 0
+        for j, other in enumerate(refs):
+            trial.append(text[pos:other.start()])
+            trial.append("'v'" if i == j else variables.get(other.group(1).upper(), other.group()))
+            pos = other.end()
+        trial.append(text[pos:])
+        try:
+            _lark().parse("".join(trial), start=start)
+            as_literal = True
+        except UnexpectedInput:
+            as_literal = False
+        line, col = chunk.position(*_line_col(text, ref.start()))
+        where = f"Illegal argument at Line: {line}, Col: {col}"
+        if as_literal:
+            quoted = len(value) >= 2 and value[0] == value[-1] == "'"
+            if not (quoted or value.lower() in ("true", "false") or _JAVA_NUMBER.fullmatch(value)):
+                raise ParseError(f"{where}.")
+            continue
+        name = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"`" else value
+        if not _VALID_IDENTIFIER.fullmatch(name):
+            raise ParseError(
+                f"{where}. Identifier names cannot start with '@' and may only contain alphanumeric values and '_'."
+            )
 
 
 def _substitute_plain(
@@ -502,6 +558,15 @@ def _unquote(text: str, quote: str) -> str:
     return text[1:-1].replace(quote * 2, quote)
 
 
+def _checked_name(name: str) -> str:
+    """A quoted name as ksqlDB's names take it (its Name): not empty, no blanks around it."""
+    if name.strip() != name:
+        raise ParseError(f"Failed to prepare statement: name is not trimmed: '{name}'")
+    if not name:
+        raise ParseError("Failed to prepare statement: name is empty")
+    return name
+
+
 class _Builder(Transformer):  # type: ignore[type-arg]
     """Turns one statement's parse tree into AST and expression nodes."""
 
@@ -546,10 +611,10 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     DIGIT_IDENTIFIER = IDENTIFIER
 
     def QUOTED_IDENTIFIER(self, token: Token) -> str:  # noqa: N802
-        return _unquote(token, '"')
+        return _checked_name(_unquote(token, '"'))
 
     def BACKQUOTED_IDENTIFIER(self, token: Token) -> str:  # noqa: N802
-        return _unquote(token, "`")
+        return _checked_name(_unquote(token, "`"))
 
     def nonreserved(self, children: list[Token]) -> str:
         return str(children[0]).upper()
@@ -937,6 +1002,11 @@ class _Builder(Transformer):  # type: ignore[type-arg]
     @v_args(meta=True)
     def decimal_type(self, meta: Any, children: list[Token]) -> SqlType:
         precision, scale = (self._integer_token(c, meta) for c in children)
+        # ksqlDB's words (its SqlDecimal), refused while the statement is prepared
+        for holds, rule in ((precision > 0, "precision must be >= 1"), (scale >= 0, "scale must be >= 0"),
+                            (precision >= scale, "precision must be >= scale")):
+            if not holds:
+                raise ParseError(f"Failed to prepare statement: DECIMAL {rule}: DECIMAL({precision},{scale})")
         try:
             return T.Decimal(precision, scale)
         except Exception as exc:

@@ -24,7 +24,8 @@ from engine.serde.formats import FormatInfo, format_reason
 
 _INTERMEDIATE_FORMAT = (
     "One of the functions used in the statement has an intermediate type that the value "
-    "format can not handle. Please remove the function or change the format."
+    "format can not handle. Please remove the function or change the format.\n"
+    "Consider up-voting https://github.com/confluentinc/ksql/issues/3950, which will resolve this limitation"
 )
 
 

@@ -7,12 +7,12 @@ and the known topics but changes neither: the engine applies the plan.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from engine.analysis.properties import WithProperties
+from engine.analysis.properties import duration_ms as _duration_ms
 from engine.analysis.query import (
     AnalyzedQuery,
     analyze_query,
@@ -98,7 +98,7 @@ class Planner:
     def plan_create_source(self, stmt: ast.CreateSource, text: str) -> StatementPlan | None:
         """CREATE [OR REPLACE] STREAM|TABLE name (columns) WITH (...)."""
         refuse_unknown_types(stmt)
-        props = WithProperties.of(stmt.properties, statement=text)
+        props = WithProperties.of(stmt.properties, statement=text, create_as=False)
         _refuse_cleanup_policy(props)
         is_table = stmt.kind == "TABLE"
         existing = self.metastore.get(stmt.name)
@@ -540,7 +540,7 @@ class Planner:
         refuse_unknown_types(stmt)
         if stmt.query.limit is not None:  # a persistent query never ends: ksqlDB refuses LIMIT
             raise AnalysisError(f"CREATE {stmt.kind} AS SELECT statements don't support LIMIT clause.")
-        props = WithProperties.of(stmt.properties, statement=text)
+        props = WithProperties.of(stmt.properties, statement=text, create_as=True)
         _refuse_cleanup_policy(props)
         _refuse_retention(props, compacted=stmt.kind == "TABLE" and stmt.query.window is None)
         existing = self.metastore.get(stmt.name)
@@ -1153,30 +1153,6 @@ def _implicit_casts(node: L.LogicalNode, sink: LogicalSchema) -> L.LogicalNode |
 
 def _comparable(schema: LogicalSchema) -> list[tuple[str, str, str]]:
     return [(c.name, str(c.type), c.namespace.value) for c in schema.columns if c.namespace is not Namespace.HEADERS]
-
-
-_UNITS_MS = {
-    "MILLISECOND": 1, "MILLISECONDS": 1, "SECOND": 1000, "SECONDS": 1000,
-    "MINUTE": 60_000, "MINUTES": 60_000, "HOUR": 3_600_000, "HOURS": 3_600_000,
-    "DAY": 86_400_000, "DAYS": 86_400_000,
-}
-
-
-def _duration_ms(text: str) -> int:
-    """A WITH clause duration, ``'10 SECONDS'``, in milliseconds; refused in ksqlDB's words."""
-    parts = text.split(" ")
-    if len(parts) != 2:
-        problem = f"Expected 2 tokens, got: {len(parts)}"
-    elif not re.fullmatch(r"[+-]?\d+", parts[0]):
-        problem = f"Not numeric: '{parts[0]}'"
-    elif parts[1].upper() not in _UNITS_MS:
-        problem = (
-            f"Unknown time unit: '{parts[1].upper()}'\nSupported time units are: "
-            "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS"
-        )
-    else:
-        return int(parts[0]) * _UNITS_MS[parts[1].upper()]
-    raise AnalysisError(f"Invalid duration: '{text}'. {problem}")
 
 
 def _is_create_as_select(source: DataSource) -> bool:

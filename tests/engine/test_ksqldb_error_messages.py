@@ -261,19 +261,21 @@ CASES = [
      "'WINDOW_SIZE' should not be set for SESSION windows."),
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='Daily', window_size='1 SECOND');",
-     "Error in WITH clause property 'WINDOW_TYPE': Unknown window type: 'Daily' \n"
-     "Valid values are: SESSION, HOPPING, TUMBLING"),
+     "Failed to prepare statement: Invalid value Daily for property WINDOW_TYPE: String must be one of: "
+     "SESSION, HOPPING, TUMBLING, null"),
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='HOPPING', window_size='2 WEEKS');",
-     "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: '2 WEEKS'. Unknown time unit: 'WEEKS'\n"
-     "Supported time units are: NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS\n"
-     "Example valid value: '10 SECONDS'"),
+     "Failed to prepare statement: Configuration WINDOW_SIZE is invalid: Invalid duration: '2 WEEKS'. "
+     "Unknown time unit: 'WEEKS'\n"
+     "Supported time units are: NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS"),
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='TUMBLING', window_size='SECOND');",
-     "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: 'SECOND'. Expected 2 tokens, got: 1"),
+     "Failed to prepare statement: Configuration WINDOW_SIZE is invalid: Invalid duration: 'SECOND'. "
+     "Expected 2 tokens, got: 1"),
     ("CREATE TABLE Y (ID INT PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON', "
      "window_type='TUMBLING', window_size='ten SECONDS');",
-     "Error in WITH clause property 'WINDOW_SIZE': Invalid duration: 'ten SECONDS'. Not numeric: 'ten'"),
+     "Failed to prepare statement: Configuration WINDOW_SIZE is invalid: Invalid duration: 'ten SECONDS'. "
+     "Not numeric: 'ten'"),
     ("CREATE TABLE X AS SELECT SUM(KM) AS T FROM RIDES;",
      "CREATE TABLE AS SELECT statement does not support aggregate function [SUM(KM)] without a GROUP BY clause."),
     ("CREATE STREAM X AS SELECT * FROM RIDES JOIN PINGS WITHIN 1 SECOND ON RIDES.ID = UCASE('p1');",
@@ -330,7 +332,11 @@ CASES = [
     ("CREATE STREAM Y (TAGS MAP<INT, INT>) WITH (kafka_topic='rides', value_format='PROTOBUF_NOSR');",
      "PROTOBUF format only supports MAP types with STRING keys. See https://github.com/confluentinc/ksql/issues/6177."),
     ("CREATE STREAM X AS SELECT * FROM RIDES; DROP STREAM RIDES;",
-     "Cannot drop RIDES.\nThe following queries read from this source: [CSAS_X_"),
+     "Cannot drop RIDES.\nThe following streams and/or tables read from this source: [X].\n"
+     "You need to drop them before dropping RIDES."),
+    ("CREATE STREAM X AS SELECT * FROM RIDES; INSERT INTO X SELECT * FROM RIDES; DROP STREAM RIDES;",
+     "Cannot drop RIDES.\nThe following queries read from this source: [INSERTQUERY_1].\n"
+     "The following queries write into this source: [].\nYou need to terminate them before dropping RIDES."),
     ("CREATE SOURCE STREAM SS (ID INT KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
      "INSERT INTO SS VALUES (1, 1);", "Cannot insert values into read-only stream: SS"),
     ("CREATE SOURCE STREAM SS (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON'); "
@@ -390,9 +396,10 @@ CASES = [
      "Invalid lambda argument name: X@Y"),
     ("CREATE STREAM X AS SELECT ID, TRANSFORM(STOPS, `a b` => `a b` + 1) AS A FROM RIDES;",
      "Invalid lambda argument name: a b"),
-    ("CREATE STREAM X WITH (kafka_topic='') AS SELECT * FROM RIDES;", "Must have non-empty topic name."),
+    ("CREATE STREAM X WITH (kafka_topic='') AS SELECT * FROM RIDES;",
+     "Failed to prepare statement: Invalid value  for property KAFKA_TOPIC: String must be non-empty"),
     ("CREATE STREAM Y (ID STRING KEY, KM INT) WITH (kafka_topic=' ', value_format='JSON', partitions=1);",
-     "Must have non-empty topic name."),
+     "Failed to prepare statement: Invalid value  for property KAFKA_TOPIC: String must be non-empty"),
     # properties
     ("SET 'ksql.no.such.setting'='1';", "Unknown property: ksql.no.such.setting"),
     ("UNSET 'ksql.no.such.setting';", "Unknown property: ksql.no.such.setting"),
@@ -415,6 +422,74 @@ CASES = [
     ("ASSERT SCHEMA TIMEOUT 1 SECONDS;", "ASSERT SCHEMA statements much include a subject name or an id"),
     ("ASSERT SCHEMA SUBJECT 'rides-value' ID 'one';", "ID must be an integer"),
     ("ASSERT SCHEMA ID 1.5;", "ID must be an integer"),
+    # WITH clause values as ksqlDB's definitions type and check them, before the names
+    ("CREATE STREAM X WITH (partitions='two') AS SELECT * FROM RIDES;",
+     "Failed to prepare statement: Invalid value two for property PARTITIONS: Not a number of type INT"),
+    ("CREATE STREAM X WITH (partitions=1.5) AS SELECT * FROM RIDES;",
+     "Invalid value 1.5 for property PARTITIONS: Expected value to be a 32-bit integer, but it was a "
+     "java.math.BigDecimal"),
+    ("CREATE STREAM X WITH (retention_ms='soon') AS SELECT * FROM RIDES;",
+     "Invalid value soon for property RETENTION_MS: Not a number of type LONG"),
+    ("CREATE STREAM X WITH (kafka_topic=7) AS SELECT * FROM RIDES;",
+     "Invalid value 7 for property KAFKA_TOPIC: Expected value to be a string, but it was a java.lang.Integer"),
+    ("CREATE STREAM X WITH (wrap_single_value='perhaps') AS SELECT ID, KM FROM RIDES;",
+     "Invalid value perhaps for property WRAP_SINGLE_VALUE: Expected value to be either true or false"),
+    ("CREATE STREAM Y (ID INT KEY, KM INT) WITH (kafka_topic='rides', value_format='PROTOBUF', "
+     "value_protobuf_nullable_representation='boxed');",
+     "Invalid value boxed for property VALUE_PROTOBUF_NULLABLE_REPRESENTATION: String must be one of: "
+     "OPTIONAL, WRAPPER, null"),
+    ("CREATE STREAM X WITH (window_type='TUMBLING') AS SELECT * FROM RIDES;",
+     "Invalid config variable(s) in the WITH clause: WINDOW_TYPE"),
+    ("CREATE STREAM X WITH (partitions='x', colour='red') AS SELECT * FROM RIDES;",
+     "Invalid value x for property PARTITIONS: Not a number of type INT"),
+    ("CREATE STREAM Y (ID STRING KEY, SENT STRING) WITH (kafka_topic='rides', value_format='JSON', "
+     "timestamp='SENT', timestamp_format='yyyy-MM-dd bb');",
+     "Failed to prepare statement: Invalid datetime format for config:TIMESTAMP_FORMAT, reason:Unknown pattern letter: b"),
+    ("CREATE STREAM X WITH (timestamp='CITY', timestamp_format='HH:mm''') AS SELECT * FROM RIDES;",
+     "Invalid datetime format for config:TIMESTAMP_FORMAT, reason:Pattern ends with an incomplete string "
+     "literal: HH:mm'"),
+    ("CREATE STREAM X WITH (timestamp='CITY', timestamp_format='yyyy-MM-dd{HH}') AS SELECT * FROM RIDES;",
+     "Invalid datetime format for config:TIMESTAMP_FORMAT, reason:Pattern includes reserved character: '{'"),
+    ("CREATE STREAM X WITH (timestamp='CITY', timestamp_format='yyyy]') AS SELECT * FROM RIDES;",
+     "Invalid datetime format for config:TIMESTAMP_FORMAT, reason:Pattern invalid as it contains ] without previous ["),
+    ("CREATE STREAM X WITH (timestamp='CITY', timestamp_format='yyyy-MMMMMM') AS SELECT * FROM RIDES;",
+     "Invalid datetime format for config:TIMESTAMP_FORMAT, reason:Too many pattern letters: M"),
+    # an aggregate's accumulator the source's value format cannot hold
+    ("CREATE STREAM D (ID STRING KEY, KM INT) WITH (kafka_topic='rides', value_format='DELIMITED'); "
+     "CREATE TABLE X AS SELECT ID, AVG(KM) AS A FROM D GROUP BY ID;",
+     "One of the functions used in the statement has an intermediate type that the value format can not handle. "
+     "Please remove the function or change the format.\n"
+     "Consider up-voting https://github.com/confluentinc/ksql/issues/3950, which will resolve this limitation"),
+    ("CREATE TABLE X AS SELECT ID, TOPK(KM, KM) AS T FROM RIDES GROUP BY ID;",
+     "Failed to create aggregate function: TOPK(KM, KM)"),
+    # timestamp texts whose zone offset Java's ZoneOffset refuses
+    ("CREATE STREAM X AS SELECT * FROM RIDES WHERE ROWTIME > '2021-03-04T05:06:07+1900';",
+     "Failed to parse timestamp '2021-03-04T05:06:07+1900': Failed to parse timezone '+1900': "
+     "Zone offset hours not in valid range: value 19 is not in the range -18 to 18"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES WHERE ROWTIME < '2021-03-04T05:06-0861';",
+     "Failed to parse timezone '-0861': Zone offset minutes not in valid range: value -61 is not in the range "
+     "-59 to 59"),
+    ("CREATE STREAM X AS SELECT * FROM RIDES WHERE ROWTIME < '2021-03-04T05:06+18:01';",
+     "Failed to parse timezone '+18:01': Zone offset not in valid range: -18:00 to +18:00"),
+    # DECIMAL types
+    ("CREATE STREAM Y (ID STRING KEY, V DECIMAL(2, 4)) WITH (kafka_topic='rides', value_format='JSON');",
+     "Failed to prepare statement: DECIMAL precision must be >= scale: DECIMAL(2,4)"),
+    ("CREATE STREAM X AS SELECT ID, CAST(KM AS DECIMAL(0, 0)) AS D FROM RIDES;",
+     "Failed to prepare statement: DECIMAL precision must be >= 1: DECIMAL(0,0)"),
+    # variables: what a reference stands for, where it stands, once any variable is defined
+    ("DEFINE far = 'distant'; CREATE STREAM X AS SELECT * FROM RIDES WHERE CITY = ${far};",
+     "Illegal argument at Line: 1, Col: 77."),
+    ("DEFINE far = 'x'; CREATE STREAM X AS SELECT * FROM RIDES WHERE CITY = ${near};",
+     "Illegal argument at Line: 1, Col: 71."),
+    ("DEFINE sink = 'two words'; CREATE STREAM ${sink} AS SELECT * FROM RIDES;",
+     "Illegal argument at Line: 1, Col: 42. Identifier names cannot start with '@' and may only contain "
+     "alphanumeric values and '_'."),
+    ("DEFINE col = '@KM';\nCREATE STREAM X AS SELECT ID, KM AS ${col} FROM RIDES;",
+     "Illegal argument at Line: 2, Col: 37. Identifier names cannot start with '@'"),
+    # quoted names as ksqlDB's names take them
+    ("CREATE STREAM Y (ID STRING KEY, `` INT) WITH (kafka_topic='rides', value_format='JSON');",
+     "Failed to prepare statement: name is empty"),
+    ("CREATE STREAM X AS SELECT ID, KM AS `km ` FROM RIDES;", "Failed to prepare statement: name is not trimmed: 'km '"),
     ("CREATE STREAM X AS SELECT ID, " + "(" * 1500 + "KM" + ")" * 1500 + " AS K FROM RIDES;",
      "Error processing statement: Statement is too large to parse. "
      "This may be caused by having too many nested expressions in the statement."),
@@ -563,3 +638,14 @@ def test_a_ksqldb_statement_exception_matches_by_either_of_its_messages(
     assert message_matches(expected, caught.value)
     other = ExpectedException(type="io.confluent.ksql.util.KsqlStatementException", message="no such text")
     assert not message_matches(other, caught.value)
+
+
+def test_a_required_avro_field_the_sink_cannot_fill_stops_the_query_in_ksqldbs_words() -> None:
+    from engine.builders.registered_sink import ExtraField, RegisteredExtras
+    from engine.errors import QueryFailure
+
+    extras = RegisteredExtras("value", 4, (ExtraField("SITE", required=True),))
+    with pytest.raises(QueryFailure) as caught:
+        extras.apply({"KM": 1})
+    assert ("Missing default value for required Avro field: [SITE]. This field appears in Avro schema in "
+            "Schema Registry") in str(caught.value)

@@ -218,15 +218,22 @@ def test_set_unset_define_undefine_terminate() -> None:
 def test_define_substitutes_variables_in_later_statements() -> None:
     parsed = parse(
         "DEFINE name = 'Orders'; CREATE STREAM ${name} WITH (kafka_topic='${name}_t');"
-        "SELECT ${col} FROM x;",
-        variables={"col": "price"},
+        "SELECT ${col} AS ${alias} FROM x;",
+        variables={"col": "5", "alias": "price"},
     )
     create = parsed[1].statement
     assert isinstance(create, ast.CreateSource)
     assert create.name == "ORDERS" and create.properties == {"KAFKA_TOPIC": "Orders_t"}
     query = parsed[2].statement
     assert isinstance(query, ast.Query)
-    assert query.select == (ast.SelectColumn(expr=E.ColumnRef("PRICE")),)
+    assert query.select == (ast.SelectColumn(expr=E.Literal(5, T.INTEGER), alias="PRICE"),)
+
+
+def test_a_variable_in_a_literals_place_stands_for_a_literal_as_ksqldbs_grammar_reads_it() -> None:
+    """A bare ``${col}`` in an expression is a literal in ksqlDB's grammar (tried before a column
+    reference): a value that is no quoted string, boolean or number is refused there."""
+    with pytest.raises(ParseError, match=r"^Illegal argument at Line: 1, Col: 8\.$"):
+        parse("SELECT ${col} FROM x;", variables={"col": "price"})
 
 
 def test_alter_source_adds_columns() -> None:
