@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import json
 import re
 import time as _time
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import TypeVar
 
 from engine.data.values import (
@@ -299,15 +301,40 @@ def _offset_text(seconds: int, letter: str, width: int) -> str:
     return f"{sign}{h:02d}:{m:02d}" + (f":{s:02d}" if s else "")
 
 
-def _gmt_text(seconds: int, long: bool) -> str:
+def _gmt_text(seconds: int, long: bool, with_seconds: bool = False) -> str:
     if seconds == 0:
         return "GMT"
     sign = "-" if seconds < 0 else "+"
     h, rest = divmod(abs(seconds), 3600)
-    m = rest // 60
+    m, sec = divmod(rest, 60)
+    tail = f":{sec:02d}" if with_seconds and sec else ""  # formatting version 2, as Java
     if long:
-        return f"GMT{sign}{h:02d}:{m:02d}"
-    return f"GMT{sign}{h}" + (f":{m:02d}" if m else "")
+        return f"GMT{sign}{h:02d}:{m:02d}{tail}"
+    return f"GMT{sign}{h}" + (f":{m:02d}{tail}" if m or tail else "")
+
+
+_JAVA_ZONE_NAMES_FILE = Path(__file__).with_name("java_zone_names.json")
+
+
+@lru_cache(maxsize=1)
+def _java_zone_names() -> dict[str, list[str | None]]:
+    """Per zone id, the names Java's DateTimeFormatter prints for ``zzz`` and ``zzzz`` in the
+    US locale: [standard short, standard long, daylight short, daylight long] (written by
+    ``java engine/functions/java/ZoneNames.java``)."""
+    return json.loads(_JAVA_ZONE_NAMES_FILE.read_text(encoding="utf-8"))
+
+
+def _java_zone_text(value: dt.datetime, long: bool) -> str:
+    """Pattern letter ``z`` as formatting version 2 prints it: the zone's display name in
+    standard or daylight time, or its id where Java has no name (an offset, ``UT``)."""
+    tz = value.tzinfo
+    zone_id = getattr(tz, "key", None) or (tz.tzname(value) if tz is not None else None) or ""
+    names = _java_zone_names().get(zone_id)
+    if names is None:
+        return zone_id
+    daylight = bool(value.dst())
+    name = names[2 + long] if daylight and names[2] is not None else names[long]
+    return name or zone_id
 
 
 def _zone_name(value: dt.datetime, width: int) -> str:
@@ -447,16 +474,18 @@ def _format_field(value: dt.date | dt.time, f: PatternField) -> str:
     if letter == "V":
         return _zone_name(value, 2)
     if letter == "z":
+        if f.semantics >= 2:
+            return _java_zone_text(value, width == 4)
         return _zone_name(value, width)
     if letter == "O":
-        return _gmt_text(seconds, width == 4)
+        return _gmt_text(seconds, width == 4, f.semantics >= 2)
     if letter in "Xx":
         return _offset_text(seconds, letter, width)
     # letter == "Z"
     if width <= 3:
         return _offset_text(seconds, "x", 2)
     if width == 4:
-        return _gmt_text(seconds, True)
+        return _gmt_text(seconds, True, f.semantics >= 2)
     return _offset_text(seconds, "X", 5)
 
 

@@ -444,3 +444,30 @@ def test_the_week_fields_format_but_do_not_parse() -> None:
     parse = REGISTRY.resolve("PARSE_DATE", [T.STRING, T.STRING])
     with pytest.raises(EvaluationError, match="unsupported pattern letter 'w'"):
         parse.invoke(["2024-01", "yyyy-ww"])
+
+
+@pytest.mark.parametrize(
+    ("millis", "zone", "expected"),
+    [
+        (0, "UTC", "UTC|Coordinated Universal Time"),
+        (0, "GMT", "GMT|Greenwich Mean Time"),
+        # 1970 in London was UTC+1 all year, standard time: Java names the zone, not the era
+        (0, "Europe/London", "GMT|Greenwich Mean Time"),
+        (1_000_000_000_000, "Asia/Kolkata", "IST|India Standard Time"),
+        (1_700_000_000_456, "Australia/Lord_Howe", "LHDT|Lord Howe Daylight Time"),
+        (1_604_215_800_000, "America/Los_Angeles", "PDT|Pacific Daylight Time"),
+        (1_604_215_800_000, "Etc/GMT+5", "GMT-05:00|GMT-05:00"),
+        (0, "+05:30", "+05:30|+05:30"),
+        (0, "UTC+01:00", "UTC+01:00|UTC+01:00"),
+    ],
+)
+def test_formatting_version_2_names_zones_as_java_does(millis: int, zone: str, expected: str) -> None:
+    resolved = REGISTRY.resolve("TIMESTAMPTOSTRING", [T.BIGINT, T.STRING, T.STRING], 2)
+    assert resolved.invoke([millis, "zzz|zzzz", zone]) == expected
+
+
+def test_formatting_version_2_writes_the_seconds_of_an_offset() -> None:
+    resolved = REGISTRY.resolve("TIMESTAMPTOSTRING", [T.BIGINT, T.STRING, T.STRING], 2)
+    assert resolved.invoke([-4_150_222_444_247, "O OOOO ZZZZ", "Europe/London"]) == (
+        "GMT-0:01:15 GMT-00:01:15 GMT-00:01:15"
+    )
