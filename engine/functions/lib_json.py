@@ -14,10 +14,12 @@ import base64
 import datetime as dt
 import decimal
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
 
+from engine.data.java_double import java_double_to_string
 from engine.data.values import format_double, format_time, format_timestamp
 from engine.errors import EvaluationError
 from engine.functions.registry import Generic, scalar
@@ -138,10 +140,36 @@ def _key_text(key: Any) -> str:
     return text[1:-1] if text.startswith('"') else text
 
 
-@scalar("TO_JSON_STRING", params=[Generic("T")], returns=STRING, null_propagating=False)
+@scalar("TO_JSON_STRING", params=[Generic("T")], returns=STRING, null_propagating=False, until=1)
 def to_json_string(value: Any) -> str:
     """Serialise any value as JSON text; NULL gives 'null'."""
     return to_json_text(value)
+
+
+def _utf16_order(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")  # String.compareTo's order
+
+
+def to_json_text_java(value: Any) -> str:
+    """TO_JSON_STRING since version 2, as ksqlDB's body writes through Jackson: STRUCT fields
+    and MAP keys sorted (a TreeMap of their texts), a DOUBLE with ``Double.toString``'s digits,
+    NaN and the infinities as JSON strings."""
+    if isinstance(value, float):
+        text = java_double_to_string(value)
+        return f'"{text}"' if not math.isfinite(value) else text
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(to_json_text_java(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(((_key_text(k), v) for k, v in value.items()), key=lambda kv: _utf16_order(kv[0]))
+        return "{" + ",".join(f"{_escape(k)}:{to_json_text_java(v)}" for k, v in items) + "}"
+    return to_json_text(value)
+
+
+@scalar("TO_JSON_STRING", params=[Generic("T")], returns=STRING, null_propagating=False, since=2)
+def to_json_string_java(value: Any) -> str:
+    """Serialise any value as JSON text, fields and keys sorted, as ksqlDB's Jackson writes it;
+    NULL gives 'null'."""
+    return to_json_text_java(value)
 
 
 @scalar("IS_JSON_STRING", params=[STRING], returns=T.BOOLEAN, null_propagating=False)

@@ -191,3 +191,27 @@ def test_dump_json_output_parses_back_to_the_same_value(value):
 )
 def test_to_json_string_serialises_each_type(value, sql_type, expected):
     assert call("TO_JSON_STRING", value, types=[sql_type]) == expected
+
+
+def test_to_json_string_version_2_sorts_fields_and_keys_and_writes_jdk_doubles() -> None:
+    from engine.functions import REGISTRY
+    from engine.plan import types as T
+
+    struct = T.Struct((T.Field("b", T.INTEGER), T.Field("A", T.Array(T.DOUBLE))))
+    v2 = REGISTRY.resolve("TO_JSON_STRING", [struct], 2)
+    value = {"b": 1, "A": [124920860860690064.0, float("nan"), float("-inf"), 1.5]}
+    assert v2.invoke([value]) == '{"A":[1.24920860860690064E17,"NaN","-Infinity",1.5],"b":1}'
+    keyed = REGISTRY.resolve("TO_JSON_STRING", [T.Map(T.INTEGER, T.STRING)], 2)
+    assert keyed.invoke([{10: "x", 9: None}]) == '{"10":"x","9":null}'  # keys sorted as text
+    # keys sort by UTF-16 unit as String.compareTo does: a surrogate pair before U+FFFD
+    texts = REGISTRY.resolve("TO_JSON_STRING", [T.Map(T.STRING, T.INTEGER)], 2)
+    assert texts.invoke([{"\ufffd": 2, "\U0001F600": 1}]) == '{"\U0001F600":1,"\ufffd":2}'
+
+
+
+def test_to_json_string_version_1_keeps_the_written_order_for_saved_plans() -> None:
+    from engine.functions import REGISTRY
+    from engine.plan import types as T
+
+    struct = T.Struct((T.Field("b", T.INTEGER), T.Field("A", T.DOUBLE)))
+    assert REGISTRY.resolve("TO_JSON_STRING", [struct], 1).invoke([{"b": 1, "A": 1.0}]) == '{"b":1,"A":1.0}'
