@@ -296,9 +296,10 @@ def _mentions(t: SqlType, base: BaseType) -> bool:
     return False
 
 
-def cast_semantics(target: SqlType) -> int:
-    """The version of CAST's behaviour a new plan records for a cast to ``target``."""
-    return max((v for v, changed in _CAST_CHANGES if changed(target)), default=1)
+def cast_semantics(target: SqlType, newest: int = CAST_SEMANTICS) -> int:
+    """The version of CAST's behaviour a new plan records for a cast to ``target``, among
+    versions up to ``newest`` (an earlier release's newest, for a service that keeps it)."""
+    return max((v for v, changed in _CAST_CHANGES if changed(target) and v <= newest), default=1)
 
 
 def make_cast(source: SqlType | None, target: SqlType, semantics: int = 1) -> Converter:

@@ -28,6 +28,7 @@ from engine.errors import (
 )
 from engine.expressions import compile_expression, infer_type
 from engine.facade.api import FormatDescription, SourceInfo, StatementResult
+from engine.facade.compatibility import plan_versions
 from engine.facade.properties import check_override, check_statement_property
 from engine.metastore import DataSource, InMemoryMetaStore
 from engine.metastore.model import upgrade_problem
@@ -178,6 +179,7 @@ class KsqlEngine:
         return results
 
     def _execute(self, stmt: Any, text: str) -> StatementResult:
+        stmt = plan_versions(stmt, self.config)  # the function versions the service opted in to
         planner = self.planner()
         if isinstance(stmt, ast.CreateSource):
             if stmt.is_source and not _config_flag(self.config, SOURCE_TABLE_MATERIALIZATION_ENABLED):
@@ -449,20 +451,22 @@ class KsqlEngine:
                 raise AnalysisError(f"Unsupported column reference in insert value: {E.format_sql(value_expr)}")
             value = compile_expression(value_expr, {})({})
             value_type = infer_type(value_expr, {})
-            if name == "ROWTIME":
-                timestamp = int(value)
-                continue
+            target = T.BIGINT if name == "ROWTIME" else types[name]  # ksqlDB's ROWTIME pseudo column
             try:
-                if not _fits_without_rounding(value, types[name]):
-                    raise ArithmeticError(f"{value} does not fit {types[name]} without rounding")
-                row[name] = coerce_value(value, value_type, types[name]) if value is not None else None
+                if not _fits_without_rounding(value, target):
+                    raise ArithmeticError(f"{value} does not fit {target} without rounding")
+                coerced = coerce_value(value, value_type, target) if value is not None else None
             except (ValueError, ArithmeticError, TypeError):
                 got = value_type.base.value if value_type is not None else "NULL"
                 shown = str(value).lower() if isinstance(value, bool) else str(value)
-                hint = _TIME_TEXT_HINTS.get(types[name].base.value, "") if got == "STRING" else ""
+                hint = _TIME_TEXT_HINTS.get(target.base.value, "") if got == "STRING" else ""
                 raise AnalysisError(
-                    f"Expected type {types[name]} for field `{name}` but got {got}({shown}){hint}"
+                    f"Expected type {target} for field `{name}` but got {got}({shown}){hint}"
                 ) from None
+            if name == "ROWTIME":
+                timestamp = int(coerced) if coerced is not None else timestamp
+            else:
+                row[name] = coerced
         missing_keys = [c.name for c in source.schema.key if c.name not in row] if source.kind == "TABLE" else []
         if missing_keys:
             raise AnalysisError(f"Value for primary key column(s) {', '.join(missing_keys)} is required for tables")

@@ -39,6 +39,7 @@ from engine.errors import (
     query_failure_in,
     root_cause_line,
 )
+from engine.facade.compatibility import record_service_values, replay_values, settle_after_replay
 from engine.facade.engine import KsqlEngine
 from engine.hosting.query_metrics import QueryMetrics
 from engine.kafka.admin import TopicAdmin
@@ -181,9 +182,13 @@ class SavedStatement:
 
     text: str
     plan: Any = None  # the statement plan's JSON value, when it has one
+    # The compatibility-breaking configs it was applied with (engine.facade.compatibility);
+    # none in state dirs of 0.11.0 and earlier.
+    properties: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "plan": self.plan}
+        value = {"text": self.text, "plan": self.plan}
+        return {**value, "properties": self.properties} if self.properties else value
 
 
 def _normalise(text: str) -> str:
@@ -245,7 +250,8 @@ class StreamingApplication:
         except json.JSONDecodeError as exc:
             raise ExecutionError(f"{path} is not valid JSON (line {exc.lineno}): the state dir is damaged.") from None
         for number, entry in enumerate(entries, start=1):
-            saved = SavedStatement(entry["text"], entry.get("plan"))
+            saved = SavedStatement(entry["text"], entry.get("plan"), dict(entry.get("properties") or {}))
+            replay_values(self.engine.config, saved.properties)
             try:
                 if saved.plan is not None:
                     self.engine.restore(serde.statement_plan_from_json(saved.plan))
@@ -256,6 +262,7 @@ class StreamingApplication:
                     f"Statement {number} saved in {path} cannot be applied by this engine: {exc}"
                 ) from None
             self.saved.append(saved)
+        settle_after_replay(self.engine.config, commands_replayed=len(self.saved))
         return len(self.saved)
 
     def submit(self, text: str) -> list[str]:
@@ -282,9 +289,11 @@ class StreamingApplication:
             except AnalysisError as exc:
                 statement.relocate(exc)  # placed in the file, not in the statement alone
                 raise
+            recorded: dict[str, Any] = {}
+            record_service_values(recorded, self.engine.config)
             for result in results:
                 plan = serde.to_json_value(result.plan) if result.plan is not None else None
-                self.saved.append(SavedStatement(result.statement_text, plan))
+                self.saved.append(SavedStatement(result.statement_text, plan, recorded))
             self._save_statements()
             applied.append(stmt)
         return applied

@@ -50,6 +50,7 @@ from engine.errors import (
     StatementPrepareError,
     UpgradeError,
 )
+from engine.facade.compatibility import record_service_values, replay_values, settle_after_replay
 from engine.facade.properties import check_override, check_statement_property
 from engine.hosting.application import (
     CHECKPOINT_DIR,
@@ -197,6 +198,7 @@ class KsqlService:
             return  # the log held TERMINATE CLUSTER: this server cleans up and serves nothing
         with self._engine_lock:
             self._replayed = True
+            settle_after_replay(self.engine.config, commands_replayed=len(self._statuses))
             for query in self.engine.query_order():
                 self._operations.put(("start", query.query_id))
         if self.run_queries and self._operations.empty():
@@ -334,6 +336,7 @@ class KsqlService:
         stopped: list[str] = []
         with self._engine_lock:
             engine = self.engine
+            replay_values(engine.config, command.properties)
             try:
                 if command.terminate is not None:
                     ids = list(engine.queries) if command.terminate == "ALL" else [command.terminate]
@@ -698,6 +701,7 @@ class KsqlService:
 
         def execute() -> Command:
             with self._engine_lock:
+                record_service_values(properties, self.engine.config)  # the log's compatibility configs
                 snapshot = self.engine.snapshot()
             snapshot.config = {**snapshot.config, **properties}
             if isinstance(stmt, ast.TerminateQuery):
