@@ -11,7 +11,8 @@ describes for ksqlDB's compatibility-breaking configs:
 Every command a server writes records the service's value with its properties, so every server
 of the service replays the same value and plans alike. A statement opts in by setting the
 property (``SET 'ksql.functions.java.semantics.enabled'='true';`` before it, or the request's
-properties); its command records the new value and the service keeps it from then on.
+properties); its command records the new value and the service keeps it from then on: an opt-in
+is not taken back by replaying a command that recorded the old value.
 
 The configs only choose what *new* plans record. A saved plan names its own step and function
 versions and builds them whatever the config says.
@@ -86,10 +87,15 @@ def enabled(config: CompatibilityConfig, properties: Mapping[str, Any]) -> bool:
 
 
 def replay_values(service: MutableMapping[str, Any], command_properties: Mapping[str, Any]) -> None:
-    """Take the values a replayed command recorded into the service's configuration."""
+    """Take the values a replayed command recorded into the service's configuration. Once any
+    command recorded the write default the service has opted in for good: a command that
+    recorded the read default (written before the opt-in, or a request's own override) does
+    not take it back, whatever order the metastore's tables replay in."""
     for config in CONFIGS:
         if config.name in command_properties:
-            service[config.name] = _flag(command_properties[config.name])
+            value = _flag(command_properties[config.name])
+            if value == config.write_default or config.name not in service:
+                service[config.name] = value
 
 
 def settle_after_replay(service: MutableMapping[str, Any], *, commands_replayed: int) -> None:

@@ -131,6 +131,13 @@ def test_the_service_value_comes_from_the_log_with_its_defaults() -> None:
     later: dict = {}
     C.record_service_values(later, old_service)
     assert later == {FLAG: True}
+    # Replayed in any order (the metastore tables replay sources before queries), an opt-in holds.
+    C.replay_values(old_service, {FLAG: False})
+    assert old_service == {FLAG: True}
+    unordered: dict = {}
+    for recorded in ({FLAG: True}, {FLAG: False}, {}):
+        C.replay_values(unordered, recorded)
+    assert unordered == {FLAG: True}
 
 
 def _release_0_11_versions() -> dict:

@@ -150,3 +150,38 @@ def test_a_state_dir_of_an_earlier_release_keeps_its_versions_until_it_opts_in(
     fresh.load()
     fresh.submit(source + new_query)
     assert _versions_of(fresh.engine, "CSAS_NEWQ_0") == {"CAST": 3}
+
+
+def test_the_metastore_tables_keep_the_value_with_each_row(kafka_broker, tmp_path: Path) -> None:
+    from engine.server.tables_service import TablesService
+
+    bootstrap = kafka_broker.bootstrap_servers
+    service_id = f"compat_tables_{uuid.uuid4().hex[:8]}_"
+    source = (f"CREATE STREAM S (ID INT KEY, D DOUBLE) "
+              f"WITH (KAFKA_TOPIC='{service_id}s', VALUE_FORMAT='JSON', PARTITIONS=1);")
+    query = "CREATE STREAM {name} AS SELECT ID, CAST(D AS STRING) AS T FROM S;"
+
+    def start(directory: str) -> TablesService:
+        service = TablesService(bootstrap, service_id, tmp_path / directory, run_queries=False,
+                                command_timeout=20.0, internal_url="http://one")
+        service.start(timeout=30)
+        return service
+
+    first = start("one")
+    try:
+        # The service's first row, as if written before the opt-in: the old value.
+        first.execute(source, properties={FLAG: "false"})
+        old = _query_id(first.execute(query.format(name="OLDQ")))
+        assert _versions_of(first.engine, old) == {"CAST": 1}
+        opted = _query_id(first.execute(query.format(name="NEWQ"), properties={FLAG: True}))
+        assert _versions_of(first.engine, opted) == {"CAST": 3}
+    finally:
+        first.close()
+    again = start("two")  # replays the rows: sources first, then queries
+    try:
+        assert again.engine.config[FLAG] is True
+        later = _query_id(again.execute(query.format(name="LATER")))
+        assert _versions_of(again.engine, later) == {"CAST": 3}
+        assert _versions_of(again.engine, old) == {"CAST": 1}
+    finally:
+        again.close()
