@@ -445,6 +445,7 @@ class KsqlEngine:
         row: dict[str, Any] = {}
         timestamp = 0
         from engine.expressions import coerce_value
+        from engine.plan import types as T
 
         for name, value_expr in zip(columns, stmt.values, strict=True):
             if any(isinstance(e, E.ColumnRef) for e in E.walk(value_expr)):  # ksqlDB's GenericExpressionResolver

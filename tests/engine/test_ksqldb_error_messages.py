@@ -378,6 +378,8 @@ CASES = [
     ("INSERT INTO RIDES (ID, NOPE) VALUES ('r1', 1);", "Column name `NOPE` does not exist."),
     ("INSERT INTO RIDES (ID, KM) VALUES ('r1', 'far');", "Expected type INTEGER for field `KM` but got STRING(far)"),
     ("INSERT INTO RIDERS (AGE) VALUES (30);", "Value for primary key column(s) ID is required for tables"),
+    ("INSERT INTO RIDES (ROWTIME, ID, KM) VALUES ('soon', 'r1', 1);",
+     "Expected type BIGINT for field `ROWTIME` but got STRING(soon)"),
     ("INSERT INTO RIDES (ROWPARTITION, ID) VALUES (1, 'r1');", "Inserting into column `ROWPARTITION` is not allowed."),
     ("CREATE TABLE X AS SELECT ID, TOPK(KM, KM) AS T FROM RIDES GROUP BY ID;",
      "Parameter 2 passed to function TOPK must be a literal constant, but was expression: 'KM'"),
