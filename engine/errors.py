@@ -137,6 +137,11 @@ class ExecutionError(KsqlError):
     """A query failed while it ran."""
 
 
+class SchemaRegistryUnavailableError(ExecutionError):
+    """The schema registry did not answer (refused, reset, timed out, or a 5xx): no record's
+    fault, so the query fails and is restarted from its checkpoint instead of skipping records."""
+
+
 class EvaluationError(ExecutionError):
     """An expression raised while evaluated against one record."""
 

@@ -45,7 +45,7 @@ from engine.builders.native_forms import native_reason
 from engine.builders.sinks import build_stream_sink, build_table_sink
 from engine.builders.sources import build_stream_source, build_table_source, timestamp_extractor
 from engine.builders.walker import builds
-from engine.errors import KsqlError
+from engine.errors import KsqlError, SchemaRegistryUnavailableError
 from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
@@ -448,6 +448,8 @@ def _python_sink_writer(step: SinkStep, codec: TopicCodec, ctx: BuildContext, sc
             value = None
             if not record[R.DELETED]:
                 value = codec.value.to_bytes(codec.value.serialize({n: row[n] for n in value_names}))
+        except SchemaRegistryUnavailableError:
+            raise  # the query fails and restarts: no record is skipped
         except KsqlError as exc:
             log_processing_error(query_id, where, f"Failed to serialise the record: {exc}",
                                  type=processing_log.SERIALIZATION, topic=topic)

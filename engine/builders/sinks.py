@@ -10,7 +10,7 @@ from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.formats import serdes_for
 from engine.builders.sources import timestamp_extractor
 from engine.builders.walker import builds
-from engine.errors import KsqlError
+from engine.errors import KsqlError, SchemaRegistryUnavailableError
 from engine.plan.schema import Namespace
 from engine.plan.steps import StreamSink, TableSink
 from engine.runtime import rows as R
@@ -38,6 +38,8 @@ def build_python_sink(
             # A key whose columns are all null is a null key (ksqlDB writes no key bytes).
             key = key_serde.serialize(key_row) if any(v is not None for v in key_row.values()) else None
             value = None if row[R.DELETED] else value_serde.serialize({n: row[n] for n in value_names})
+        except SchemaRegistryUnavailableError:
+            raise  # the query fails and restarts: no record is skipped
         except KsqlError as exc:
             log_processing_error(query_id, where, f"Failed to serialise the record: {exc}")
             return []

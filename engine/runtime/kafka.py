@@ -44,7 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
-from engine.errors import KsqlError
+from engine.errors import KsqlError, SchemaRegistryUnavailableError
 from engine.hosting.query_metrics import SOURCE_OBSERVATION
 from engine.kafka.security import security_for
 from engine.plan.schema import LogicalSchema
@@ -498,6 +498,8 @@ def _sink_encoder(codec: TopicCodec, query_id: str, name: str, schema: ST.Struct
                     elif codec.window_type is not None and r["__wstart"] is not None:
                         key = encode_time_window_key(key or b"", r["__wstart"])
                     value = codec.value.to_bytes(pickle.loads(r["__value"]))
+                except SchemaRegistryUnavailableError:
+                    raise  # the query fails and restarts: no record is skipped
                 except KsqlError as exc:
                     _log(query_id, name, f"Failed to serialise the record: {exc}",
                          type=processing_log.SERIALIZATION, topic=name)

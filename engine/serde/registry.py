@@ -35,7 +35,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from engine.errors import RecordSerdeError
+from engine.errors import RecordSerdeError, SchemaRegistryUnavailableError
 from engine.plan import types as T
 from engine.serde.base import RecordSerde
 from engine.serde.coerce import fit_decimal
@@ -412,6 +412,7 @@ class WireSerde(RecordSerde):
         try:
             out = self._serializer(datum, SerializationContext(self.topic, field))
         except Exception as exc:
+            _raise_if_unavailable(exc, f"Cannot write the {self.what} to {self.subject}")
             raise RecordSerdeError(f"Cannot write the {self.what} to {self.subject}: {_message(exc)}") from None
         return bytes(out)
 
@@ -429,6 +430,7 @@ class WireSerde(RecordSerde):
                     self._schema_id = int(self._client().register_schema(
                         self.subject, Schema(self.schema_text(), "JSON")))
                 except Exception as exc:
+                    _raise_if_unavailable(exc, f"Cannot register the {self.what} schema under {self.subject}")
                     raise RecordSerdeError(
                         f"Cannot register the {self.what} schema under {self.subject}: {_message(exc)}"
                     ) from None
@@ -458,6 +460,7 @@ class WireSerde(RecordSerde):
                     self.subject, Schema(text, "PROTOBUF")))
             except Exception as exc:
                 self._proto = None
+                _raise_if_unavailable(exc, f"Cannot register the {self.what} schema under {self.subject}")
                 raise RecordSerdeError(
                     f"Cannot register the {self.what} schema under {self.subject}: {_message(exc)}"
                 ) from None
@@ -597,6 +600,22 @@ def wire_serde(serde: RecordSerde, topic: str, registry_url: str | None) -> Reco
     if registry_url or serde.format.name == PROTOBUF_NOSR:
         return WireSerde(serde, topic, registry_url)
     return serde
+
+
+def _raise_if_unavailable(exc: BaseException, what: str) -> None:
+    """Raise ``SchemaRegistryUnavailableError`` when ``exc`` says the registry did not answer
+    (a transport error: refused, reset, timed out; or a 5xx), not that the record is wrong."""
+    import httpx
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        status = getattr(cause, "http_status_code", None) if isinstance(cause, SchemaRegistryError) else None
+        if isinstance(cause, httpx.TransportError | ConnectionError | TimeoutError) or (
+                isinstance(status, int) and status >= 500):
+            raise SchemaRegistryUnavailableError(
+                f"{what}: the schema registry did not answer: {_message(exc)}") from None
+        cause = cause.__cause__ or cause.__context__
 
 
 def _message(exc: BaseException) -> str:

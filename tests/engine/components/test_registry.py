@@ -133,3 +133,22 @@ def test_a_restarted_registry_answers_the_ids_it_gave_before(tmp_path: Path) -> 
         fresh = wire_serde(value_serde(FormatInfo("AVRO", {}), COLUMNS, SerdeFeatures()), topic, registry.url)
         assert fresh.from_bytes(data) == RECORD
         assert split_header(fresh.to_bytes(RECORD) or b"", "value")[0] == schema_id
+
+
+def test_a_registry_that_does_not_answer_fails_the_write_as_unavailable_not_as_the_records_fault() -> None:
+    # A sink skips a record it cannot serialise (processing log); a registry that is away is no
+    # record's fault: the query must fail and restart, or the records written meanwhile are lost.
+    from engine.errors import RecordSerdeError, SchemaRegistryUnavailableError
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    serde = wire_serde(value_serde(FormatInfo("AVRO", {}), COLUMNS, SerdeFeatures()), "away",
+                       f"http://127.0.0.1:{port}")
+    with pytest.raises(SchemaRegistryUnavailableError, match="Cannot write the .* to away-value: the schema registry did not answer"):
+        serde.to_bytes(RECORD)
+    json_sr = wire_serde(value_serde(FormatInfo("JSON_SR", {}), COLUMNS, SerdeFeatures()), "away",
+                         f"http://127.0.0.1:{port}")
+    with pytest.raises(SchemaRegistryUnavailableError, match="Cannot register the .* schema under away-value"):
+        json_sr.to_bytes(RECORD)
+    assert not issubclass(SchemaRegistryUnavailableError, RecordSerdeError)
