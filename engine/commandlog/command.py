@@ -6,6 +6,7 @@ The record's value is JSON (sorted keys), ksqlDB's command shape with kspark's p
      "plan": {...} | null,          # the statement plan, as planned cases save it
      "terminate": "CSAS_T_1" | null, # TERMINATE carries the query id instead of a plan
      "streamsProperties": {...},     # the request's properties (auto.offset.reset, ...)
+     "originalProperties": {...},    # the service's compatibility-breaking configs, when any
      "version": 1}
 
 The record's key is the command id (``stream/`S`/create``), as ksqlDB keys it.
@@ -31,6 +32,9 @@ class Command:
     plan: Any = None  # the statement plan's JSON value
     terminate: str | None = None  # TERMINATE: a query id, or ALL
     properties: dict[str, Any] = field(default_factory=dict)
+    # The compatibility-breaking configs it was planned with (engine.facade.compatibility), as
+    # ksqlDB's commands keep theirs in originalProperties; none in logs of 0.11.0 and earlier.
+    original_properties: dict[str, Any] = field(default_factory=dict)
 
     def key_bytes(self) -> bytes:
         return self.command_id.encode("utf-8")
@@ -43,6 +47,8 @@ class Command:
             "streamsProperties": self.properties,
             "version": COMMAND_VERSION,
         }
+        if self.original_properties:
+            value["originalProperties"] = self.original_properties
         return json.dumps(value, sort_keys=True, default=str).encode("utf-8")
 
     @classmethod
@@ -64,6 +70,7 @@ class Command:
                 plan=data.get("plan"),
                 terminate=data.get("terminate"),
                 properties=dict(data.get("streamsProperties") or {}),
+                original_properties=dict(data.get("originalProperties") or {}),
             )
         except (ValueError, UnicodeDecodeError) as exc:
             raise CommandLogError(

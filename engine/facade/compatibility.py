@@ -8,8 +8,9 @@ describes for ksqlDB's compatibility-breaking configs:
   value: the service was created by an earlier release;
 - the *write default* (the new behaviour) is recorded for a new service, with its first command.
 
-Every command a server writes records the service's value with its properties, so every server
-of the service replays the same value and plans alike. A statement opts in by setting the
+Every command a server writes records the service's value (its ``originalProperties``, as
+ksqlDB's commands keep their configs), so every server of the service replays the same value and
+plans alike. A statement opts in by setting the
 property (``SET 'ksql.functions.java.semantics.enabled'='true';`` before it, or the request's
 properties); its command records the new value and the service keeps it from then on: an opt-in
 is not taken back by replaying a command that recorded the old value.
@@ -108,13 +109,19 @@ def settle_after_replay(service: MutableMapping[str, Any], *, commands_replayed:
         service.setdefault(config.name, config.read_default)
 
 
-def record_service_values(properties: MutableMapping[str, Any], service: Mapping[str, Any]) -> None:
-    """Put each config's value into a command's ``properties`` before the command is written:
-    the request's own value if it sets one (an opt-in), else the service's, else (no command
+def service_values(request: Mapping[str, Any], service: Mapping[str, Any]) -> dict[str, bool]:
+    """Each config's value for a command about to be written (and recorded with it): the
+    request's own value if it sets one (an opt-in), else the service's, else (no command
     recorded one yet: a new service) the write default."""
-    for config in CONFIGS:
-        value = properties.get(config.name, service.get(config.name, config.write_default))
-        properties[config.name] = _flag(value)
+    return {
+        config.name: _flag(request.get(config.name, service.get(config.name, config.write_default)))
+        for config in CONFIGS
+    }
+
+
+def record_service_values(properties: MutableMapping[str, Any], service: Mapping[str, Any]) -> None:
+    """``service_values`` written into ``properties`` (a saved statement's own record)."""
+    properties.update(service_values(properties, service))
 
 
 def plan_versions(statement: Any, properties: Mapping[str, Any]) -> Any:

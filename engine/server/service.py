@@ -50,7 +50,7 @@ from engine.errors import (
     StatementPrepareError,
     UpgradeError,
 )
-from engine.facade.compatibility import record_service_values, replay_values, settle_after_replay
+from engine.facade.compatibility import replay_values, service_values, settle_after_replay
 from engine.facade.properties import check_override, check_statement_property
 from engine.hosting.application import (
     CHECKPOINT_DIR,
@@ -336,7 +336,7 @@ class KsqlService:
         stopped: list[str] = []
         with self._engine_lock:
             engine = self.engine
-            replay_values(engine.config, command.properties)
+            replay_values(engine.config, {**command.properties, **command.original_properties})
             try:
                 if command.terminate is not None:
                     ids = list(engine.queries) if command.terminate == "ALL" else [command.terminate]
@@ -701,9 +701,9 @@ class KsqlService:
 
         def execute() -> Command:
             with self._engine_lock:
-                record_service_values(properties, self.engine.config)  # the log's compatibility configs
+                original = service_values(properties, self.engine.config)  # compatibility configs
                 snapshot = self.engine.snapshot()
-            snapshot.config = {**snapshot.config, **properties}
+            snapshot.config = {**snapshot.config, **properties, **original}
             if isinstance(stmt, ast.TerminateQuery):
                 query_id = stmt.query_id
                 if query_id != "ALL" and query_id not in snapshot.queries:
@@ -724,8 +724,8 @@ class KsqlService:
             if plan is None:  # IF [NOT] EXISTS found nothing to do: nothing is written
                 skipped.append(_noop_message(stmt))
                 raise _NothingToDo()
-            return Command(command_id=_command_id(stmt), statement=text,
-                           plan=serde.to_json_value(plan), properties=properties)
+            return Command(command_id=_command_id(stmt), statement=text, plan=serde.to_json_value(plan),
+                           properties=properties, original_properties=original)
 
         try:
             queued = self.log.submit(execute)

@@ -88,14 +88,14 @@ def write_of(command: Command, sources: dict[str, Row], queries: dict[str, Row])
     plan = command.plan if isinstance(command.plan, dict) else {}
     kind = str((plan.get("command") or {}).get("@type", ""))
     if kind.startswith(("createStream", "createTable")):
-        row = SourceRow.from_statement_plan(plan, command.properties, request_id)
+        row = SourceRow.from_statement_plan(plan, {**command.properties, **command.original_properties}, request_id)
         return Write(SOURCES, row.name, row, request_id)
     if kind.startswith("alterSource"):
         return Write(SOURCES, str(plan["command"]["name"]), _altered(command, sources, request_id), request_id)
     if kind.startswith("dropSource"):
         return Write(SOURCES, str(plan["command"]["name"]), None, request_id)
     if plan.get("query") is not None:
-        query = QueryRow.from_statement_plan(plan, command.properties, request_id)
+        query = QueryRow.from_statement_plan(plan, {**command.properties, **command.original_properties}, request_id)
         return Write(QUERIES, query.name, query, request_id)
     raise MetastoreError(f"The statement has no metastore row to write: {command.statement}")
 

@@ -140,6 +140,19 @@ def test_the_service_value_comes_from_the_log_with_its_defaults() -> None:
     assert unordered == {FLAG: True}
 
 
+def test_a_command_keeps_the_values_beside_its_properties() -> None:
+    from engine.commandlog.command import Command
+
+    command = Command(command_id="stream/`S`/create", statement="CREATE STREAM S ...;",
+                      properties={"auto.offset.reset": "earliest"}, original_properties={FLAG: True})
+    value = json.loads(command.value_bytes())
+    assert value["originalProperties"] == {FLAG: True}
+    assert value["streamsProperties"] == {"auto.offset.reset": "earliest"}
+    assert Command.from_record(command.key_bytes(), command.value_bytes(), 0) == command
+    older = Command(command_id="stream/`S`/create", statement="CREATE STREAM S ...;")
+    assert "originalProperties" not in json.loads(older.value_bytes())  # as 0.11.0 wrote it
+
+
 def _release_0_11_versions() -> dict:
     releases = (ROOT / "planned_cases" / "RELEASES").read_text(encoding="utf-8").splitlines()
     [commit] = [line.split()[2] for line in releases if line.startswith("0.11.0 ")]

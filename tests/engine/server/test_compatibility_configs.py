@@ -80,6 +80,8 @@ def test_old_and_new_logs_plan_their_releases_versions_until_the_service_opts_in
         fresh = _query_id(new.execute(query.format(name="FRESH")))
         assert _versions(new, fresh) == {"CAST": 3, "ABS": 2}
         assert new.engine.config[FLAG] is True  # recorded with the new log's first command
+        # Recorded beside the request's properties (ksqlDB's originalProperties), not among them.
+        assert FLAG not in new._queries[fresh].properties
 
         opted = _query_id(old.execute(query.format(name="OPTED"), properties={FLAG: "true"}))
         assert _versions(old, opted) == {"CAST": 3, "ABS": 2}
