@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.expressions.cast import cast_semantics
+from engine.functions import REGISTRY
 from engine.parser import parse_expression
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -87,7 +88,11 @@ def _extend(children: st.SearchStrategy[E.Expr]) -> st.SearchStrategy[E.Expr]:
             ),
             st.none() | children,
         ),
-        st.builds(E.FunctionCall, FUNCTIONS, st.lists(children, max_size=3).map(tuple)),
+        st.builds(
+            lambda name, args: E.FunctionCall(name, args, semantics=REGISTRY.current_semantics(name)),
+            FUNCTIONS,
+            st.lists(children, max_size=3).map(tuple),
+        ),
         st.just(E.FunctionCall("COUNT", (), star=True)),
         st.builds(
             lambda unit, rest: E.FunctionCall("TIMESTAMPADD", (E.IntervalUnit(unit), *rest)),
