@@ -27,6 +27,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -286,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             server.start(timeout=300)
         except ComponentError as exc:
             raise SystemExit(f"soak: {exc}") from None
+        # The server's log kept beside the report (callbacks run last first: this one after the stop).
+        stack.callback(shutil.copyfile, work / "server.log", report.with_suffix(".server.log"))
         stack.callback(server.stop, 120)
         born = time.monotonic()
 
