@@ -209,8 +209,14 @@ class RestConfig:
             if parsed.host in ("0.0.0.0", "::"):
                 raise invalid("ksql.advertised.listener", advertised, "Can not be wildcard")
             advertised = parsed.url
-        keystore_type = _string(p, "ssl.keystore.type", one_of=STORE_TYPES)
-        truststore_type = _string(p, "ssl.truststore.type", one_of=STORE_TYPES)
+        # ksqlDB checks the store types whatever the listeners; kspark only where a listener
+        # serves https and reads the stores: otherwise the ssl.* settings are the Kafka clients'
+        # alone, whose trust store may be PEM (engine.kafka.security checks them there).
+        https = any(listener.scheme == "https" for listener in listeners) or (
+            internal is not None and internal.strip().lower().startswith("https:"))
+        store_types = STORE_TYPES if https else ()
+        keystore_type = _string(p, "ssl.keystore.type", one_of=store_types)
+        truststore_type = _string(p, "ssl.truststore.type", one_of=store_types)
         client_auth = _string(p, "ssl.client.authentication", "NONE", one_of=CLIENT_AUTHENTICATIONS) or "NONE"
         deprecated_auth = _boolean(p, "ssl.client.auth", False)
         if "ssl.client.auth" in p and "ssl.client.authentication" not in p:

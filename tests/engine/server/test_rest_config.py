@@ -41,9 +41,9 @@ def _config(properties: dict[str, str]) -> RestConfig:
     ({"listeners": "localhost:8088"},
      "Invalid value localhost:8088 for configuration listeners: Not valid URL: no protocol: localhost:8088"),
     ({"listeners": ""}, "listeners must be supplied.  List of listeners. http and https are supported."),
-    ({"ssl.keystore.type": "PEM"},
+    ({"listeners": "https://0.0.0.0:8443", "ssl.keystore.type": "PEM"},
      "Invalid value PEM for configuration ssl.keystore.type: String must be one of: JKS, PKCS12, BCFKS"),
-    ({"ssl.truststore.type": "jks"},
+    ({"ksql.internal.listener": "https://node-1:8089", "ssl.truststore.type": "jks"},
      "Invalid value jks for configuration ssl.truststore.type: String must be one of: JKS, PKCS12, BCFKS"),
     ({"ssl.client.authentication": "MAYBE"},
      "Invalid value MAYBE for configuration ssl.client.authentication: String must be one of: NONE, "
@@ -76,6 +76,15 @@ def test_a_server_setting_ksqldb_refuses_is_refused_naming_it(properties, messag
     with pytest.raises(RestConfigError) as refused:
         RestConfig.from_properties(properties)
     assert str(refused.value).startswith(message)
+
+
+def test_without_an_https_listener_the_ssl_store_settings_are_the_kafka_clients() -> None:
+    # A PEM trust store is the Kafka clients' (librdkafka and Java take it); the server reads no
+    # store of its own, so the REST stores' types are not checked.
+    config = _config({"listeners": "http://0.0.0.0:8088", "security.protocol": "SASL_SSL",
+                      "ssl.truststore.location": "/etc/kafka/ca.pem", "ssl.truststore.type": "PEM"})
+    assert [listener.scheme for listener in config.listeners] == ["http"]
+
 
 
 def test_the_defaults_are_ksqldbs() -> None:
