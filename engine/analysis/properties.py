@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import AnalysisError, StatementPrepareError
+from engine.serde.formats import parse_delimiter
 
 SOURCE_PROPERTIES = frozenset(
     {
@@ -171,8 +172,6 @@ def _parsed(name: str, kind: str, value: Any) -> Any:
 def _checked_definitions(values: dict[str, Any], *, create_as: bool) -> dict[str, Any]:
     """Type and check each defined property in ksqlDB's order; unknown names stay for the
     caller. Strings come back trimmed, as Kafka's ConfigDef gives them."""
-    from engine.serde.formats import parse_delimiter
-
     out = dict(values)
     definitions = _COMMON_DEFINITIONS if create_as else _CREATE_DEFINITIONS + _COMMON_DEFINITIONS
     for name, kind in definitions:

@@ -111,7 +111,7 @@ FALLBACK = {
     "DEC / 3": "DECIMAL /",
     "LEN(S)": "function LEN",
     "CAST(S AS INTEGER)": "CAST from STRING",
-    "ABS(I)": "ABS of an integral",
+    "ABS(I)": "function ABS runs in Python",  # version 2 (Java's Math.abs wrap) has no Spark form
     "S LIKE S": "varies per record",
     "S LIKE 'a\\Eb%'": "LIKE pattern with \\E in it",
     "D IN (1.5, 2.0)": "NaN",

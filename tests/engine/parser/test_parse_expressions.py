@@ -167,7 +167,8 @@ def test_time_units_as_first_argument_become_interval_units(unit: str) -> None:
 
 
 def test_unit_named_columns_stay_columns_outside_interval_functions() -> None:
-    assert parse_expression("ABS(second)") == E.FunctionCall("ABS", (E.ColumnRef("SECOND"),))
+    assert parse_expression("ABS(second)") == E.FunctionCall(
+        "ABS", (E.ColumnRef("SECOND"),), semantics=REGISTRY.current_semantics("ABS"))
     assert parse_expression("DATEADD(date, 1, b)").args[0] == E.ColumnRef("DATE")  # type: ignore[attr-defined]
 
 

@@ -7,6 +7,8 @@ import decimal
 import pytest
 
 from engine.errors import ParseError
+from engine.expressions.cast import cast_semantics
+from engine.functions import REGISTRY
 from engine.parser import ast, parse
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -144,7 +146,8 @@ def test_select_star_qualified_star_and_alias_without_as() -> None:
     assert stmt.select == (
         ast.AllColumns(),
         ast.AllColumns(source="S"),
-        ast.SelectColumn(expr=E.FunctionCall("ABS", (E.ColumnRef("X"),)), alias="TOTAL"),
+        ast.SelectColumn(expr=E.FunctionCall("ABS", (E.ColumnRef("X"),), semantics=REGISTRY.current_semantics("ABS")),
+                         alias="TOTAL"),  # a new call: the current version of ABS
     )
 
 
@@ -194,7 +197,7 @@ def test_custom_types_can_come_from_the_caller() -> None:
     assert isinstance(stmt, ast.Query)
     first = stmt.select[0]
     assert isinstance(first, ast.SelectColumn)
-    assert first.expr == E.Cast(E.ColumnRef("X"), T.Decimal(10, 2))
+    assert first.expr == E.Cast(E.ColumnRef("X"), T.Decimal(10, 2), semantics=cast_semantics(T.Decimal(10, 2)))
 
 
 def test_set_unset_define_undefine_terminate() -> None:

@@ -102,10 +102,10 @@ def test_missing_topic_is_rejected_unless_partitions_are_given() -> None:
     assert engine.source("S").topic == "nowhere"
 
 
-def test_drop_of_a_source_read_by_a_query_names_the_query() -> None:
+def test_drop_of_a_source_read_by_a_query_names_the_querys_sink() -> None:
     engine = _engine()
     engine.execute_sql("CREATE STREAM COPY AS SELECT * FROM PAGEVIEWS;")
-    with pytest.raises(AnalysisError, match=r"read from this source: \[CSAS_COPY_0\]"):
+    with pytest.raises(AnalysisError, match=r"read from this source: \[COPY\]"):
         engine.execute_sql("DROP STREAM PAGEVIEWS;")
     engine.execute_sql("DROP STREAM COPY;")
     engine.execute_sql("DROP STREAM PAGEVIEWS;")

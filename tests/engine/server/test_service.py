@@ -188,7 +188,8 @@ def test_a_restarted_server_rebuilds_the_same_metastore_from_the_log(
         assert query_id.startswith("CSAS_D_") and query_id not in {csas, insert, stopped["commandStatus"]["queryId"]}
         if mode == "command-topic":
             assert query_id == "CSAS_D_3"
-        with pytest.raises(ServiceError, match=f"(?s)Cannot drop A.*read from this source: \\[{csas}, {query_id}\\]"):
+        # ksqlDB names the sinks of the CREATE ... AS SELECT queries that read it, the ids of INSERT queries
+        with pytest.raises(ServiceError, match=r"(?s)Cannot drop A.*read from this source: \[C, D\]"):
             again.execute("DROP STREAM A;")
         with pytest.raises(ServiceError, match=f"(?s)Cannot drop E.*read from this source: \\[{insert}\\]"):
             again.execute("DROP STREAM E;")
