@@ -19,6 +19,7 @@ from engine.functions.registry import REGISTRY
 from engine.plan import expr as E
 from engine.plan import serde
 from engine.plan import types as T
+from tests.engine.plan_versions import recorded_versions
 
 FLAG = C.FUNCTIONS_JAVA_SEMANTICS.name
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,26 +30,6 @@ SOURCE = (
 QUERY = "CREATE STREAM OUT{n} AS SELECT ID, CAST(D AS STRING) AS T, ABS(N) AS A FROM S;"
 
 
-def _calls(plan) -> dict[str, int]:
-    """The versions a plan records, by function name (``CAST`` for casts)."""
-    found: dict[str, int] = {}
-
-    def visit(value) -> None:
-        if isinstance(value, dict):
-            if value.get("kind") == "cast":
-                found["CAST"] = value.get("semantics", 1)
-            if value.get("kind") == "call":
-                found[value["name"].upper()] = value.get("semantics", 1)
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    visit(serde.to_json_value(plan))
-    return found
-
-
 def _engine(**config) -> KsqlEngine:
     engine = KsqlEngine(config)
     engine.execute_sql(SOURCE)
@@ -57,30 +38,30 @@ def _engine(**config) -> KsqlEngine:
 
 def test_an_old_service_plans_the_function_versions_of_0_11() -> None:
     [result] = _engine(**{FLAG: False}).execute_sql(QUERY.format(n=1))
-    assert _calls(result.plan) == {"CAST": 1, "ABS": 1}
+    assert recorded_versions(result.plan) == {"CAST": 1, "ABS": 1}
     # CAST version 1 writes the shortest text that reads back, not Java's digits.
     assert make_cast(T.DOUBLE, T.STRING, 1)(1e23) == "1.0E23"
 
 
 def test_a_new_service_plans_the_current_versions() -> None:
     [result] = _engine().execute_sql(QUERY.format(n=1))  # no value: an engine with no older log
-    assert _calls(result.plan) == {"CAST": 3, "ABS": 2}
+    assert recorded_versions(result.plan) == {"CAST": 3, "ABS": 2}
     assert make_cast(T.DOUBLE, T.STRING, 3)(1e23) == "9.999999999999999E22"
     [explicit] = _engine(**{FLAG: "true"}).execute_sql(QUERY.format(n=1))
-    assert _calls(explicit.plan) == {"CAST": 3, "ABS": 2}
+    assert recorded_versions(explicit.plan) == {"CAST": 3, "ABS": 2}
 
 
 def test_opting_in_changes_new_queries_and_keeps_the_saved_ones() -> None:
     engine = _engine(**{FLAG: False})
     [old] = engine.execute_sql(QUERY.format(n=1))
     [_, new] = engine.execute_sql(f"SET '{FLAG}'='true';" + QUERY.format(n=2))
-    assert _calls(new.plan) == {"CAST": 3, "ABS": 2}
-    assert _calls(engine.queries[old.query_id]) == {"CAST": 1, "ABS": 1}
+    assert recorded_versions(new.plan) == {"CAST": 3, "ABS": 2}
+    assert recorded_versions(engine.queries[old.query_id]) == {"CAST": 1, "ABS": 1}
     # A saved plan replays with its own versions, whatever the service's value.
     current = KsqlEngine({FLAG: False})
     current.execute_sql(SOURCE)
     current.restore(serde.statement_plan_from_json(serde.to_json_value(new.plan)))
-    assert _calls(current.queries[new.query_id]) == {"CAST": 3, "ABS": 2}
+    assert recorded_versions(current.queries[new.query_id]) == {"CAST": 3, "ABS": 2}
 
 
 def test_pinning_leaves_unchanged_functions_and_other_casts_alone() -> None:
@@ -89,7 +70,7 @@ def test_pinning_leaves_unchanged_functions_and_other_casts_alone() -> None:
         "CREATE STREAM OUT3 AS SELECT ID, CAST(N AS DOUBLE) AS X, UCASE('a') AS U, "
         "CAST('2020-01-01' AS DATE) AS DT FROM S;"
     )
-    calls = _calls(result.plan)
+    calls = recorded_versions(result.plan)
     assert calls["UCASE"] == REGISTRY.current_semantics("UCASE")
     # CAST version 2 (STRING to DATE) was in 0.11 already and stays.
     assert sorted(cast.semantics for cast in _casts(serde.to_json_value(result.plan))) == [1, 2]

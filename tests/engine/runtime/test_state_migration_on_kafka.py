@@ -19,7 +19,7 @@ from engine.kafka.consume import read_topic
 from engine.kafka.produce import ProducerRecord, RecordProducer
 from engine.plan import serde
 from engine.plan.steps import walk_steps
-from tests.engine.runtime.kafka_io import unique
+from tests.engine.runtime.kafka_io import run_until_caught_up, unique
 
 pytestmark = [pytest.mark.usefixtures("spark"), pytest.mark.system]
 
@@ -77,15 +77,6 @@ def _statements(source: str, sinks: dict[str, str]) -> str:
     """
 
 
-def _run(bootstrap: str, state_dir: Path, sql: str) -> StreamingApplication:
-    app = StreamingApplication(bootstrap, state_dir)
-    app.load()
-    app.submit(sql)
-    app.run_until_caught_up()
-    app.stop()
-    return app
-
-
 def _aggregate_types(state_dir: Path) -> set[str]:
     saved = json.loads((state_dir / STATEMENTS_FILE).read_text(encoding="utf-8"))
     types = set()
@@ -119,7 +110,7 @@ def test_migrated_aggregates_carry_their_state_and_offsets_to_the_current_versio
     # On the older versions: the first input.
     state = tmp_path / "migrated"
     sql = _statements(source, migrated)
-    _run(bootstrap, state, sql)
+    run_until_caught_up(bootstrap, state, sql)
     assert _aggregate_types(state) == set(PAIRS)
     before = {name: len(read_topic(bootstrap, topic)) for name, topic in migrated.items()}
 
@@ -140,10 +131,10 @@ def test_migrated_aggregates_carry_their_state_and_offsets_to_the_current_versio
 
     # More input, read by the migrated queries from where the old ones stood.
     _produce(bootstrap, source, 300, 300)
-    _run(bootstrap, state, sql)
+    run_until_caught_up(bootstrap, state, sql)
 
     # One uninterrupted run on the current versions over the same input.
-    _run(bootstrap, tmp_path / "reference", _statements(source, reference))
+    run_until_caught_up(bootstrap, tmp_path / "reference", _statements(source, reference))
     assert _aggregate_types(tmp_path / "reference") == set(PAIRS.values())
 
     for name in migrated:

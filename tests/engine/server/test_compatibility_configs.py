@@ -15,27 +15,9 @@ from engine.facade.compatibility import FUNCTIONS_JAVA_SEMANTICS
 from engine.facade.engine import KsqlEngine
 from engine.plan import serde
 from engine.server.service import KsqlService
+from tests.engine.plan_versions import recorded_versions
 
 FLAG = FUNCTIONS_JAVA_SEMANTICS.name
-
-
-def _versions(service: KsqlService, query_id: str) -> dict[str, int]:
-    found: dict[str, int] = {}
-
-    def visit(value) -> None:
-        if isinstance(value, dict):
-            if value.get("kind") == "cast":
-                found["CAST"] = value.get("semantics", 1)
-            if value.get("kind") == "call":
-                found[value["name"].upper()] = value.get("semantics", 1)
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    visit(serde.to_json_value(service.engine.queries[query_id]))
-    return found
 
 
 def _query_id(entities: list[dict]) -> str:
@@ -74,47 +56,30 @@ def test_old_and_new_logs_plan_their_releases_versions_until_the_service_opts_in
     second = None
     try:
         before = _query_id(old.execute(query.format(name="BEFORE")))
-        assert _versions(old, before) == {"CAST": 1, "ABS": 1}
+        assert recorded_versions(old.engine.queries[before]) == {"CAST": 1, "ABS": 1}
 
         new.execute(source.replace(f"compat_{tag}", f"compat_new_{tag}"))
         fresh = _query_id(new.execute(query.format(name="FRESH")))
-        assert _versions(new, fresh) == {"CAST": 3, "ABS": 2}
+        assert recorded_versions(new.engine.queries[fresh]) == {"CAST": 3, "ABS": 2}
         assert new.engine.config[FLAG] is True  # recorded with the new log's first command
         # Recorded beside the request's properties (ksqlDB's originalProperties), not among them.
         assert FLAG not in new._queries[fresh].properties
 
         opted = _query_id(old.execute(query.format(name="OPTED"), properties={FLAG: "true"}))
-        assert _versions(old, opted) == {"CAST": 3, "ABS": 2}
+        assert recorded_versions(old.engine.queries[opted]) == {"CAST": 3, "ABS": 2}
         after = _query_id(old.execute(query.format(name="AFTER")))  # the service keeps the opt-in
-        assert _versions(old, after) == {"CAST": 3, "ABS": 2}
-        assert _versions(old, before) == {"CAST": 1, "ABS": 1}  # its saved versions
+        assert recorded_versions(old.engine.queries[after]) == {"CAST": 3, "ABS": 2}
+        assert recorded_versions(old.engine.queries[before]) == {"CAST": 1, "ABS": 1}  # its saved versions
 
         second = _service(bootstrap, old_id, tmp_path / "old2")  # replays the opt-in
         assert second.engine.config[FLAG] is True
-        assert _versions(second, before) == {"CAST": 1, "ABS": 1}
+        assert recorded_versions(second.engine.queries[before]) == {"CAST": 1, "ABS": 1}
         later = _query_id(second.execute(query.format(name="LATER")))
-        assert _versions(second, later) == {"CAST": 3, "ABS": 2}
+        assert recorded_versions(second.engine.queries[later]) == {"CAST": 3, "ABS": 2}
     finally:
         for service in (old, new, second):
             if service is not None:
                 service.close()
-
-
-def _versions_of(engine: KsqlEngine, query_id: str) -> dict[str, int]:
-    found: dict[str, int] = {}
-
-    def visit(value) -> None:
-        if isinstance(value, dict):
-            if value.get("kind") == "cast":
-                found["CAST"] = value.get("semantics", 1)
-            for v in value.values():
-                visit(v)
-        elif isinstance(value, list):
-            for v in value:
-                visit(v)
-
-    visit(serde.to_json_value(engine.queries[query_id]))
-    return found
 
 
 def test_a_state_dir_of_an_earlier_release_keeps_its_versions_until_it_opts_in(
@@ -138,20 +103,20 @@ def test_a_state_dir_of_an_earlier_release_keeps_its_versions_until_it_opts_in(
     app = StreamingApplication(bootstrap, old_dir)
     app.load()
     app.submit(source + old_query)
-    assert _versions_of(app.engine, "CSAS_OLDQ_0") == {"CAST": 1}
+    assert recorded_versions(app.engine.queries["CSAS_OLDQ_0"]) == {"CAST": 1}
 
     opted = StreamingApplication(bootstrap, old_dir)
     opted.load()
     opted.submit(source + old_query + f"SET '{FLAG}'='true';" + new_query)
-    assert _versions_of(opted.engine, "CSAS_OLDQ_0") == {"CAST": 1}
-    assert _versions_of(opted.engine, "CSAS_NEWQ_1") == {"CAST": 3}
+    assert recorded_versions(opted.engine.queries["CSAS_OLDQ_0"]) == {"CAST": 1}
+    assert recorded_versions(opted.engine.queries["CSAS_NEWQ_1"]) == {"CAST": 3}
     saved = json.loads((old_dir / STATEMENTS_FILE).read_text(encoding="utf-8"))
     assert [entry.get("properties") for entry in saved] == [None, {FLAG: False}, {FLAG: True}, {FLAG: True}]
 
     fresh = StreamingApplication(bootstrap, tmp_path / "new")
     fresh.load()
     fresh.submit(source + new_query)
-    assert _versions_of(fresh.engine, "CSAS_NEWQ_0") == {"CAST": 3}
+    assert recorded_versions(fresh.engine.queries["CSAS_NEWQ_0"]) == {"CAST": 3}
 
 
 def test_the_metastore_tables_keep_the_value_with_each_row(kafka_broker, tmp_path: Path) -> None:
@@ -174,16 +139,16 @@ def test_the_metastore_tables_keep_the_value_with_each_row(kafka_broker, tmp_pat
         # The service's first row, as if written before the opt-in: the old value.
         first.execute(source, properties={FLAG: "false"})
         old = _query_id(first.execute(query.format(name="OLDQ")))
-        assert _versions_of(first.engine, old) == {"CAST": 1}
+        assert recorded_versions(first.engine.queries[old]) == {"CAST": 1}
         opted = _query_id(first.execute(query.format(name="NEWQ"), properties={FLAG: True}))
-        assert _versions_of(first.engine, opted) == {"CAST": 3}
+        assert recorded_versions(first.engine.queries[opted]) == {"CAST": 3}
     finally:
         first.close()
     again = start("two")  # replays the rows: sources first, then queries
     try:
         assert again.engine.config[FLAG] is True
         later = _query_id(again.execute(query.format(name="LATER")))
-        assert _versions_of(again.engine, later) == {"CAST": 3}
-        assert _versions_of(again.engine, old) == {"CAST": 1}
+        assert recorded_versions(again.engine.queries[later]) == {"CAST": 3}
+        assert recorded_versions(again.engine.queries[old]) == {"CAST": 1}
     finally:
         again.close()
