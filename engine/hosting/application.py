@@ -403,7 +403,8 @@ class StreamingApplication:
         if not self.collect_metrics:
             return
         self.metrics.track(query.query_id, handle, sink_topic=streaming.topic,
-                           source_topics=source_topics(self.engine, query))
+                           source_topics=source_topics(self.engine, query),
+                           checkpoint=self.state_dir / query.query_id / CHECKPOINT_DIR)
 
     def run_until_caught_up(self) -> None:
         """Run each query over everything its input topics hold, upstream queries first."""

@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 OBSERVATION = "kspark_sink"  # the observed metrics of a query's sink records
@@ -187,6 +188,29 @@ class QueryFigures:
         }
 
 
+def committed_offsets(checkpoint: Path) -> dict[str, dict[int, int]]:
+    """The Kafka offsets a Structured Streaming checkpoint's last committed batch read up to,
+    by topic and partition (empty: no batch committed, or not a local checkpoint).
+
+    Spark's offset log holds one file per batch (``offsets/<batch id>``): a version line, the
+    batch's metadata, then one line per source (its end offsets as JSON, ``-`` for none); the
+    commit log (``commits/<batch id>``) names the batches that finished.
+    """
+    try:
+        batches = [int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit()]
+        lines = (checkpoint / "offsets" / str(max(batches))).read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError):  # no checkpoint yet, no committed batch, an unreadable file
+        return {}
+    committed: dict[str, dict[int, int]] = {}
+    for line in lines[2:]:
+        try:
+            for topic, partitions in _offsets(line if line.strip() not in ("", "-") else None).items():
+                committed.setdefault(topic, {}).update(partitions)
+        except (ValueError, TypeError, AttributeError):  # a source whose offsets are not Kafka's
+            continue
+    return committed
+
+
 def _offsets(text: Any) -> dict[str, dict[int, int]]:
     """A Kafka source's offsets JSON (``{"topic": {"0": 12}}``) by topic and partition."""
     if not text:
@@ -222,13 +246,18 @@ class QueryMetrics:
         return records.observe(OBSERVATION, F.count(F.lit(1)).alias("records"),
                                F.coalesce(F.sum(size), F.lit(0)).cast("long").alias("bytes"))
 
-    def track(self, query_id: str, handle: Any, *, sink_topic: str, source_topics: Sequence[str] = ()) -> None:
-        """Follow the started Spark query ``handle`` as ``query_id``."""
+    def track(self, query_id: str, handle: Any, *, sink_topic: str, source_topics: Sequence[str] = (),
+              checkpoint: Path | None = None) -> None:
+        """Follow the started Spark query ``handle`` as ``query_id``; a query restarted from
+        ``checkpoint`` starts from the offsets its last committed batch read up to (until its
+        first batch reports, the lag counts from there, not from the topics' start)."""
         stream_id = str(handle.id)
         with self._lock:
             figures = self._figures.get(query_id)
             if figures is None:
                 figures = self._figures[query_id] = QueryFigures(query_id, sink_topic, tuple(source_topics))
+                if checkpoint is not None:
+                    figures.committed = committed_offsets(checkpoint)
             figures.state = "RUNNING"
             self._by_stream[stream_id] = query_id
             early = [p for p in self._pending if p[0] == stream_id]

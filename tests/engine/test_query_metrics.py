@@ -14,6 +14,7 @@ from engine.hosting.query_metrics import (
     QueryFigures,
     QueryMetrics,
     Stat,
+    committed_offsets,
     format_stats,
     iso_timestamp,
 )
@@ -52,6 +53,43 @@ def test_progress_reports_fold_into_running_figures_and_a_repeated_report_counts
     report = figures.to_json({("t", 0): 9, ("t", 1): 2}, now=101.0)
     assert report["totalLag"] == 4 and report["recordsConsumed"] == 7 and report["processingErrors"] == 0
     assert report["partitions"][0] == {"topic": "t", "partition": 0, "currentOffset": 5, "endOffset": 9, "lag": 4}
+
+
+def _checkpoint(root: Path, offsets: dict[int, list[str]], commits: list[int]) -> Path:
+    """A checkpoint's offset and commit logs as Spark writes them (a version line, the batch's
+    metadata, one line per source)."""
+    for batch, sources in offsets.items():
+        (root / "offsets").mkdir(parents=True, exist_ok=True)
+        (root / "offsets" / str(batch)).write_text("\n".join(["v1", '{"batchWatermarkMs":0}', *sources]))
+    (root / "commits").mkdir(parents=True, exist_ok=True)
+    for batch in commits:
+        (root / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    (root / "commits" / ".1.tmp").write_text("")  # a write a killed process left unfinished
+    return root
+
+
+def test_a_restarted_query_lags_from_its_last_committed_batch_until_its_first_report(tmp_path: Path) -> None:
+    checkpoint = _checkpoint(tmp_path / "cp", {0: ['{"t":{"0":3,"1":1}}', "-"],
+                                               1: ['{"t":{"0":8,"1":2}}', '{"u":{"0":5}}'],
+                                               2: ['{"t":{"0":9,"1":2}}', '{"u":{"0":6}}']}, commits=[0, 1])
+    assert committed_offsets(checkpoint) == {"t": {0: 8, 1: 2}, "u": {0: 5}}  # batch 2 never committed
+    metrics = QueryMetrics()
+    metrics.track("CSAS_X_0", _Handle(), sink_topic="x", source_topics=["t", "u"], checkpoint=checkpoint)
+    figures = metrics.figures("CSAS_X_0")
+    assert figures is not None
+    report = figures.to_json({("t", 0): 10, ("t", 1): 2, ("u", 0): 5}, now=1.0)
+    assert report["totalLag"] == 2
+    assert [(p["topic"], p["partition"], p["currentOffset"]) for p in report["partitions"]] == [
+        ("t", 0, 8), ("t", 1, 2), ("u", 0, 5)]
+
+
+@pytest.mark.parametrize("layout", ["missing", "no commit", "not kafka offsets"])
+def test_a_checkpoint_without_committed_kafka_offsets_gives_none(tmp_path: Path, layout: str) -> None:
+    if layout == "no commit":
+        _checkpoint(tmp_path, {0: ['{"t":{"0":3}}']}, commits=[])
+    elif layout == "not kafka offsets":
+        _checkpoint(tmp_path, {0: ["12", "{not json", '["a"]']}, commits=[0])
+    assert committed_offsets(tmp_path / ("missing" if layout == "missing" else "")) == {}
 
 
 def test_saturation_is_the_busy_share_of_the_last_minute() -> None:
