@@ -137,6 +137,10 @@ class ExecutionError(KsqlError):
     """A query failed while it ran."""
 
 
+class StartTimeout(ExecutionError):
+    """A query that did not reach its topics in the time its start was given."""
+
+
 class SchemaRegistryUnavailableError(ExecutionError):
     """The schema registry did not answer (refused, reset, timed out, or a 5xx): no record's
     fault, so the query fails and is restarted from its checkpoint instead of skipping records."""

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as ST
 
 from engine.data.values import format_date, format_time, format_timestamp
-from engine.errors import AnalysisError, ExecutionError
+from engine.errors import AnalysisError, ExecutionError, StartTimeout
 from engine.facade.engine import KsqlEngine
 from engine.parser import ast, parse
 from engine.plan import steps as S
@@ -135,11 +135,13 @@ class PushQuery:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, timeout: float = 60.0) -> PushQuery:
-        """Start the query; return once its starting offsets are fixed.
+        """Start the query; return once its starting offsets are fixed, at most ``timeout``
+        seconds after the call (else :class:`StartTimeout`, the query stopped).
 
         With ``latest`` every record produced after ``start`` returns is read. A LIMIT of 0
         starts nothing.
         """
+        deadline = time.monotonic() + timeout
         if self._handle is not None or self._closed.is_set():
             raise ExecutionError(f"Push query {self.query_id} was started already.")
         if self.plan.limit == 0:
@@ -195,21 +197,20 @@ class PushQuery:
         )
         self._handle = writer.start()
         try:
-            self._await_starting_offsets(len(sources), timeout)
+            self._await_starting_offsets(len(sources), timeout, deadline)
         except BaseException:
             self.close()
             raise
         return self
 
-    def _await_starting_offsets(self, sources: int, timeout: float) -> None:
+    def _await_starting_offsets(self, sources: int, timeout: float, deadline: float) -> None:
         """Wait until every source has written its starting offsets into the checkpoint."""
         assert self._checkpoint is not None
         started = [self._checkpoint / "sources" / str(i) / "0" for i in range(sources)]
-        deadline = time.monotonic() + timeout
         while not all(path.is_file() for path in started):
             self._raise_if_failed()
             if time.monotonic() >= deadline:
-                raise ExecutionError(
+                raise StartTimeout(
                     f"Push query {self.query_id} did not reach its topics within {timeout:g} s."
                 )
             time.sleep(0.05)

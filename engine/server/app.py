@@ -16,6 +16,7 @@ answers a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -33,13 +34,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from engine.errors import KsqlError
+from engine.errors import KsqlError, StartTimeout
 from engine.server import console
 from engine.server import entities as E
 from engine.server import metrics as server_metrics
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
-from engine.server.limits import RequestGate, ServerLimits
+from engine.server.limits import ERROR_TOO_MANY_REQUESTS, PUSH_START_TIMEOUT, RequestGate, ServerLimits
 from engine.server.properties import check_settable, request_properties
 from engine.server.pull import pull_query_body, pull_query_protobuf_body, pull_query_stream_body
 from engine.server.rest_config import DEFAULT_MAX_PUSH_QUERIES, too_many_push_queries
@@ -69,7 +70,26 @@ _IDLE = object()
 
 
 def _error(exc: ServiceError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.http_status)
+    response = JSONResponse(exc.body(), status_code=exc.http_status)
+    if isinstance(exc, _Busy):
+        response.headers["retry-after"] = str(exc.retry_after)
+    return response
+
+
+class _Busy(ServiceError):
+    """A request refused because the server is at a limit: 429 with ``Retry-After``."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, code=ERROR_TOO_MANY_REQUESTS)
+        self.retry_after = retry_after
+
+
+def _push_start_busy(limits: ServerLimits, *, waited: bool) -> _Busy:
+    """The answer to a push query that could not start in its time (``engine.server.limits``)."""
+    why = (f"{limits.max_concurrent_push_starts} push queries are starting and none ended its start"
+           if waited else "the push query did not reach its topics")
+    return _Busy(f"The server is busy: {why} within {limits.push_start_timeout:g} s "
+                 f"({PUSH_START_TIMEOUT}). Retry after {limits.retry_after} s.", limits.retry_after)
 
 
 def _accepted(header: str | None) -> list[str]:
@@ -202,6 +222,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     ksqlDB's message (``ksql.max.push.queries``). ``limits`` bound the statement requests
     worked on and waiting at once (``engine.server.limits``; its defaults when None).
     """
+    server_limits = limits if limits is not None else ServerLimits()
+    push_starts = asyncio.Semaphore(server_limits.max_concurrent_push_starts)  # Spark starts at once
     push_queries = push_queries if push_queries is not None else OpenPushQueries()
     prints: set[Any] = set()  # the PRINTs being streamed (``PrintedTopic``): a server stop ends them
 
@@ -379,12 +401,23 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         if len(push_queries) >= max_push_queries:
             raise ServiceError(too_many_push_queries(len(push_queries), max_push_queries), statement_text=text)
         started = time.perf_counter()
-        query_ = await run_in_threadpool(service.push_query, text, properties, variables)
+        budget = server_limits.push_start_timeout
         try:
-            await run_in_threadpool(query_.start)
-        except KsqlError as exc:
-            service.close_push_query(query_)
-            raise ServiceError(str(exc).splitlines()[0], statement_text=text) from None
+            await asyncio.wait_for(push_starts.acquire(), budget)
+        except TimeoutError:
+            raise _push_start_busy(server_limits, waited=True) from None
+        try:
+            query_ = await run_in_threadpool(service.push_query, text, properties, variables)
+            try:
+                await run_in_threadpool(query_.start, max(1.0, budget - (time.perf_counter() - started)))
+            except StartTimeout:
+                service.close_push_query(query_)
+                raise _push_start_busy(server_limits, waited=False) from None
+            except KsqlError as exc:
+                service.close_push_query(query_)
+                raise ServiceError(str(exc).splitlines()[0], statement_text=text) from None
+        finally:
+            push_starts.release()
         service.metrics.push_started(time.perf_counter() - started)
         push = _RunningPush(query_, service.close_push_query)
         push_queries.add(push)
@@ -473,7 +506,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, ClientDisconnect: client_gone, Exception: server_error},
     )
-    gated = RequestGate(_TerminatedGate(app, service), limits if limits is not None else ServerLimits())
+    gated = RequestGate(_TerminatedGate(app, service), server_limits)
     measured = server_metrics.RequestMetrics(gated, lambda: service.metrics)
     return measured if auth is None else BasicAuthMiddleware(measured, auth)
 

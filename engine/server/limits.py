@@ -14,6 +14,12 @@ a day), the listen backlog holds a burst of new connections, and ``RequestGate``
 ``kspark.server.queue.timeout.seconds``. A request beyond the queue, or one whose wait ran out,
 is answered at once with 429 (error code 42900, ksqlDB's for too many requests) and a
 ``Retry-After`` header, never by dropping its connection.
+
+Push queries start on Spark, which on a small machine takes seconds each and longer the more
+start at once: ``kspark.server.max.concurrent.push.starts`` of them start at once, and one that
+has not started ``kspark.server.push.start.timeout.seconds`` after its turn came (the wait for a
+start slot included) is answered 429 in the same way, its half-started query stopped, instead of
+leaving its client waiting until the client's own timeout.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ IDLE_CONNECTION_TIMEOUT = "ksql.idle.connection.timeout.seconds"
 MAX_CONCURRENT_REQUESTS = "kspark.server.max.concurrent.requests"
 MAX_QUEUED_REQUESTS = "kspark.server.max.queued.requests"
 QUEUE_TIMEOUT = "kspark.server.queue.timeout.seconds"
+MAX_CONCURRENT_PUSH_STARTS = "kspark.server.max.concurrent.push.starts"
+PUSH_START_TIMEOUT = "kspark.server.push.start.timeout.seconds"
 ERROR_TOO_MANY_REQUESTS = 42900
 # The endpoints whose requests take a worker thread for their work: the gate counts these.
 GATED_PATHS = frozenset({"/ksql", "/ksql/terminate", "/query", "/query-stream", "/inserts-stream", "/close-query"})
@@ -44,6 +52,8 @@ class ServerLimits:
     max_concurrent_requests: int = 32
     max_queued_requests: int = 512
     queue_timeout: float = 60.0
+    max_concurrent_push_starts: int = 8
+    push_start_timeout: float = 45.0
     idle_connection_timeout: float = 86400.0  # ksqlDB's default: one day
     backlog: int = 1024
     retry_after: int = 5  # seconds, in the Retry-After of a refused request
@@ -83,6 +93,8 @@ _SETTINGS = (
     ("max_concurrent_requests", MAX_CONCURRENT_REQUESTS, int, 1),
     ("max_queued_requests", MAX_QUEUED_REQUESTS, int, 0),
     ("queue_timeout", QUEUE_TIMEOUT, float, 0),
+    ("max_concurrent_push_starts", MAX_CONCURRENT_PUSH_STARTS, int, 1),
+    ("push_start_timeout", PUSH_START_TIMEOUT, float, 0),
     ("idle_connection_timeout", IDLE_CONNECTION_TIMEOUT, float, 0),
 )
 

@@ -14,8 +14,10 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
+from engine.errors import KsqlError
 from engine.server.app import create_app
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
+from engine.server.limits import ServerLimits
 from engine.server.rest_config import (
     Listener,
     RestConfig,
@@ -192,10 +194,10 @@ def test_a_bad_store_is_one_line_naming_the_property(stores, tmp_path) -> None:
 # ---------------------------------------------------------------- authentication and the push-query limit
 
 
-def _service() -> SimpleNamespace:
+def _service(push: type[_FakePush] | None = None) -> SimpleNamespace:
     return SimpleNamespace(metrics=MagicMock(), print_query=lambda text, variables: None,
-                           pull_query=lambda text, properties, variables: None, close_push_query=lambda q: None,
-                           push_query=lambda text, properties, variables: _FakePush(), ready=True)
+                           pull_query=lambda text, properties, variables: None, close_push_query=lambda q: q.close(),
+                           push_query=lambda text, properties, variables: (push or _FakePush)(), ready=True)
 
 
 class _FakePush:
@@ -203,9 +205,13 @@ class _FakePush:
 
     query_id = "transient_1"
     schema = SimpleNamespace(columns=[])
+    closed = 0
 
-    def start(self) -> None:
+    def start(self, timeout: float = 60.0) -> None:
         pass
+
+    def close(self) -> None:
+        type(self).closed += 1
 
     def rows(self, *, stop, idle):
         while not stop():
@@ -230,6 +236,71 @@ def test_ksql_max_push_queries_refuses_the_next_push_query_with_ksqldbs_message(
         while (status := _open_push(client, statement)) == 400 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert status == 200
+
+
+class _SlowStart(_FakePush):
+    """A push query whose start takes 2 s, as on a busy machine."""
+
+    closed = 0
+
+    def start(self, timeout: float = 60.0) -> None:
+        time.sleep(2)
+
+
+class _NeverStarts(_FakePush):
+    """A push query that does not reach its topics in the time given."""
+
+    closed = 0
+
+    def start(self, timeout: float = 60.0) -> None:
+        from engine.errors import StartTimeout
+
+        time.sleep(timeout)
+        raise StartTimeout(f"Push query transient_1 did not reach its topics within {timeout:g} s.")
+
+
+def test_a_push_query_waiting_past_its_start_time_for_a_start_slot_is_answered_429() -> None:
+    import concurrent.futures
+
+    limits = ServerLimits(max_concurrent_push_starts=1, push_start_timeout=0.5)
+    statement = "SELECT * FROM S EMIT CHANGES;"
+    with serving_app(create_app(_service(_SlowStart), limits=limits)) as url, \
+            concurrent.futures.ThreadPoolExecutor(2) as pool:
+        def post() -> httpx.Response:
+            with httpx.Client(base_url=url, timeout=10) as client:
+                with client.stream("POST", "/query-stream", json={"sql": statement}) as answer:
+                    answer.read() if answer.status_code != 200 else next(answer.iter_lines())
+                    return answer
+        first = pool.submit(post)
+        time.sleep(0.3)  # the first one holds the only start slot for 2 s
+        refused = pool.submit(post).result()
+        assert first.result().status_code == 200
+    assert refused.status_code == 429 and refused.headers["retry-after"] == str(limits.retry_after)
+    assert refused.json() == {"@type": "generic_error", "error_code": 42900, "message": (
+        "The server is busy: 1 push queries are starting and none ended its start within 0.5 s "
+        "(kspark.server.push.start.timeout.seconds). Retry after 5 s.")}
+
+
+def test_a_push_query_that_does_not_start_in_its_time_is_answered_429_and_stopped() -> None:
+    limits = ServerLimits(push_start_timeout=1.5)
+    with serving_app(create_app(_service(_NeverStarts), limits=limits)) as url, \
+            httpx.Client(base_url=url, timeout=10) as client:
+        started = time.monotonic()
+        refused = client.post("/query-stream", json={"sql": "SELECT * FROM S EMIT CHANGES;"})
+        assert time.monotonic() - started < 5
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "5"
+    assert refused.json()["message"] == (
+        "The server is busy: the push query did not reach its topics within 1.5 s "
+        "(kspark.server.push.start.timeout.seconds). Retry after 5 s.")
+    assert _NeverStarts.closed == 1
+
+
+def test_the_push_start_limits_are_server_settings() -> None:
+    limits = ServerLimits.from_properties({"kspark.server.max.concurrent.push.starts": "3",
+                                           "kspark.server.push.start.timeout.seconds": "20"})
+    assert (limits.max_concurrent_push_starts, limits.push_start_timeout) == (3, 20.0)
+    with pytest.raises(KsqlError, match="kspark.server.max.concurrent.push.starts: expected an integer at least 1"):
+        ServerLimits.from_properties({"kspark.server.max.concurrent.push.starts": "0"})
 
 
 def _open_push(client: httpx.Client, statement: str) -> int:
