@@ -107,6 +107,7 @@ class _QueryEntry:
     properties: dict[str, Any]
     handle: Any = None
     error: str | None = None
+    traced: str = ""  # the last failure whose whole stack went to the log (each distinct one goes once)
     # Set once the query has fixed its starting offsets (or failed): records written after
     # that are read even with auto.offset.reset=latest.
     started: threading.Event = field(default_factory=threading.Event)
@@ -310,8 +311,11 @@ class KsqlService:
                 if entry.handle is not handle:
                     continue
                 entry.handle = None
-                entry.error = _failure_of(handle)
+                entry.error, trace = _failure_of(handle)
                 self._failed(query_id, entry.error)
+                if trace and entry.error != entry.traced:  # each distinct failure's stack once, for the log's reader
+                    entry.traced = entry.error
+                    LOG.error("query %s: the failure's whole stack:\n%s", query_id, trace)
         for query_id in self._backoff.due():
             self._start_query(query_id)
 
@@ -1196,17 +1200,18 @@ def _await_first_offsets(handle: Any, checkpoint: Path, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def _failure_of(handle: Any) -> str:
-    """The first line of a stopped Spark query's exception."""
+def _failure_of(handle: Any) -> tuple[str, str]:
+    """The explaining line of a stopped Spark query's exception, and the exception's whole text
+    (empty when there is none)."""
     try:
         failure = handle.exception()
     except Exception as exc:  # noqa: BLE001 - the JVM may be gone too
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), ""
     if failure is None:
-        return "The query's Spark stream stopped."
+        return "The query's Spark stream stopped.", ""
     from engine.hosting.application import root_cause_line
 
-    return root_cause_line(str(failure), "The query's Spark stream failed.")
+    return root_cause_line(str(failure), "The query's Spark stream failed."), str(failure)
 
 
 def _state(entry: _QueryEntry | None, run_queries: bool) -> str:

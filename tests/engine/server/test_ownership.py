@@ -163,3 +163,22 @@ def test_a_failed_query_shows_error_and_is_restarted_with_backoff(kafka_broker, 
     service._supervise()
     assert started == ["CSAS_F_0"] and service._backoff.failures("CSAS_F_0") == 1
     service.log.close()
+
+
+def test_a_failed_query_s_whole_stack_goes_to_the_log_once_per_distinct_failure(kafka_broker, tmp_path, caplog) -> None:
+    from engine.plan.plan import QueryPlan
+    from engine.server.service import KsqlService, _QueryEntry
+
+    service = KsqlService(kafka_broker.bootstrap_servers, f"own_{uuid.uuid4().hex[:8]}", tmp_path)  # not started
+    service.ownership.publish = lambda *args: None  # type: ignore[method-assign, union-attr]
+    entry = _QueryEntry(QueryPlan.__new__(QueryPlan), "CREATE STREAM ...", {}, handle=_DeadStream())
+    service._queries["CSAS_F_0"] = entry
+    caplog.set_level("ERROR", logger="engine.server")
+
+    for _ in range(2):  # the same failure twice: its stack is logged the first time only
+        entry.handle = _DeadStream()
+        service._supervise()
+    stacks = [r.getMessage() for r in caplog.records if "whole stack" in r.getMessage()]
+    assert len(stacks) == 1 and "Caused by: java.lang.IllegalStateException: boom" in stacks[0]
+    assert sum("failed (restart in" in r.getMessage() for r in caplog.records) == 2
+    service.log.close()
