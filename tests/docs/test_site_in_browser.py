@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 
 from tests.chromium import headless_chromium
+from tests.stand_in import standing_in
 
 pytestmark = pytest.mark.docs
 SITE = Path(os.environ.get("KSPARK_DOCS_SITE", "build/site"))
@@ -35,11 +35,8 @@ PAGES = {
 def site_url() -> Iterator[str]:
     assert (SITE / "index.html").is_file(), f"no built site in {SITE}: run mkdocs build --strict first (nox -s docs)"
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    with standing_in(handler) as url:
+        yield url + "/"
 
 
 @pytest.fixture(scope="module")

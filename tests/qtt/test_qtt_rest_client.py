@@ -7,15 +7,13 @@ sends the header, stays quiet for longer than the timeout, and sends a row.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from qtt.rest.client import RestClient
+from tests.stand_in import QuietHandler, standing_in
 
 HEADER = b'[{"header":{"queryId":"q1","schema":"`ID` INTEGER"}},\n'
 ROW = b'{"row":{"columns":[7]}},\n'
@@ -23,14 +21,11 @@ ROW = b'{"row":{"columns":[7]}},\n'
 
 @pytest.fixture
 def slow_push_server() -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            self.rfile.read(int(self.headers["Content-Length"]))
+            self.request_body()
             time.sleep(1.5)  # the push query starting: longer than the client's timeout
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -42,15 +37,8 @@ def slow_push_server() -> Iterator[str]:
                 time.sleep(pause)
             time.sleep(5)  # the query goes on; the client closes it
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with standing_in(Handler) as url:
+        yield url
 
 
 def test_a_push_query_slower_to_start_than_the_timeout_and_quiet_for_longer_still_streams(

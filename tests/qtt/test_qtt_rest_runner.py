@@ -9,11 +9,9 @@ output verification and the clean-up between cases.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from qtt.rest.loader import load_rest_file
 from qtt.rest.producer import JavaInputProducer, encode_line
 from qtt.rest.runner import RestHarness, run_rest_case, statement_kind
 from qtt.runner import Status
+from tests.stand_in import QuietHandler, standing_in
 
 Answer = tuple[int, Any]
 
@@ -68,28 +67,26 @@ class StandIn:
             {"@type": "currentStatus", "statementText": statement, "commandSequenceNumber": 1}
         ]
 
-    def serve(self) -> tuple[ThreadingHTTPServer, str]:
+    def handler(self) -> type[QuietHandler]:
+        """The request handler answering from this script."""
         stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
             def do_GET(self) -> None:
-                self._send(200, {"isHealthy": True})
+                self.send_json(200, {"isHealthy": True})
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = json.loads(self.request_body())
                 stand_in.requests.append((self.path, body))
                 stand_in.accepts.append(self.headers.get("Accept"))
                 if self.path == "/ksql":
-                    self._send(*stand_in.answer_ksql(body))
+                    self.send_json(*stand_in.answer_ksql(body))
                     return
                 status, pieces = stand_in.query(body["ksql"])
                 if status != 200:
-                    self._send(status, json.loads("".join(pieces)))
+                    self.send_json(status, json.loads("".join(pieces)))
                     return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -102,17 +99,7 @@ class StandIn:
                     time.sleep(0.01)
                 self.wfile.write(b"0\r\n\r\n")
 
-            def _send(self, status: int, body: Any) -> None:
-                data = json.dumps(body).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return server, f"http://127.0.0.1:{server.server_address[1]}"
+        return Handler
 
 
 @pytest.fixture(scope="module")
@@ -125,13 +112,8 @@ def producer(kafka_broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture
 def stand_in(kafka_broker: Broker, producer: JavaInputProducer, tmp_path: Path) -> Iterator[tuple[StandIn, RestHarness]]:
     fake = StandIn()
-    server, url = fake.serve()
-    harness = RestHarness(kafka_broker.bootstrap_servers, RestClient(url), producer, tmp_path, wait=3.0)
-    try:
-        yield fake, harness
-    finally:
-        server.shutdown()
-        server.server_close()
+    with standing_in(fake.handler()) as url:
+        yield fake, RestHarness(kafka_broker.bootstrap_servers, RestClient(url), producer, tmp_path, wait=3.0)
 
 
 def _case(tmp_path: Path, case: dict[str, Any]) -> Any:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from qtt.rest.loader import load_rest_file
 from qtt.rest.runner import RestHarness, run_rest_case
 from qtt.rest.server import ServerProcess, ServerTls
 from qtt.runner import Status
+from tests.stand_in import QuietHandler, standing_in
 
 CASES = Path(__file__).parents[1] / "rest_cases"
 OVER_HTTPS = {
@@ -44,37 +43,19 @@ def https_stand_in(pki: Pki) -> Iterator[str]:
     """An HTTPS server that asks for a client certificate signed by the PKI's CA and answers
     GET /healthcheck and POST /ksql."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-            pass
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            self._answer({"isHealthy": True})
+            self.send_json(200, {"isHealthy": True})
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._answer([{"@type": "currentStatus", "statementText": body["ksql"]}])
-
-        def _answer(self, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            body = json.loads(self.request_body())
+            self.send_json(200, [{"@type": "currentStatus", "statementText": body["ksql"]}])
 
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca))
     context.load_cert_chain(str(pki.server_pem))
     context.verify_mode = ssl.CERT_REQUIRED
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with standing_in(Handler, tls=context) as url:
+        yield url
 
 
 def test_the_client_talks_https_with_the_ca_and_its_certificate(https_stand_in: str, pki: Pki) -> None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 from engine.components.certificates import make_pki
 from engine.kafka.security import configure, use_registry_security
 from engine.serde.registry import forget_registry_client, registry_client
+from tests.stand_in import QuietHandler, standing_in
 
 USER, PASSWORD = "bob", "registry-secret"
 
@@ -30,10 +29,10 @@ def guarded_registry(schema_registry: Any, tmp_path: Path) -> Iterator[tuple[str
     seen: list[str | None] = []
     expected = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 
-    class Front(BaseHTTPRequestHandler):
+    class Front(QuietHandler):
         def _forward(self) -> None:
             seen.append(self.headers.get("Authorization"))
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = self.request_body()
             if self.headers.get("Authorization") != expected:
                 status, content = 401, json.dumps({"error_code": 40101, "message": "Unauthorized"}).encode()
                 kind = "application/json"
@@ -42,28 +41,14 @@ def guarded_registry(schema_registry: Any, tmp_path: Path) -> Iterator[tuple[str
                                        headers={"Content-Type": self.headers.get("Content-Type", "application/json")})
                 status, content = answer.status_code, answer.content
                 kind = answer.headers.get("Content-Type", "application/json")
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(content)))
-            self.end_headers()
-            self.wfile.write(content)
+            self.send_bytes(status, content, kind)
 
         do_GET = do_POST = do_PUT = do_DELETE = _forward
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Front)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(str(pki.server_pem))
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{server.server_address[1]}", pki.ca, seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with standing_in(Front, tls=context) as url:
+        yield url, pki.ca, seen
 
 
 def _register(url: str) -> int:
