@@ -40,7 +40,12 @@ from engine.server import entities as E
 from engine.server import metrics as server_metrics
 from engine.server.auth import BasicAuth, BasicAuthMiddleware
 from engine.server.errors import ServiceError
-from engine.server.limits import ERROR_TOO_MANY_REQUESTS, PUSH_START_TIMEOUT, RequestGate, ServerLimits
+from engine.server.limits import (
+    ERROR_TOO_MANY_REQUESTS,
+    PUSH_START_TIMEOUT,
+    RequestGate,
+    ServerLimits,
+)
 from engine.server.properties import check_settable, request_properties
 from engine.server.pull import pull_query_body, pull_query_protobuf_body, pull_query_stream_body
 from engine.server.rest_config import DEFAULT_MAX_PUSH_QUERIES, too_many_push_queries

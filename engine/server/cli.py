@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from engine.server.auth import BasicAuth
     from engine.server.errors import ServiceError
     from engine.server.limits import ServerLimits
+    from engine.server.ownership import Backoff
     from engine.server.rest_config import RestConfig, kafka_properties
     from engine.server.service import KsqlService
 
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_config(properties)
         limits = ServerLimits.from_properties(properties)
+        Backoff.from_properties(properties)  # a bad retry backoff said at start, not at a query's failure
     except ServiceError as exc:
         print(f"kspark: {args.config}: {exc.message}", file=sys.stderr)
         return 2

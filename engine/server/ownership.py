@@ -43,14 +43,14 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from engine.errors import KafkaClientError
+from engine.errors import KafkaClientError, KsqlError
 from engine.kafka.admin import TopicAdmin
 from engine.kafka.client import client_config, error_text
 
@@ -284,6 +284,10 @@ class QueryOwnership:
             return self._statuses.get(query_id)
 
 
+RETRY_BACKOFF_INITIAL = "ksql.query.retry.backoff.initial.ms"
+RETRY_BACKOFF_MAX = "ksql.query.retry.backoff.max.ms"
+
+
 class Backoff:
     """When to restart a failed query: 1 s, 2 s, 4 s ... up to ``limit`` seconds after each failure."""
 
@@ -292,6 +296,18 @@ class Backoff:
         self.limit = limit
         self._failures: dict[str, int] = {}
         self._due: dict[str, float] = {}
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> Backoff:
+        """The backoff a server's config sets with ksqlDB's ``ksql.query.retry.backoff.initial.ms``
+        and ``ksql.query.retry.backoff.max.ms`` (kspark's 1 s and 60 s where it sets neither:
+        ksqlDB's 15 s and 15 min leave a query down long after a broker came back)."""
+        first = _milliseconds(properties, RETRY_BACKOFF_INITIAL, 1000)
+        limit = _milliseconds(properties, RETRY_BACKOFF_MAX, max(60_000, first))
+        if limit < first:
+            raise KsqlError(f"{RETRY_BACKOFF_MAX} ({limit}) is less than {RETRY_BACKOFF_INITIAL} ({first}): the "
+                            "longest wait before a failed query restarts cannot be shorter than the first.")
+        return cls(first=first / 1000, limit=limit / 1000)
 
     def failed(self, query_id: str, now: float | None = None) -> float:
         """Record a failure; the delay before the next attempt."""
@@ -315,3 +331,14 @@ class Backoff:
 
     def failures(self, query_id: str) -> int:
         return self._failures.get(query_id, 0)
+
+
+def _milliseconds(properties: Mapping[str, Any], name: str, default: int) -> int:
+    given = properties.get(name)
+    if given is None:
+        return default
+    text = str(given).strip()
+    if not text.isdigit():
+        raise KsqlError(f"Invalid value {str(given)!r} for configuration {name}: expected a whole number of "
+                        "milliseconds, 0 or more.")
+    return int(text)

@@ -146,7 +146,7 @@ class KsqlService:
         self._operations: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._worker = threading.Thread(target=self._run_operations, name="query-starter", daemon=True)
         self._running_lock = threading.RLock()  # a query starts or stops under it (worker vs revocation)
-        self._backoff = Backoff()
+        self._backoff = Backoff.from_properties(self.properties)
         self.ownership: QueryOwnership | None = None
         if self.run_queries:
             self.ownership = QueryOwnership(

@@ -9,6 +9,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from engine.server.ownership import Backoff, QueryOwnership, partition_of
 
 
@@ -126,6 +128,33 @@ def test_backoff_doubles_up_to_its_limit_and_hands_each_restart_out_once() -> No
     assert backoff.due(now=4.9) == [] and backoff.due(now=5.0) == ["Q"] and backoff.due(now=99) == []
     backoff.forget("Q")
     assert backoff.failed("Q", now=0.0) == 1.0 and backoff.failures("Q") == 1
+
+
+def test_backoff_comes_from_ksqldb_s_retry_properties_in_milliseconds() -> None:
+    backoff = Backoff.from_properties({"ksql.query.retry.backoff.initial.ms": "250",
+                                       "ksql.query.retry.backoff.max.ms": 1000})
+    assert [backoff.failed("Q", now=0.0) for _ in range(4)] == [0.25, 0.5, 1.0, 1.0]
+    default = Backoff.from_properties({})
+    assert (default.first, default.limit) == (1.0, 60.0)
+
+
+@pytest.mark.parametrize(("properties", "message"), [
+    ({"ksql.query.retry.backoff.initial.ms": "soon"},
+     "Invalid value 'soon' for configuration ksql.query.retry.backoff.initial.ms: expected a whole number of "
+     "milliseconds, 0 or more."),
+    ({"ksql.query.retry.backoff.max.ms": "-1"},
+     "Invalid value '-1' for configuration ksql.query.retry.backoff.max.ms: expected a whole number of "
+     "milliseconds, 0 or more."),
+    ({"ksql.query.retry.backoff.initial.ms": "5000", "ksql.query.retry.backoff.max.ms": "1000"},
+     "ksql.query.retry.backoff.max.ms (1000) is less than ksql.query.retry.backoff.initial.ms (5000): "
+     "the longest wait before a failed query restarts cannot be shorter than the first."),
+])
+def test_a_bad_retry_backoff_is_refused_naming_the_property(properties: dict, message: str) -> None:
+    from engine.errors import KsqlError
+
+    with pytest.raises(KsqlError) as caught:
+        Backoff.from_properties(properties)
+    assert str(caught.value) == message
 
 
 def test_a_query_maps_to_one_stable_partition() -> None:
