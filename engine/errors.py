@@ -229,6 +229,10 @@ def root_cause_line(text: str, default: str = "unknown error") -> str:
     missing = missing_module(text)  # a cluster's executor without a module: say which, and where
     if missing is not None:
         return missing
+    if "Python worker failed to connect back" in text:  # Spark's PythonWorkerFactory, a fixed 10 s wait
+        return ("Python worker failed to connect back: Spark waits 10 s for a Python process it starts to "
+                "connect, and this one did not, which happens on a machine too busy to start Python in time "
+                "(a persistent query is restarted with its backoff).")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors: list[str] = []
     for line in lines:

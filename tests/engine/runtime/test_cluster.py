@@ -42,6 +42,15 @@ def test_a_master_that_does_not_answer_is_one_line_within_seconds() -> None:
     cluster.check_master("yarn")  # left to Spark
 
 
+def test_a_python_worker_too_slow_to_start_is_explained() -> None:
+    failure = ("org.apache.spark.SparkException: Python worker failed to connect back.\n"
+               "\tat org.apache.spark.api.python.PythonWorkerFactory.createSimpleWorker(PythonWorkerFactory.scala:1)\n"
+               "Caused by: java.net.SocketTimeoutException: Timed out while waiting for the Python worker to "
+               "connect back\n")
+    line = root_cause_line(failure)
+    assert line.startswith("Python worker failed to connect back: Spark waits 10 s") and "too busy" in line
+
+
 def test_a_module_an_executor_lacks_is_named_with_the_executor() -> None:
     failure = (
         "py4j.protocol.Py4JJavaError: An error occurred while calling o468.foreachPartition.\n"
