@@ -1211,7 +1211,12 @@ def _failure_of(handle: Any) -> tuple[str, str]:
         return "The query's Spark stream stopped.", ""
     from engine.hosting.application import root_cause_line
 
-    return root_cause_line(str(failure), "The query's Spark stream failed."), str(failure)
+    text = str(failure)
+    # PySpark keeps the JVM's stack (Utils.exceptionString, causes included) beside the message and
+    # prints it only where spark.sql.pyspark.jvmStacktrace.enabled is set.
+    jvm_stack = getattr(failure, "_stackTrace", None)
+    trace = f"{text}\n\nJVM stacktrace:\n{jvm_stack}" if jvm_stack and str(jvm_stack) not in text else text
+    return root_cause_line(text, "The query's Spark stream failed."), trace
 
 
 def _state(entry: _QueryEntry | None, run_queries: bool) -> str:

@@ -171,6 +171,17 @@ class _DeadStream:
         return "org.apache.spark.SparkException: Job aborted\nCaused by: java.lang.IllegalStateException: boom"
 
 
+class _Failure(Exception):
+    """PySpark's StreamingQueryException as it comes: the JVM's stack kept apart from the message."""
+
+    _stackTrace = "java.lang.NullPointerException: no offsets\n\tat org.apache.spark.sql.Example.run(Example.scala:1)"
+
+
+class _DeadStreamWithJvmStack(_DeadStream):
+    def exception(self) -> Exception:  # type: ignore[override]
+        return _Failure("Cannot invoke map because the return value of get() is null")
+
+
 def test_a_failed_query_shows_error_and_is_restarted_with_backoff(kafka_broker, tmp_path) -> None:
     from engine.plan.plan import QueryPlan
     from engine.server.service import KsqlService, _QueryEntry
@@ -210,4 +221,8 @@ def test_a_failed_query_s_whole_stack_goes_to_the_log_once_per_distinct_failure(
     stacks = [r.getMessage() for r in caplog.records if "whole stack" in r.getMessage()]
     assert len(stacks) == 1 and "Caused by: java.lang.IllegalStateException: boom" in stacks[0]
     assert sum("failed (restart in" in r.getMessage() for r in caplog.records) == 2
+    entry.handle = _DeadStreamWithJvmStack()  # another failure: its stack, the JVM's included, goes too
+    service._supervise()
+    stacks = [r.getMessage() for r in caplog.records if "whole stack" in r.getMessage()]
+    assert len(stacks) == 2 and "at org.apache.spark.sql.Example.run(Example.scala:1)" in stacks[1]
     service.log.close()
