@@ -477,6 +477,7 @@ class KsqlEngine:
         row: dict[str, Any] = {}
         timestamp = 0
         from engine.expressions import coerce_value
+        from engine.expressions.cast import java_string
         from engine.plan import types as T
 
         for name, value_expr in zip(columns, stmt.values, strict=True):
@@ -486,12 +487,14 @@ class KsqlEngine:
             value_type = infer_type(value_expr, {})
             target = T.BIGINT if name == "ROWTIME" else types[name]  # ksqlDB's ROWTIME pseudo column
             try:
+                if not _strictly_coercible(value_type, target):
+                    raise TypeError(f"{value_type} does not coerce to {target} for INSERT VALUES")
                 if not _fits_without_rounding(value, target):
                     raise ArithmeticError(f"{value} does not fit {target} without rounding")
                 coerced = coerce_value(value, value_type, target) if value is not None else None
             except (ValueError, ArithmeticError, TypeError):
                 got = value_type.base.value if value_type is not None else "NULL"
-                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                shown = java_string(value, value_type)  # Java's toString of the value
                 hint = _TIME_TEXT_HINTS.get(target.base.value, "") if got == "STRING" else ""
                 raise AnalysisError(
                     f"Expected type {target} for field `{name}` but got {got}({shown}){hint}"
@@ -754,6 +757,37 @@ def _is_read_only_topic(topic: str, config: Mapping[str, Any], service_id: str) 
         return re.fullmatch("|".join(alternatives), topic) is not None
     except re.error:
         return False
+
+
+# ksqlDB's DefaultSqlValueCoercer.STRICT, the coercions INSERT VALUES allows between base types
+# (besides a type to itself and NULL to any type): numbers widen, text reads as a time or bytes.
+_STRICT_COERCIONS = frozenset({
+    ("INTEGER", "BIGINT"), ("INTEGER", "DECIMAL"), ("INTEGER", "DOUBLE"),
+    ("BIGINT", "DECIMAL"), ("BIGINT", "DOUBLE"), ("DECIMAL", "DOUBLE"),
+    ("STRING", "TIMESTAMP"), ("STRING", "TIME"), ("STRING", "DATE"), ("STRING", "BYTES"),
+})
+
+
+def _strictly_coercible(source: Any, target: Any) -> bool:
+    """Whether INSERT VALUES may write a value of type ``source`` to a column of type ``target``
+    (ksqlDB's strict coercer): no narrowing (a BIGINT or a DECIMAL into an INTEGER), no text
+    read as a number or a BOOLEAN, nothing written as text; containers element by element, a
+    struct by the fields both have (the value's other fields are dropped, missing ones NULL)."""
+    from engine.plan import types as T
+
+    if source is None:
+        return True
+    if isinstance(source, T.Array) and isinstance(target, T.Array):
+        return _strictly_coercible(source.item, target.item)
+    if isinstance(source, T.Map) and isinstance(target, T.Map):
+        return _strictly_coercible(source.key, target.key) and _strictly_coercible(source.value, target.value)
+    if isinstance(source, T.Struct) and isinstance(target, T.Struct):
+        fields = {f.name: f.type for f in source.fields}
+        return all(_strictly_coercible(fields[f.name], f.type) for f in target.fields if f.name in fields)
+    pair = (source.base.value, target.base.value)
+    if pair[0] == pair[1]:
+        return pair[0] not in ("ARRAY", "MAP", "STRUCT")
+    return pair in _STRICT_COERCIONS
 
 
 def _fits_without_rounding(value: Any, target: Any) -> bool:
