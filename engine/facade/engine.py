@@ -31,7 +31,7 @@ from engine.facade.api import FormatDescription, SourceInfo, StatementResult
 from engine.facade.compatibility import plan_versions
 from engine.facade.properties import check_override, check_statement_property
 from engine.metastore import DataSource, InMemoryMetaStore
-from engine.metastore.model import upgrade_problem
+from engine.metastore.model import alternatives_hint, upgrade_problem
 from engine.parser import ast, parse
 from engine.plan import expr as E
 from engine.plan.plan import (
@@ -52,11 +52,12 @@ from engine.planner.internal_topics import (
     application_id,
     internal_topics,
 )
-from engine.planner.planner import Planner
+from engine.planner.planner import Planner, refuse_unknown_types
 from engine.runtime.adapter import TopicCodec, TopicService, TopicStore
 
 if TYPE_CHECKING:
     from engine.builders.context import Built
+    from engine.plan.types import SqlType
     from engine.serde import RecordSerde
 
 
@@ -116,6 +117,8 @@ class KsqlEngine:
         self._create_as_queries: dict[str, str] = {}
         self.plans: list[StatementPlan] = []
         self.variables: dict[str, str] = {}
+        # Custom types (CREATE TYPE), by upper-cased name: statements parsed later resolve them.
+        self.types: dict[str, SqlType] = {}
         self._query_counter = 0
         self._outputs: dict[str, list[TopicRecord]] | None = None
         self.query_reports: dict[str, QueryReport] = {}
@@ -153,6 +156,7 @@ class KsqlEngine:
         copy._create_as_queries = dict(self._create_as_queries)
         copy.plans = list(self.plans)
         copy.variables = dict(self.variables)
+        copy.types = dict(self.types)
         copy._query_counter = self._query_counter
         copy.schema_registry_url = self.schema_registry_url
         return copy
@@ -170,7 +174,7 @@ class KsqlEngine:
         """Parse and execute every statement of ``text`` in order; ``text`` starts on line
         ``first_line`` of its script (error positions count from there)."""
         results = []
-        for parsed in parse(text, variables=self.variables, first_line=first_line):
+        for parsed in parse(text, variables=self.variables, types=self.types, first_line=first_line):
             try:
                 results.append(self._execute(parsed.statement, parsed.text))
             except AnalysisError as exc:
@@ -215,6 +219,12 @@ class KsqlEngine:
             check_statement_property(stmt.name)
             self.config.pop(stmt.name, None)
             return StatementResult(text, "UNSET")
+        if isinstance(stmt, ast.CreateType):
+            self._register_type(stmt)
+            return StatementResult(text, "CREATE_TYPE")
+        if isinstance(stmt, ast.DropType):
+            self._drop_type(stmt)
+            return StatementResult(text, "DROP_TYPE")
         if isinstance(stmt, ast.DefineVariable):
             self.variables[stmt.name] = stmt.value
             return StatementResult(text, "DEFINE")
@@ -224,6 +234,28 @@ class KsqlEngine:
         raise UnsupportedFeatureError(
             f"{type(stmt).__name__} statements", f"kspark does not support this statement yet: {text}"
         )
+
+    def _register_type(self, stmt: ast.CreateType) -> None:
+        """CREATE TYPE [IF NOT EXISTS]: ksqlDB's RegisterTypeFactory refuses a registered name
+        unless IF NOT EXISTS, which keeps the registered type."""
+        name = stmt.name.upper()
+        registered = self.types.get(name)
+        if registered is not None:
+            if stmt.if_not_exists:
+                return
+            raise AnalysisError(
+                f"Cannot register custom type '{stmt.name}' since it is already registered with type: {registered}"
+            )
+        refuse_unknown_types(stmt)
+        self.types[name] = stmt.type
+
+    def _drop_type(self, stmt: ast.DropType) -> None:
+        """DROP TYPE [IF EXISTS]: ksqlDB's DropTypeFactory. Sources and queries that use the type
+        keep it: its name was resolved when their statements were parsed."""
+        name = stmt.name.upper()
+        if name not in self.types and not stmt.if_exists:
+            raise AnalysisError(f"Type {stmt.name} does not exist.")
+        self.types.pop(name, None)
 
     def plan_transient_query(self, query: ast.Query, text: str) -> TransientQueryPlan:
         """Plan a push query (``SELECT ... EMIT CHANGES``) against the metastore; nothing is registered."""
@@ -396,7 +428,7 @@ class KsqlEngine:
         if source is None:
             raise AnalysisError(
                 f"Cannot insert values into an unknown stream/table: `{target}`"
-                + _case_hint(target, [s.name for s in self.metastore.all()])
+                + alternatives_hint(self.metastore.all(), target)
             )
         if values and source.window_info is not None:
             raise AnalysisError("Cannot insert values into windowed stream/table!")
@@ -445,6 +477,7 @@ class KsqlEngine:
         row: dict[str, Any] = {}
         timestamp = 0
         from engine.expressions import coerce_value
+        from engine.expressions.cast import java_string
         from engine.plan import types as T
 
         for name, value_expr in zip(columns, stmt.values, strict=True):
@@ -454,12 +487,14 @@ class KsqlEngine:
             value_type = infer_type(value_expr, {})
             target = T.BIGINT if name == "ROWTIME" else types[name]  # ksqlDB's ROWTIME pseudo column
             try:
+                if not _strictly_coercible(value_type, target):
+                    raise TypeError(f"{value_type} does not coerce to {target} for INSERT VALUES")
                 if not _fits_without_rounding(value, target):
                     raise ArithmeticError(f"{value} does not fit {target} without rounding")
                 coerced = coerce_value(value, value_type, target) if value is not None else None
             except (ValueError, ArithmeticError, TypeError):
                 got = value_type.base.value if value_type is not None else "NULL"
-                shown = str(value).lower() if isinstance(value, bool) else str(value)
+                shown = java_string(value, value_type)  # Java's toString of the value
                 hint = _TIME_TEXT_HINTS.get(target.base.value, "") if got == "STRING" else ""
                 raise AnalysisError(
                     f"Expected type {target} for field `{name}` but got {got}({shown}){hint}"
@@ -724,6 +759,37 @@ def _is_read_only_topic(topic: str, config: Mapping[str, Any], service_id: str) 
         return False
 
 
+# ksqlDB's DefaultSqlValueCoercer.STRICT, the coercions INSERT VALUES allows between base types
+# (besides a type to itself and NULL to any type): numbers widen, text reads as a time or bytes.
+_STRICT_COERCIONS = frozenset({
+    ("INTEGER", "BIGINT"), ("INTEGER", "DECIMAL"), ("INTEGER", "DOUBLE"),
+    ("BIGINT", "DECIMAL"), ("BIGINT", "DOUBLE"), ("DECIMAL", "DOUBLE"),
+    ("STRING", "TIMESTAMP"), ("STRING", "TIME"), ("STRING", "DATE"), ("STRING", "BYTES"),
+})
+
+
+def _strictly_coercible(source: Any, target: Any) -> bool:
+    """Whether INSERT VALUES may write a value of type ``source`` to a column of type ``target``
+    (ksqlDB's strict coercer): no narrowing (a BIGINT or a DECIMAL into an INTEGER), no text
+    read as a number or a BOOLEAN, nothing written as text; containers element by element, a
+    struct by the fields both have (the value's other fields are dropped, missing ones NULL)."""
+    from engine.plan import types as T
+
+    if source is None:
+        return True
+    if isinstance(source, T.Array) and isinstance(target, T.Array):
+        return _strictly_coercible(source.item, target.item)
+    if isinstance(source, T.Map) and isinstance(target, T.Map):
+        return _strictly_coercible(source.key, target.key) and _strictly_coercible(source.value, target.value)
+    if isinstance(source, T.Struct) and isinstance(target, T.Struct):
+        fields = {f.name: f.type for f in source.fields}
+        return all(_strictly_coercible(fields[f.name], f.type) for f in target.fields if f.name in fields)
+    pair = (source.base.value, target.base.value)
+    if pair[0] == pair[1]:
+        return pair[0] not in ("ARRAY", "MAP", "STRUCT")
+    return pair in _STRICT_COERCIONS
+
+
 def _fits_without_rounding(value: Any, target: Any) -> bool:
     """Whether an INSERT VALUES number keeps its digits in a DECIMAL column: ksqlDB's coercion
     refuses a value it would have to round to the column's scale (1.456 into DECIMAL(4, 2))."""
@@ -737,16 +803,3 @@ def _fits_without_rounding(value: Any, target: Any) -> bool:
         ctx.prec = 1000
         exponent = decimal.Decimal(value).normalize().as_tuple().exponent
     return not isinstance(exponent, int) or exponent >= -target.scale
-
-
-def _case_hint(name: str, known: list[str]) -> str:
-    """ksqlDB's hint when a source of that name exists in another case (quoting)."""
-    for other in known:
-        if other != name and other.upper() == name.upper():
-            if other != other.upper():
-                return (
-                    f'\nDid you mean "{other}"? Hint: wrap the source name in double quotes to '
-                    "make it case-sensitive."
-                )
-            return f"\nDid you mean {other}? Hint: try removing double quotes from the source name."
-    return ""

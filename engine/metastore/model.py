@@ -106,3 +106,31 @@ def _topic_text(source: DataSource) -> str:
 
 def _optional_text(value: object) -> str:
     return "Optional.empty" if value is None else f"Optional[{value}]"
+
+
+def alternatives_hint(sources: list[DataSource], name: str, kind: str | None = None) -> str:
+    """ksqlDB's hint after "... does not exist." (``MetaStoreImpl.checkAlternatives``): the
+    sources whose name differs from ``name`` in case only (of ``kind`` when given), sorted by
+    name; one is suggested with its quoting fix, several are listed with their kinds."""
+    matches = sorted(
+        (s for s in sources if s.name != name and s.name.upper() == name.upper() and kind in (None, s.kind)),
+        key=lambda s: s.name,
+    )
+    if not matches:
+        return ""
+    if len(matches) == 1:
+        other = matches[0].name
+        if any(ch.islower() for ch in other):
+            return f'\nDid you mean "{other}"? Hint: wrap the source name in double quotes to make it case-sensitive.'
+        return f"\nDid you mean {other}? Hint: try removing double quotes from the source name."
+    n = len(matches)
+    parts = []
+    for i, source in enumerate(matches):
+        if i < n - 2:
+            punctuation = ", "
+        elif i == n - 2:
+            punctuation = " or " if i == 0 else ", or "
+        else:
+            punctuation = "? "
+        parts.append(f'"{source.name}" ({source.kind}){punctuation}')
+    return "\nDid you mean " + "".join(parts) + "Hint: wrap the source name in double quotes to make it case-sensitive."

@@ -209,7 +209,8 @@ def parse(
         elif isinstance(statement, ast.UndefineVariable):
             known_vars.pop(statement.name.upper(), None)
         elif isinstance(statement, ast.CreateType):
-            known_types[statement.name.upper()] = statement.type
+            if not (statement.if_not_exists and statement.name.upper() in known_types):
+                known_types[statement.name.upper()] = statement.type  # IF NOT EXISTS keeps the registered type
         elif isinstance(statement, ast.DropType):
             known_types.pop(statement.name.upper(), None)
     return out

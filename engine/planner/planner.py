@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.expressions import infer_type
 from engine.metastore import DataSource, MetaStore
+from engine.metastore.model import alternatives_hint
 from engine.parser import ast, column_reference
 from engine.plan import expr as E
 from engine.plan import types as T
@@ -484,7 +485,12 @@ class Planner:
                 return None
             if stmt.delete_topic:
                 raise AnalysisError(f"Could not find source to delete topic for: {text.strip()}")
-            raise AnalysisError(f"Source {stmt.name} does not exist.")
+            # ksqlDB's DropSourceFactory: the statement's kind, and the sources of that kind
+            # whose names differ in case only
+            raise AnalysisError(
+                f"{stmt.kind.capitalize()} {stmt.name} does not exist."
+                + alternatives_hint(self.metastore.all(), stmt.name, stmt.kind)
+            )
         if stmt.delete_topic:
             if existing.is_source:
                 raise AnalysisError(f"Cannot delete topic for read-only source: {stmt.name}")
@@ -496,7 +502,7 @@ class Planner:
                 )
         if existing.kind != stmt.kind:
             raise AnalysisError(
-                f"Incompatible data source type is {existing.kind}, but statement was DROP {stmt.kind}"
+                f"Incompatible data source type is {existing.kind.lower()}, but statement was DROP {stmt.kind.lower()}"
             )
         return StatementPlan(statement_text=text, command=DropSourceCommand(name=stmt.name, kind=stmt.kind))
 

@@ -85,3 +85,55 @@ def test_insert_values_refuses_a_value_that_reads_a_column(engine: KsqlEngine, v
     with pytest.raises(KsqlError) as refused:
         engine.execute_sql(f"INSERT INTO PINGS (ID, KM) VALUES ({values});")
     assert str(refused.value) == message
+
+
+TYPED = (
+    "CREATE STREAM TYPED (ID STRING KEY, I INT, B BIGINT, D DOUBLE, DE DECIMAL(4, 2), S STRING, BO BOOLEAN, "
+    "T TIMESTAMP, BT BYTES, L ARRAY<BIGINT>, M MAP<STRING, DOUBLE>, ST STRUCT<X INT, Y STRING>) "
+    "WITH (kafka_topic='typed', value_format='JSON');"
+)
+
+
+def _typed_engine() -> KsqlEngine:
+    engine = KsqlEngine()
+    engine.create_topic(TopicInfo("typed"))
+    engine.execute_sql(TYPED)
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("I", "1.5", "Expected type INTEGER for field `I` but got DECIMAL(1.5)"),
+        ("I", "3000000000", "Expected type INTEGER for field `I` but got BIGINT(3000000000)"),
+        ("B", "2.0E0", "Expected type BIGINT for field `B` but got DOUBLE(2.0)"),
+        ("DE", "1.5E0", "Expected type DECIMAL(4, 2) for field `DE` but got DOUBLE(1.5)"),
+        ("S", "1", "Expected type STRING for field `S` but got INTEGER(1)"),
+        ("S", "true", "Expected type STRING for field `S` but got BOOLEAN(true)"),
+        ("BO", "'true'", "Expected type BOOLEAN for field `BO` but got STRING(true)"),
+        ("I", "'1'", "Expected type INTEGER for field `I` but got STRING(1)"),
+        ("T", "5", "Expected type TIMESTAMP for field `T` but got INTEGER(5)"),
+        ("L", "ARRAY['a']", "Expected type ARRAY<BIGINT> for field `L` but got ARRAY([a])"),
+        ("M", "MAP('a' := 'b')", "Expected type MAP<STRING, DOUBLE> for field `M` but got MAP"),
+        ("ST", "STRUCT(X := 'one')", "Expected type STRUCT<`X` INTEGER, `Y` STRING> for field `ST` but got STRUCT"),
+    ],
+)
+def test_insert_values_coerces_only_as_ksqldbs_strict_coercer_does(column: str, value: str, message: str) -> None:
+    engine = _typed_engine()
+    with pytest.raises(KsqlError) as refused:
+        engine.execute_sql(f"INSERT INTO TYPED (ID, {column}) VALUES ('k', {value});")
+    assert str(refused.value).startswith(message)
+    assert not engine.store.records.get("typed")
+
+
+def test_insert_values_widens_numbers_and_reads_text_as_times_and_bytes() -> None:
+    engine = _typed_engine()
+    engine.execute_sql(
+        "INSERT INTO TYPED (ID, B, D, DE, T, BT, L, M, ST) VALUES ('k', 1, 2, 3, '2020-01-01T00:00:00', 'AQI=', "
+        "ARRAY[1, 2], MAP('a' := 1), STRUCT(X := 1, Z := 'dropped'));"
+    )
+    [stored] = engine.store.records["typed"]
+    value = stored.record.value
+    assert value["B"] == 1 and value["D"] == 2.0 and str(value["DE"]) == "3.00"
+    assert value["T"] == 1577836800000 and value["BT"] == "AQI="
+    assert value["L"] == [1, 2] and value["M"] == {"a": 1.0} and value["ST"] == {"X": 1, "Y": None}

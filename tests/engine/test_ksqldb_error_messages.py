@@ -43,9 +43,16 @@ TOPICS = ("rides", "riders", "bikes", "pings", "w_riders", "s_riders", "shops", 
 CASES = [
     # sources and sinks
     ("CREATE STREAM X AS SELECT * FROM NOPE;", "NOPE does not exist."),
-    ("DROP STREAM NOPE;", "Source NOPE does not exist."),
+    ("DROP STREAM NOPE;", "Stream NOPE does not exist."),
+    ("DROP TABLE NOPE;", "Table NOPE does not exist."),
+    # the hint names the sources of the statement's kind whose names differ in case only
+    ('DROP TABLE "riders";', "Table riders does not exist.\nDid you mean RIDERS? Hint: try removing double quotes"),
+    ('DROP STREAM "riders";', "Stream riders does not exist."),
+    ("DROP TYPE NOPE;", "Type NOPE does not exist."),
+    ("CREATE TYPE NOPE AS STRUCT<A NOWHERE>;", "Cannot resolve unknown type: NOWHERE"),
     ("ALTER STREAM NOPE ADD COLUMN Z INT;", "Source NOPE does not exist."),
-    ("DROP TABLE RIDES;", "Incompatible data source type is STREAM, but statement was DROP TABLE"),
+    ("DROP TABLE RIDES;", "Incompatible data source type is stream, but statement was DROP table"),
+    ("DROP STREAM IF EXISTS RIDERS;", "Incompatible data source type is table, but statement was DROP stream"),
     ("CREATE STREAM RIDERS AS SELECT * FROM RIDES;", "Cannot add stream 'RIDERS': A table with the same name already exists"),
     ("CREATE TABLE RIDES (ID STRING PRIMARY KEY, KM INT) WITH (kafka_topic='rides', value_format='JSON');",
      "Cannot add table 'RIDES': A stream with the same name already exists"),
