@@ -606,10 +606,17 @@ def replace(s: str, old: str, new: str) -> str:
     return s.replace(old, new)
 
 
-@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING)
+@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING, until=1)
 def regexp_replace(s: str, regex: str, replacement: str) -> str:
     """Replace every match of the Java regex; ``$n`` in the replacement refers to groups."""
     pattern = ksqldb_pattern(regex)
+    return pattern.sub(java_replacement(pattern, replacement), s)
+
+
+@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING, since=2)
+def regexp_replace_java(s: str, regex: str, replacement: str) -> str:
+    """Replace every match of the Java regex (ASCII classes, Java's dot); ``$n`` names groups."""
+    pattern = ksqldb_pattern(regex, java_classes=True)
     return pattern.sub(java_replacement(pattern, replacement), s)
 
 
@@ -693,10 +700,16 @@ def regexp_extract_all_group_java(regex: str, s: str, group: int) -> list[str | 
     return [m.group(g) for m in pattern.finditer(s)]
 
 
-@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING))
+@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING), until=1)
 def regexp_split_to_array(s: str, regex: str) -> list[str]:
     """Split around matches of the regex, keeping empty strings."""
     return _java_split(ksqldb_pattern(regex), s)
+
+
+@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING), since=2)
+def regexp_split_to_array_java(s: str, regex: str) -> list[str]:
+    """Split around matches of the Java regex (ASCII classes, Java's dot), keeping empty strings."""
+    return _java_split(ksqldb_pattern(regex, java_classes=True), s)
 
 
 @scalar("SPLIT", params=[STRING, STRING], returns=T.Array(STRING))

@@ -213,6 +213,15 @@ def test_regexp_extract_version_2_uses_java_ascii_classes_and_dot():
     assert REGISTRY.resolve("REGEXP_EXTRACT", [T.STRING, T.STRING], 1).invoke([r"\w+", "caf\u00e9"]) == "caf\u00e9"
 
 
+def test_regexp_replace_and_split_version_2_use_java_ascii_classes():
+    assert call("REGEXP_REPLACE", "caf\u00e9 1\u0663", r"\w", "_") == "___\u00e9 _\u0663"
+    assert call("REGEXP_SPLIT_TO_ARRAY", "a\u00a0b c", r"\s") == ["a\u00a0b", "c"]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "a\u2028b", ".") == ["", "\u2028", ""]
+    three = [T.STRING] * 3
+    assert REGISTRY.resolve("REGEXP_REPLACE", three, 1).invoke(["caf\u00e9", r"\w", "_"]) == "____"
+    assert REGISTRY.resolve("REGEXP_SPLIT_TO_ARRAY", three[:2], 1).invoke(["a\u00a0b", r"\s"]) == ["a", "b"]
+
+
 def test_regexp_extract_version_2_gives_null_for_a_group_past_the_pattern():
     assert call("REGEXP_EXTRACT", "(a)", "a", 2) is None
     assert call("REGEXP_EXTRACT_ALL", "(a)", "a", 2) is None
