@@ -432,9 +432,17 @@ class Typer:
             body = self.type_of(arg.body, inner)
             self.lambda_params[id(arg)] = tuple(params)
             self.types[id(arg)] = arg_types[i] = LambdaType(tuple(params), body)
-        resolved = REGISTRY.resolve(expr.name, arg_types, expr.semantics)
+        # ksqlDB's messages name a time-unit keyword's type INTERVAL UNIT.
+        labels = [_INTERVAL_UNIT_LABEL if isinstance(arg, IntervalUnit) else None for arg in expr.args]
+        resolved = REGISTRY.resolve(
+            expr.name, arg_types, expr.semantics,
+            arg_labels=labels if any(label is not None for label in labels) else None,
+        )
         self.functions[id(expr)] = resolved
         return resolved.return_type
+
+
+_INTERVAL_UNIT_LABEL = "INTERVAL UNIT"
 
 
 def _is_null_literal(expr: Expr) -> bool:

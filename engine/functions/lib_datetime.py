@@ -1142,32 +1142,93 @@ def _timestamp_add(unit: str, amount: int, value: dt.datetime) -> dt.datetime:
 
 for _amount in (T.INTEGER, T.BIGINT):
 
-    @scalar("DATEADD", params=[INTERVAL_UNIT, _amount, T.DATE], returns=T.DATE)
+    @scalar("DATEADD", params=[INTERVAL_UNIT, _amount, T.DATE], returns=T.DATE, until=1)
     def dateadd(unit: str, amount: int, value: dt.date) -> dt.date:
         """Add an interval of a time unit to a DATE (whole days are kept)."""
         return _date_add(unit, amount, value)
 
-    @scalar("DATESUB", params=[INTERVAL_UNIT, _amount, T.DATE], returns=T.DATE)
+    @scalar("DATESUB", params=[INTERVAL_UNIT, _amount, T.DATE], returns=T.DATE, until=1)
     def datesub(unit: str, amount: int, value: dt.date) -> dt.date:
         """Subtract an interval of a time unit from a DATE."""
         return _date_add(unit, -amount, value)
 
-    @scalar("TIMEADD", params=[INTERVAL_UNIT, _amount, T.TIME], returns=T.TIME)
+    @scalar("TIMEADD", params=[INTERVAL_UNIT, _amount, T.TIME], returns=T.TIME, until=1)
     def timeadd(unit: str, amount: int, value: dt.time) -> dt.time:
         """Add an interval to a TIME, wrapping around midnight."""
         return _time_add(unit, amount, value)
 
-    @scalar("TIMESUB", params=[INTERVAL_UNIT, _amount, T.TIME], returns=T.TIME)
+    @scalar("TIMESUB", params=[INTERVAL_UNIT, _amount, T.TIME], returns=T.TIME, until=1)
     def timesub(unit: str, amount: int, value: dt.time) -> dt.time:
         """Subtract an interval from a TIME, wrapping around midnight."""
         return _time_add(unit, -amount, value)
 
-    @scalar("TIMESTAMPADD", params=[INTERVAL_UNIT, _amount, T.TIMESTAMP], returns=T.TIMESTAMP)
+    @scalar("TIMESTAMPADD", params=[INTERVAL_UNIT, _amount, T.TIMESTAMP], returns=T.TIMESTAMP, until=1)
     def timestampadd(unit: str, amount: int, value: dt.datetime) -> dt.datetime:
         """Add an interval to a TIMESTAMP."""
         return _timestamp_add(unit, amount, value)
 
-    @scalar("TIMESTAMPSUB", params=[INTERVAL_UNIT, _amount, T.TIMESTAMP], returns=T.TIMESTAMP)
+    @scalar("TIMESTAMPSUB", params=[INTERVAL_UNIT, _amount, T.TIMESTAMP], returns=T.TIMESTAMP, until=1)
     def timestampsub(unit: str, amount: int, value: dt.datetime) -> dt.datetime:
         """Subtract an interval from a TIMESTAMP."""
         return _timestamp_add(unit, -amount, value)
+
+
+_LONG_MAX = 2**63 - 1
+
+
+def _saturated_nanos(unit: str, amount: int) -> int:
+    """Java's ``TimeUnit.toNanos(amount)``: past a long's range it saturates at Long.MAX_VALUE
+    or Long.MIN_VALUE instead of overflowing."""
+    scale = unit_nanos(unit)
+    limit = _LONG_MAX // scale
+    if amount > limit:
+        return _LONG_MAX
+    if amount < -limit:
+        return -_LONG_MAX - 1
+    return amount * scale
+
+
+def _time_plus_nanos(value: dt.time, nanos: int) -> dt.time:
+    """``LocalTime.plusNanos``: the nano of day moved by ``nanos``, around midnight."""
+    return time_from_millis(((time_to_millis(value) * 1_000_000 + nanos) % NANOS_PER_DAY) // 1_000_000)
+
+
+# Version 2: the interval is an INT, as in ksqlDB's bodies (a BIGINT interval is refused at
+# planning); TIMEADD/TIMESUB move by TimeUnit.toNanos, which saturates for intervals of more
+# than about 106,751 days (2,562,047 hours, 153,722,867 minutes).
+
+
+@scalar("DATEADD", params=[INTERVAL_UNIT, T.INTEGER, T.DATE], returns=T.DATE, since=2)
+def dateadd_int(unit: str, amount: int, value: dt.date) -> dt.date:
+    """Add an INT interval of a time unit to a DATE (whole days are kept)."""
+    return _date_add(unit, amount, value)
+
+
+@scalar("DATESUB", params=[INTERVAL_UNIT, T.INTEGER, T.DATE], returns=T.DATE, since=2)
+def datesub_int(unit: str, amount: int, value: dt.date) -> dt.date:
+    """Subtract an INT interval of a time unit from a DATE."""
+    return _date_add(unit, -amount, value)
+
+
+@scalar("TIMEADD", params=[INTERVAL_UNIT, T.INTEGER, T.TIME], returns=T.TIME, since=2)
+def timeadd_int(unit: str, amount: int, value: dt.time) -> dt.time:
+    """Add an INT interval to a TIME, around midnight, as LocalTime.plus(unit.toNanos(n))."""
+    return _time_plus_nanos(value, _saturated_nanos(unit, amount))
+
+
+@scalar("TIMESUB", params=[INTERVAL_UNIT, T.INTEGER, T.TIME], returns=T.TIME, since=2)
+def timesub_int(unit: str, amount: int, value: dt.time) -> dt.time:
+    """Subtract an INT interval from a TIME, around midnight, as LocalTime.minus(unit.toNanos(n))."""
+    return _time_plus_nanos(value, -_saturated_nanos(unit, amount))
+
+
+@scalar("TIMESTAMPADD", params=[INTERVAL_UNIT, T.INTEGER, T.TIMESTAMP], returns=T.TIMESTAMP, since=2)
+def timestampadd_int(unit: str, amount: int, value: dt.datetime) -> dt.datetime:
+    """Add an INT interval to a TIMESTAMP."""
+    return _timestamp_add(unit, amount, value)
+
+
+@scalar("TIMESTAMPSUB", params=[INTERVAL_UNIT, T.INTEGER, T.TIMESTAMP], returns=T.TIMESTAMP, since=2)
+def timestampsub_int(unit: str, amount: int, value: dt.datetime) -> dt.datetime:
+    """Subtract an INT interval from a TIMESTAMP."""
+    return _timestamp_add(unit, -amount, value)

@@ -38,10 +38,47 @@ def coalesce(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-@scalar("NULLIF", params=[_T, _T], returns=_T, null_propagating=False)
+@scalar("NULLIF", params=[_T, _T], returns=_T, null_propagating=False, until=1)
 def nullif(value: Any, other: Any) -> Any:
     """NULL if both arguments are equal, else the first one."""
     if value is not None and other is not None and value == other:
+        return None
+    return value
+
+
+def java_equals(a: Any, b: Any) -> bool:
+    """Java's ``Object.equals`` for the engine's values: a DOUBLE equals by its bits
+    (``Double.equals``: NaN equals NaN, 0.0 does not equal -0.0), a DECIMAL by value and scale
+    (``BigDecimal.equals``: 1.0 does not equal 1.00), lists, maps and structs element by
+    element; NULL equals only NULL inside them."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        if not (isinstance(a, float) and isinstance(b, float)):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return (
+            isinstance(a, decimal.Decimal)
+            and isinstance(b, decimal.Decimal)
+            and a == b
+            and a.as_tuple().exponent == b.as_tuple().exponent
+        )
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(java_equals(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(java_equals(v, b[k]) for k, v in a.items())
+    return bool(a == b)
+
+
+@scalar("NULLIF", params=[_T, _T], returns=_T, null_propagating=False, since=2)
+def nullif_java(value: Any, other: Any) -> Any:
+    """NULL if both arguments are equal as Java's ``equals`` has it, else the first one.
+
+    A DOUBLE NaN equals NaN, 0.0 does not equal -0.0, a DECIMAL's scale counts."""
+    if value is None or java_equals(value, other):
         return None
     return value
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 import uuid as _uuid
 from array import array
 from collections.abc import Callable
@@ -68,17 +69,35 @@ _POSIX_CLASSES = {
 }
 
 
+# Java's predefined classes without UNICODE_CHARACTER_CLASS: ASCII only (Python's are
+# Unicode), as a class of their own and as a class's part.
+_JAVA_ASCII_CLASSES = {
+    "d": ("[0-9]", "0-9"),
+    "D": ("[^0-9]", None),
+    "w": ("[a-zA-Z_0-9]", "a-zA-Z_0-9"),
+    "W": ("[^a-zA-Z_0-9]", None),
+    "s": ("[ \\t\\n\\x0b\\f\\r]", " \\t\\n\\x0b\\f\\r"),
+    "S": ("[^ \\t\\n\\x0b\\f\\r]", None),
+}
+# Java's '.' (without DOTALL) matches anything but these line terminators; Python's only \n.
+_JAVA_DOT = "[^\\n\\r\\u0085\\u2028\\u2029]"
+_DOTALL_FLAG = re.compile(r"\(\?[a-zA-Z]*s")
+
+
 @lru_cache(maxsize=256)
-def java_regex(pattern: str) -> re.Pattern[str]:
+def java_regex(pattern: str, *, java_classes: bool = False) -> re.Pattern[str]:
     """Compile a Java regular expression with Python's ``re``.
 
     Translates the Java-only syntax that matters in practice: named groups ``(?<n>..)``,
     back references ``\\k<n>``, quoting ``\\Q..\\E``, ``\\z``/``\\Z`` and a few POSIX
-    classes ``\\p{Alpha}``.
+    classes ``\\p{Alpha}``. ``java_classes``: ``\\d``, ``\\w``, ``\\s`` (and their negations
+    outside brackets) match ASCII only and ``.`` stops at every Java line terminator, as in
+    Java (a negated class inside brackets stays Python's).
     """
     out: list[str] = []
     i, n = 0, len(pattern)
     in_class = False
+    java_dot = java_classes and not _DOTALL_FLAG.search(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
@@ -127,6 +146,11 @@ def java_regex(pattern: str) -> re.Pattern[str]:
                 out.append("(?=\\n?\\Z)")
                 i += 2
                 continue
+            ascii_class = _JAVA_ASCII_CLASSES.get(nxt) if java_classes else None
+            if ascii_class is not None and (not in_class or ascii_class[1] is not None):
+                out.append(ascii_class[1] if in_class else ascii_class[0])  # type: ignore[arg-type]
+                i += 2
+                continue
             out.append(pattern[i : i + 2])
             i += 2
             continue
@@ -156,6 +180,10 @@ def java_regex(pattern: str) -> re.Pattern[str]:
             out.append("(?P<")
             i += 3
             continue
+        if c == "." and java_dot:
+            out.append(_JAVA_DOT)
+            i += 1
+            continue
         out.append(c)
         i += 1
     try:
@@ -170,11 +198,11 @@ class InvalidPatternError(EvaluationError):
     """A regular expression that does not compile (Java's PatternSyntaxException)."""
 
 
-def ksqldb_pattern(regex: str) -> re.Pattern[str]:
+def ksqldb_pattern(regex: str, *, java_classes: bool = False) -> re.Pattern[str]:
     """``java_regex``, failing as ksqlDB's REGEXP_REPLACE, REGEXP_EXTRACT_ALL and
     REGEXP_SPLIT_TO_ARRAY do for a pattern that does not compile."""
     try:
-        return java_regex(regex)
+        return java_regex(regex, java_classes=java_classes)
     except InvalidPatternError as exc:
         raise EvaluationError(f"Invalid regular expression pattern: {regex}") from exc
 
@@ -578,10 +606,17 @@ def replace(s: str, old: str, new: str) -> str:
     return s.replace(old, new)
 
 
-@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING)
+@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING, until=1)
 def regexp_replace(s: str, regex: str, replacement: str) -> str:
     """Replace every match of the Java regex; ``$n`` in the replacement refers to groups."""
     pattern = ksqldb_pattern(regex)
+    return pattern.sub(java_replacement(pattern, replacement), s)
+
+
+@scalar("REGEXP_REPLACE", params=[STRING, STRING, STRING], returns=STRING, since=2)
+def regexp_replace_java(s: str, regex: str, replacement: str) -> str:
+    """Replace every match of the Java regex (ASCII classes, Java's dot); ``$n`` names groups."""
+    pattern = ksqldb_pattern(regex, java_classes=True)
     return pattern.sub(java_replacement(pattern, replacement), s)
 
 
@@ -594,13 +629,13 @@ def _group(pattern: re.Pattern[str], regex: str, group: int) -> int:
     return group
 
 
-@scalar("REGEXP_EXTRACT", params=[STRING, STRING], returns=STRING)
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING], returns=STRING, until=1)
 def regexp_extract(regex: str, s: str) -> str | None:
     """The first substring matching the regex, or NULL."""
     return regexp_extract_group(regex, s, 0)
 
 
-@scalar("REGEXP_EXTRACT", params=[STRING, STRING, INTEGER], returns=STRING)
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING, INTEGER], returns=STRING, until=1)
 def regexp_extract_group(regex: str, s: str, group: int) -> str | None:
     """The given group of the first match of the regex, or NULL."""
     pattern = java_regex(regex)
@@ -608,13 +643,13 @@ def regexp_extract_group(regex: str, s: str, group: int) -> str | None:
     return m.group(_group(pattern, regex, group)) if m else None
 
 
-@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING], returns=T.Array(STRING))
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING], returns=T.Array(STRING), until=1)
 def regexp_extract_all(regex: str, s: str) -> list[str | None]:
     """Every substring matching the regex."""
     return regexp_extract_all_group(regex, s, 0)
 
 
-@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING, INTEGER], returns=T.Array(STRING))
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING, INTEGER], returns=T.Array(STRING), until=1)
 def regexp_extract_all_group(regex: str, s: str, group: int) -> list[str | None]:
     """The given group of every match of the regex."""
     pattern = ksqldb_pattern(regex)
@@ -622,10 +657,59 @@ def regexp_extract_all_group(regex: str, s: str, group: int) -> list[str | None]
     return [m.group(g) for m in pattern.finditer(s)]
 
 
-@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING))
+def _java_group(pattern: re.Pattern[str], regex: str, group: int) -> int | None:
+    """The group to return, None where ksqlDB's body returns NULL (a group past the
+    pattern's groups); a negative group fails as Matcher.group does."""
+    if group > pattern.groups:
+        return None
+    if group < 0:
+        raise EvaluationError(f"No group {group}")
+    return group
+
+
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING], returns=STRING, since=2)
+def regexp_extract_java(regex: str, s: str) -> str | None:
+    """The first substring matching the Java regex (ASCII classes, Java's dot), or NULL."""
+    return regexp_extract_group_java(regex, s, 0)
+
+
+@scalar("REGEXP_EXTRACT", params=[STRING, STRING, INTEGER], returns=STRING, since=2)
+def regexp_extract_group_java(regex: str, s: str, group: int) -> str | None:
+    """The group of the first Java-regex match; NULL without a match or such a group."""
+    pattern = java_regex(regex, java_classes=True)  # its own error, as Pattern.compile's
+    g = _java_group(pattern, regex, group)
+    if g is None:
+        return None
+    m = pattern.search(s)
+    return m.group(g) if m else None
+
+
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING], returns=T.Array(STRING), since=2)
+def regexp_extract_all_java(regex: str, s: str) -> list[str | None] | None:
+    """Every substring matching the Java regex (ASCII classes, Java's dot)."""
+    return regexp_extract_all_group_java(regex, s, 0)
+
+
+@scalar("REGEXP_EXTRACT_ALL", params=[STRING, STRING, INTEGER], returns=T.Array(STRING), since=2)
+def regexp_extract_all_group_java(regex: str, s: str, group: int) -> list[str | None] | None:
+    """The group of every Java-regex match; NULL if the pattern has no such group."""
+    pattern = ksqldb_pattern(regex, java_classes=True)
+    g = _java_group(pattern, regex, group)
+    if g is None:
+        return None
+    return [m.group(g) for m in pattern.finditer(s)]
+
+
+@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING), until=1)
 def regexp_split_to_array(s: str, regex: str) -> list[str]:
     """Split around matches of the regex, keeping empty strings."""
     return _java_split(ksqldb_pattern(regex), s)
+
+
+@scalar("REGEXP_SPLIT_TO_ARRAY", params=[STRING, STRING], returns=T.Array(STRING), since=2)
+def regexp_split_to_array_java(s: str, regex: str) -> list[str]:
+    """Split around matches of the Java regex (ASCII classes, Java's dot), keeping empty strings."""
+    return _java_split(ksqldb_pattern(regex, java_classes=True), s)
 
 
 @scalar("SPLIT", params=[STRING, STRING], returns=T.Array(STRING))
@@ -682,6 +766,59 @@ def _mask(s: str, masks: tuple[str | None, ...], *, single: bool = False) -> str
     return "".join(out)
 
 
+# Java's Character.getType classes Masker tells apart: UPPERCASE_LETTER, LOWERCASE_LETTER and
+# DECIMAL_DIGIT_NUMBER; every other type (titlecase, modifier and other letters, letter numbers,
+# surrogates, ...) is "other".
+_JAVA_MASK_CLASSES = {"Lu": 0, "Ll": 1, "Nd": 2}
+
+
+def _java_mask_code(mask: str | None) -> int | None:
+    """Masker.getMaskCharacter: NULL keeps the class; a mask must be one UTF-16 unit."""
+    if mask is None:
+        return None
+    units = to_units(mask)
+    if len(units) != 1:
+        raise EvaluationError(
+            f"Invalid mask character. Must be only single character, but was '{mask}'"
+        )
+    return ord(units)
+
+
+def _code_point_at(units: str, i: int) -> int:
+    """Java's ``String.codePointAt``: a surrogate pair starting at ``i`` is one code point."""
+    high = ord(units[i])
+    if 0xD800 <= high <= 0xDBFF and i + 1 < len(units):
+        low = ord(units[i + 1])
+        if 0xDC00 <= low <= 0xDFFF:
+            return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+    return high
+
+
+def _java_mask_units(units: str, codes: tuple[int | None, ...]) -> str:
+    """Masker.mask over UTF-16 units: each index's ``codePointAt`` classified by its Unicode
+    category and replaced by its class's mask, or appended as it is. A pair's high unit thus
+    stands for the whole character and its low unit is classed again, alone, as "other"."""
+    out: list[str] = []
+    for i in range(len(units)):
+        code = _code_point_at(units, i)
+        mask = codes[_JAVA_MASK_CLASSES.get(unicodedata.category(chr(code)), 3)]
+        out.append(to_units(chr(code if mask is None else mask)))
+    return "".join(out)
+
+
+def _java_mask(
+    s: str | None, masks: tuple[str | None, ...], region: Callable[[int], tuple[int, int]]
+) -> str | None:
+    """ksqlDB's MASK bodies: masks checked first, then the ``region`` (start, end) of the
+    string's UTF-16 units masked and the rest kept."""
+    codes = tuple(_java_mask_code(m) for m in masks)
+    if s is None:
+        return None
+    units = to_units(s)
+    start, end = region(len(units))
+    return from_units(units[:start] + _java_mask_units(units[start:end], codes) + units[end:])
+
+
 def _check_count(count: int, fn_name: str) -> None:
     if count < 0:
         raise EvaluationError(
@@ -692,7 +829,7 @@ def _check_count(count: int, fn_name: str) -> None:
 def _register_masks() -> None:
     four = [STRING, STRING, STRING, STRING]
 
-    @scalar("MASK", params=[STRING], returns=STRING)
+    @scalar("MASK", params=[STRING], returns=STRING, until=2)
     def mask(s: str) -> str:
         """Mask upper-case letters as X, lower-case as x, digits as n, others as -."""
         return _mask(s, _DEFAULT_MASKS)
@@ -702,10 +839,25 @@ def _register_masks() -> None:
         """Mask with the given replacement characters; a NULL one keeps that class."""
         return None if s is None else _mask(s, masks)
 
-    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False, since=2)
+    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False, since=2, until=2)
     def mask_with_single(s: str | None, *masks: str | None) -> str | None:
         """Mask with the given one-character replacements; a NULL one keeps that class."""
         return None if s is None else _mask(s, masks, single=True)
+
+    def whole(n: int) -> tuple[int, int]:
+        return (0, n)
+
+    @scalar("MASK", params=[STRING], returns=STRING, since=3)
+    def mask_java(s: str) -> str | None:
+        """Mask Lu as X, Ll as x, Nd as n and other UTF-16 units as - (ksqlDB's Masker).
+
+        Classes are Java's Character.getType; each UTF-16 unit is masked in turn."""
+        return _java_mask(s, _DEFAULT_MASKS, whole)
+
+    @scalar("MASK", params=[STRING, *four], returns=STRING, null_propagating=False, since=3)
+    def mask_with_java(s: str | None, *masks: str | None) -> str | None:
+        """Mask with the given one-unit masks (NULL keeps the class), as ksqlDB's Masker."""
+        return _java_mask(s, masks, whole)
 
     def region(name: str, pick: Callable[[int, int], tuple[int, int]]) -> None:
         def apply(
@@ -717,7 +869,7 @@ def _register_masks() -> None:
             start, end = pick(len(s), count)
             return s[:start] + _mask(s[start:end], masks, single=single) + s[end:]
 
-        @scalar(name, params=[STRING, INTEGER], returns=STRING)
+        @scalar(name, params=[STRING, INTEGER], returns=STRING, until=2)
         def default(s: str, count: int) -> str | None:
             return apply(s, count, _DEFAULT_MASKS)
 
@@ -725,12 +877,32 @@ def _register_masks() -> None:
         def custom(s: str | None, count: int | None, *masks: str | None) -> str | None:
             return apply(s, count, masks)
 
-        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False, since=2)
+        @scalar(
+            name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False,
+            since=2, until=2,
+        )
         def custom_single(s: str | None, count: int | None, *masks: str | None) -> str | None:
             return apply(s, count, masks, single=True)
 
+        def apply_java(s: str | None, count: int | None, masks: tuple[str | None, ...]) -> str | None:
+            if count is None:
+                return None
+            _check_count(count, name.lower())
+            return _java_mask(s, masks, lambda n: pick(n, count))
+
+        @scalar(name, params=[STRING, INTEGER], returns=STRING, null_propagating=False, since=3)
+        def default_java(s: str | None, count: int | None) -> str | None:
+            return apply_java(s, count, _DEFAULT_MASKS)
+
+        @scalar(name, params=[STRING, INTEGER, *four], returns=STRING, null_propagating=False, since=3)
+        def custom_java(s: str | None, count: int | None, *masks: str | None) -> str | None:
+            return apply_java(s, count, masks)
+
         default.__doc__ = custom.__doc__ = f"{name}: mask part of the string."
         custom_single.__doc__ = f"{name}: mask part of the string, each mask one character."
+        default_java.__doc__ = custom_java.__doc__ = (
+            f"{name}: mask part of the string's UTF-16 units as ksqlDB's Masker does."
+        )
 
     region("MASK_LEFT", lambda n, c: (0, min(c, n)))
     region("MASK_RIGHT", lambda n, c: (max(n - c, 0), n))

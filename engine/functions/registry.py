@@ -300,7 +300,12 @@ class FunctionRegistry:
         raise self._no_match(name, arg_types, semantics)
 
     def resolve(
-        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None = None
+        self,
+        name: str,
+        arg_types: Sequence[SqlType | None],
+        semantics: int | None = None,
+        *,
+        arg_labels: Sequence[str | None] | None = None,
     ) -> ResolvedFunction:
         """Pick the best overload for the argument types; raise a clear error if none fits.
 
@@ -308,24 +313,26 @@ class FunctionRegistry:
         that need casts; within a phase the cheapest fit wins (non-variadic, then fewer
         generics). Ties, and several variadic overloads that all need casts, are ambiguous.
         ``semantics``: the version of the function's behaviour the call was planned with.
+        ``arg_labels``: per argument, the type a message names where it is not the type's own
+        text (a time-unit keyword is ksqlDB's ``INTERVAL UNIT``, typed STRING here).
         """
         matches = self._matches(name, arg_types, semantics) or self._matches(
             name, arg_types, semantics, text_to_time=True
         )
         if not matches:
-            raise self._no_match(name, arg_types, semantics)
+            raise self._no_match(name, arg_types, semantics, arg_labels)
         exact = [m for m in matches if m[3] == 0]
         phase = exact or matches
         ties_since = self._ksqldb_ties.get(name.upper())
         if ties_since is not None and (semantics is None or semantics >= ties_since):
             phase = sorted(phase, key=lambda m: _ksqldb_rank(m[0]), reverse=True)
             if len(phase) > 1 and _ksqldb_rank(phase[0][0]) == _ksqldb_rank(phase[1][0]):
-                raise self._ambiguous(name, arg_types, semantics)
+                raise self._ambiguous(name, arg_types, semantics, arg_labels)
         elif len(phase) > 1:
             tied = phase[1][4] == phase[0][4]
             all_variadic_casts = not exact and all(m[0].variadic for m in phase)
             if tied or all_variadic_casts:
-                raise self._ambiguous(name, arg_types, semantics)
+                raise self._ambiguous(name, arg_types, semantics, arg_labels)
         best = phase[0]
         sig, bindings, params = best[0], best[1], best[2]
         coerced = tuple(
@@ -374,8 +381,14 @@ class FunctionRegistry:
         scored.sort(key=lambda s: (s[0], s[1]))
         return [(s[2], s[3], s[4], s[5], s[0]) for s in scored]
 
-    def _describe_args(self, arg_types: Sequence[SqlType | None]) -> str:
-        return ", ".join("null" if a is None else str(a) for a in arg_types)
+    def _describe_args(
+        self, arg_types: Sequence[SqlType | None], labels: Sequence[str | None] | None = None
+    ) -> str:
+        shown = labels if labels is not None else [None] * len(arg_types)
+        return ", ".join(
+            label if label is not None else "null" if a is None else str(a)
+            for a, label in zip(arg_types, shown, strict=True)
+        )
 
     def _alternatives(self, name: str, semantics: int | None) -> str:
         """The overloads a message lists: ksqlDB's own list for its scalar and table
@@ -387,21 +400,29 @@ class FunctionRegistry:
         return "\n".join(s.describe() for s in sigs)
 
     def _no_match(
-        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None
+        self,
+        name: str,
+        arg_types: Sequence[SqlType | None],
+        semantics: int | None,
+        labels: Sequence[str | None] | None = None,
     ) -> TypeCheckError:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' does not accept parameters "
-            f"({self._describe_args(arg_types)}).\n"
+            f"({self._describe_args(arg_types, labels)}).\n"
             f"Valid alternatives are:\n{self._alternatives(name, semantics)}\n"
             f"{_DESCRIBE_HINT}"
         )
 
     def _ambiguous(
-        self, name: str, arg_types: Sequence[SqlType | None], semantics: int | None
+        self,
+        name: str,
+        arg_types: Sequence[SqlType | None],
+        semantics: int | None,
+        labels: Sequence[str | None] | None = None,
     ) -> TypeCheckError:
         return TypeCheckError(
             f"Function '{self.declared_name(name)}' cannot be resolved due to ambiguous method parameters "
-            f"({self._describe_args(arg_types)}).\n"
+            f"({self._describe_args(arg_types, labels)}).\n"
             "Use CAST() to explicitly cast your parameters to one of the supported function calls.\n"
             f"Valid function calls are:\n{self._alternatives(name, semantics)}\n"
             f"{_DESCRIBE_HINT}"

@@ -18,6 +18,7 @@ from engine.plan.expr import (
     CreateStruct,
     Dereference,
     FunctionCall,
+    IntervalUnit,
     Lambda,
     LambdaVariable,
     Literal,
@@ -217,3 +218,12 @@ def test_lambda_body_is_typed_with_its_parameters() -> None:
 
 def test_lambda_vars_argument_puts_variables_in_scope() -> None:
     assert infer_type(LambdaVariable("X"), {}, lambda_vars={"X": T.STRING}) == T.STRING
+
+
+def test_a_call_refused_names_a_time_unit_argument_interval_unit_as_ksqldb_does() -> None:
+    call = FunctionCall("DATEADD", (IntervalUnit("DAYS"), col("L"), col("S")), semantics=2)
+    with pytest.raises(TypeCheckError) as raised:
+        infer_type(call, COLUMNS)
+    assert str(raised.value).startswith(
+        "Function 'dateadd' does not accept parameters (INTERVAL UNIT, BIGINT, STRING).\n"
+    )

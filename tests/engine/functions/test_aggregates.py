@@ -445,6 +445,24 @@ def test_histogram_keeps_at_most_1000_distinct_strings():
     assert len(out) == 1000 and out["0"] == 2 and "1000" not in out
 
 
+def test_histogram_merge_adds_the_second_sessions_keys_while_the_first_has_room():
+    # HistogramUdaf.merge: a key of agg2 joins agg1 while agg1 holds fewer than 1000 keys or
+    # has the key already (each case below is the same in any order agg2 is walked in).
+    agg = make("HISTOGRAM", [T.STRING])
+
+    def of(values: Sequence[str]) -> Any:
+        acc = agg.initial()
+        for value in values:
+            acc = agg.add(acc, value)
+        return acc
+
+    room_for_one = agg.result(agg.merge(of([f"a{i}" for i in range(999)]), of(["a0", "b0", "a1"])))
+    assert len(room_for_one) == 1000 and room_for_one["b0"] == 1
+    assert room_for_one["a0"] == 2 and room_for_one["a1"] == 2
+    full = agg.result(agg.merge(of([f"a{i}" for i in range(1000)]), of(["b0", "a0"])))
+    assert len(full) == 1000 and "b0" not in full and full["a0"] == 2
+
+
 # --------------------------------------------------------------------------- BY_OFFSET
 
 

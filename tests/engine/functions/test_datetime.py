@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.errors import EvaluationError
+from engine.errors import EvaluationError, TypeCheckError
 from engine.functions import REGISTRY
 from engine.functions.lib_datetime import (
     PatternField,
@@ -302,7 +302,7 @@ def test_timestampadd_and_timestampsub() -> None:
     assert call("TIMESTAMPADD", [S, INT, T.TIMESTAMP], "MILLISECONDS", 1, ts) == dt.datetime(
         2021, 1, 1
     )
-    assert call("TIMESTAMPSUB", [S, BI, T.TIMESTAMP], "DAYS", 366, ts) == dt.datetime(
+    assert call("TIMESTAMPSUB", [S, INT, T.TIMESTAMP], "DAYS", 366, ts) == dt.datetime(
         2019, 12, 31, 23, 59, 59, 999_000
     )
     assert call("TIMESTAMPADD", [S, INT, T.TIMESTAMP], "DAYS", 1, None) is None
@@ -471,3 +471,30 @@ def test_formatting_version_2_writes_the_seconds_of_an_offset() -> None:
     assert resolved.invoke([-4_150_222_444_247, "O OOOO ZZZZ", "Europe/London"]) == (
         "GMT-0:01:15 GMT-00:01:15 GMT-00:01:15"
     )
+
+
+def test_time_unit_functions_take_an_int_interval_from_version_2() -> None:
+    for name, value_type in [
+        ("DATEADD", T.DATE), ("DATESUB", T.DATE), ("TIMEADD", T.TIME), ("TIMESUB", T.TIME),
+        ("TIMESTAMPADD", T.TIMESTAMP), ("TIMESTAMPSUB", T.TIMESTAMP),
+    ]:
+        with pytest.raises(TypeCheckError, match=f"^Function '{name.lower()}' does not accept parameters"):
+            REGISTRY.resolve(name, [S, BI, value_type])
+        assert REGISTRY.resolve(name, [S, BI, value_type], 1).signature.params[1] == BI
+
+
+def test_timeadd_version_2_saturates_time_unit_to_nanos() -> None:
+    # DAYS.toNanos(200000) is past a long: Long.MAX_VALUE nanoseconds, 23:47:16.854775807
+    # of a day, are added instead.
+    assert call("TIMEADD", [S, INT, T.TIME], "DAYS", 200_000, dt.time(1, 0)) == dt.time(0, 47, 16, 854_000)
+    assert call("TIMESUB", [S, INT, T.TIME], "HOURS", -2_147_483_648, dt.time(1, 0)) == dt.time(0, 47, 16, 854_000)
+    assert call("TIMESUB", [S, INT, T.TIME], "MINUTES", 2_147_483_647, dt.time(1, 0)) == dt.time(1, 12, 43, 145_000)
+    assert call("TIMEADD", [S, INT, T.TIME], "DAYS", 106_751, dt.time(1, 0)) == dt.time(1, 0)
+    saved = REGISTRY.resolve("TIMEADD", [S, INT, T.TIME], 1)
+    assert saved.invoke(["DAYS", 200_000, dt.time(1, 0)]) == dt.time(1, 0)
+
+
+def test_datesub_truncates_towards_zero_days() -> None:
+    epoch = dt.date(1970, 1, 1)
+    assert call("DATESUB", [S, INT, T.DATE], "HOURS", 1, epoch) == epoch
+    assert call("DATESUB", [S, INT, T.DATE], "HOURS", 25, epoch) == dt.date(1969, 12, 31)

@@ -143,3 +143,23 @@ def test_geo_distance_takes_ksqldbs_unit_names_from_version_2():
     # Version 1, kept for saved plans, reads any unit starting with 'mi' as miles.
     saved = REGISTRY.resolve("GEO_DISTANCE", five, 1)
     assert saved.invoke([*args, "minutes"]) == pytest.approx(km * 3959 / 6371)
+
+
+def test_nullif_version_2_compares_as_java_equals():
+    d = [T.DOUBLE, T.DOUBLE]
+    assert call("NULLIF", math.nan, math.nan, types=d) is None
+    assert call("NULLIF", 0.0, -0.0, types=d) == 0.0
+    assert call("NULLIF", 1.5, 1.5, types=d) is None
+    assert call("NULLIF", 1.5, None, types=d) == 1.5
+    assert call("NULLIF", None, None, types=d) is None
+    dec = [T.Decimal(3, 1), T.Decimal(3, 1)]
+    assert call("NULLIF", decimal.Decimal("1.0"), decimal.Decimal("1.00"), types=dec) == decimal.Decimal("1.0")
+    arr = [T.Array(T.DOUBLE), T.Array(T.DOUBLE)]
+    assert call("NULLIF", [math.nan, None], [math.nan, None], types=arr) is None
+    assert call("NULLIF", [0.0], [-0.0], types=arr) == [0.0]
+    m = [T.Map(T.STRING, T.INTEGER)] * 2
+    assert call("NULLIF", {"a": 1, "b": None}, {"b": None, "a": 1}, types=m) is None
+    assert call("NULLIF", {"a": 1}, {"a": 1, "b": None}, types=m) == {"a": 1}
+    saved = REGISTRY.resolve("NULLIF", d, 1)
+    assert math.isnan(saved.invoke([math.nan, math.nan]))
+    assert saved.invoke([0.0, -0.0]) is None

@@ -202,6 +202,38 @@ def test_regexp_extract_all_returns_every_match():
     assert call("REGEXP_EXTRACT_ALL", r"\d", None) is None
 
 
+def test_regexp_extract_version_2_uses_java_ascii_classes_and_dot():
+    assert call("REGEXP_EXTRACT", r"\w+", "caf\u00e9") == "caf"
+    assert call("REGEXP_EXTRACT_ALL", r"\d", "1\u0663") == ["1"]
+    assert call("REGEXP_EXTRACT_ALL", r"\s", "a b\u00a0c") == [" "]
+    assert call("REGEXP_EXTRACT_ALL", r"[\w.]+", "\u00e9a.b") == ["a.b"]
+    assert call("REGEXP_EXTRACT", r"a.c", "a\u2028c") is None
+    assert call("REGEXP_EXTRACT", r"(?s)a.c", "a\u2028c") == "a\u2028c"
+    # Version 1, kept for saved plans, used Python's Unicode classes.
+    assert REGISTRY.resolve("REGEXP_EXTRACT", [T.STRING, T.STRING], 1).invoke([r"\w+", "caf\u00e9"]) == "caf\u00e9"
+
+
+def test_regexp_replace_and_split_version_2_use_java_ascii_classes():
+    assert call("REGEXP_REPLACE", "caf\u00e9 1\u0663", r"\w", "_") == "___\u00e9 _\u0663"
+    assert call("REGEXP_SPLIT_TO_ARRAY", "a\u00a0b c", r"\s") == ["a\u00a0b", "c"]
+    assert call("REGEXP_SPLIT_TO_ARRAY", "a\u2028b", ".") == ["", "\u2028", ""]
+    three = [T.STRING] * 3
+    assert REGISTRY.resolve("REGEXP_REPLACE", three, 1).invoke(["caf\u00e9", r"\w", "_"]) == "____"
+    assert REGISTRY.resolve("REGEXP_SPLIT_TO_ARRAY", three[:2], 1).invoke(["a\u00a0b", r"\s"]) == ["a", "b"]
+
+
+def test_regexp_extract_version_2_gives_null_for_a_group_past_the_pattern():
+    assert call("REGEXP_EXTRACT", "(a)", "a", 2) is None
+    assert call("REGEXP_EXTRACT_ALL", "(a)", "a", 2) is None
+    assert call("REGEXP_EXTRACT_ALL", "(a)(b)?", "aab", 2) == [None, "b"]
+    with pytest.raises(EvaluationError, match="^No group -1$"):
+        call("REGEXP_EXTRACT", "(a)", "a", -1)
+    with pytest.raises(EvaluationError, match="^Invalid regular expression pattern: \\(a$"):
+        call("REGEXP_EXTRACT_ALL", "(a", "a")
+    with pytest.raises(EvaluationError):
+        REGISTRY.resolve("REGEXP_EXTRACT", [T.STRING, T.STRING, T.INTEGER], 1).invoke(["(a)", "a", 2])
+
+
 def test_regexp_split_to_array_keeps_empty_pieces():
     assert call("REGEXP_SPLIT_TO_ARRAY", "x1y22z", r"\d") == ["x", "y", "", "z"]
     assert call("REGEXP_SPLIT_TO_ARRAY", "-a-", "-") == ["", "a", ""]
@@ -276,7 +308,45 @@ def test_a_mask_of_more_or_less_than_one_character_fails_as_in_ksqldb_from_versi
         # Version 1, kept for saved plans, takes the first character of a longer mask.
         saved = REGISTRY.resolve(name, head + four, 1)
         assert saved.invoke([*args, "*#", None, None, None]).startswith("*")
-    assert REGISTRY.current_semantics("MASK_LEFT") == 2
+    assert REGISTRY.current_semantics("MASK_LEFT") == 3
+
+
+_MASK_REGIONS = ["MASK_LEFT", "MASK_RIGHT", "MASK_KEEP_LEFT", "MASK_KEEP_RIGHT"]
+
+
+def test_mask_version_3_classes_characters_as_java_character_get_type():
+    # Lu, Ll and Nd only: a letter number (XII), a titlecase letter, an other letter and a
+    # modifier letter are "other"; Python's isupper/islower would call some of them cased.
+    assert call("MASK", "\u216b\u01c5\u00aa\u02b0\u0663") == "----n"
+    assert REGISTRY.resolve("MASK", [T.STRING], 2).invoke(["\u216b\u00aa"]) == "Xx"
+
+
+def test_mask_version_3_walks_utf16_units_as_masker_does():
+    # codePointAt at the high unit sees the whole character, then the low unit alone.
+    assert call("MASK", "A\U0001d400b") == "XX-x"  # MATHEMATICAL BOLD CAPITAL A is Lu
+    assert call("MASK", "\U0001f600") == "--"
+    # A NULL mask appends the code point itself, so the low unit comes out twice.
+    assert to_units(call("MASK", "\U0001d400", None, None, None, "-")) == to_units("\U0001d400") + "-"
+    # Regions count UTF-16 units: the last two units are one emoji.
+    assert call("MASK_RIGHT", "ab\U0001f600", 2) == "ab--"
+    assert call("MASK_KEEP_LEFT", "ab\U0001f600", 2) == "ab--"
+    assert call("MASK_LEFT", "\U0001f600bc", 2) == "--bc"
+    assert REGISTRY.resolve("MASK_RIGHT", [T.STRING, T.INTEGER], 2).invoke(["ab\U0001f600", 2]) == "ax-"
+
+
+def test_mask_version_3_refuses_a_mask_of_two_utf16_units_and_checks_masks_and_count_first():
+    four = [T.STRING] * 4
+    with pytest.raises(EvaluationError) as raised:
+        call("MASK", "ab", "\U0001f600", None, None, None)
+    assert str(raised.value) == "Invalid mask character. Must be only single character, but was '\U0001f600'"
+    # ksqlDB checks the masks before it looks at the input, and the count as well.
+    with pytest.raises(EvaluationError, match="^Invalid mask character"):
+        REGISTRY.resolve("MASK", [T.STRING, *four]).invoke([None, "ab", None, None, None])
+    for name in _MASK_REGIONS:
+        with pytest.raises(EvaluationError, match=f"^function {name.lower()} requires a non-negative"):
+            REGISTRY.resolve(name, [T.STRING, T.INTEGER]).invoke([None, -1])
+        assert REGISTRY.resolve(name, [T.STRING, T.INTEGER]).invoke([None, 1]) is None
+        assert REGISTRY.resolve(name, [T.STRING, T.INTEGER]).invoke(["ab", None]) is None
 
 
 def test_chr_from_code_point_and_escape():

@@ -162,7 +162,8 @@ def test_casts_record_the_version_of_cast_that_last_changed_their_target_type() 
 def test_time_units_as_first_argument_become_interval_units(unit: str) -> None:
     canonical = unit.upper().rstrip("S") + "S"
     assert parse_expression(f"TIMESTAMPADD({unit}, 1, a)") == E.FunctionCall(
-        "TIMESTAMPADD", (E.IntervalUnit(canonical), lit(1), A)
+        "TIMESTAMPADD", (E.IntervalUnit(canonical), lit(1), A),
+        semantics=REGISTRY.current_semantics("TIMESTAMPADD"),
     )
 
 

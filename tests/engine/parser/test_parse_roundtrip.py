@@ -95,7 +95,10 @@ def _extend(children: st.SearchStrategy[E.Expr]) -> st.SearchStrategy[E.Expr]:
         ),
         st.just(E.FunctionCall("COUNT", (), star=True)),
         st.builds(
-            lambda unit, rest: E.FunctionCall("TIMESTAMPADD", (E.IntervalUnit(unit), *rest)),
+            lambda unit, rest: E.FunctionCall(
+                "TIMESTAMPADD", (E.IntervalUnit(unit), *rest),
+                semantics=REGISTRY.current_semantics("TIMESTAMPADD"),
+            ),
             st.sampled_from(["SECONDS", "DAYS", "MILLISECONDS"]),
             st.lists(children, max_size=2),
         ),
