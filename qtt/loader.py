@@ -28,12 +28,16 @@ from qtt.model import (
     QttFormatError,
     TopicSpec,
     VersionBounds,
-    version_tuple,
+    parse_ksql_version,
 )
 from qtt.schemas import inputs_through_declared_schemas
 
+WINDOW_TYPES = ("SESSION", "HOPPING", "TUMBLING")  # ksqlDB's WindowType
 CONFIG_PLACEHOLDER = "{CONFIG}"
 FORMAT_PLACEHOLDER = "{FORMAT}"
+# What ksqlDB's runner puts for {FORMAT} in a case without a 'format' list: the statement then
+# fails to parse, naming what is missing.
+FORMAT_REPLACE_ERROR = "To use {FORMAT} in your statements please set the 'format' test case element"
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +179,7 @@ def load_file(
         case_name = case_name if isinstance(case_name, str) else None
         try:
             expanded = expand_case(raw, path, index)
+            _check_has_records(raw)
         except QttFormatError as exc:
             problems.append(LoadProblem(path, case_name, index, str(exc)))
             continue
@@ -222,10 +227,24 @@ def _test_list(document: Any) -> list[Any]:
         raise QttFormatError(
             f"Expected the top-level key 'tests' to be a list of cases, found {_kind(tests)}."
         )
+    if not tests:  # as ksqlDB's QttTestFile
+        raise QttFormatError("The test file did not contain any tests: its 'tests' list is empty.")
     return tests
 
 
 # ---------------------------------------------------------------------------- cases
+
+
+def _check_has_records(raw: Any) -> None:
+    """A case of a file needs records or an expected exception, as ksqlDB's TestCaseNode
+    checks it: empty record lists count as none. (Cases kspark saves itself may have none.)"""
+    if not isinstance(raw, dict) or raw.get("expectedException") is not None:
+        return
+    if not raw.get("inputs") and not raw.get("outputs"):
+        raise QttFormatError(
+            "Case has no 'inputs', 'outputs' or 'expectedException': "
+            "outputs: no inputs, outputs or expectedException provided."
+        )
 
 
 def expand_case(raw: Any, file: Path, index: int) -> list[QttCase]:
@@ -241,7 +260,10 @@ def expand_case(raw: Any, file: Path, index: int) -> list[QttCase]:
     properties = _optional(raw, "properties", dict, "case") or {}
     config_key: str | None = None
     if configs != [None]:
-        placeholders = [k for k, v in properties.items() if v == CONFIG_PLACEHOLDER]
+        # ksqlDB's runner takes the one property whose value is {CONFIG} in any letter case.
+        placeholders = [
+            k for k, v in properties.items() if isinstance(v, str) and v.upper() == CONFIG_PLACEHOLDER
+        ]
         if len(placeholders) != 1:
             raise QttFormatError(
                 f"Case has a 'config' list, so exactly one property must have the value "
@@ -270,10 +292,9 @@ def expand_case(raw: Any, file: Path, index: int) -> list[QttCase]:
     for fmt in formats:
         for config in configs:
             case_id = f"{stem} - {name}"
-            stmts = tuple(statements)
             if fmt is not None:
                 case_id += f" - {fmt}"
-                stmts = tuple(s.replace(FORMAT_PLACEHOLDER, fmt) for s in stmts)
+            stmts = tuple(s.replace(FORMAT_PLACEHOLDER, fmt or FORMAT_REPLACE_ERROR) for s in statements)
             props = dict(properties)
             if config is not None and config_key is not None:
                 case_id += f" - {config_key}={config}"
@@ -337,9 +358,10 @@ def _window(raw: Any, where: str) -> Window | None:
         return None
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where}.window to be an object, found {_kind(raw)}.")
-    start = _required(raw, "start", int, f"{where}.window")
-    end = _required(raw, "end", int, f"{where}.window")
-    kind = _optional(raw, "type", str, f"{where}.window") or "TIME"
+    # As ksqlDB's WindowData: start and end are Java longs (0 when absent), the type is required.
+    start = _optional(raw, "start", int, f"{where}.window") or 0
+    end = _optional(raw, "end", int, f"{where}.window") or 0
+    kind = _required(raw, "type", str, f"{where}.window")
     if kind.upper() not in ("TIME", "SESSION"):
         raise QttFormatError(
             f"Window type '{kind}' in {where} is not known; expected TIME or SESSION."
@@ -378,22 +400,46 @@ def _topic(raw: Any, index: int) -> TopicSpec:
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where} to be a JSON object, found {_kind(raw)}.")
     name = _required(raw, "name", str, where)
-    # "format" and "schema" are the legacy spellings of the value format and schema.
-    value_format = _format_name(raw.get("valueFormat", raw.get("format")), f"{where}.valueFormat")
+    # ksqlDB's TopicNode reads no "format" or "schema" key (older files' spellings): they are
+    # ignored, as every key its model does not read.
     return TopicSpec(
         name=name,
         key_format=_format_name(raw.get("keyFormat"), f"{where}.keyFormat"),
-        value_format=value_format,
+        value_format=_format_name(raw.get("valueFormat"), f"{where}.valueFormat"),
         key_schema=raw.get("keySchema"),
-        value_schema=raw.get("valueSchema", raw.get("schema")),
+        value_schema=raw.get("valueSchema"),
         key_schema_id=_optional(raw, "keySchemaId", int, where),
         value_schema_id=_optional(raw, "valueSchemaId", int, where),
         partitions=_optional(raw, "partitions", int, where) or 1,
         replicas=_optional(raw, "replicas", int, where),
         key_serde_features=tuple(_string_list(raw, "keySerdeFeatures", where=where)),
         value_serde_features=tuple(_string_list(raw, "valueSerdeFeatures", where=where)),
-        value_schema_references=raw.get("valueSchemaReferences"),
+        key_schema_references=_schema_references(raw.get("keySchemaReferences"), f"{where}.keySchemaReferences"),
+        value_schema_references=_schema_references(
+            raw.get("valueSchemaReferences"), f"{where}.valueSchemaReferences"
+        ),
     )
+
+
+def _schema_references(raw: Any, where: str) -> tuple[dict[str, Any], ...] | None:
+    """A topic's schema references as ksqlDB's SchemaReferencesNode reads them: each an object
+    with ``name``, a required ``format`` and a required ``schema``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise QttFormatError(f"Expected {where} to be a list, found {_kind(raw)}.")
+    references = []
+    for i, ref in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(ref, dict):
+            raise QttFormatError(f"Expected {at} to be an object, found {_kind(ref)}.")
+        for key in ("format", "schema"):
+            if ref.get(key) is None:
+                raise QttFormatError(f"Required key '{key}' is missing from {at}.")
+        _optional(ref, "name", str, at)
+        _required(ref, "format", str, at)
+        references.append(dict(ref))
+    return tuple(references)
 
 
 def _format_name(raw: Any, where: str) -> str | None:
@@ -433,12 +479,18 @@ def _expected_exception(raw: Any) -> ExpectedException | None:
     where = "expectedException"
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where} to be an object, found {_kind(raw)}.")
-    return ExpectedException(
-        type=_required(raw, "type", str, where),
+    expected = ExpectedException(
+        type=_optional(raw, "type", str, where),
         message=_optional(raw, "message", str, where),
         cause=_optional(raw, "cause", str, where),
         cause_message=_optional(raw, "causeMessage", str, where),
     )
+    # ksqlDB's ExpectedExceptionNode, with its MissingFieldException's words.
+    if expected.type is None and expected.message is None:
+        raise QttFormatError("test must define 'expectedException.type or expectedException.message' field")
+    if expected.cause_message is not None and expected.cause is None:
+        raise QttFormatError("test must define 'expectedException.cause' field")
+    return expected
 
 
 def _post(raw: Any) -> PostConditions:
@@ -456,6 +508,11 @@ def _post(raw: Any) -> PostConditions:
                 f"Expected post.topics to be an object, found {_kind(topics_raw)}."
             )
         blacklist = _optional(topics_raw, "blacklist", str, "post.topics")
+        if blacklist is not None:  # ksqlDB compiles it when it reads the case
+            try:
+                re.compile(blacklist)
+            except re.error as exc:
+                raise QttFormatError(f"blacklist: not valid regex: '{blacklist}' ({exc}).") from None
         topics = tuple(
             _post_topic(t, i) for i, t in enumerate(_list(topics_raw, "topics", "post.topics"))
         )
@@ -466,8 +523,8 @@ def _post_source(raw: Any, index: int) -> PostSource:
     where = f"post.sources[{index}]"
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where} to be an object, found {_kind(raw)}.")
-    kind = _optional(raw, "type", str, where)
-    if kind is not None and kind.upper() not in ("STREAM", "TABLE"):
+    kind = _required(raw, "type", str, where)  # required, as ksqlDB's SourceNode
+    if kind.upper() not in ("STREAM", "TABLE"):
         raise QttFormatError(
             f"Source type '{kind}' in {where} is not known; expected STREAM or TABLE."
         )
@@ -475,15 +532,37 @@ def _post_source(raw: Any, index: int) -> PostSource:
     def features(key: str) -> tuple[str, ...] | None:
         return tuple(_string_list(raw, key, where=where)) if key in raw else None
 
+    value_format = _optional(raw, "valueFormat", str, where)  # a format name, as ksqlDB reads it
     return PostSource(
         name=_required(raw, "name", str, where),
-        type=kind.upper() if kind is not None else None,
+        type=kind.upper(),
         schema=_optional(raw, "schema", str, where),
-        key_format=_format_spec(raw.get("keyFormat"), f"{where}.keyFormat"),
-        value_format=_format_spec(raw.get("valueFormat"), f"{where}.valueFormat"),
+        key_format=_source_key_format(raw.get("keyFormat"), f"{where}.keyFormat"),
+        value_format=FormatSpec(format=value_format) if value_format is not None else None,
         key_features=features("keyFeatures"),
         value_features=features("valueFeatures"),
         is_source=_optional(raw, "isSource", bool, where),
+    )
+
+
+def _source_key_format(raw: Any, where: str) -> FormatSpec | None:
+    """A source's expected key format as ksqlDB's KeyFormatNode reads it: ``format``,
+    ``windowType`` and ``windowSize``, all optional; the window is always compared (absent:
+    the key must not be windowed) and other keys are ignored."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise QttFormatError(f"Expected {where} to be an object with 'format', found {_kind(raw)}.")
+    window_type = _optional(raw, "windowType", str, where)
+    if window_type is not None and window_type.upper() not in WINDOW_TYPES:
+        raise QttFormatError(
+            f"Window type '{window_type}' in {where} is not known; expected one of {', '.join(WINDOW_TYPES)}."
+        )
+    return FormatSpec(
+        format=_optional(raw, "format", str, where),
+        window_type=window_type.upper() if window_type is not None else None,
+        window_size=_optional(raw, "windowSize", int, where),
+        exact_window=True,
     )
 
 
@@ -491,13 +570,21 @@ def _post_topic(raw: Any, index: int) -> PostTopic:
     where = f"post.topics.topics[{index}]"
     if not isinstance(raw, dict):
         raise QttFormatError(f"Expected {where} to be an object, found {_kind(raw)}.")
+    for key in ("keyFormat", "valueFormat"):  # required, as ksqlDB's PostTopicNode
+        if raw.get(key) is None:
+            raise QttFormatError(f"Required key '{key}' is missing from {where}.")
+    partitions = _optional(raw, "partitions", int, where)
+    if partitions is not None and partitions < 1:
+        raise QttFormatError(f"Partition count must be positive, but was: {partitions} (in {where}).")
     return PostTopic(
         name=_required(raw, "name", str, where),
         key_format=_format_spec(raw.get("keyFormat"), f"{where}.keyFormat"),
         value_format=_format_spec(raw.get("valueFormat"), f"{where}.valueFormat"),
-        partitions=_optional(raw, "partitions", int, where),
+        partitions=partitions,
         key_schema=raw.get("keySchema"),
         value_schema=raw.get("valueSchema"),
+        key_schema_id=_optional(raw, "keySchemaId", int, where),
+        value_schema_id=_optional(raw, "valueSchemaId", int, where),
     )
 
 
@@ -511,7 +598,7 @@ def _versions(raw: Any) -> VersionBounds:
     )
     for v in (bounds.min, bounds.max):
         if v is not None:
-            version_tuple(v)
+            parse_ksql_version(v)
     return bounds
 
 

@@ -27,14 +27,16 @@ class QttFormatError(Exception):
 class FormatSpec:
     """A key or value format as topics and post-conditions describe it."""
 
-    format: str
+    format: str | None  # None: any format (a source's keyFormat may give only its window)
     properties: Mapping[str, Any] = field(default_factory=dict)
     features: tuple[str, ...] | None = None
     window_type: str | None = None
     window_size: int | None = None
+    # True: an absent window type or size means the key is not windowed (ksqlDB's KeyFormatNode).
+    exact_window: bool = False
 
     def __str__(self) -> str:
-        return self.format
+        return self.format or "any format"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +54,7 @@ class TopicSpec:
     replicas: int | None = None
     key_serde_features: tuple[str, ...] = ()
     value_serde_features: tuple[str, ...] = ()
+    key_schema_references: Any = None
     value_schema_references: Any = None
 
     def to_topic_info(self) -> TopicInfo:
@@ -61,6 +64,7 @@ class TopicSpec:
             ("keySchemaId", self.key_schema_id),
             ("valueSchemaId", self.value_schema_id),
             ("replicas", self.replicas),
+            ("keySchemaReferences", self.key_schema_references),
             ("valueSchemaReferences", self.value_schema_references),
         ):
             if value is not None:
@@ -84,7 +88,7 @@ class TopicSpec:
 class ExpectedException:
     """The error a case expects: a Java class name and a message fragment."""
 
-    type: str
+    type: str | None = None  # None: any error (a message must then be given)
     message: str | None = None
     cause: str | None = None
     cause_message: str | None = None
@@ -114,6 +118,9 @@ class PostTopic:
     partitions: int | None = None
     key_schema: Any = None
     value_schema: Any = None
+    # Compared always, as ksqlDB's PostTopicNode does: None means the case declared no id.
+    key_schema_id: int | None = None
+    value_schema_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +149,23 @@ class VersionBounds:
         if self.min is not None and version_tuple(self.min) > v:
             return False
         return not (self.max is not None and version_tuple(self.max) < v)
+
+
+# ksqlDB's KsqlVersion format (the text its parse error quotes): MAJOR.MINOR[.PATCH] with
+# optional -QUALIFIER parts, a build suffix and an -rc suffix.
+KSQL_VERSION_PATTERN = r"(?<major>\d+)\.(?<minor>\d+)(?<patch>.\d+)?(?:-([A-Za-z0-9]+|\d+))*(\.\d+-\d+)?(-rc\d*)?"
+_KSQL_VERSION = re.compile(KSQL_VERSION_PATTERN.replace("(?<", "(?P<"))
+
+
+def parse_ksql_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a case's version bound, read as ksqlDB's KsqlVersion reads it."""
+    match = _KSQL_VERSION.fullmatch(text)
+    if match is None:
+        raise QttFormatError(
+            f"Failed to parse version: '{text}'. Version must be in format '{KSQL_VERSION_PATTERN}'. "
+        )
+    patch = match.group("patch")
+    return int(match.group("major")), int(match.group("minor")), int(patch[1:]) if patch else 0
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -53,8 +53,11 @@ EXPECTED_EXCEPTION_CLASSES: dict[str, tuple[type[errors.KsqlError], ...]] = {
 }
 
 
-def expected_error_classes(java_type: str) -> tuple[type[errors.KsqlError], ...]:
-    """The engine error classes that satisfy a ksqlDB exception class; unknown -> KsqlError."""
+def expected_error_classes(java_type: str | None) -> tuple[type[errors.KsqlError], ...]:
+    """The engine error classes that satisfy a ksqlDB exception class; unknown or none given
+    (a case expecting only a message) -> KsqlError."""
+    if java_type is None:
+        return _ANY_KSQL_ERROR
     return EXPECTED_EXCEPTION_CLASSES.get(java_type.strip(), _ANY_KSQL_ERROR)
 
 
@@ -312,7 +315,7 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
         case.outputs, produced, headers_at=case.outputs_with_headers, strict=strict
     )
     stage.text = "checking the post-conditions"
-    post_reasons = check_post(case.post, engine) if not case.post.is_empty() else []
+    post_reasons = check_post(case.post, engine, case.topics) if not case.post.is_empty() else []
     if post_reasons:
         verification = Verification(
             verification.reasons + tuple(post_reasons), verification.comparisons
@@ -376,5 +379,5 @@ def _judge_error(case: QttCase, exc: errors.KsqlError, stage: str, *, strict: bo
     }
 
 
-def _java_name(java_type: str) -> str:
-    return java_type.strip().rsplit(".", 1)[-1]
+def _java_name(java_type: str | None) -> str:
+    return "an error" if java_type is None else java_type.strip().rsplit(".", 1)[-1]

@@ -209,7 +209,7 @@ def declared_schemas(topics: tuple[TopicSpec, ...]) -> Iterator[tuple[str, str, 
                 )
             text = schema if isinstance(schema, str) else json.dumps(schema)
             schema_id = topic.key_schema_id if is_key else topic.value_schema_id
-            references = None if is_key else topic.value_schema_references
+            references = topic.key_schema_references if is_key else topic.value_schema_references
             yield f"{topic.name}-{'key' if is_key else 'value'}", schema_type, text, schema_id, references
 
 

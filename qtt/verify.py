@@ -28,7 +28,7 @@ from engine.errors import KsqlError
 from engine.facade.api import FormatDescription, SourceInfo
 from engine.plan import types as T
 from engine.plan.schema import LogicalSchema, Namespace
-from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic
+from qtt.model import FormatSpec, PostConditions, PostSource, PostTopic, TopicSpec
 
 # ---------------------------------------------------------------------------- values
 
@@ -512,8 +512,11 @@ class EngineView(Protocol):
     def topics(self) -> dict[str, TopicInfo]: ...
 
 
-def check_post(post: PostConditions, engine: EngineView) -> list[str]:
-    """Reasons why the post-conditions do not hold (empty when they all do)."""
+def check_post(
+    post: PostConditions, engine: EngineView, declared: Sequence[TopicSpec] = ()
+) -> list[str]:
+    """Reasons why the post-conditions do not hold (empty when they all do). ``declared`` are
+    the case's topics: a listed topic's schema ids are the ids the case declared for it."""
     reasons: list[str] = []
     for expected in post.sources:
         reasons.extend(_check_source(expected, engine.source(expected.name)))
@@ -525,7 +528,8 @@ def check_post(post: PostConditions, engine: EngineView) -> list[str]:
             except re.error as exc:
                 reasons.append(f"Topic blacklist '{post.blacklist}' is not a valid regex: {exc}.")
             else:
-                hits = sorted(t for t in topics if pattern.fullmatch(t))
+                # ksqlDB's runner tests each topic with Pattern.asPredicate: found anywhere.
+                hits = sorted(t for t in topics if pattern.search(t))
                 if hits:
                     reasons.append(
                         f"Topic '{hits[0]}' exists but matches the blacklist '{post.blacklist}'."
@@ -537,6 +541,7 @@ def check_post(post: PostConditions, engine: EngineView) -> list[str]:
                     expected_topic, topics.get(expected_topic.name), described.get(expected_topic.name)
                 )
             )
+            reasons.extend(_check_schema_ids(expected_topic, declared))
     return reasons
 
 
@@ -582,7 +587,7 @@ def _check_format(label: str, expected: FormatSpec | None, actual: FormatDescrip
     if expected is None:
         return []
     reasons: list[str] = []
-    if expected.format.upper() != actual.format.upper():
+    if expected.format is not None and expected.format.upper() != actual.format.upper():
         reasons.append(f"{label} format is {actual.format} but expected {expected.format}.")
     for k, v in expected.properties.items():
         got = format_property(actual, k)
@@ -592,13 +597,13 @@ def _check_format(label: str, expected: FormatSpec | None, actual: FormatDescrip
         reasons.append(
             f"{label} features are {sorted(actual.features)} but expected {sorted(expected.features)}."
         )
-    if expected.window_type is not None and (
-        (actual.window_type or "").upper() != expected.window_type.upper()
+    if (expected.window_type is not None or expected.exact_window) and (
+        (actual.window_type or "").upper() != (expected.window_type or "").upper()
     ):
         reasons.append(
-            f"{label} window type is {actual.window_type} but expected {expected.window_type}."
+            f"{label} window type is {actual.window_type or 'none'} but expected {expected.window_type or 'none'}."
         )
-    if expected.window_size is not None and actual.window_size_ms != expected.window_size:
+    if (expected.window_size is not None or expected.exact_window) and actual.window_size_ms != expected.window_size:
         reasons.append(
             f"{label} window size is {actual.window_size_ms} ms but expected {expected.window_size} ms."
         )
@@ -650,6 +655,20 @@ def _topic_formats(engine: Any) -> dict[str, tuple[FormatDescription, FormatDesc
     return described
 
 
+def _check_schema_ids(expected: PostTopic, declared: Sequence[TopicSpec]) -> list[str]:
+    """ksqlDB's runner compares a listed topic's schema ids with the ids the case declared for
+    the topic, absent ones included (a topic the case does not declare has none)."""
+    topic = next((t for t in declared if t.name == expected.name), None)
+    reasons = []
+    for label, want, got in (
+        ("key", expected.key_schema_id, topic.key_schema_id if topic else None),
+        ("value", expected.value_schema_id, topic.value_schema_id if topic else None),
+    ):
+        if want != got:
+            reasons.append(f"Topic '{expected.name}' has {label} schema id {got} but expected {want}.")
+    return reasons
+
+
 def _check_topic(
     expected: PostTopic,
     actual: TopicInfo | None,
@@ -664,7 +683,7 @@ def _check_topic(
     ):
         if want is not None and described is not None:
             reasons.extend(_check_format(f"Topic '{name}' {label}", want, described[i]))
-        elif want is not None and (got or "").upper() != want.format.upper():
+        elif want is not None and (got or "").upper() != (want.format or "").upper():
             reasons.append(f"Topic '{name}' has {label} format {got} but expected {want.format}.")
     if expected.partitions is not None and expected.partitions != actual.partitions:
         reasons.append(

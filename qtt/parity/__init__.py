@@ -135,6 +135,7 @@ _TITLES = {
     "errors": "Error messages",
     "rest": "REST endpoints and entities",
     "properties": "Properties (KsqlConfig, request, server, Kafka Streams)",
+    "harness": "Harness formats (QTT, REST QTT and saved-plan files)",
 }
 
 

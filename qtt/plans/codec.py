@@ -118,8 +118,26 @@ def case_from_json(raw: Any, *, case_id: str, file: Path) -> QttCase:
     """Load a case saved by ``case_to_json``; keeps the id it had when it was recorded."""
     from dataclasses import replace
 
-    (case,) = expand_case(raw, file, 0)
+    (case,) = expand_case(_older_forms(raw), file, 0)
     return replace(case, id=case_id)
+
+
+def _older_forms(raw: Any) -> Any:
+    """A saved case in the forms the loader reads now: cases saved before the loader read
+    ksqlDB's form wrote a source's expected value format as ``{"format": NAME, ...}``, where
+    ksqlDB's model reads a name."""
+    post = raw.get("post") if isinstance(raw, dict) else None
+    sources = post.get("sources") if isinstance(post, dict) else None
+    if not isinstance(post, dict) or not isinstance(sources, list) or not any(
+        isinstance(s, dict) and isinstance(s.get("valueFormat"), dict) for s in sources
+    ):
+        return raw
+    fixed = [
+        {**s, "valueFormat": s["valueFormat"].get("format")}
+        if isinstance(s, dict) and isinstance(s.get("valueFormat"), dict) else s
+        for s in sources
+    ]
+    return {**raw, "post": {**post, "sources": fixed}}
 
 
 def _drop_none(values: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +157,8 @@ def _topic_to_json(t: TopicSpec) -> dict[str, Any]:
             "replicas": t.replicas,
             "keySerdeFeatures": list(t.key_serde_features),
             "valueSerdeFeatures": list(t.value_serde_features),
-            "valueSchemaReferences": t.value_schema_references,
+            "keySchemaReferences": list(t.key_schema_references) if t.key_schema_references else None,
+            "valueSchemaReferences": list(t.value_schema_references) if t.value_schema_references else None,
         }
     )
     out["partitions"] = t.partitions
@@ -149,7 +168,7 @@ def _topic_to_json(t: TopicSpec) -> dict[str, Any]:
 def _format_to_json(spec: FormatSpec | None) -> Any:
     if spec is None:
         return None
-    out: dict[str, Any] = {"format": spec.format}
+    out: dict[str, Any] = {"format": spec.format} if spec.format is not None else {}
     if spec.properties:
         out["properties"] = dict(spec.properties)
     if spec.features is not None:
@@ -172,7 +191,7 @@ def _post_to_json(post: PostConditions) -> dict[str, Any]:
                     "type": s.type,
                     "schema": s.schema,
                     "keyFormat": _format_to_json(s.key_format),
-                    "valueFormat": _format_to_json(s.value_format),
+                    "valueFormat": s.value_format.format if s.value_format is not None else None,
                     "isSource": s.is_source,
                 }
             )
@@ -193,6 +212,8 @@ def _post_to_json(post: PostConditions) -> dict[str, Any]:
                         "partitions": t.partitions,
                         "keySchema": t.key_schema,
                         "valueSchema": t.value_schema,
+                        "keySchemaId": t.key_schema_id,
+                        "valueSchemaId": t.value_schema_id,
                     }
                 )
                 for t in post.topics

@@ -497,7 +497,7 @@ def _verdict(loaded: _Loaded, ran: _Run) -> dict[str, Any]:
     case = loaded.case
     verification = verify_outputs(case.outputs, ran.produced, headers_at=case.outputs_with_headers, strict=False)
     view = _TopicFormats(ran.engine)
-    post = check_post(_external_post(case.post), view) if not case.post.is_empty() else []
+    post = check_post(_external_post(case.post), view, case.topics) if not case.post.is_empty() else []
     compared, differences = compare_schemas(loaded.spec.get("schemas") or {}, ran.built)
     common = dict(schemas_compared=compared, schema_differences=tuple(differences))
     if not verification.ok:

@@ -128,7 +128,7 @@ def record_case(case: QttCase) -> PlannedCase:
         verification = verify_outputs(
             case.outputs, produced, headers_at=case.outputs_with_headers, strict=True
         )
-        post = check_post(case.post, engine) if not case.post.is_empty() else []
+        post = check_post(case.post, engine, case.topics) if not case.post.is_empty() else []
         if not verification.ok or post:
             reasons = verification.reasons + tuple(post)
             raise RecordingError(

@@ -269,7 +269,7 @@ def observe(
     reports = engine.query_reports
     return Observation(
         produced=avro_decimals_as_numbers(outputs_through_bytes(engine, produced), engine.sources()),
-        post=() if case.post.is_empty() else tuple(check_post(case.post, engine)),
+        post=() if case.post.is_empty() else tuple(check_post(case.post, engine, case.topics)),
         writers=topic_writers(engine),
         internal={qid: dict(r.internal_schemas) for qid, r in reports.items()},
         sources=source_schemas(engine),

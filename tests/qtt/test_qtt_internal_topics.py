@@ -13,6 +13,8 @@ from qtt.model import QttCase
 from qtt.runner import Status, run_case
 
 PREFIX = "_confluent-ksql-some.ksql.service.idquery_CSAS_J_0-"
+# ksqlDB's PostTopicNode requires both formats.
+JSON_VALUE = {"valueFormat": {"format": "JSON"}}
 
 
 def _case(tmp_path: Path, post_topics: list[dict[str, Any]], **raw: Any) -> QttCase:
@@ -43,12 +45,12 @@ def test_a_join_creates_its_repartition_and_store_topics_in_the_join_key_format(
     key = {"format": "JSON", "features": ["UNWRAP_SINGLES"]}
     case = _case(tmp_path, [
         {"name": PREFIX + "Join-right-repartition", "keyFormat": key, "valueFormat": {"format": "JSON"}},
-        {"name": PREFIX + "KSTREAM-JOINTHIS-0000000012-store-changelog", "keyFormat": key},
-        {"name": PREFIX + "KSTREAM-JOINOTHER-0000000013-store-changelog", "keyFormat": key},
+        {"name": PREFIX + "KSTREAM-JOINTHIS-0000000012-store-changelog", "keyFormat": key, **JSON_VALUE},
+        {"name": PREFIX + "KSTREAM-JOINOTHER-0000000013-store-changelog", "keyFormat": key, **JSON_VALUE},
         # A topic a CREATE statement names gets its PARTITIONS, else ksqlDB's runner's 4.
-        {"name": "l", "partitions": 4},
-        {"name": "r", "partitions": 4},
-        {"name": "o", "partitions": 2},
+        {"name": "l", "keyFormat": {"format": "JSON"}, **JSON_VALUE, "partitions": 4},
+        {"name": "r", "keyFormat": {"format": "KAFKA"}, **JSON_VALUE, "partitions": 4},
+        {"name": "o", "keyFormat": {"format": "KAFKA"}, **JSON_VALUE, "partitions": 2},
     ])
     result = run_case(case, strict=True)
     assert result.status is Status.PASSED, result.reason
@@ -56,8 +58,8 @@ def test_a_join_creates_its_repartition_and_store_topics_in_the_join_key_format(
 
 def test_a_wrong_internal_topic_expectation_fails_naming_the_topic(spark: SparkSession, tmp_path: Path) -> None:
     case = _case(tmp_path, [
-        {"name": PREFIX + "Join-left-repartition"},
-        {"name": PREFIX + "Join-right-repartition", "keyFormat": {"format": "KAFKA"}},
+        {"name": PREFIX + "Join-left-repartition", "keyFormat": {"format": "JSON"}, **JSON_VALUE},
+        {"name": PREFIX + "Join-right-repartition", "keyFormat": {"format": "KAFKA"}, **JSON_VALUE},
     ])
     result = run_case(case, strict=True)
     assert result.status is Status.FAILED
@@ -67,6 +69,7 @@ def test_a_wrong_internal_topic_expectation_fails_naming_the_topic(spark: SparkS
 
 def test_a_case_property_names_the_service_id(spark: SparkSession, tmp_path: Path) -> None:
     name = "_confluent-ksql-mine_query_CSAS_J_0-Join-right-repartition"
-    case = _case(tmp_path, [{"name": name}], properties={"ksql.service.id": "mine_"})
+    case = _case(tmp_path, [{"name": name, "keyFormat": {"format": "JSON"}, **JSON_VALUE}],
+                 properties={"ksql.service.id": "mine_"})
     result = run_case(case, strict=True)
     assert result.status is Status.PASSED, result.reason

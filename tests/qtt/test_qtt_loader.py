@@ -173,17 +173,21 @@ def test_only_outputs_that_list_headers_are_marked_for_header_comparison(tmp_pat
     assert c.outputs_with_headers == frozenset({1})
 
 
-def test_declared_topics_read_formats_partitions_and_legacy_format_key(tmp_path: Path) -> None:
+def test_declared_topics_read_formats_partitions_and_ignore_the_old_format_and_schema_keys(
+    tmp_path: Path,
+) -> None:
+    # ksqlDB's TopicNode reads no "format" or "schema": they are ignored, as unknown keys are.
     raw = case(
         topics=[
             {"name": "a", "keyFormat": "KAFKA", "valueFormat": "AVRO", "partitions": 4},
-            {"name": "b", "format": "DELIMITED", "valueSchemaId": 7},
+            {"name": "b", "format": "DELIMITED", "schema": {"type": "string"}, "valueSchemaId": 7},
         ]
     )
     [c] = expand_case(raw, tmp_path / "f.json", 0)
     a, b = (t.to_topic_info() for t in c.topics)
     assert (a.key_format, a.value_format, a.partitions) == ("KAFKA", "AVRO", 4)
-    assert (b.value_format, b.partitions, b.properties) == ("DELIMITED", 1, {"valueSchemaId": 7})
+    assert (b.value_format, b.value_schema, b.partitions) == (None, None, 1)
+    assert b.properties == {"valueSchemaId": 7}
     assert c.topic_names() == ["a", "b", "src", "dst"]
 
 
@@ -191,7 +195,7 @@ def test_expected_exception_and_post_conditions_are_read(tmp_path: Path) -> None
     raw = {
         "name": "err",
         "statements": ["X;"],
-        "expectedException": {"type": "a.b.C", "message": "bad", "causeMessage": "worse"},
+        "expectedException": {"type": "a.b.C", "message": "bad", "cause": "a.b.D", "causeMessage": "worse"},
         "post": {
             "sources": [
                 {
@@ -202,7 +206,11 @@ def test_expected_exception_and_post_conditions_are_read(tmp_path: Path) -> None
                     "valueFeatures": ["UNWRAP_SINGLES"],
                 }
             ],
-            "topics": {"blacklist": ".*-tmp", "topics": [{"name": "t", "partitions": 2}]},
+            "topics": {
+                "blacklist": ".*-tmp",
+                "topics": [{"name": "t", "keyFormat": {"format": "KAFKA"}, "valueFormat": {"format": "JSON"},
+                            "partitions": 2}],
+            },
         },
     }
     [c] = expand_case(raw, tmp_path / "f.json", 0)
@@ -257,7 +265,7 @@ def test_expected_exception_and_post_conditions_are_read(tmp_path: Path) -> None
         ),
         (
             {"name": "n", "statements": ["X;"], "expectedException": {}},
-            "'type' is missing from expectedException",
+            "test must define 'expectedException.type or expectedException.message' field",
         ),
         ("just a string", "case to be a JSON object"),
     ],

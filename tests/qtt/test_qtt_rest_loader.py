@@ -74,6 +74,8 @@ def test_a_good_file_loads_with_format_expansion(tmp_path: Path) -> None:
     assert first.responses[1].query[1]["row"]["columns"][1] == decimal.Decimal("1.50")
     bad = loaded.cases[2]
     assert bad.expected_error is not None and bad.expected_error.status == 400
+    assert bad.expected_error.type == "io.confluent.ksql.rest.entity.KsqlStatementErrorMessage"
+    assert bad.expected_error.message == "does not exist"
     assert bad.wait_for_active_push_query is True
 
 
@@ -179,3 +181,16 @@ def test_protobuf_pull_cases_load_their_proto_rows(tmp_path: Path) -> None:
     proto, plain = loaded.cases
     assert proto.pull_protobuf is True and plain.pull_protobuf is False
     assert proto.responses[1].query[1] == {"row": {"protobufBytes": "CgFh"}}
+
+
+def test_declared_topics_are_read_in_qtts_topic_form(tmp_path: Path) -> None:
+    text = """{"tests": [{"name": "t", "statements": ["SHOW TOPICS;"], "topics": [
+      {"name": "orders", "keyFormat": "KAFKA", "valueFormat": "AVRO", "partitions": 3,
+       "valueSchema": {"type": "record", "name": "R", "fields": [{"name": "V", "type": "int"}]}, "valueSchemaId": 5}
+    ]}]}"""
+    (case,) = load_rest_file(_write(tmp_path, text)).cases
+    (topic,) = case.topics
+    assert (topic.name, topic.key_format, topic.value_format, topic.partitions) == ("orders", "KAFKA", "AVRO", 3)
+    assert topic.value_schema_id == 5 and topic.value_schema["name"] == "R"
+    bad = load_rest_file(_write(tmp_path, '{"tests": [{"name": "t", "statements": ["S;"], "topics": [{"partitions": 1}]}]}'))
+    assert "Required key 'name' is missing from topics[0]" in bad.problems[0].message

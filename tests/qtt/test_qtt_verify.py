@@ -235,8 +235,10 @@ def test_topic_blacklist_must_match_no_topic() -> None:
     assert check_post(PostConditions(blacklist=".*-changelog"), view) == []
     [reason] = check_post(PostConditions(blacklist=".*-repartition"), view)
     assert "'app-repartition'" in reason
-    # The regex must match the whole name, as ksqlDB's matcher does.
-    assert check_post(PostConditions(blacklist="repartition"), view) == []
+    # The regex is searched for in each name (ksqlDB's Pattern.asPredicate), not matched whole.
+    [reason] = check_post(PostConditions(blacklist="repartition"), view)
+    assert "'app-repartition'" in reason
+    assert check_post(PostConditions(blacklist="^repartition"), view) == []
 
 
 def test_listed_topics_check_formats_and_partitions_when_given() -> None:

@@ -35,7 +35,8 @@ CASE = {
                 "sources": [{"name": "B", "type": "stream", "keyFormat": {"format": "KAFKA"}}],
                 "topics": {
                     "blacklist": ".*repartition",
-                    "topics": [{"name": "B", "partitions": 1}],
+                    "topics": [{"name": "B", "keyFormat": {"format": "KAFKA"}, "valueFormat": {"format": "JSON"},
+                                "partitions": 1, "valueSchemaId": 3}],
                 },
             },
         }

@@ -50,6 +50,9 @@ def _plan(middle: dict[str, Any] | None = None) -> dict[str, Any]:
     ], "configs": {"ksql.streams.cache.max.bytes.buffering": "0"}}
 
 
+POST_FORMATS = {"keyFormat": {"format": "KAFKA"}, "valueFormat": {"format": "JSON"}}
+
+
 def _spec(release: str, expected_qty: int) -> dict[str, Any]:
     return {
         "version": release,
@@ -64,9 +67,10 @@ def _spec(release: str, expected_qty: int) -> dict[str, Any]:
             # ksqlDB's test runner made a query's sink topic 4 partitions, whatever the case declared
             "topics": [{"name": "input", "numPartitions": 2}, {"name": "OUTPUT", "numPartitions": 1}],
             "post": {"sources": [{"name": "OUTPUT", "type": "STREAM", "schema": SCHEMA}],
-                     "topics": {"topics": [{"name": "input", "partitions": 2},
-                                           {"name": "OUTPUT", "keyFormat": {"format": "KAFKA"}, "partitions": 4},
-                                           {"name": "_confluent-ksql-internal-changelog"}]}},
+                     # ksqlDB's PostTopicNode requires both formats
+                     "topics": {"topics": [{"name": "input", **POST_FORMATS, "partitions": 2},
+                                           {"name": "OUTPUT", **POST_FORMATS, "partitions": 4},
+                                           {"name": "_confluent-ksql-internal-changelog", **POST_FORMATS}]}},
         },
     }
 
