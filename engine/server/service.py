@@ -1212,11 +1212,21 @@ def _failure_of(handle: Any) -> tuple[str, str]:
     from engine.hosting.application import root_cause_line
 
     text = str(failure)
-    # PySpark keeps the JVM's stack (Utils.exceptionString, causes included) beside the message and
-    # prints it only where spark.sql.pyspark.jvmStacktrace.enabled is set.
-    jvm_stack = getattr(failure, "_stackTrace", None)
-    trace = f"{text}\n\nJVM stacktrace:\n{jvm_stack}" if jvm_stack and str(jvm_stack) not in text else text
-    return root_cause_line(text, "The query's Spark stream failed."), trace
+    return root_cause_line(text, "The query's Spark stream failed."), _with_jvm_stacks(failure, text)
+
+
+def _with_jvm_stacks(failure: Any, text: str) -> str:
+    """``text`` and the JVM stack of ``failure`` and of each of its causes: PySpark keeps them
+    beside the messages (``_stackTrace``, ``_cause``) and prints them only where
+    spark.sql.pyspark.jvmStacktrace.enabled is set."""
+    parts, seen, current = [text], 0, failure
+    while current is not None and seen < 10:  # a cause chain is short; a cycle is not followed
+        stack = getattr(current, "_stackTrace", None)
+        if stack and str(stack) not in text:
+            heading = "JVM stacktrace" if current is failure else f"Caused by: {getattr(current, '_desc', '')}"
+            parts.append(f"{heading}:\n{stack}")
+        current, seen = getattr(current, "_cause", None), seen + 1
+    return "\n\n".join(parts)
 
 
 def _state(entry: _QueryEntry | None, run_queries: bool) -> str:

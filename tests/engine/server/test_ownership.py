@@ -174,7 +174,10 @@ class _DeadStream:
 class _Failure(Exception):
     """PySpark's StreamingQueryException as it comes: the JVM's stack kept apart from the message."""
 
-    _stackTrace = "java.lang.NullPointerException: no offsets\n\tat org.apache.spark.sql.Example.run(Example.scala:1)"
+    _stackTrace = "org.apache.spark.sql.execution.streaming.StreamExecution.runStream(StreamExecution.scala:382)"
+    _desc = "Cannot invoke map because the return value of get() is null"
+    _cause = type("Cause", (), {"_desc": "java.lang.NullPointerException: no offsets", "_cause": None,
+                                "_stackTrace": "\tat org.apache.spark.sql.Example.run(Example.scala:1)"})()
 
 
 class _DeadStreamWithJvmStack(_DeadStream):
@@ -224,5 +227,6 @@ def test_a_failed_query_s_whole_stack_goes_to_the_log_once_per_distinct_failure(
     entry.handle = _DeadStreamWithJvmStack()  # another failure: its stack, the JVM's included, goes too
     service._supervise()
     stacks = [r.getMessage() for r in caplog.records if "whole stack" in r.getMessage()]
-    assert len(stacks) == 2 and "at org.apache.spark.sql.Example.run(Example.scala:1)" in stacks[1]
+    assert len(stacks) == 2 and "StreamExecution.runStream(StreamExecution.scala:382)" in stacks[1]
+    assert "Caused by: java.lang.NullPointerException: no offsets:\n\tat org.apache.spark.sql.Example.run" in stacks[1]
     service.log.close()
