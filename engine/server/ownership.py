@@ -325,6 +325,10 @@ class Backoff:
             del self._due[query_id]
         return ready
 
+    def retry_now(self, query_id: str, now: float | None = None) -> None:
+        """Have the query restarted at the next ``due`` without counting a failure."""
+        self._due[query_id] = time.monotonic() if now is None else now
+
     def forget(self, query_id: str) -> None:
         self._failures.pop(query_id, None)
         self._due.pop(query_id, None)

@@ -208,6 +208,42 @@ def test_a_failed_query_shows_error_and_is_restarted_with_backoff(kafka_broker, 
     service.log.close()
 
 
+class _RerunMetricsFailure(Exception):
+    """Spark 4.1's failure reporting the metrics of a batch re-run from the offset log."""
+
+    _stackTrace = "org.apache.spark.sql.execution.streaming.StreamExecution.runStream(StreamExecution.scala:382)"
+    _cause = type("Cause", (), {"_desc": "java.lang.NullPointerException", "_cause": None, "_stackTrace": (
+        "java.lang.NullPointerException: Cannot invoke \"scala.collection.IterableOps.map(scala.Function1)\"\n"
+        "\tat org.apache.spark.sql.kafka010.KafkaMicroBatchStream$.metrics(KafkaMicroBatchStream.scala:520)\n"
+        "\tat org.apache.spark.sql.execution.streaming.runtime.ProgressContext.finishTrigger(ProgressReporter.scala:1)")})()
+
+
+class _DeadStreamAfterRerun(_DeadStream):
+    def exception(self) -> Exception:  # type: ignore[override]
+        return _RerunMetricsFailure("Cannot invoke map because the return value of get() is null")
+
+
+def test_spark_s_metrics_failure_after_a_re_run_batch_restarts_the_query_at_once_without_error(
+    kafka_broker, tmp_path,
+) -> None:
+    from engine.plan.plan import QueryPlan
+    from engine.server.service import KsqlService, _QueryEntry, _state
+
+    service = KsqlService(kafka_broker.bootstrap_servers, f"own_{uuid.uuid4().hex[:8]}", tmp_path)  # not started
+    started: list[str] = []
+    published: list[tuple] = []
+    service._start_owned = lambda query_id, entry: started.append(query_id)  # type: ignore[method-assign]
+    service.ownership.owns = lambda query_id: True  # type: ignore[method-assign, union-attr]
+    service.ownership.publish = lambda *args: published.append(args)  # type: ignore[method-assign, union-attr]
+    entry = _QueryEntry(QueryPlan.__new__(QueryPlan), "CREATE STREAM ...", {}, handle=_DeadStreamAfterRerun())
+    service._queries["CSAS_F_0"] = entry
+
+    service._supervise()
+    assert started == ["CSAS_F_0"] and entry.error is None and _state(entry, True) == "RUNNING"
+    assert published == [] and service._backoff.failures("CSAS_F_0") == 0
+    service.log.close()
+
+
 def test_a_failed_query_s_whole_stack_goes_to_the_log_once_per_distinct_failure(kafka_broker, tmp_path, caplog) -> None:
     from engine.plan.plan import QueryPlan
     from engine.server.service import KsqlService, _QueryEntry
