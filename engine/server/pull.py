@@ -162,12 +162,13 @@ def _column_names(expressions: Iterable[X.Expr]) -> list[str]:
 
 def check_pull_clauses(query: ast.Query, properties: Mapping[str, Any]) -> None:
     """Refuse the clauses ksqlDB's ``PullQueryValidator`` refuses, in its order (JOIN, WINDOW,
-    GROUP BY, PARTITION BY, HAVING, LIMIT), with its words."""
+    GROUP BY, PARTITION BY, HAVING, LIMIT), with its words. An aggregate function in the SELECT
+    list counts as a GROUP BY, as in ksqlDB."""
     if isinstance(query.from_, ast.Join):
         raise _refuse_clause("JOIN")
     if query.window is not None:
         raise _refuse_clause("WINDOW")
-    if query.group_by:
+    if query.group_by or _selects_aggregate(query):  # ksqlDB's analysis gives an aggregate a GROUP BY
         raise _refuse_clause("GROUP BY")
     if query.partition_by:
         raise _refuse_clause("PARTITION BY")
@@ -182,6 +183,15 @@ def check_pull_clauses(query: ast.Query, properties: Mapping[str, Any]) -> None:
         if query.limit < 0:
             raise PullQueryError(
                 f"Pull queries don't support negative integers in the LIMIT clause. {QUERIES_URL}{PUSH_HINT}")
+
+
+def _selects_aggregate(query: ast.Query) -> bool:
+    """Whether the SELECT list calls an aggregate function: ksqlDB's Analyzer then gives the
+    query a GROUP BY of its own (``addDummyGroupbyForUdafs``), which its pull checks refuse."""
+    from engine.analysis.scope import is_aggregate_call
+
+    return any(is_aggregate_call(node) for item in query.select if isinstance(item, ast.SelectColumn)
+               for node in X.walk(item.expr))
 
 
 def check_pull_columns(query: ast.Query) -> None:
@@ -225,7 +235,7 @@ def plan_pull_query(
     where = _resolve_where(scope, query.where) if query.where is not None else None
     analysis.where = where
     if analysis.aggregation is not None:
-        raise PullQueryError(f"Pull queries don't support aggregate functions. {QUERIES_URL}{PUSH_HINT}")
+        raise _refuse_clause("GROUP BY")
     for clause, expressions in (("SELECT", [c.expression for c in analysis.select]),
                                 ("WHERE", [analysis.where] if analysis.where is not None else [])):
         bad = [n for n in _column_names(expressions) if n in DISALLOWED_PSEUDO_COLUMNS]
