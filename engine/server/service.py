@@ -961,6 +961,7 @@ class KsqlService:
                 if is_scalable_push_query(statements[0].statement, self.engine.metastore, config):
                     _check_scalable_push(statements[0].statement, self.engine.metastore)
                     query.plan = dataclasses.replace(query.plan, query_id=f"SCALABLE_PUSH_QUERY_{uuid.uuid4()}")
+                    query.skip_tombstones = True  # ksqlDB's scalable push consumer skips null values
         except KsqlError as exc:
             raise ServiceError(str(exc), statement_text=text) from None
         self._push_queries.add(query)
@@ -1065,7 +1066,8 @@ def is_scalable_push_query(stmt: Any, metastore: Any, config: Mapping[str, Any])
     ``ksql.query.push.v2.enabled``, an EMIT CHANGES query of one source written by exactly one
     persistent query, read from the latest offsets, without GROUP BY, WINDOW, HAVING, PARTITION BY
     or ROWPARTITION/ROWOFFSET. Its id is ``SCALABLE_PUSH_QUERY_<uuid>``; it reads what that
-    persistent query writes from now on, as any push query from the latest offsets does."""
+    persistent query writes from now on, as any push query from the latest offsets does, but
+    without a table's row deletions (ksqlDB's consumer skips records with a null value)."""
     from engine.server.pull import DISALLOWED_PSEUDO_COLUMNS
 
     if str(config.get(PUSH_V2_ENABLED, "false")).strip().lower() != "true":
