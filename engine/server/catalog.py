@@ -102,7 +102,9 @@ def explain_statement(text: str, engine: Any, stmt: ast.Informational) -> dict[s
     ``engine`` is a snapshot: the statement is planned against it and nothing is kept.
     """
     target = stmt.statement
-    body = str(stmt.target)
+    # ksqlDB's ExplainExecutor takes the EXPLAIN's text after its first 8 characters
+    # ("EXPLAIN "), so the statement keeps its semicolon: the description's statementText.
+    body = text[len("EXPLAIN "):] if text[:len("EXPLAIN ")].upper() == "EXPLAIN " else str(stmt.target)
     planner = engine.planner()
     if isinstance(target, ast.Query):
         if target.emit is None:

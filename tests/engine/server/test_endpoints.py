@@ -125,6 +125,7 @@ def test_explain_a_statement_plans_it_without_running_it(service, client) -> Non
 
     [csas] = service.execute("EXPLAIN CREATE STREAM SMALL AS SELECT ID, V FROM PV WHERE V < 2;")
     assert csas["queryDescription"]["id"].startswith("CSAS_SMALL_")
+    assert csas["queryDescription"]["statementText"] == "CREATE STREAM SMALL AS SELECT ID, V FROM PV WHERE V < 2;"
     assert csas["queryDescription"]["sinks"] == ["SMALL"] and csas["queryDescription"]["state"] is None
     [insert] = service.execute("EXPLAIN INSERT INTO BIG SELECT ID, V AS V10 FROM PV;")
     assert insert["queryDescription"]["id"].startswith("INSERTQUERY_")
@@ -145,7 +146,7 @@ def test_explain_a_pull_query_checks_it_as_a_pull_query_and_describes_its_push_p
     [pull] = service.execute("EXPLAIN SELECT ID, V FROM PV WHERE ID = 'a';")
     description = pull["queryDescription"]
     assert description["queryType"] == "PUSH" and description["id"].startswith("transient_PV_")
-    assert description["statementText"] == "SELECT ID, V FROM PV WHERE ID = 'a'"
+    assert description["statementText"] == "SELECT ID, V FROM PV WHERE ID = 'a';"  # as ksqlDB cuts it
     assert [f["name"] for f in description["fields"]] == ["ID", "V"]
     assert any("streamFilterV" in line for line in description["executionPlan"].splitlines())
     assert service.metastore_summary() == before
