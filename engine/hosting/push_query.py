@@ -16,7 +16,8 @@ temporary directory that ``close`` removes, so every push query starts afresh, a
 of its topics unless the properties say ``'auto.offset.reset'='earliest'`` (ksqlDB's
 default is ``latest``). ``LIMIT n`` ends it after n rows. A table row's deletion arrives as
 a row with ``tombstone=True``: the columns that select the key hold it, the others are
-null. A stream record with a null value is not a row (ksqlDB skips it).
+null (``skip_tombstones``, set for a scalable push query, leaves them out, as ksqlDB's
+scalable push queries do). A stream record with a null value is not a row (ksqlDB skips it).
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ class PushQuery:
         self._handle: Any = None
         self._checkpoint: Path | None = None
         self.limit_reached = False
+        # A scalable push query's rows (ksqlDB's ScalablePushConsumer) leave out a table's row
+        # deletions: it skips every record of the sink topic whose value is null.
+        self.skip_tombstones = False
 
     @classmethod
     def on_application(cls, app: Any, text: str, properties: Mapping[str, Any] | None = None,
@@ -274,6 +278,8 @@ class PushQuery:
             if limit is not None and self._delivered >= limit:
                 return
             columns, tombstone = pickle.loads(record[1])
+            if tombstone and self.skip_tombstones:
+                continue
             row = PushRow(tuple(columns), tombstone)
             while not self._closed.is_set():
                 try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -159,7 +160,7 @@ async def _body(request: Request, fields: set[str], required: str | None) -> dic
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ServiceError(f"The request body is not valid JSON: {exc}", code=E.ERROR_BAD_REQUEST) from None
+        raise ServiceError(f"Invalid JSON in request: {exc}", code=E.ERROR_BAD_REQUEST) from None
     if not isinstance(body, dict):
         raise ServiceError("The request body must be a JSON object.", code=E.ERROR_BAD_REQUEST)
     unknown = sorted(set(body) - fields)
@@ -326,7 +327,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
             pull = await run_in_threadpool(service.pull_query, text, properties, variables)
             if pull is not None:
                 return Response(pull_query_body(pull), media_type=JSON)
-            push = await _started(text, properties, variables)
+            push = await _started(text, properties, variables, old_query_api=True)
         except ServiceError as exc:
             return _error(exc)
         return _PushResponse(_query_messages(push), media_type=JSON)
@@ -377,7 +378,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         try:
             raw = json.loads(await request.body())
         except ValueError as exc:
-            return _error(ServiceError(f"The request body is not valid JSON: {exc}", code=E.ERROR_BAD_REQUEST))
+            return _error(ServiceError(f"Invalid JSON in request: {exc}", code=E.ERROR_BAD_REQUEST))
         query_id = raw.get("queryId") if isinstance(raw, dict) else None
         push = push_queries.get(query_id) if isinstance(query_id, str) else None
         if push is None:
@@ -402,7 +403,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         delimited = media != JSON
         return _DuplexResponse(_acks(stream, lines, delimited), media_type=DELIMITED if delimited else JSON)
 
-    async def _started(text: str, properties: dict[str, Any], variables: dict[str, str]) -> _RunningPush:
+    async def _started(text: str, properties: dict[str, Any], variables: dict[str, str], *,
+                       old_query_api: bool = False) -> _RunningPush:
         if len(push_queries) >= max_push_queries:
             raise ServiceError(too_many_push_queries(len(push_queries), max_push_queries), statement_text=text)
         started = time.perf_counter()
@@ -412,7 +414,8 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
         except TimeoutError:
             raise _push_start_busy(server_limits, waited=True) from None
         try:
-            query_ = await run_in_threadpool(service.push_query, text, properties, variables)
+            query_ = await run_in_threadpool(
+                functools.partial(service.push_query, old_api=old_query_api), text, properties, variables)
             try:
                 await run_in_threadpool(query_.start, max(1.0, budget - (time.perf_counter() - started)))
             except StartTimeout:

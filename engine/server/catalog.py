@@ -4,7 +4,8 @@
     DESCRIBE FUNCTION name   -> describe_function
     LIST|SHOW TYPES          -> type_list
     EXPLAIN query_id         -> queryDescription of a persistent query
-    EXPLAIN statement        -> queryDescription of the statement's plan (planned, never run)
+    EXPLAIN statement        -> queryDescription of the statement's plan (planned, never run; a pull
+                                query's is the plan of the same SELECT as a push query, as ksqlDB's)
 
 The service calls these with its engine (under its metastore lock); they answer ksqlDB's
 entities or raise ``ServiceError`` with ksqlDB's message.
@@ -12,6 +13,7 @@ entities or raise ``ServiceError`` with ksqlDB's message.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -100,11 +102,19 @@ def explain_statement(text: str, engine: Any, stmt: ast.Informational) -> dict[s
     ``engine`` is a snapshot: the statement is planned against it and nothing is kept.
     """
     target = stmt.statement
-    body = str(stmt.target)
+    # ksqlDB's ExplainExecutor takes the EXPLAIN's text after its first 8 characters
+    # ("EXPLAIN "), so the statement keeps its semicolon: the description's statementText.
+    body = text[len("EXPLAIN "):] if text[:len("EXPLAIN ")].upper() == "EXPLAIN " else str(stmt.target)
     planner = engine.planner()
     if isinstance(target, ast.Query):
         if target.emit is None:
-            raise ServiceError("kspark cannot EXPLAIN a pull query yet: add EMIT CHANGES to explain a push query.")
+            # ksqlDB explains a pull query as it plans any transient query: its PullQueryValidator
+            # first, then the plan the same SELECT has as a push query (ExplainExecutor).
+            from engine.server.pull import check_pull_clauses, check_pull_columns
+
+            check_pull_clauses(target, engine.config)
+            check_pull_columns(target)
+            target = dataclasses.replace(target, emit="CHANGES")
         transient = engine.plan_transient_query(target, body)
         description = E.QueryDescription(
             query_id=transient.query_id, statement_text=body, fields=transient.schema.columns,

@@ -160,18 +160,15 @@ def _column_names(expressions: Iterable[X.Expr]) -> list[str]:
     return names
 
 
-def plan_pull_query(
-    metastore: MetaStore, query: ast.Query, text: str, properties: Mapping[str, Any]
-) -> PullPlan:
-    """Check a pull query against the metastore as ksqlDB does and compile it."""
-    from engine.analysis.query import Scope, analyze_query, source_columns
-    from engine.expressions.evaluator import compile_typed
-
-    if isinstance(query.from_, ast.Join):  # ksqlDB's PullQueryValidator checks in this order
+def check_pull_clauses(query: ast.Query, properties: Mapping[str, Any]) -> None:
+    """Refuse the clauses ksqlDB's ``PullQueryValidator`` refuses, in its order (JOIN, WINDOW,
+    GROUP BY, PARTITION BY, HAVING, LIMIT), with its words. An aggregate function in the SELECT
+    list counts as a GROUP BY, as in ksqlDB."""
+    if isinstance(query.from_, ast.Join):
         raise _refuse_clause("JOIN")
     if query.window is not None:
         raise _refuse_clause("WINDOW")
-    if query.group_by:
+    if query.group_by or _selects_aggregate(query):  # ksqlDB's analysis gives an aggregate a GROUP BY
         raise _refuse_clause("GROUP BY")
     if query.partition_by:
         raise _refuse_clause("PARTITION BY")
@@ -186,6 +183,38 @@ def plan_pull_query(
         if query.limit < 0:
             raise PullQueryError(
                 f"Pull queries don't support negative integers in the LIMIT clause. {QUERIES_URL}{PUSH_HINT}")
+
+
+def _selects_aggregate(query: ast.Query) -> bool:
+    """Whether the SELECT list calls an aggregate function: ksqlDB's Analyzer then gives the
+    query a GROUP BY of its own (``addDummyGroupbyForUdafs``), which its pull checks refuse."""
+    from engine.analysis.scope import is_aggregate_call
+
+    return any(is_aggregate_call(node) for item in query.select if isinstance(item, ast.SelectColumn)
+               for node in X.walk(item.expr))
+
+
+def check_pull_columns(query: ast.Query) -> None:
+    """Refuse ROWPARTITION / ROWOFFSET in a pull query's SELECT list or WHERE, as ksqlDB's
+    ``PullQueryValidator`` does (by the column names the expressions reference)."""
+    items = [getattr(item, "expr", None) or getattr(item, "base", None) for item in query.select]
+    for clause, expressions in (("SELECT", [e for e in items if e is not None]),
+                                ("WHERE", [query.where] if query.where is not None else [])):
+        bad = [n for n in _column_names(expressions) if n in DISALLOWED_PSEUDO_COLUMNS]
+        if bad:
+            listed = ", ".join(f"`{n}`" for n in bad)
+            raise PullQueryError(f"Pull queries don't support the following columns in {clause} clauses: {listed}\n"
+                                 f" {QUERIES_URL}{PUSH_HINT}")
+
+
+def plan_pull_query(
+    metastore: MetaStore, query: ast.Query, text: str, properties: Mapping[str, Any]
+) -> PullPlan:
+    """Check a pull query against the metastore as ksqlDB does and compile it."""
+    from engine.analysis.query import Scope, analyze_query, source_columns
+    from engine.expressions.evaluator import compile_typed
+
+    check_pull_clauses(query, properties)
     name = getattr(query.from_, "name", None)
     source = metastore.get(name) if isinstance(name, str) else None
     if source is None:
@@ -206,7 +235,7 @@ def plan_pull_query(
     where = _resolve_where(scope, query.where) if query.where is not None else None
     analysis.where = where
     if analysis.aggregation is not None:
-        raise PullQueryError(f"Pull queries don't support aggregate functions. {QUERIES_URL}{PUSH_HINT}")
+        raise _refuse_clause("GROUP BY")
     for clause, expressions in (("SELECT", [c.expression for c in analysis.select]),
                                 ("WHERE", [analysis.where] if analysis.where is not None else [])):
         bad = [n for n in _column_names(expressions) if n in DISALLOWED_PSEUDO_COLUMNS]

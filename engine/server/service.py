@@ -90,6 +90,9 @@ from engine.server.rest_config import COMMAND_RESPONSE_TIMEOUT
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
 PUSH_V2_ENABLED = "ksql.query.push.v2.enabled"
+NOT_A_QUERY_RESOURCE = (  # ksqlDB's words, written out whole (the errors reference reads them)
+    "Statement type `io.confluent.ksql.parser.KsqlParser$PreparedStatement' not supported for this resource"
+)
 INTERNAL_TOPIC_REPLICAS = "ksql.internal.topic.replicas"
 INTERNAL_TOPIC_MIN_INSYNC_REPLICAS = "ksql.internal.topic.min.insync.replicas"
 QUERY_ENDPOINT_MESSAGE = (
@@ -938,9 +941,13 @@ class KsqlService:
     # ------------------------------------------------------------------ push queries
 
     def push_query(self, text: str, properties: Mapping[str, Any] | None = None,
-                   variables: Mapping[str, str] | None = None) -> Any:
+                   variables: Mapping[str, str] | None = None, *, old_api: bool = False) -> Any:
         """A push query (not started) over the metastore, ``variables`` substituted (the request's
-        session variables over the server's); ``close_push_query`` forgets it."""
+        session variables over the server's); ``close_push_query`` forgets it.
+
+        A request that is not one query is refused in ksqlDB's words: those of its
+        ``StreamedQueryResource`` with ``old_api`` (``/query`` answered in JSON), else those of
+        its ``QueryEndpoint`` (``/query-stream``, and ``/query`` answered delimited)."""
         from engine.hosting.push_query import PushQuery
 
         if not self.ready:
@@ -950,8 +957,13 @@ class KsqlService:
             statements = parse(text, variables=variables)
         except KsqlError as exc:
             raise ServiceError(statement_failure(exc, text), statement_text=text) from None
-        if len(statements) != 1 or not isinstance(statements[0].statement, ast.Query):
-            raise ServiceError("A query request holds exactly one SELECT statement.", statement_text=text)
+        if len(statements) != 1:
+            raise ServiceError(f"Expected exactly one KSQL statement; found {len(statements)} instead",
+                               statement_text=text)
+        if not isinstance(statements[0].statement, ast.Query):
+            if old_api:  # ksqlDB names the class of its parsed statement's holder, whatever the statement
+                raise ServiceError(NOT_A_QUERY_RESOURCE, code=40000)
+            raise ServiceError("Neither a query nor a print statement", statement_text=text)
         if statements[0].statement.emit is None:
             raise ServiceError(
                 "kspark's server answers push queries (SELECT ... EMIT CHANGES) only; "
@@ -965,6 +977,7 @@ class KsqlService:
                 if is_scalable_push_query(statements[0].statement, self.engine.metastore, config):
                     _check_scalable_push(statements[0].statement, self.engine.metastore)
                     query.plan = dataclasses.replace(query.plan, query_id=f"SCALABLE_PUSH_QUERY_{uuid.uuid4()}")
+                    query.skip_tombstones = True  # ksqlDB's scalable push consumer skips null values
         except KsqlError as exc:
             raise ServiceError(str(exc), statement_text=text) from None
         self._push_queries.add(query)
@@ -1069,7 +1082,8 @@ def is_scalable_push_query(stmt: Any, metastore: Any, config: Mapping[str, Any])
     ``ksql.query.push.v2.enabled``, an EMIT CHANGES query of one source written by exactly one
     persistent query, read from the latest offsets, without GROUP BY, WINDOW, HAVING, PARTITION BY
     or ROWPARTITION/ROWOFFSET. Its id is ``SCALABLE_PUSH_QUERY_<uuid>``; it reads what that
-    persistent query writes from now on, as any push query from the latest offsets does."""
+    persistent query writes from now on, as any push query from the latest offsets does, but
+    without a table's row deletions (ksqlDB's consumer skips records with a null value)."""
     from engine.server.pull import DISALLOWED_PSEUDO_COLUMNS
 
     if str(config.get(PUSH_V2_ENABLED, "false")).strip().lower() != "true":
@@ -1096,6 +1110,7 @@ def _check_scalable_push(stmt: ast.Query, metastore: Any) -> None:
     from engine.analysis.query import Scope
     from engine.server.pull_where import check_scalable_push
 
+    assert isinstance(stmt.from_, ast.AliasedSource)  # is_scalable_push_query refuses a join
     source = metastore.get(stmt.from_.name)
     scope = Scope.of_source(source, getattr(stmt.from_, "alias", None) or source.name)
     where = scope.resolve(stmt.where, clause="WHERE") if stmt.where is not None else None

@@ -206,3 +206,31 @@ def test_a_table_row_that_misses_the_where_shows_only_as_the_deletion_of_a_row_i
     with query:
         rows = list(query.rows())
     assert rows == [PushRow(("s2", 7)), PushRow(("s2", None), tombstone=True), PushRow(("s3", 9))]
+
+
+class _Batch:
+    """A micro-batch as the foreachBatch writer sees it: (input order, pickled row) records."""
+
+    def __init__(self, rows: Sequence[tuple[tuple[Any, ...], bool]]) -> None:
+        import pickle
+
+        self.records = [([i], pickle.dumps((list(columns), tombstone))) for i, (columns, tombstone) in enumerate(rows)]
+
+    def collect(self) -> list[Any]:
+        return self.records
+
+
+@pytest.mark.parametrize(("skip", "expected"), [
+    (False, [PushRow(("a", 1)), PushRow(("a", None), True)]),
+    (True, [PushRow(("a", 1)), PushRow(("b", 1))]),  # the deletion is no row and counts for no LIMIT
+])
+def test_a_scalable_push_query_leaves_table_deletions_out(skip: bool, expected: list[PushRow]) -> None:
+    engine = KsqlEngine()
+    engine.execute_sql(
+        "CREATE STREAM S (ID STRING KEY, V INT) WITH (kafka_topic='s', value_format='JSON', partitions=1);"
+        "CREATE TABLE T AS SELECT ID, COUNT(*) AS N FROM S GROUP BY ID;"
+    )
+    query = PushQuery(engine, "127.0.0.1:1", "SELECT * FROM T EMIT CHANGES LIMIT 2;")
+    query.skip_tombstones = skip
+    query._deliver(_Batch([(("a", 1), False), (("a", None), True), (("b", 1), False)]), 0)
+    assert [query._rows.get_nowait() for _ in range(query._rows.qsize())] == expected

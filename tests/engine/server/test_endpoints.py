@@ -125,6 +125,7 @@ def test_explain_a_statement_plans_it_without_running_it(service, client) -> Non
 
     [csas] = service.execute("EXPLAIN CREATE STREAM SMALL AS SELECT ID, V FROM PV WHERE V < 2;")
     assert csas["queryDescription"]["id"].startswith("CSAS_SMALL_")
+    assert csas["queryDescription"]["statementText"] == "CREATE STREAM SMALL AS SELECT ID, V FROM PV WHERE V < 2;"
     assert csas["queryDescription"]["sinks"] == ["SMALL"] and csas["queryDescription"]["state"] is None
     [insert] = service.execute("EXPLAIN INSERT INTO BIG SELECT ID, V AS V10 FROM PV;")
     assert insert["queryDescription"]["id"].startswith("INSERTQUERY_")
@@ -138,6 +139,29 @@ def test_explain_a_statement_plans_it_without_running_it(service, client) -> Non
     assert refused.json()["@type"] == "statement_error" and refused.json()["statementText"] == "EXPLAIN SHOW STREAMS;"
     unknown = client.post("/ksql", json={"ksql": "EXPLAIN SELECT * FROM NOPE EMIT CHANGES;"})
     assert unknown.status_code == 400 and "NOPE" in unknown.json()["message"]
+
+
+def test_explain_a_pull_query_checks_it_as_a_pull_query_and_describes_its_push_plan(service, client) -> None:
+    before = service.metastore_summary()
+    [pull] = service.execute("EXPLAIN SELECT ID, V FROM PV WHERE ID = 'a';")
+    description = pull["queryDescription"]
+    assert description["queryType"] == "PUSH" and description["id"].startswith("transient_PV_")
+    assert description["statementText"] == "SELECT ID, V FROM PV WHERE ID = 'a';"  # as ksqlDB cuts it
+    assert [f["name"] for f in description["fields"]] == ["ID", "V"]
+    assert any("streamFilterV" in line for line in description["executionPlan"].splitlines())
+    assert service.metastore_summary() == before
+
+    for statement, message in (
+        ("EXPLAIN SELECT ID, COUNT(*) AS N FROM PV GROUP BY ID;", "Pull queries don't support GROUP BY clauses."),
+        ("EXPLAIN SELECT ID, ROWOFFSET FROM PV;",
+         "Pull queries don't support the following columns in SELECT clauses: `ROWOFFSET`\n"),
+    ):
+        refused = client.post("/ksql", json={"ksql": statement})
+        assert refused.status_code == 400, refused.text
+        body = refused.json()
+        assert body["@type"] == "statement_error" and body["message"].startswith(message), body
+        assert body["message"].endswith("Add EMIT CHANGES if you intended to issue a push query.")
+        assert body["statementText"] == statement
 
 
 # ---------------------------------------------------------------- /inserts-stream

@@ -85,7 +85,7 @@ def test_a_command_sequence_number_not_reached_times_out_with_503(client) -> Non
 @pytest.mark.parametrize(
     ("method", "path", "content", "status", "code", "text"),
     [
-        ("POST", "/ksql", b"{not json", 400, 40000, "not valid JSON"),
+        ("POST", "/ksql", b"{not json", 400, 40000, "Invalid JSON in request: "),
         ("POST", "/ksql", b"[1, 2]", 400, 40000, "JSON object"),
         ("POST", "/ksql", b'{"ksql": "LIST STREAMS;", "bogus": 1}', 400, 40000, "'bogus'"),
         ("POST", "/ksql", b'{"streamsProperties": {}}', 400, 40000, "needs 'ksql'"),
@@ -93,7 +93,13 @@ def test_a_command_sequence_number_not_reached_times_out_with_503(client) -> Non
         ("POST", "/ksql", b'{"ksql": ""}', 400, 40000, "no statement"),
         ("POST", "/ksql", b'{"ksql": "SELECT * FROM X EMIT CHANGES;"}', 400, 40002, "/query"),
         ("POST", "/query", b'{"ksql": "SELECT * FROM NOPE EMIT CHANGES;"}', 400, 40001, "NOPE"),
-        ("POST", "/query-stream", b'{"sql": "LIST STREAMS;"}', 400, 40001, "one SELECT"),
+        ("POST", "/query-stream", b'{"sql": "LIST STREAMS;"}', 400, 40001, "Neither a query nor a print statement"),
+        ("POST", "/query", b'{"ksql": "LIST STREAMS;"}', 400, 40000,
+         "Statement type `io.confluent.ksql.parser.KsqlParser$PreparedStatement' not supported for this resource"),
+        ("POST", "/query", b'{"ksql": "LIST STREAMS; LIST TABLES;"}', 400, 40001,
+         "Expected exactly one KSQL statement; found 2 instead"),
+        ("POST", "/query-stream", b'{"sql": "-- nothing"}', 400, 40001,
+         "Expected exactly one KSQL statement; found 0 instead"),
         ("POST", "/query", b'{"ksql": "SELECT * FROM X;"}', 400, 40001, "X does not exist"),
         ("GET", "/nowhere", b"", 404, 40400, "Unknown endpoint"),
         ("GET", "/ksql", b"", 405, 40500, "not allowed"),

@@ -124,6 +124,11 @@ def test_the_header_marks_key_by_the_result_columns_name(local) -> None:
         ("SELECT * FROM BYV WHERE V > 1;", {"ksql.query.pull.table.scan.enabled": False},
          "Query requires table scan to be enabled."),
         ("SELECT ID, COUNT(*) FROM S JOIN T ON S.ID = T.ID GROUP BY ID;", {}, "Pull queries don't support JOIN clauses."),
+        # an aggregate without GROUP BY: ksqlDB's analysis gives it a GROUP BY, which is refused in its turn
+        ("SELECT COUNT(*) FROM T WHERE ID = 'a';", {}, "Pull queries don't support GROUP BY clauses. "
+                                                      "See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES"),
+        ("SELECT ID, COUNT(N) AS C FROM U WHERE ID = 1;", {}, "Pull queries don't support GROUP BY clauses."),  # U is no queryable table: checked later
+        ("SELECT COUNT(*) FROM S WINDOW TUMBLING (SIZE 1 SECOND);", {}, "Pull queries don't support WINDOW clauses."),
         ("SELECT * FROM S LIMIT -1;", {}, "Pull queries don't support negative integers in the LIMIT clause. "
                                           "See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES"),
         ("SELECT ROWOFFSET FROM S;", {}, "Pull queries don't support the following columns in SELECT clauses: "
