@@ -197,7 +197,7 @@ def test_a_bad_store_is_one_line_naming_the_property(stores, tmp_path) -> None:
 def _service(push: type[_FakePush] | None = None) -> SimpleNamespace:
     return SimpleNamespace(metrics=MagicMock(), print_query=lambda text, variables: None,
                            pull_query=lambda text, properties, variables: None, close_push_query=lambda q: q.close(),
-                           push_query=lambda text, properties, variables: (push or _FakePush)(), ready=True)
+                           push_query=lambda text, properties, variables, old_api=False: (push or _FakePush)(), ready=True)
 
 
 class _FakePush:
