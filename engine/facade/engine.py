@@ -487,7 +487,7 @@ class KsqlEngine:
             value_type = infer_type(value_expr, {})
             target = T.BIGINT if name == "ROWTIME" else types[name]  # ksqlDB's ROWTIME pseudo column
             try:
-                if not _strictly_coercible(value_type, target):
+                if value is not None and not _strictly_coercible(value_type, target, value):
                     raise TypeError(f"{value_type} does not coerce to {target} for INSERT VALUES")
                 if not _fits_without_rounding(value, target):
                     raise ArithmeticError(f"{value} does not fit {target} without rounding")
@@ -768,14 +768,16 @@ _STRICT_COERCIONS = frozenset({
 })
 
 
-def _strictly_coercible(source: Any, target: Any) -> bool:
+def _strictly_coercible(source: Any, target: Any, value: Any = ...) -> bool:
     """Whether INSERT VALUES may write a value of type ``source`` to a column of type ``target``
     (ksqlDB's strict coercer): no narrowing (a BIGINT or a DECIMAL into an INTEGER), no text
     read as a number or a BOOLEAN, nothing written as text; containers element by element, a
-    struct by the fields both have (the value's other fields are dropped, missing ones NULL)."""
+    struct by the fields both have (the value's other fields are dropped, missing ones NULL).
+    ``value``, where given, is the value itself: a NULL goes anywhere, as ksqlDB coerces values,
+    whatever type the literal's typing gave it (a struct's bare NULL field is typed STRING)."""
     from engine.plan import types as T
 
-    if source is None:
+    if source is None or value is None:
         return True
     if isinstance(source, T.Array) and isinstance(target, T.Array):
         return _strictly_coercible(source.item, target.item)
@@ -783,7 +785,9 @@ def _strictly_coercible(source: Any, target: Any) -> bool:
         return _strictly_coercible(source.key, target.key) and _strictly_coercible(source.value, target.value)
     if isinstance(source, T.Struct) and isinstance(target, T.Struct):
         fields = {f.name: f.type for f in source.fields}
-        return all(_strictly_coercible(fields[f.name], f.type) for f in target.fields if f.name in fields)
+        values = value if isinstance(value, dict) else {}
+        return all(_strictly_coercible(fields[f.name], f.type, values.get(f.name, ...))
+                   for f in target.fields if f.name in fields)
     pair = (source.base.value, target.base.value)
     if pair[0] == pair[1]:
         return pair[0] not in ("ARRAY", "MAP", "STRUCT")

@@ -126,6 +126,15 @@ def test_insert_values_coerces_only_as_ksqldbs_strict_coercer_does(column: str, 
     assert not engine.store.records.get("typed")
 
 
+def test_insert_values_takes_nulls_inside_structs_arrays_and_maps() -> None:
+    engine = _typed_engine()
+    engine.execute_sql("INSERT INTO TYPED (ID, L, M, ST) VALUES ('k', ARRAY[1, NULL], MAP('a' := 1, 'b' := NULL), "
+                       "STRUCT(X := NULL, Y := 'y'));")
+    [stored] = engine.store.records["typed"]
+    value = stored.record.value
+    assert value["L"] == [1, None] and value["M"] == {"a": 1.0, "b": None} and value["ST"] == {"X": None, "Y": "y"}
+
+
 def test_insert_values_widens_numbers_and_reads_text_as_times_and_bytes() -> None:
     engine = _typed_engine()
     engine.execute_sql(
