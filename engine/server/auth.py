@@ -25,13 +25,13 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.errors import KsqlError
+from engine.server.early_answer import answer_json
 
 UNAUTHORIZED_CODE = 40100
 FORBIDDEN_CODE = 40300
@@ -177,25 +177,13 @@ class BasicAuthMiddleware:
             await send({"type": "websocket.close", "code": 1008})
             return
         if user is not None:  # known, but without a role the server's config allows
-            await _answer(send, 403, generic_error_body(FORBIDDEN_CODE, "Forbidden"), ())
+            await answer_json(scope, receive, send, 403, generic_error_body(FORBIDDEN_CODE, "Forbidden"))
             return
-        await _answer(send, 401, unauthorized_body(),
-                      ((b"www-authenticate", f'Basic realm="{self.realm}"'.encode("latin-1")),))
+        await answer_json(scope, receive, send, 401, unauthorized_body(),
+                          ((b"www-authenticate", f'Basic realm="{self.realm}"'.encode("latin-1")),))
 
 
 def generic_error_body(code: int, message: str) -> dict[str, Any]:
     return {"@type": "generic_error", "error_code": code, "message": message}
 
 
-async def _answer(send: Any, status: int, body_object: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...]) -> None:
-    body = json.dumps(body_object).encode("utf-8")
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            *extra,
-        ],
-    })
-    await send({"type": "http.response.body", "body": body})

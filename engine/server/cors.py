@@ -20,10 +20,10 @@ Without ``access.control.allow.origin`` there is no filter. With it, as ksqlDB's
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from engine.server.early_answer import answer_json
 from engine.server.entities import generic_error
 from engine.server.rest_config import Cors
 
@@ -56,10 +56,7 @@ class CorsMiddleware:
             return
         text = origin.decode("latin-1")
         if not self.origins.fullmatch(text):
-            body = json.dumps(generic_error(FORBIDDEN_CODE, INVALID_ORIGIN)).encode("utf-8")
-            await send({"type": "http.response.start", "status": 403, "headers": [
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]})
-            await send({"type": "http.response.body", "body": body})
+            await answer_json(scope, receive, send, 403, generic_error(FORBIDDEN_CODE, INVALID_ORIGIN))
             return
         allow = [(b"access-control-allow-origin", origin), (b"access-control-allow-credentials", b"true")]
         if scope.get("method") == "OPTIONS" and b"access-control-request-method" in headers:

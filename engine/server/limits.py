@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import KsqlError
+from engine.server.early_answer import answer_json
 from engine.server.entities import generic_error
 
 IDLE_CONNECTION_TIMEOUT = "ksql.idle.connection.timeout.seconds"
@@ -136,7 +136,7 @@ class RequestGate:
         try:
             await self._enter()
         except Busy as exc:
-            await _refuse(send, str(exc), self.limits.retry_after)
+            await _refuse(scope, receive, send, str(exc), self.limits.retry_after)
             return
         held = [True]
 
@@ -193,9 +193,6 @@ def _seconds(value: float) -> str:
     return str(int(value)) if value == math.floor(value) else str(value)
 
 
-async def _refuse(send: Any, message: str, retry_after: int) -> None:
-    body = json.dumps(generic_error(ERROR_TOO_MANY_REQUESTS, message)).encode()
-    await send({"type": "http.response.start", "status": 429,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"retry-after", str(retry_after).encode())]})
-    await send({"type": "http.response.body", "body": body})
+async def _refuse(scope: Any, receive: Any, send: Any, message: str, retry_after: int) -> None:
+    await answer_json(scope, receive, send, 429, generic_error(ERROR_TOO_MANY_REQUESTS, message),
+                      ((b"retry-after", str(retry_after).encode()),))
