@@ -621,7 +621,7 @@ class KsqlService:
         if not self.ready:
             raise ServiceError("The server is not ready yet: it is still applying the command topic.", code=50300)
         if not text.strip():
-            raise ServiceError("The request holds no statement ('ksql' is empty).", code=40000)
+            return []  # as ksqlDB's /ksql: no statement, no entity
         local_properties = dict(properties or {})
         local_variables = {**self.engine.variables, **dict(variables or {})}
         try:
