@@ -616,18 +616,16 @@ class Planner:
         target = self.metastore.get(stmt.target)
         if target is None:
             raise AnalysisError(f"Source `{stmt.target}` does not exist.", node=stmt)
-        if target.is_source:
-            raise AnalysisError(
-                f"Cannot insert into read-only {target.kind.lower()}: {target.name}"
-            )
+        # ksqlDB's order: its AST sanitizer refuses a table or a target with headers, its planner a
+        # query that does not fit the target, and only then its executor a read-only target.
+        if target.is_table:
+            raise AnalysisError(f"INSERT INTO can only be used to insert into a stream. {target.name} is a table.")
         if target.schema.headers:
             raise AnalysisError(f"Cannot insert into {target.name} because it has header columns")
         analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
-        if target.is_table or analysis.is_table:
+        if analysis.is_table:
             raise AnalysisError(
-                f"INSERT INTO can only be used to insert into a stream. {target.name} is a table."
-                if target.is_table
-                else "Incompatible data sink and query result. Data sink "
+                "Incompatible data sink and query result. Data sink "
                 f"({target.name}) type is KSTREAM but select query result is KTABLE."
             )
         projected = self._logical_query(analysis, stmt.target)
@@ -639,6 +637,8 @@ class Planner:
                 "Incompatible schema between results and sink.\n"
                 f"Result schema is {projected.schema}\nSink schema is {target.schema}"
             )
+        if target.is_source:
+            raise AnalysisError(f"Cannot insert into read-only {target.kind.lower()}: {target.name}")
         sink = L.SinkNode(
             schema=target.schema, is_table=False, window=projected.window, input=projected,
             name=target.name, topic=target.topic, formats=target.formats,
