@@ -190,7 +190,10 @@ class KsqlEngine:
                 raise AnalysisError("Cannot execute command because source table materialization is disabled.")
             plan = planner.plan_create_source(stmt, text)
             self._provision_topic(stmt, plan)
-            return self._apply(plan, text, f"CREATE_{stmt.kind}")
+            result = self._apply(plan, text, f"CREATE_{stmt.kind}")
+            if _numbers_a_query(plan):
+                self._query_counter += 1
+            return result
         if isinstance(stmt, ast.CreateAsSelect):
             plan = planner.plan_create_as_select(stmt, text, self._create_as_query_id(stmt))
             self._provision_topic(stmt, plan)
@@ -638,7 +641,7 @@ class KsqlEngine:
         (a replacement reuses the id of the query it replaces: no new id is counted)."""
         new_query = plan.query is not None and plan.query.query_id not in self.queries
         self.execute_plan(plan, check_upgrade=False)
-        if new_query:
+        if new_query or _numbers_a_query(plan):
             self._query_counter += 1
 
     def query_order(self) -> list[QueryPlan]:
@@ -736,6 +739,13 @@ DEFAULT_READ_ONLY_TOPICS = (
     "_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,connect-configs,"
     "connect-offsets,connect-status,connect-statuses"
 )
+
+
+def _numbers_a_query(plan: StatementPlan | None) -> bool:
+    """A CREATE SOURCE TABLE: ksqlDB materializes it with a query of its own (``CST_<name>_<n>``),
+    which takes the next query number; kspark serves the table without one but numbers the
+    queries after it as ksqlDB does."""
+    return plan is not None and isinstance(plan.command, CreateTableCommand) and plan.command.is_source
 
 
 def _config_flag(config: Mapping[str, Any], name: str, default: bool = True) -> bool:

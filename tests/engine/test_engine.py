@@ -32,3 +32,21 @@ def test_a_query_report_makes_its_physical_plan_text_once_when_first_read(
     text = report.physical_plan
     assert "Filter" in text and report.physical_plan is text
     assert len(made) == 1
+
+
+def test_a_source_table_takes_a_query_number_as_ksqldbs_cst_query_does() -> None:
+    """ksqlDB materializes a CREATE SOURCE TABLE with a query CST_<name>_<n> that takes the next
+    query number, so the queries after it are numbered past it; a source stream takes none. A
+    restored log numbers them alike."""
+    text = ("CREATE SOURCE TABLE T (K INT PRIMARY KEY, V INT) WITH (kafka_topic='t', value_format='JSON', partitions=1);"
+            "CREATE SOURCE STREAM SS (K INT KEY, V INT) WITH (kafka_topic='ss', value_format='JSON', partitions=1);"
+            "CREATE STREAM S (K INT KEY, V INT) WITH (kafka_topic='s', value_format='JSON', partitions=1);"
+            "CREATE STREAM S2 AS SELECT * FROM S;")
+    planned = KsqlEngine()
+    results = planned.execute_sql(text)
+    assert [r.query_id for r in results] == [None, None, None, "CSAS_S2_1"]
+    restored = KsqlEngine()
+    for result in results:
+        if result.plan is not None:
+            restored.restore(result.plan)
+    assert [r.query_id for r in restored.execute_sql("INSERT INTO S2 SELECT * FROM S;")] == ["INSERTQUERY_2"]
