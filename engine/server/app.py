@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -147,8 +147,10 @@ def _dumps(value: Any) -> str:
     return json_text(value)
 
 
-async def _body(request: Request, fields: set[str], required: str | None) -> dict[str, Any]:
-    """The request's JSON object: known fields only, ``required`` (if any) a string; else ServiceError."""
+async def _body(request: Request, fields: set[str], required: str | None,
+                server_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The request's JSON object: known fields only, ``required`` (if any) a string; else ServiceError.
+    Its properties are checked against ``server_config``'s override lists, when given."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         raise ServiceError(f"The request body is larger than {MAX_BODY_BYTES} bytes.", code=41300)
@@ -182,7 +184,8 @@ async def _body(request: Request, fields: set[str], required: str | None) -> dic
     body["sessionVariables"] = {str(k): v if isinstance(v, str) else _dumps(v) for k, v in variables.items()}
     # Every endpoint's properties, under ksqlDB's rules (engine.server.properties).
     body["properties"] = request_properties(body.get("configOverrides"), body.get("streamsProperties"),
-                                            body.get("properties"), body.get("requestProperties"))
+                                            body.get("properties"), body.get("requestProperties"),
+                                            server_config=server_config)
     return body
 
 
@@ -272,7 +275,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def ksql(request: Request) -> Response:
         try:
             negotiate(request.headers.get("accept"), (OLD_API,))
-            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", service.engine.config)
             sequence = body.get("commandSequenceNumber")
             if sequence is not None and sequence >= 0:
                 await run_in_threadpool(service.wait_for_sequence, sequence)
@@ -313,7 +316,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query(request: Request) -> Response:
         try:
             route, _media = negotiate(request.headers.get("accept"), QUERY_ROUTES)
-            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql")
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", service.engine.config)
             text, properties, variables = body["ksql"], body["properties"], body["sessionVariables"]
             if not text.strip():  # ksqlDB's StreamedQueryResource
                 raise ServiceError('"ksql" field must be populated', code=E.ERROR_BAD_REQUEST)
@@ -335,7 +338,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query_stream(request: Request) -> Response:
         try:
             route, media = negotiate(request.headers.get("accept"), QUERY_STREAM_ROUTES)
-            body = await _body(request, QUERY_STREAM_FIELDS, "sql")
+            body = await _body(request, QUERY_STREAM_FIELDS, "sql", service.engine.config)
             text, properties, variables = body["sql"], body["properties"], body["sessionVariables"]
             if route == 1:
                 return await _protobuf_answer(text, properties, variables)

@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.errors import AnalysisError
 from engine.facade.properties import (
-    REQUEST_CONFIGS,
     REQUEST_PREFIX,
     STREAMS_PREFIX,
+    check_override,
     is_known_name,
 )
 from engine.server.errors import ServiceError
@@ -71,7 +72,7 @@ def canonical_name(name: str) -> tuple[str, int]:
 def check_property(name: str, value: Any) -> None:
     """Raise ``ServiceError`` (400) for a property a request may not set, as ksqlDB words it."""
     canonical, _ = canonical_name(name)
-    if name.startswith(REQUEST_PREFIX) and name not in REQUEST_CONFIGS:
+    if not is_known_name(name):  # ksqlDB's PropertiesUtil.coerceTypes, strictly resolved
         raise ServiceError(f"Not recognizable as ksql, streams, consumer, or producer property: '{name}'",
                            code=40000)
     if canonical in IMMUTABLE:
@@ -103,17 +104,25 @@ def check_semantics(name: str, value: Any) -> None:
         )
 
 
-def request_properties(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+def request_properties(*layers: Mapping[str, Any] | None,
+                       server_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The properties of a request, checked, under the names the engine reads.
 
     ``layers`` are merged in order (a later layer's value wins); within a layer a prefixed
-    client config wins over ``ksql.streams.X``, which wins over the plain ``X``.
+    client config wins over ``ksql.streams.X``, which wins over the plain ``X``. With
+    ``server_config``, each name is also checked against that server's override denylist or
+    allowlist (``ksql.properties.overrides.*``), as ksqlDB's endpoints check a request's.
     """
     merged: dict[str, Any] = {}
     for layer in layers:
         ranked: dict[str, tuple[int, Any]] = {}
         for name, value in (layer or {}).items():
             check_property(name, value)
+            if server_config is not None:
+                try:
+                    check_override(name, server_config)
+                except AnalysisError as exc:
+                    raise ServiceError(str(exc), code=40000) from None
             canonical, rank = canonical_name(name)
             if canonical not in ranked or rank >= ranked[canonical][0]:
                 ranked[canonical] = (rank, value)

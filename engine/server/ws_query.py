@@ -27,7 +27,7 @@ client closing the socket stops its push query.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -57,9 +57,11 @@ def close_reason(message: str) -> str:
     return cut + "..."
 
 
-def parse_request(params: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+def parse_request(params: Any, server_config: Mapping[str, Any] | None = None,
+                  ) -> tuple[str, dict[str, Any], dict[str, str]]:
     """The statement, properties and session variables of the socket's query string, or
-    ``ServiceError`` with ksqlDB's words."""
+    ``ServiceError`` with ksqlDB's words; the properties are checked against ``server_config``'s
+    override lists, when given."""
     version = params.get("version")
     if version is not None and version != "1":
         raise ServiceError(f"Received invalid api version: {version}")
@@ -76,7 +78,8 @@ def parse_request(params: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
         ksql = body.get("ksql")
         if not isinstance(ksql, str) or not ksql.strip():
             raise ServiceError('"ksql" field of "request" must be populated')
-        properties = request_properties(body.get("streamsProperties") or body.get("configOverrides") or {})
+        properties = request_properties(body.get("streamsProperties") or body.get("configOverrides") or {},
+                                        server_config=server_config)
         variables = {str(k): str(v) for k, v in (body.get("sessionVariables") or {}).items()}
     except ServiceError as exc:
         raise ServiceError(f"Error parsing request: {exc.message}") from None
@@ -107,7 +110,7 @@ async def serve(
     /close-query and the server's stop know it) and ``rows`` streams its rows."""
     await websocket.accept()
     try:
-        ksql, properties, variables = parse_request(websocket.query_params)
+        ksql, properties, variables = parse_request(websocket.query_params, service.engine.config)
         check_statement(ksql, variables)
         printed = await run_in_threadpool(_print, service, ksql, variables)
         if printed is not None:

@@ -50,6 +50,11 @@ def test_a_later_layer_overrides_an_earlier_one() -> None:
         ({"ksql.headers.columns.enabled": "false"}, "Cannot override property 'ksql.headers.columns.enabled'"),
         ({"request.ksql.bogus": "1"},
          "Not recognizable as ksql, streams, consumer, or producer property: 'request.ksql.bogus'"),
+        ({"ksql.bogus.setting": "1"},
+         "Not recognizable as ksql, streams, consumer, or producer property: 'ksql.bogus.setting'"),
+        ({"ksql.fail.on.deserialization.error": "true"},  # read by ksqlDB, not defined in KsqlConfig
+         "Not recognizable as ksql, streams, consumer, or producer property: "
+         "'ksql.fail.on.deserialization.error'"),
     ],
 )
 def test_properties_ksqldb_refuses_are_refused_with_its_words(properties, message) -> None:
@@ -74,3 +79,23 @@ def test_a_semantic_config_kspark_does_not_implement_is_refused(name, kept, refu
     assert error.value.http_status == 400
     assert error.value.message.startswith(f"kspark implements {name} only as {kept} (")
     assert error.value.message.endswith(f"it cannot be set to '{refused}'.")
+
+
+def test_a_requests_properties_are_checked_against_the_servers_override_lists() -> None:
+    """ksqlDB's endpoints (/ksql, /query, /query-stream, /ws/query) run a request's properties
+    through the server's ksql.properties.overrides.* validator, as a SET statement is."""
+    denying = {"ksql.properties.overrides.denylist": "ksql.streams.num.stream.threads"}
+    with pytest.raises(ServiceError) as denied:
+        request_properties({"ksql.streams.num.stream.threads": "4"}, server_config=denying)
+    assert denied.value.message == ("One or more properties overrides set locally are prohibited by the KSQL server "
+                                    "denylist (use UNSET to reset their default value): "
+                                    "[ksql.streams.num.stream.threads]")
+    assert denied.value.code == 40000
+    assert request_properties({"auto.offset.reset": "earliest"}, server_config=denying) == {
+        "auto.offset.reset": "earliest"}
+    allowing = {"ksql.properties.overrides.validation.mode": "allowlist",
+                "ksql.properties.overrides.allowlist": "auto.offset.reset"}
+    assert request_properties({"auto.offset.reset": "earliest"}, server_config=allowing) == {
+        "auto.offset.reset": "earliest"}
+    with pytest.raises(ServiceError, match="not permitted by the KSQL server allowlist"):
+        request_properties({"ksql.streams.cache.max.bytes.buffering": "0"}, server_config=allowing)
