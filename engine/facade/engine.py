@@ -729,6 +729,10 @@ __all__ = ["KsqlEngine", "KsqlError"]
 
 INSERT_VALUES_ENABLED = "ksql.insert.into.values.enabled"
 READ_ONLY_TOPICS = "ksql.readonly.topics"
+HIDDEN_TOPICS = "ksql.hidden.topics"
+# ksqlDB's default: Confluent's internal topics, the registry's, Kafka's and Kafka Connect's own.
+DEFAULT_HIDDEN_TOPICS = ("_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,"
+                         "connect-configs,connect-offsets,connect-status,connect-statuses")
 CREATE_OR_REPLACE_ENABLED = "ksql.create.or.replace.enabled"
 SOURCE_TABLE_MATERIALIZATION_ENABLED = "ksql.source.table.materialization.enabled"
 # The prefixes of the query ids ksqlDB generates, which an INSERT INTO's QUERY_ID may not take.
@@ -760,9 +764,23 @@ def _is_read_only_topic(topic: str, config: Mapping[str, Any], service_id: str) 
     import re
 
     log_topic = str(config.get("ksql.logging.processing.topic.name", "") or f"{service_id}ksql_processing_log")
-    configured = config.get(READ_ONLY_TOPICS, DEFAULT_READ_ONLY_TOPICS)
+    return _matches_reserved(topic, [re.escape(log_topic)], config.get(READ_ONLY_TOPICS, DEFAULT_READ_ONLY_TOPICS))
+
+
+def is_hidden_topic(topic: str, config: Mapping[str, Any]) -> bool:
+    """Whether LIST TOPICS leaves ``topic`` out (ksqlDB's hidden topics; LIST ALL TOPICS shows
+    them): ksqlDB's internal topics (``_confluent-ksql-...``, kspark's too) and the patterns of
+    ``ksql.hidden.topics`` (by default Confluent's, the registry's, Kafka's and Connect's own)."""
+    return _matches_reserved(topic, [], config.get(HIDDEN_TOPICS, DEFAULT_HIDDEN_TOPICS))
+
+
+def _matches_reserved(topic: str, names: list[str], configured: Any) -> bool:
+    """Whether ``topic`` is one of ``names`` (patterns), an internal topic, or matches a pattern of
+    the LIST config ``configured`` (a list, or comma-separated text)."""
+    import re
+
     patterns = configured if isinstance(configured, list | tuple) else str(configured).split(",")
-    alternatives = [re.escape(log_topic), "_confluent-ksql-.*", *(p.strip() for p in patterns if p.strip())]
+    alternatives = [*names, "_confluent-ksql-.*", *(p.strip() for p in patterns if p.strip())]
     try:
         return re.fullmatch("|".join(alternatives), topic) is not None
     except re.error:

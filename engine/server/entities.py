@@ -115,12 +115,8 @@ def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> di
 
 
 def topics_list(statement_text: str, topics: Mapping[str, int]) -> dict[str, Any]:
-    """``kafka_topics``: LIST TOPICS (internal topics, starting with ``_``, left out)."""
-    items = [
-        {"name": name, "replicaInfo": [1] * partitions}
-        for name, partitions in sorted(topics.items())
-        if not name.startswith("_")
-    ]
+    """``kafka_topics``: LIST TOPICS (of the topics given: the caller leaves out hidden ones)."""
+    items = [{"name": name, "replicaInfo": [1] * partitions} for name, partitions in sorted(topics.items())]
     return _entity("kafka_topics", statement_text, topics=items)
 
 
@@ -134,12 +130,12 @@ class TopicConsumers:
 
 
 def topics_list_extended(statement_text: str, topics: Mapping[str, TopicConsumers]) -> dict[str, Any]:
-    """``kafka_topics_extended``: LIST TOPICS EXTENDED (ksqlDB's ``KafkaTopicInfoExtended``)."""
+    """``kafka_topics_extended``: LIST TOPICS EXTENDED (ksqlDB's ``KafkaTopicInfoExtended``), of the
+    topics given."""
     items = [
         {"name": name, "replicaInfo": [1] * topic.partitions, "consumerCount": topic.consumer_count,
          "consumerGroupCount": topic.consumer_group_count}
         for name, topic in sorted(topics.items())
-        if not name.startswith("_")
     ]
     return _entity("kafka_topics_extended", statement_text, topics=items)
 

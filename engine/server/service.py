@@ -51,6 +51,7 @@ from engine.errors import (
     UpgradeError,
 )
 from engine.facade.compatibility import replay_values, service_values, settle_after_replay
+from engine.facade.engine import is_hidden_topic
 from engine.facade.properties import check_override, check_statement_property
 from engine.hosting.application import (
     CHECKPOINT_DIR,
@@ -849,16 +850,17 @@ class KsqlService:
             return E.queries_list(text, self.query_infos() + self.transient_infos())
         if kind == "LIST QUERIES EXTENDED":
             return self._describe_queries(text)
-        if kind in ("LIST TOPICS", "LIST ALL TOPICS"):
-            return E.topics_list(text, {name: t.partitions for name, t in self.app.topics.topics.items()})
-        if kind == "LIST TOPICS EXTENDED":
+        if kind in ("LIST TOPICS", "LIST ALL TOPICS", "LIST TOPICS EXTENDED", "LIST ALL TOPICS EXTENDED"):
+            listed = {name: t for name, t in self.app.topics.topics.items()
+                      if " ALL " in kind or not is_hidden_topic(name, config)}  # as ksqlDB's ListTopicsExecutor
+            if not kind.endswith("EXTENDED"):
+                return E.topics_list(text, {name: t.partitions for name, t in listed.items()})
             try:
                 consumers = TopicAdmin(self.bootstrap_servers).topic_consumers()
             except KafkaClientError as exc:
                 raise ServiceError(str(exc), code=50000) from None
             return E.topics_list_extended(text, {
-                name: E.TopicConsumers(t.partitions, *consumers.get(name, (0, 0)))
-                for name, t in self.app.topics.topics.items()
+                name: E.TopicConsumers(t.partitions, *consumers.get(name, (0, 0))) for name, t in listed.items()
             })
         if kind == "LIST PROPERTIES":
             return E.properties_list(text, config, properties)

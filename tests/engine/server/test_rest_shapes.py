@@ -141,6 +141,33 @@ def test_list_topics_extended_answers_consumer_counts(client, service) -> None:
     assert plain["@type"] == "kafka_topics" and "consumerCount" not in plain["topics"][0]
 
 
+def test_list_topics_hides_ksqldbs_hidden_topics_and_list_all_topics_shows_them(client) -> None:
+    """ksqlDB's ReservedInternalTopics: internal topics (_confluent-ksql-...) and the patterns of
+    ksql.hidden.topics are left out of LIST TOPICS; another topic starting with '_' is listed."""
+    name = f"_own_{uuid.uuid4().hex[:8]}"
+    statement = (f"CREATE STREAM S{name.upper()} (ID STRING KEY, V INT) "
+                 f"WITH (KAFKA_TOPIC='{name}', VALUE_FORMAT='JSON', PARTITIONS=1);")
+    assert client.post("/ksql", json={"ksql": statement}).status_code == 200
+    for listing in ("LIST TOPICS;", "LIST TOPICS EXTENDED;"):
+        names = [t["name"] for t in client.post("/ksql", json={"ksql": listing}).json()[0]["topics"]]
+        assert name in names and not any(n.startswith("_confluent-ksql-") for n in names), listing
+    for listing in ("LIST ALL TOPICS;", "SHOW ALL TOPICS EXTENDED;"):
+        names = [t["name"] for t in client.post("/ksql", json={"ksql": listing}).json()[0]["topics"]]
+        assert name in names and any(n.startswith("_confluent-ksql-") for n in names), listing
+
+
+def test_a_topic_is_hidden_by_the_internal_prefix_and_the_configured_patterns() -> None:
+    from engine.facade.engine import is_hidden_topic
+
+    assert is_hidden_topic("_confluent-ksql-svc_command_topic", {})
+    assert is_hidden_topic("_schemas", {}) and is_hidden_topic("__consumer_offsets", {})
+    assert not is_hidden_topic("_orders", {}) and not is_hidden_topic("svcksql_processing_log", {})
+    configured = {"ksql.hidden.topics": "secret_.*, audit"}
+    assert is_hidden_topic("secret_plans", configured) and is_hidden_topic("audit", configured)
+    assert not is_hidden_topic("_schemas", configured)  # the configured list replaces ksqlDB's default
+    assert is_hidden_topic("_confluent-ksql-svc_metastore_sources", configured)  # internal topics always
+
+
 def test_print_of_a_missing_topic_is_refused_with_ksqldbs_words(client) -> None:
     answer = client.post("/query", json={"ksql": "PRINT 'no_such_topic_here' FROM BEGINNING;"})
     assert answer.status_code == 400
