@@ -21,13 +21,15 @@ every ``reasoned`` row has its reason.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 STATUSES = ("covered", "reasoned", "missing")
-PARITY_DIR = Path(__file__).resolve().parents[2] / "parity"
+ROOT = Path(__file__).resolve().parents[2]
+PARITY_DIR = ROOT / "parity"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,3 +170,39 @@ def compatibility_page(directory: Path = PARITY_DIR) -> str:
         lines += ["| item | status | reason or note |", "| --- | --- | --- |"]
         lines += [f"| {_cell(r.item)} | {r.status} | {_cell(r.reason or r.detail)} |" for r in open_rows]
     return "\n".join(lines) + "\n"
+
+
+def mapped_test_problem(test: str, needle: str) -> str | None:
+    """Why the mapped kspark ``test`` does not show ``needle`` (None: it exists and names it).
+
+    ``test`` is ``tests/path/test_file.py::test_name`` (the function, its decorators and the
+    module-level lists they name must hold ``needle``) or ``qtt:<file>:<case name>`` (the case
+    must exist in ``tests/qtt_cases/<file>``, and the file must hold ``needle``)."""
+    if test.startswith("qtt:"):
+        _, file, name = test.split(":", 2)
+        path = ROOT / "tests" / "qtt_cases" / file
+        if not path.is_file() or json.dumps(name) not in path.read_text(encoding="utf-8"):
+            return f"the mapped QTT case {test} does not exist"
+        return None if needle in path.read_text(encoding="utf-8") else f"the mapped case file does not name {needle}"
+    file, _, name = test.partition("::")
+    path = ROOT / file
+    if not path.is_file():
+        return f"the mapped test file {file} does not exist"
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name),
+                    None)
+    if function is None:
+        return f"the mapped test {test} does not exist"
+    start = min([d.lineno for d in function.decorator_list] + [function.lineno])
+    body = "\n".join(text.splitlines()[start - 1:function.end_lineno])
+    # A parametrized test's cases may be a module-level list its decorator names.
+    named = {n.id for d in function.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(target, ast.Name) and target.id in named for target in targets):
+                body += "\n" + (ast.get_source_segment(text, node) or "")
+    if needle not in body:
+        return f"the mapped test {test} does not name {needle}"
+    return None

@@ -36,7 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qtt.parity import Row, table
+from qtt.parity import Row, mapped_test_problem, table
 from qtt.parity.java_messages import blank_comments, string_variables
 
 MAP_FILE = Path(__file__).with_name("properties_map.json")
@@ -203,38 +203,6 @@ def engine_strings() -> frozenset[str]:
     return frozenset(names)
 
 
-def _test_problem(test: str, needle: str) -> str | None:
-    """Why ``test`` does not show ``needle`` (None: it exists and names it)."""
-    if test.startswith("qtt:"):
-        _, file, name = test.split(":", 2)
-        path = ROOT / "tests" / "qtt_cases" / file
-        if not path.exists() or json.dumps(name) not in path.read_text(encoding="utf-8"):
-            return f"the mapped case {test} does not exist"
-        return None if needle in path.read_text(encoding="utf-8") else f"the mapped case file does not name {needle}"
-    file, _, name = test.partition("::")
-    path = ROOT / file
-    if not path.exists():
-        return f"the mapped test file {file} does not exist"
-    text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text)
-    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name),
-                    None)
-    if function is None:
-        return f"the mapped test {test} does not exist"
-    start = min([d.lineno for d in function.decorator_list] + [function.lineno])
-    body = "\n".join(text.splitlines()[start - 1:function.end_lineno])
-    # A parametrized test's cases may be a module-level list its decorator names.
-    named = {n.id for d in function.decorator_list for n in ast.walk(d) if isinstance(n, ast.Name)}
-    for node in tree.body:
-        if isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(target, ast.Name) and target.id in named for target in targets):
-                body += "\n" + (ast.get_source_segment(text, node) or "")
-    if needle not in body:
-        return f"the mapped test {test} does not name {needle}"
-    return None
-
-
 def read_name(name: str) -> str:
     """The name kspark's engine reads ``name`` under (``engine.server.properties``' rules)."""
     from engine.server.properties import canonical_name
@@ -249,7 +217,7 @@ def _row(item: str, name: str, source: str, mapping: dict[str, Any]) -> Row:
     test = entry.get("test", "")
     if not test:
         return Row(item=item, status="missing", source=source, reason=entry.get("missing", ""))
-    problem = _test_problem(test, entry.get("names", name))
+    problem = mapped_test_problem(test, entry.get("names", name))
     reads = entry.get("reads", read_name(name))
     if problem is None and reads not in engine_strings():
         problem = f"kspark's engine code never names {reads}"

@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qtt.parity import Row, table
+from qtt.parity import Row, mapped_test_problem, table
 
 MAP_FILE = Path(__file__).with_name("rest_map.json")
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,24 +130,6 @@ def server_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def _test_problem(test: str, needle: str) -> str | None:
-    """Why ``test`` does not show ``needle`` (None: it exists and names it)."""
-    if test.startswith("qtt:"):
-        return None
-    file, _, name = test.partition("::")
-    path = ROOT / file
-    if not path.exists():
-        return f"the mapped test file {file} does not exist"
-    text = path.read_text(encoding="utf-8")
-    tree = ast.parse(text)
-    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-    if function is None:
-        return f"the mapped test {test} does not exist"
-    if needle not in (ast.get_source_segment(text, function) or ""):
-        return f"the mapped test {test} does not name {needle}"
-    return None
-
-
 def _row(item: str, source: str, served: str | None, needle: str, mapping: dict[str, Any], detail: str) -> Row:
     entry = mapping.get(item, {})
     if "reason" in entry:
@@ -160,7 +142,7 @@ def _row(item: str, source: str, served: str | None, needle: str, mapping: dict[
     if not test:
         return Row(item=item, status="missing", source=source, reason=entry.get("missing", "no test is mapped"),
                    detail=detail)
-    problem = _test_problem(test, needle)
+    problem = mapped_test_problem(test, needle)
     if problem is not None:
         return Row(item=item, status="missing", source=source, reason=problem, detail=detail)
     return Row(item=item, status="covered", source=source, test=test, detail=detail)
