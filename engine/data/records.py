@@ -52,3 +52,7 @@ class TopicInfo:
     key_schema: Any = None
     value_schema: Any = None
     properties: dict[str, Any] = field(default_factory=dict)
+    # How a topic the engine creates on Kafka is made: its replication factor (None: the
+    # broker's default) and topic configs (cleanup.policy, retention.ms).
+    replicas: int | None = None
+    configs: dict[str, str] = field(default_factory=dict)

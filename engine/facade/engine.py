@@ -281,12 +281,42 @@ class KsqlEngine:
             return
         declared = stmt.properties.get("PARTITIONS")
         partitions = int(declared) if str(declared).isdigit() else None
-        if partitions is None and plan.query is not None:
+        primary: str | None = None  # a query's first source's topic: replicas and retention come from it
+        if plan.query is not None:
             known = self.store.topics
             sources = [self.metastore.get(name) for name in plan.query.sources]
-            counts = [known[s.topic].partitions for s in sources if s is not None and s.topic in known]
-            partitions = max(counts, default=1)
-        self.store.ensure(TopicInfo(topic, partitions=partitions or 1))
+            topics = [s.topic for s in sources if s is not None and s.topic in known]
+            primary = topics[0] if topics else None
+            if partitions is None:
+                partitions = max((known[t].partitions for t in topics), default=1)
+        replicas, configs = self._topic_settings(stmt, plan, primary)
+        self.store.ensure(TopicInfo(topic, partitions=partitions or 1, replicas=replicas, configs=configs))
+
+    def _topic_settings(self, stmt: Any, plan: StatementPlan, primary: str | None) -> tuple[int | None, dict[str, str]]:
+        """The replication factor and topic configs of a topic a CREATE makes, as ksqlDB's topic
+        injector makes it: ``cleanup.policy`` from the source's kind (``compact`` for a table,
+        ``compact,delete`` for a windowed one, else ``delete``); ``REPLICAS`` and ``RETENTION_MS``
+        from the WITH clause, else (a query's sink) from its first source's topic (replicas only
+        with ``ksql.create.topic.inherit.source.replicas.enabled``); a windowed table keeps its
+        records at least its window's RETENTION; a compacted topic has no retention.ms."""
+        window = getattr(getattr(stmt, "query", None), "window", None)
+        is_table = isinstance(plan.command, CreateTableCommand)
+        policy = ("compact,delete" if window is not None else "compact") if is_table else "delete"
+        declared_replicas = stmt.properties.get("REPLICAS")
+        declared_retention = stmt.properties.get("RETENTION_MS")
+        settings = getattr(self.store, "settings", None)
+        source_replicas, source_configs = settings(primary) if settings is not None and primary else (None, {})
+        replicas = int(declared_replicas) if declared_replicas is not None else (
+            source_replicas if _config_flag(self.config, INHERIT_SOURCE_REPLICAS) else None)
+        retention = int(declared_retention) if declared_retention is not None else (
+            int(source_configs["retention.ms"]) if str(source_configs.get("retention.ms", "")).lstrip("-").isdigit()
+            else None)
+        if window is not None and window.retention_ms is not None:
+            retention = max(retention if retention is not None else DEFAULT_RETENTION_MS, window.retention_ms)
+        configs = {"cleanup.policy": policy}
+        if retention is not None and policy != "compact":
+            configs["retention.ms"] = str(retention)
+        return replicas, configs
 
     def _create_as_query_id(self, stmt: ast.CreateAsSelect) -> str:
         """The id of the query a CREATE ... AS SELECT runs: with OR REPLACE over a sink one
@@ -734,6 +764,8 @@ HIDDEN_TOPICS = "ksql.hidden.topics"
 DEFAULT_HIDDEN_TOPICS = ("_confluent.*,__confluent.*,_schemas,__consumer_offsets,__transaction_state,"
                          "connect-configs,connect-offsets,connect-status,connect-statuses")
 CREATE_OR_REPLACE_ENABLED = "ksql.create.or.replace.enabled"
+INHERIT_SOURCE_REPLICAS = "ksql.create.topic.inherit.source.replicas.enabled"
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # Kafka's retention.ms default, ksqlDB's when a source gives none
 SOURCE_TABLE_MATERIALIZATION_ENABLED = "ksql.source.table.materialization.enabled"
 # The prefixes of the query ids ksqlDB generates, which an INSERT INTO's QUERY_ID may not take.
 RESERVED_QUERY_ID_PREFIXES = ("INSERTQUERY_", "CTAS_", "CSAS_", "CST_")

@@ -34,6 +34,7 @@ from engine.data.records import TopicInfo, TopicRecord
 from engine.errors import (
     AnalysisError,
     ExecutionError,
+    KafkaClientError,
     KsqlError,
     UpgradeError,
     query_failure_in,
@@ -96,8 +97,19 @@ class KafkaTopics:
         if not self.create:
             exists = self.admin.topic_exists(info.name)
             return TopicInfo(info.name, partitions=self.admin.partition_count(info.name)) if exists else info
-        self.admin.create_topic(info.name, info.partitions, exist_ok=True)
+        self.admin.create_topic(info.name, info.partitions, exist_ok=True, configs=info.configs,
+                                replication_factor=info.replicas if info.replicas is not None else -1)
         return TopicInfo(info.name, partitions=self.admin.partition_count(info.name))
+
+    def settings(self, name: str) -> tuple[int | None, dict[str, str]]:
+        """An existing topic's replication factor and configs, as a CREATE ... AS SELECT
+        inherits them from its source topic ((None, {}) when it cannot be described)."""
+        try:
+            described = self.admin.describe_topic(name)
+            configs = self.admin.topic_config(name)
+        except KafkaClientError:
+            return None, {}
+        return (described[1] if described is not None else None), configs
 
     def append(self, record: TopicRecord, seq: tuple[int, ...] | None = None) -> None:
         raise ExecutionError(
