@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine.data.records import TopicInfo, TopicRecord
+from engine.errors import ExecutionError
 from engine.facade.engine import KsqlEngine
 from engine.ksqldb_import import import_plan
 from engine.plan.serde import dumps
@@ -315,3 +318,56 @@ def test_a_query_saved_after_an_alter_source_reads_the_added_column(spark: Any, 
     engine.close()
     outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": 1, "NOTE": "n"}, 10)])
     assert outputs == {"OUTPUT": [(1, {"NOTE": "n"})]}
+
+
+def _one_select(kp: Any, select: list[str], out_schema: str, config: dict[str, str]) -> dict[str, Any]:
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), select, ["ID"]))
+    plan = kp.query_plan(physical, kp.create("OUTPUT", out_schema, "OUTPUT"), [kp.create("INPUT", SOURCE, "input")])
+    plan["configs"].update(config)
+    return plan
+
+
+def test_a_plan_saved_with_cast_strings_preserve_nulls_false_casts_a_null_to_the_text_null(spark: Any, kp: Any) -> None:
+    """ksql.cast.strings.preserve.nulls=false: ksqlDB's CAST to STRING is String.valueOf, so a NULL
+    INT is 'null' (a NULL STRING is not cast at all, and stays NULL)."""
+    select = ["CAST(QTY AS STRING) AS Q", "CAST(NAME AS STRING) AS N"]
+    inputs = [TopicRecord("input", 1, {"NAME": None, "QTY": None}, 10), TopicRecord("input", 2, {"NAME": "b", "QTY": 2}, 20)]
+    schema = "`ID` INTEGER KEY, `Q` STRING, `N` STRING"
+    kept = _run(_one_select(kp, select, schema, {"ksql.cast.strings.preserve.nulls": "true"}), inputs)
+    assert kept == {"OUTPUT": [(1, {"Q": None, "N": None}), (2, {"Q": "2", "N": "b"})]}
+    text = _run(_one_select(kp, select, schema, {"ksql.cast.strings.preserve.nulls": "false"}), inputs)
+    assert text == {"OUTPUT": [(1, {"Q": "null", "N": None}), (2, {"Q": "2", "N": "b"})]}
+
+
+def test_a_plan_saved_with_nested_error_set_null_false_nulls_the_whole_select_item(spark: Any, kp: Any) -> None:
+    """ksql.nested.error.set.null=false: a failing CAST inside COALESCE fails the whole select
+    item, which is NULL; with true only the CAST is NULL and COALESCE gives its default."""
+    select = ["COALESCE(CAST(NAME AS INTEGER), -1) AS N", "QTY AS Q"]
+    inputs = [TopicRecord("input", 1, {"NAME": "abc", "QTY": 1}, 10), TopicRecord("input", 2, {"NAME": "7", "QTY": 2}, 20)]
+    schema = "`ID` INTEGER KEY, `N` INTEGER, `Q` INTEGER"
+    nested = _run(_one_select(kp, select, schema, {"ksql.nested.error.set.null": "true"}), inputs)
+    assert nested == {"OUTPUT": [(1, {"N": -1, "Q": 1}), (2, {"N": 7, "Q": 2})]}
+    whole = _run(_one_select(kp, select, schema, {"ksql.nested.error.set.null": "false"}), inputs)
+    assert whole == {"OUTPUT": [(1, {"N": None, "Q": 1}), (2, {"N": 7, "Q": 2})]}
+
+
+def test_a_plan_saved_with_timestamp_throw_on_invalid_true_stops_the_query_on_an_invalid_timestamp(
+    spark: Any, kp: Any
+) -> None:
+    """ksql.timestamp.throw.on.invalid=true: a record whose TIMESTAMP column cannot be parsed
+    stops the query; with false it is logged and skipped."""
+    schema = "`ID` INTEGER KEY, `TS` STRING, `QTY` INTEGER"
+    source = kp.stream_source(schema, timestampColumn={"column": "TS", "format": "yyyy-MM-dd"})
+    physical = kp.sink(kp.select(source, ["QTY AS QTY"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `QTY` INTEGER", "OUTPUT")
+
+    def saved(value: str) -> dict[str, Any]:
+        plan = kp.query_plan(physical, out, [kp.create("INPUT", schema, "input")])
+        plan["configs"]["ksql.timestamp.throw.on.invalid"] = value
+        return plan
+
+    inputs = [TopicRecord("input", 1, {"TS": "not a date", "QTY": 1}, 10),
+              TopicRecord("input", 2, {"TS": "2020-01-01", "QTY": 2}, 20)]
+    assert _run(saved("false"), inputs) == {"OUTPUT": [(2, {"QTY": 2})]}
+    with pytest.raises(ExecutionError, match=r"Query CSAS_OUTPUT_0 failed: .*Failed to extract timestamp from row"):
+        _run(saved("true"), inputs)

@@ -649,9 +649,6 @@ def test_a_dropped_type_no_longer_resolves_in_later_plans(kp: Any) -> None:
 @pytest.mark.parametrize(
     ("config", "implemented", "other"),
     [
-        ("ksql.nested.error.set.null", "true", "false"),
-        ("ksql.timestamp.throw.on.invalid", "false", "true"),
-        ("ksql.cast.strings.preserve.nulls", "true", "false"),
         ("ksql.streams.cache.max.bytes.buffering", "0", "10485760"),
         ("ksql.query.persistent.max.bytes.buffering.total", "-1", "10485760"),
     ],
