@@ -79,6 +79,7 @@ def import_plan(data: Any, *, release: str | None = None) -> ImportedPlan:
         raise PlanError("A ksqlDB plan must be an object with a 'plan' list of ksqlPlanV1 entries.")
     configs = {str(k): str(v) for k, v in (data.get("configs") or {}).items() if v is not None}
     check_configs(configs)
+    check_suppress_buffer(configs, data["plan"])
     types: dict[str, SqlType] = {}
     statements: list[StatementPlan] = []
     for index, entry in enumerate(data["plan"]):
@@ -98,6 +99,35 @@ def check_configs(configs: Mapping[str, str]) -> None:
                 f"The plan was saved with {key}={value}; kspark implements only "
                 f"{'/'.join(sorted(supported))} ({meaning}).",
             )
+
+
+SUPPRESS_BUFFER_SIZE_BYTES = "ksql.suppress.buffer.size.bytes"
+
+
+def check_suppress_buffer(configs: Mapping[str, str], entries: Any) -> None:
+    """Raise UnsupportedFeatureError for a plan that suppresses (EMIT FINAL) with a bounded
+    buffer: ksqlDB's query stops once its Kafka Streams buffer holds more than the bound's
+    bytes, by that buffer's own estimate of each record's size, which kspark's state does not
+    keep. Unbounded (``-1``, the default) is what kspark does."""
+    value = configs.get(SUPPRESS_BUFFER_SIZE_BYTES)
+    if value is None or value.strip().startswith("-") or not _suppresses(entries):
+        return
+    raise UnsupportedFeatureError(
+        f"config {SUPPRESS_BUFFER_SIZE_BYTES}={value}",
+        f"The plan was saved with {SUPPRESS_BUFFER_SIZE_BYTES}={value} and suppresses "
+        "(tableSuppressV1); kspark's EMIT FINAL buffers without bound, as -1 does.",
+    )
+
+
+def _suppresses(node: Any) -> bool:
+    """Whether a plan's JSON holds a ``tableSuppressV1`` step, the only EMIT FINAL that has a
+    suppression buffer (from 7.3 a windowed aggregate emits final results from its window
+    store, KIP-825, which the config does not bound)."""
+    if isinstance(node, Mapping):
+        return node.get("@type") == "tableSuppressV1" or any(_suppresses(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_suppresses(v) for v in node)
+    return False
 
 
 def import_entry(

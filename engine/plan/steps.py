@@ -27,7 +27,7 @@ _WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
 # The record formats the serdes know (engine.serde.formats.FORMAT_NAMES, kept equal by a test).
 FORMAT_NAMES = ("JSON", "DELIMITED", "KAFKA", "NONE", "AVRO", "JSON_SR", "PROTOBUF", "PROTOBUF_NOSR")
 # Format property names, lower case (the union of what engine.serde.formats accepts).
-FORMAT_PROPERTIES = ("delimiter", "nullable_representation", "schema_full_name", "schema_id")
+FORMAT_PROPERTIES = ("delimiter", "nullable_representation", "schema_full_name", "schema_id", "subject_name")
 # Serde features as the builders read them (engine.builders.formats.features_of).
 SERDE_FEATURES = ("UNWRAP_SINGLES", "WRAP_SINGLES")
 WINDOW_TYPES = ("TUMBLING", "HOPPING", "SESSION")

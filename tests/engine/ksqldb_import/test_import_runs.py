@@ -371,3 +371,44 @@ def test_a_plan_saved_with_timestamp_throw_on_invalid_true_stops_the_query_on_an
     assert _run(saved("false"), inputs) == {"OUTPUT": [(2, {"QTY": 2})]}
     with pytest.raises(ExecutionError, match=r"Query CSAS_OUTPUT_0 failed: .*Failed to extract timestamp from row"):
         _run(saved("true"), inputs)
+
+
+def test_a_plan_saved_with_json_sr_converter_deserializer_enabled_false_reads_json_sr_as_the_plain_json_deserializer(
+    spark: Any, kp: Any
+) -> None:
+    """ksql.json_sr.converter.deserializer.enabled=false: ksqlDB reads JSON_SR values with its
+    plain JSON deserializer past the registry header, which coerces a JSON text to an INT
+    column as it does for JSON; kspark reads JSON_SR that way."""
+    source = kp.step("streamSourceV1", "KsqlTopic/Source", topicName="input", formats=kp.fmt(value="JSON_SR"),
+                     sourceSchema=SOURCE, timestampColumn=None, pseudoColumnVersion=1)
+    physical = kp.sink(kp.select(source, ["(QTY + 1) AS Q", "NAME AS N"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `Q` INTEGER, `N` STRING", "OUTPUT")
+    source_ddl = kp.create("INPUT", SOURCE, "input", formats=kp.fmt(value="JSON_SR"))
+    plan = kp.query_plan(physical, out, [source_ddl])
+    plan["configs"]["ksql.json_sr.converter.deserializer.enabled"] = "false"
+    outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": "12"}, 10)])
+    assert outputs == {"OUTPUT": [(1, {"Q": 13, "N": "a"})]}
+
+
+def test_a_protobuf_sink_saved_with_a_subject_name_writes_the_latest_schema_of_that_subject(spark: Any, kp: Any) -> None:
+    """A PROTOBUF format's "subjectName" (no schema id): ksqlDB's serde writes with the latest
+    schema registered under that subject, so its field past the sink's columns gets proto3's
+    default, as with a schema id."""
+    import uuid
+
+    from confluent_kafka.schema_registry import Schema
+
+    from engine.serde.registry import registry_client
+
+    url = f"mock://{uuid.uuid4().hex}"
+    proto = 'syntax = "proto3";\nmessage Row {\n  int32 X = 1;\n  string SITE = 2;\n}\n'
+    registry_client(url).register_schema("rows-custom-value", Schema(proto, "PROTOBUF"))
+    proto_fmt = {"keyFormat": {"format": "KAFKA", "properties": {}},
+                 "valueFormat": {"format": "PROTOBUF", "properties": {"subjectName": "rows-custom-value"}}}
+    sink = kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"]))
+    sink["formats"] = proto_fmt
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `X` INTEGER", "OUTPUT", formats=proto_fmt)
+    plan = kp.query_plan(sink, out, [kp.create("INPUT", SOURCE, "input")])
+    plan["configs"]["ksql.schema.registry.url"] = url
+    outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": 3}, 10)])
+    assert outputs == {"OUTPUT": [(1, {"X": 3, "SITE": ""})]}
