@@ -43,7 +43,12 @@ from engine.builders.formats import serdes_for
 from engine.builders.native import ExpressionReport, report_io
 from engine.builders.native_forms import native_reason
 from engine.builders.sinks import build_stream_sink, build_table_sink
-from engine.builders.sources import build_stream_source, build_table_source, timestamp_extractor
+from engine.builders.sources import (
+    build_stream_source,
+    build_table_source,
+    invalid_timestamp,
+    timestamp_extractor,
+)
 from engine.builders.walker import builds
 from engine.errors import KsqlError, SchemaRegistryUnavailableError
 from engine.plan import steps as S
@@ -212,6 +217,7 @@ def _python_source_reader(
     key_names = [c.name for c in schema.key]
     value_names = [c.name for c in schema.value]
     extract_ts = timestamp_extractor(step.timestamp_column, schema)
+    ts_column = step.timestamp_column
     query_id, where, topic = ctx.query_id, step.ctx, step.topic
 
     def read(record: Any) -> Any:
@@ -250,7 +256,10 @@ def _python_source_reader(
                 rowtime = extract_ts(row)
             except Exception as exc:  # noqa: BLE001 - any parse failure skips the record, as in V1
                 log_processing_error(query_id, where, f"Failed to extract the timestamp of {place}: {exc}")
+                invalid_timestamp(ts_column, str(exc))
                 return None
+            if rowtime is None:
+                invalid_timestamp(ts_column, "the timestamp column's value is null")
             if rowtime is None or rowtime < 0:
                 log_processing_error(query_id, where, f"The timestamp of {place} is null or negative.")
                 return None

@@ -44,6 +44,7 @@ from engine.serde.formats import (
     PROTOBUF,
     SCHEMA_FULL_NAME,
     SCHEMA_ID,
+    SUBJECT_NAME,
 )
 
 _PROTO3_DEFAULTS: dict[T.BaseType, Any] = {
@@ -140,25 +141,30 @@ def registered_extras(step: RegisteredSinkStep, columns: Sequence[Column],
     for what, fmt, props, features in (("key", f.key_format, f.key_properties, ()),
                                       ("value", f.value_format, f.value_properties, f.value_features)):
         properties = dict(props)
-        if SCHEMA_ID not in properties or fmt not in (AVRO, JSON_SR, PROTOBUF):
+        subject = properties.get(SUBJECT_NAME) if SCHEMA_ID not in properties else None
+        if (SCHEMA_ID not in properties and subject is None) or fmt not in (AVRO, JSON_SR, PROTOBUF):
             continue
-        schema_id = int(properties[SCHEMA_ID])
+        named_id = int(properties[SCHEMA_ID]) if subject is None else None
         namespace = Namespace.KEY if what == "key" else Namespace.VALUE
         mine = [c for c in columns if c.namespace is namespace]
         try:
-            schema = fetch_schema(ctx.schema_registry_url(), step.topic, is_key=what == "key", schema_id=schema_id)
+            # ksqlDB's PROTOBUF serde writes with the latest schema of a subjectName it is given
+            # no schema id with (ProtobufSerdeFactory), as with that schema's id.
+            schema = fetch_schema(ctx.schema_registry_url(), step.topic, is_key=what == "key", schema_id=named_id,
+                                  subject=subject)
             registered = infer_columns(
                 schema, fmt=fmt, topic=step.topic, is_key=what == "key", unwrapped="UNWRAP_SINGLES" in features,
                 keep_names=True, full_name=properties.get(SCHEMA_FULL_NAME),
             )
         except AnalysisError as exc:
+            where = f"under id {named_id}" if named_id is not None else f"as the latest of subject {subject}"
             raise ExecutionError(
-                f"Step {step.ctx} ({step.TYPE}) writes with the {what} schema registered under id {schema_id}, "
+                f"Step {step.ctx} ({step.TYPE}) writes with the {what} schema registered {where}, "
                 f"which cannot be read: {exc}"
             ) from None
         fields = extra_fields(fmt, properties, schema.text, registered, len(mine))
         if fields:
-            out.append(RegisteredExtras(what, schema_id, fields))
+            out.append(RegisteredExtras(what, named_id if named_id is not None else schema.schema_id or 0, fields))
     return out
 
 

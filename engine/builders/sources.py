@@ -10,7 +10,7 @@ from engine.builders.context import BuildContext, Built, log_processing_error
 from engine.builders.formats import serdes_for
 from engine.builders.walker import builds
 from engine.data.values import timestamp_to_millis
-from engine.errors import KsqlError
+from engine.errors import KsqlError, QueryFailure
 from engine.plan import types as T
 from engine.plan.schema import Column, LogicalSchema, Namespace
 from engine.plan.steps import (
@@ -50,6 +50,14 @@ def timestamp_extractor(
     return lambda row: row[name]
 
 
+def invalid_timestamp(column: TimestampColumn | None, cause: str) -> None:
+    """Raise ``QueryFailure`` where the source's timestamp column stops the query on a record
+    whose timestamp cannot be extracted (ksqlDB's ``ksql.timestamp.throw.on.invalid=true``);
+    otherwise return, and the caller logs and skips the record."""
+    if column is not None and column.throw_on_invalid:
+        raise QueryFailure(f"Failed to extract timestamp from row: {cause}")
+
+
 def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window: WindowInfo | None) -> Built:
     schema = step.source_schema
     key_serde, value_serde = serdes_for(step.formats, schema.columns)
@@ -57,6 +65,7 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
     value_names = [c.name for c in schema.columns if c.namespace is Namespace.VALUE]
     header_columns: list[Column] = list(schema.headers)
     extract_ts = timestamp_extractor(step.timestamp_column, schema)
+    ts_column = step.timestamp_column
     query_id, where, topic = ctx.query_id, step.ctx, step.topic
 
     def failed(serde: Any, target: str, exc: KsqlError) -> None:
@@ -102,7 +111,10 @@ def _build_source(step: SourceStep, ctx: BuildContext, *, is_table: bool, window
                 rowtime = extract_ts(row)
             except Exception as exc:  # noqa: BLE001 - any parse failure skips the record
                 log_processing_error(query_id, where, f"Failed to extract the timestamp: {exc}")
+                invalid_timestamp(ts_column, str(exc))
                 return []
+            if rowtime is None:
+                invalid_timestamp(ts_column, "the timestamp column's value is null")
             if rowtime is None or rowtime < 0:
                 log_processing_error(query_id, where, "The record's timestamp is null or negative.")
                 return []

@@ -302,9 +302,24 @@ def cast_semantics(target: SqlType, newest: int = CAST_SEMANTICS) -> int:
     return max((v for v, changed in _CAST_CHANGES if changed(target) and v <= newest), default=1)
 
 
-def make_cast(source: SqlType | None, target: SqlType, semantics: int = 1) -> Converter:
+# The source types whose cast to STRING is Java's String.valueOf when ksqlDB's
+# ksql.cast.strings.preserve.nulls is false (CastEvaluator.castToString): a NULL becomes 'null'.
+# DECIMAL, TIMESTAMP, TIME and DATE have their own null-safe formatters, so NULL stays NULL.
+_VALUE_OF_SOURCES = frozenset({
+    BaseType.BOOLEAN, BaseType.INTEGER, BaseType.BIGINT, BaseType.DOUBLE,
+    BaseType.ARRAY, BaseType.MAP, BaseType.STRUCT,
+})
+
+
+def make_cast(
+    source: SqlType | None, target: SqlType, semantics: int = 1, *, null_text: bool = False
+) -> Converter:
     """A converter applying CAST semantics from ``source`` to ``target`` (NULL stays NULL),
-    as version ``semantics`` of CAST's behaviour does (``CAST_SEMANTICS``)."""
+    as version ``semantics`` of CAST's behaviour does (``CAST_SEMANTICS``).
+
+    ``null_text``: ksqlDB's ``ksql.cast.strings.preserve.nulls=false``, where a NULL cast to
+    STRING from one of ``_VALUE_OF_SOURCES`` is the text 'null', also inside a collection cast.
+    """
     if semantics > CAST_SEMANTICS:
         raise newer_behaviour_error("A CAST", semantics, CAST_SEMANTICS)
     check_cast(source, target)
@@ -312,10 +327,13 @@ def make_cast(source: SqlType | None, target: SqlType, semantics: int = 1) -> Co
         if isinstance(target, T.Decimal) and source is None:
             return _null_safe(lambda v: to_decimal(decimal_of(v), target.precision, target.scale))
         return _identity
-    return _null_safe(_cast_fn(source, target, semantics))
+    fn = _cast_fn(source, target, semantics, null_text)
+    if null_text and target.base is BaseType.STRING and source.base in _VALUE_OF_SOURCES:
+        return lambda v: "null" if v is None else fn(v)
+    return _null_safe(fn)
 
 
-def _cast_fn(source: SqlType, target: SqlType, semantics: int) -> Converter:
+def _cast_fn(source: SqlType, target: SqlType, semantics: int, null_text: bool = False) -> Converter:
     sb, tb = source.base, target.base
     if tb is BaseType.STRING:
         if sb is BaseType.STRING:
@@ -337,14 +355,14 @@ def _cast_fn(source: SqlType, target: SqlType, semantics: int) -> Converter:
     if sb is BaseType.DATE and tb is BaseType.TIMESTAMP:
         return lambda v: dt.datetime(v.year, v.month, v.day)
     if isinstance(source, T.Array) and isinstance(target, T.Array):
-        item = make_cast(source.item, target.item, semantics)
+        item = make_cast(source.item, target.item, semantics, null_text=null_text)
         return lambda v: [item(x) for x in v]
     if isinstance(source, T.Map) and isinstance(target, T.Map):
-        key = make_cast(source.key, target.key, semantics)
-        val = make_cast(source.value, target.value, semantics)
+        key = make_cast(source.key, target.key, semantics, null_text=null_text)
+        val = make_cast(source.value, target.value, semantics, null_text=null_text)
         return lambda v: {key(k): val(x) for k, x in v.items()}
     if isinstance(source, T.Struct) and isinstance(target, T.Struct):
-        return _struct_converter(source, target, lambda s, t: make_cast(s, t, semantics))
+        return _struct_converter(source, target, lambda s, t: make_cast(s, t, semantics, null_text=null_text))
     raise TypeCheckError(f"Cast of {source} to {target} is not supported.")
 
 

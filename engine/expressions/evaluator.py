@@ -111,6 +111,24 @@ def _guard(expr: Expr, fn: NodeFn) -> NodeFn:
     return guarded
 
 
+def _failing(expr: Expr, fn: NodeFn) -> NodeFn:
+    """``fn`` whose every failure is an EvaluationError naming ``expr``: ksqlDB's
+    ``ksql.nested.error.set.null=false``, where a failing call or cast fails the whole
+    expression (which its step sets to NULL) instead of being NULL itself."""
+
+    def failing(row: Row, scope: Scope) -> Any:
+        try:
+            return fn(row, scope)
+        except EvaluationError:
+            raise
+        except Exception as exc:
+            raise EvaluationError(
+                f"Error evaluating {format_sql(expr)}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return failing
+
+
 def _const(value: Any) -> NodeFn:
     return lambda row, scope: value
 
@@ -436,9 +454,11 @@ class _Compiler:
 
     def _Cast(self, expr: Cast) -> NodeFn:
         operand = self.compile(expr.operand)
-        cast = make_cast(self.type_of(expr.operand), expr.type, expr.semantics)
+        cast = make_cast(self.type_of(expr.operand), expr.type, expr.semantics, null_text=expr.null_text)
         if cast is None:
             return operand
+        if not expr.error_null:
+            return _failing(expr, lambda row, scope: cast(operand(row, scope)))
 
         def cast_or_null(row: Row, scope: Scope) -> Any:
             value = operand(row, scope)
@@ -490,6 +510,8 @@ class _Compiler:
                 fn = _then(fn, make_coercion(source, target))
             args.append(fn)
         invoke = resolved.bound()  # a stateful function's own instance for this call site
+        if not expr.error_null:
+            return _failing(expr, lambda row, scope: invoke([a(row, scope) for a in args]))
 
         def call(row: Row, scope: Scope) -> Any:
             values = [a(row, scope) for a in args]

@@ -405,7 +405,13 @@ class _Compiler:
         # every version of CAST (engine.expressions.cast: version 2 changed STRING to DATE, version 3
         # DOUBLE to STRING and DECIMAL and STRING to BYTES).
         source, target = self.type_of(expr.operand), expr.type
+        if not expr.error_null:
+            raise _Fallback("CAST whose failure fails the whole expression (ksql.nested.error.set.null=false)")
         operand = self.compile(expr.operand)
+        if expr.null_text and target.base is BaseType.STRING and source is not None and source != target:
+            if source.base in (*_INTEGRAL, BaseType.BOOLEAN):
+                return F.coalesce(operand.cast("string"), F.lit("null"))
+            raise _Fallback(f"CAST from {source} to {target} with NULL as 'null'")
         if source is None:
             if not _simple(target):
                 raise _Fallback(f"CAST(NULL AS {target})")
@@ -423,6 +429,8 @@ class _Compiler:
     def _FunctionCall(self, expr: E.FunctionCall) -> Column:
         resolved = self.typer.functions.get(id(expr))
         name = expr.name.upper()
+        if not expr.error_null:
+            raise _Fallback(f"function {name} whose failure fails the whole expression (ksql.nested.error.set.null=false)")
         if resolved is None:
             raise _Fallback(f"function {name} runs in Python")
         native = _FUNCTIONS.get((name, resolved.signature.since))

@@ -37,7 +37,7 @@ from typing import Any
 
 from engine.commandlog import Command, CommandLog, command_topic
 from engine.errors import CommandLogError, KsqlError, UnsupportedFeatureError
-from engine.ksqldb_import.plan import check_configs, import_entry
+from engine.ksqldb_import.plan import check_configs, check_suppress_buffer, import_entry
 from engine.plan import serde
 from engine.plan.types import SqlType
 
@@ -126,8 +126,10 @@ def _translate_one(record: KsqldbRecord, types: dict[str, SqlType], out: Transla
             command_id=command_id, statement=statement, terminate=query_id, properties=request,
         ))
         return
+    configs = {k: str(v) for k, v in {**server, **request}.items()}
     try:
-        imported = import_entry(plan, record.offset, types)
+        check_suppress_buffer(configs, plan)
+        imported = import_entry(plan, record.offset, types, configs=configs)
     except UnsupportedFeatureError as exc:
         raise CommandTopicImportError(f"{where} ('{_short(statement)}') cannot run on kspark: {exc}") from None
     except KsqlError as exc:

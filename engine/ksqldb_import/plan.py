@@ -24,6 +24,7 @@ from engine.plan.plan import (
     QueryPlan,
     StatementPlan,
 )
+from engine.plan.query_configs import with_query_configs
 from engine.plan.schema import Namespace
 from engine.plan.types import SqlType, parse_type
 
@@ -31,12 +32,13 @@ from engine.plan.types import SqlType, parse_type
 # An absent config means the release's default, which for these is what kspark does.
 SEMANTIC_CONFIGS: dict[str, tuple[frozenset[str], str]] = {
     "ksql.nested.error.set.null": (
-        frozenset({"true"}),
-        "an error in a nested expression sets only that expression to null",
+        frozenset({"true", "false"}),
+        "true: an error in a nested expression sets only that expression to null; false: it "
+        "sets the whole expression to null",
     ),
     "ksql.timestamp.throw.on.invalid": (
-        frozenset({"false"}),
-        "a record with an invalid timestamp is logged and skipped",
+        frozenset({"false", "true"}),
+        "false: a record with an invalid timestamp is logged and skipped; true: it stops the query",
     ),
     "ksql.streams.cache.max.bytes.buffering": (
         frozenset({"0"}),
@@ -47,8 +49,8 @@ SEMANTIC_CONFIGS: dict[str, tuple[frozenset[str], str]] = {
         "every update is emitted (no record cache)",
     ),
     "ksql.cast.strings.preserve.nulls": (
-        frozenset({"true"}),
-        "CAST of a null string stays null",
+        frozenset({"true", "false"}),
+        "true: CAST of a null to STRING stays null; false: it is the text 'null'",
     ),
 }
 
@@ -77,10 +79,11 @@ def import_plan(data: Any, *, release: str | None = None) -> ImportedPlan:
         raise PlanError("A ksqlDB plan must be an object with a 'plan' list of ksqlPlanV1 entries.")
     configs = {str(k): str(v) for k, v in (data.get("configs") or {}).items() if v is not None}
     check_configs(configs)
+    check_suppress_buffer(configs, data["plan"])
     types: dict[str, SqlType] = {}
     statements: list[StatementPlan] = []
     for index, entry in enumerate(data["plan"]):
-        plan = import_entry(entry, index, types, release=release)
+        plan = import_entry(entry, index, types, release=release, configs=configs)
         if plan is not None:
             statements.append(plan)
     return ImportedPlan(tuple(statements), configs)
@@ -98,8 +101,42 @@ def check_configs(configs: Mapping[str, str]) -> None:
             )
 
 
+SUPPRESS_BUFFER_SIZE_BYTES = "ksql.suppress.buffer.size.bytes"
+
+
+def check_suppress_buffer(configs: Mapping[str, str], entries: Any) -> None:
+    """Raise UnsupportedFeatureError for a plan that suppresses (EMIT FINAL) with a bounded
+    buffer: ksqlDB's query stops once its Kafka Streams buffer holds more than the bound's
+    bytes, by that buffer's own estimate of each record's size, which kspark's state does not
+    keep. Unbounded (``-1``, the default) is what kspark does."""
+    value = configs.get(SUPPRESS_BUFFER_SIZE_BYTES)
+    if value is None or value.strip().startswith("-") or not _suppresses(entries):
+        return
+    raise UnsupportedFeatureError(
+        f"config {SUPPRESS_BUFFER_SIZE_BYTES}={value}",
+        f"The plan was saved with {SUPPRESS_BUFFER_SIZE_BYTES}={value} and suppresses "
+        "(tableSuppressV1); kspark's EMIT FINAL buffers without bound, as -1 does.",
+    )
+
+
+def _suppresses(node: Any) -> bool:
+    """Whether a plan's JSON holds a ``tableSuppressV1`` step, the only EMIT FINAL that has a
+    suppression buffer (from 7.3 a windowed aggregate emits final results from its window
+    store, KIP-825, which the config does not bound)."""
+    if isinstance(node, Mapping):
+        return node.get("@type") == "tableSuppressV1" or any(_suppresses(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_suppresses(v) for v in node)
+    return False
+
+
 def import_entry(
-    entry: Any, index: int, types: dict[str, SqlType], *, release: str | None = None
+    entry: Any,
+    index: int,
+    types: dict[str, SqlType],
+    *,
+    release: str | None = None,
+    configs: Mapping[str, str] | None = None,
 ) -> StatementPlan | None:
     """One ``ksqlPlanV1`` entry; a type registration only updates ``types`` (None returned)."""
     if not isinstance(entry, Mapping) or entry.get("@type") != "ksqlPlanV1":
@@ -125,7 +162,7 @@ def import_entry(
         sink_keys = None
         if isinstance(command, CreateStreamCommand | CreateTableCommand):
             sink_keys = tuple(c.name for c in command.schema.key)
-        query = import_query(entry["queryPlan"], types, release=release, sink_keys=sink_keys)
+        query = import_query(entry["queryPlan"], types, release=release, sink_keys=sink_keys, configs=configs)
     if command is None and query is None:
         return None
     return StatementPlan(statement_text=text, command=command, query=query)
@@ -176,11 +213,14 @@ def import_query(
     *,
     release: str | None = None,
     sink_keys: tuple[str, ...] | None = None,
+    configs: Mapping[str, str] | None = None,
 ) -> QueryPlan:
     """A ``queryPlan``: sources, sink, query id and the translated step tree.
 
     ``sink_keys`` are the key columns of the source the query creates (its DDL's schema):
     the names of the last projection's keys where the plan predates ``keyColumnNames``.
+    ``configs`` are the plan's saved configs: those that change how expressions evaluate
+    are recorded on the expressions (``engine.plan.query_configs``).
     """
     if not isinstance(node, Mapping):
         raise PlanError(f"A queryPlan must be an object, got {node!r}.")
@@ -197,7 +237,7 @@ def import_query(
         query_id=query_id,
         sources=tuple(str(s) for s in node.get("sources") or ()),
         sink=str(V.require(node, "sink", f"queryPlan {query_id}")),
-        root=root.step,
+        root=with_query_configs(root.step, configs or {}),
     )
 
 

@@ -24,6 +24,7 @@ _PROPERTIES = {
     "schemaId": "schema_id",
     "fullSchemaName": "schema_full_name",
     "nullableRepresentation": "nullable_representation",
+    "subjectName": "subject_name",
 }
 # 5.5's ``options`` -> the value serde features of later releases.
 _LEGACY_OPTIONS = {"WRAP_SINGLE_VALUES": "WRAP_SINGLES", "UNWRAP_SINGLE_VALUES": "UNWRAP_SINGLES"}

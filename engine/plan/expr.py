@@ -62,6 +62,7 @@ _KINDS: dict[str, type[Expr]] = {}
 # Field metadata: the field is left out of the JSON at its default, so that a field added
 # later does not change the plans of expressions that do not use it.
 _OMIT_DEFAULT = "omitDefault"
+OMIT_DEFAULT = _OMIT_DEFAULT  # for the other plan objects' fields (engine.plan.serde)
 
 
 def _node(cls: type[Expr]) -> type[Expr]:
@@ -279,6 +280,12 @@ class Cast(Expr):
     operand: Expr
     type: SqlType
     semantics: BehaviourVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
+    # ksqlDB's ksql.cast.strings.preserve.nulls=false: a NULL BOOLEAN, INT, BIGINT, DOUBLE,
+    # ARRAY, MAP or STRUCT (or such an element of a collection cast) becomes the text 'null'.
+    null_text: bool = dataclasses.field(default=False, metadata={_OMIT_DEFAULT: True})
+    # ksqlDB's ksql.nested.error.set.null: True, a value that fails to convert is NULL; False,
+    # the failure fails the whole expression, which its step sets to NULL.
+    error_null: bool = dataclasses.field(default=True, metadata={_OMIT_DEFAULT: True})
 
 
 @_node
@@ -296,6 +303,9 @@ class FunctionCall(Expr):
     star: bool = False
     distinct: bool = False
     semantics: BehaviourVersion = dataclasses.field(default=1, metadata={_OMIT_DEFAULT: True})
+    # ksqlDB's ksql.nested.error.set.null: True, a scalar call that fails is NULL; False, the
+    # failure fails the whole expression, which its step sets to NULL.
+    error_null: bool = dataclasses.field(default=True, metadata={_OMIT_DEFAULT: True})
 
 
 @_node

@@ -118,6 +118,8 @@ def _dataclass_to_json(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in _fields(type(obj)):
         value = getattr(obj, f.name)
+        if f.metadata.get(E.OMIT_DEFAULT) and value == f.default:
+            continue  # a field added later leaves the plans that do not use it as they were
         if _is_pairs(hints[f.name]):
             out[json_key(f.name)] = {k: v for k, v in value}
         else:

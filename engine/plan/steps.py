@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, TypeVar, dataclass_transform
 
 from engine.errors import PlanError
 from engine.plan.constraints import NON_EMPTY, OneOf
-from engine.plan.expr import Expr
+from engine.plan.expr import OMIT_DEFAULT, Expr
 from engine.plan.schema import LogicalSchema
 
 _WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
@@ -27,7 +27,7 @@ _WIRE_NAME = re.compile(r"^[a-z][A-Za-z]*V[0-9]+$")
 # The record formats the serdes know (engine.serde.formats.FORMAT_NAMES, kept equal by a test).
 FORMAT_NAMES = ("JSON", "DELIMITED", "KAFKA", "NONE", "AVRO", "JSON_SR", "PROTOBUF", "PROTOBUF_NOSR")
 # Format property names, lower case (the union of what engine.serde.formats accepts).
-FORMAT_PROPERTIES = ("delimiter", "nullable_representation", "schema_full_name", "schema_id")
+FORMAT_PROPERTIES = ("delimiter", "nullable_representation", "schema_full_name", "schema_id", "subject_name")
 # Serde features as the builders read them (engine.builders.formats.features_of).
 SERDE_FEATURES = ("UNWRAP_SINGLES", "WRAP_SINGLES")
 WINDOW_TYPES = ("TUMBLING", "HOPPING", "SESSION")
@@ -107,10 +107,15 @@ class Formats:
 
 @step_dataclass
 class TimestampColumn:
-    """The column that gives record time, with an optional Java time pattern for strings."""
+    """The column that gives record time, with an optional Java time pattern for strings.
+
+    ``throw_on_invalid`` (a source's, from ksqlDB's ``ksql.timestamp.throw.on.invalid=true``):
+    a record whose timestamp cannot be extracted stops the query instead of being skipped.
+    """
 
     column: str
     format: str | None = None
+    throw_on_invalid: bool = dataclasses.field(default=False, metadata={OMIT_DEFAULT: True})
 
 
 @step_dataclass

@@ -19,7 +19,7 @@ from engine.plan import steps as S
 from engine.plan import steps_native as N
 from engine.planner import logical as L
 from engine.planner import logical_join as LJ
-from engine.serde.formats import SCHEMA_ID
+from engine.serde.formats import SCHEMA_ID, SUBJECT_NAME
 
 PhysicalRule = Callable[[Any], S.Step]
 RULES: dict[type[L.LogicalNode], PhysicalRule] = {}
@@ -175,9 +175,10 @@ def _sink(node: L.SinkNode) -> S.Step:
 
 
 def writes_registered_schema(formats: S.Formats) -> bool:
-    """Whether a sink with ``formats`` writes with a registered schema (KEY/VALUE_SCHEMA_ID):
-    only ``streamSinkV4``/``tableSinkV4`` write that schema's fields the sink has no column for."""
-    return any(key == SCHEMA_ID for key, _ in formats.key_properties + formats.value_properties)
+    """Whether a sink with ``formats`` writes with a registered schema (KEY/VALUE_SCHEMA_ID, or
+    the latest schema of a saved plan's PROTOBUF ``subjectName``): only ``streamSinkV4``/
+    ``tableSinkV4`` write that schema's fields the sink has no column for."""
+    return any(key in (SCHEMA_ID, SUBJECT_NAME) for key, _ in formats.key_properties + formats.value_properties)
 
 
 def _in_partition_order(step: S.Step) -> S.Step:

@@ -46,6 +46,7 @@ from engine.plan.plan import (
     StatementPlan,
     TransientQueryPlan,
 )
+from engine.plan.query_configs import with_query_configs
 from engine.plan.schema import (
     HEADERS_TYPE,
     PSEUDO_COLUMNS,
@@ -54,7 +55,7 @@ from engine.plan.schema import (
     LogicalSchema,
     Namespace,
 )
-from engine.plan.steps import Formats, TimestampColumn, WindowInfo
+from engine.plan.steps import Formats, Step, TimestampColumn, WindowInfo
 from engine.planner import logical as L
 from engine.planner import logical_join as LJ
 from engine.planner.physical import native_steps_enabled, to_steps
@@ -95,6 +96,11 @@ class Planner:
     registry_url: str | None = None
 
     # ------------------------------------------------------------------ DDL
+
+    def _steps(self, node: L.LogicalNode) -> Step:
+        """The step tree of a logical plan, with the config's expression semantics recorded
+        on its expressions (``engine.plan.query_configs``)."""
+        return with_query_configs(to_steps(node, native=native_steps_enabled(self.config)), self.config)
 
     def plan_create_source(self, stmt: ast.CreateSource, text: str) -> StatementPlan | None:
         """CREATE [OR REPLACE] STREAM|TABLE name (columns) WITH (...)."""
@@ -604,7 +610,7 @@ class Planner:
             or_replace=stmt.or_replace,
         )
         query = QueryPlan(
-            query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=to_steps(sink, native=native_steps_enabled(self.config))
+            query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=self._steps(sink)
         )
         return StatementPlan(statement_text=text, command=command, query=query)
 
@@ -645,7 +651,7 @@ class Planner:
             timestamp_column=target.timestamp_column,
         )
         query = QueryPlan(
-            query_id=query_id, sources=analysis.source_names, sink=target.name, root=to_steps(sink, native=native_steps_enabled(self.config))
+            query_id=query_id, sources=analysis.source_names, sink=target.name, root=self._steps(sink)
         )
         return StatementPlan(statement_text=text, query=query)
 
@@ -684,7 +690,7 @@ class Planner:
             query_id=query_id,
             statement_text=text,
             sources=analysis.source_names,
-            root=to_steps(projected, native=native_steps_enabled(self.config)),
+            root=self._steps(projected),
             schema=LogicalSchema(projected.schema.value),
             is_table=projected.is_table,
             tombstone_keys=tombstone_keys,

@@ -33,6 +33,9 @@ DELIMITER = "delimiter"
 NULLABLE_REPRESENTATION = "nullable_representation"
 SCHEMA_ID = "schema_id"
 SCHEMA_FULL_NAME = "schema_full_name"
+# The registry subject whose latest schema a PROTOBUF serde writes with when no schema id is
+# named (ksqlDB's subjectName, which a saved plan may hold; no WITH property sets it).
+SUBJECT_NAME = "subject_name"
 _SUPPORTED_PROPERTIES: dict[str, frozenset[str]] = {
     JSON: frozenset(),
     DELIMITED: frozenset({DELIMITER}),
@@ -40,7 +43,7 @@ _SUPPORTED_PROPERTIES: dict[str, frozenset[str]] = {
     NONE: frozenset(),
     AVRO: frozenset({SCHEMA_ID, SCHEMA_FULL_NAME}),
     JSON_SR: frozenset({SCHEMA_ID}),
-    PROTOBUF: frozenset({SCHEMA_ID, SCHEMA_FULL_NAME, NULLABLE_REPRESENTATION}),
+    PROTOBUF: frozenset({SCHEMA_ID, SCHEMA_FULL_NAME, NULLABLE_REPRESENTATION, SUBJECT_NAME}),
     PROTOBUF_NOSR: frozenset({NULLABLE_REPRESENTATION}),
 }
 

@@ -66,17 +66,23 @@ def not_configured_message() -> str:
 
 
 def fetch_schema(
-    registry_url: str | None, topic: str | None, *, is_key: bool, schema_id: int | None
+    registry_url: str | None,
+    topic: str | None,
+    *,
+    is_key: bool,
+    schema_id: int | None,
+    subject: str | None = None,
 ) -> RegisteredSchema:
-    """The latest schema of ``<topic>-key``/``-value``, or the one with ``schema_id``
-    (``topic`` None: a CREATE ... AS SELECT that names no KAFKA_TOPIC, which messages do
-    not quote)."""
+    """The latest schema of ``subject`` (by default ``<topic>-key``/``-value``), or the one
+    with ``schema_id`` (``topic`` None: a CREATE ... AS SELECT that names no KAFKA_TOPIC,
+    which messages do not quote)."""
     if not registry_url:
         raise AnalysisError(not_configured_message())
     from engine.serde.registry import registry_client
 
     client = registry_client(registry_url)
-    subject = f"{topic}-{'key' if is_key else 'value'}" if topic is not None else None
+    if subject is None and topic is not None:
+        subject = f"{topic}-{'key' if is_key else 'value'}"
     try:
         if schema_id is not None:
             schema = client.get_schema(schema_id)

@@ -184,9 +184,21 @@ def test_a_damaged_record_is_an_error_naming_its_offset(value: bytes, message: s
     assert out.errors and message in out.errors[0]
 
 
-def test_a_semantic_config_kspark_does_not_implement_is_an_error(kp: Any) -> None:
-    create = kp.entry(kp.create("INPUT", SOURCE, "input_topic"))
-    value = _ksqldb_value("CREATE STREAM INPUT ...;", create, **{"ksql.nested.error.set.null": "false"})
+def test_a_semantic_config_is_recorded_in_the_plan_and_a_value_kspark_does_not_implement_is_an_error(kp: Any) -> None:
+    """A command's ksql.nested.error.set.null=false is recorded on its plan's calls; a plan with a
+    tableSuppressV1 step saved with a bounded ksql.suppress.buffer.size.bytes is refused."""
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), ["UCASE(NAME) AS N"], ["ID"]), topic="UPPER")
+    query = kp.entry(kp.create("UPPER", OUTPUT, "UPPER"), physical, query_id="CSAS_UPPER_0", sink_name="UPPER")
+    value = _ksqldb_value("CREATE STREAM UPPER ...;", query, **{"ksql.nested.error.set.null": "false"})
     out = translate([KsqldbRecord(0, b"k", value)])
-    assert len(out.errors) == 1
-    assert "ksql.nested.error.set.null=false" in out.errors[0] and not out.commands
+    assert not out.errors
+    assert '"error_null": false' in json.dumps(out.commands[0].plan)
+
+    suppress = kp.step("tableSuppressV1", "Suppress", source=kp.select(kp.table_source(SOURCE), ["NAME AS N"], ["ID"],
+                       table=True), internalFormats=kp.fmt(), refinementInfo={"outputRefinement": "FINAL"})
+    table = kp.entry(kp.create("LAST", OUTPUT, "LAST", table=True), kp.sink(suppress, table=True),
+                     query_id="CTAS_LAST_0", sink_name="LAST")
+    bounded = _ksqldb_value("CREATE TABLE LAST ...;", table, **{"ksql.suppress.buffer.size.bytes": "1000"})
+    out = translate([KsqldbRecord(1, b"k", bounded)])
+    assert len(out.errors) == 1 and not out.commands
+    assert "ksql.suppress.buffer.size.bytes=1000" in out.errors[0]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from engine.data.records import TopicInfo, TopicRecord
+from engine.errors import ExecutionError
 from engine.facade.engine import KsqlEngine
 from engine.ksqldb_import import import_plan
 from engine.plan.serde import dumps
@@ -315,3 +318,97 @@ def test_a_query_saved_after_an_alter_source_reads_the_added_column(spark: Any, 
     engine.close()
     outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": 1, "NOTE": "n"}, 10)])
     assert outputs == {"OUTPUT": [(1, {"NOTE": "n"})]}
+
+
+def _one_select(kp: Any, select: list[str], out_schema: str, config: dict[str, str]) -> dict[str, Any]:
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), select, ["ID"]))
+    plan = kp.query_plan(physical, kp.create("OUTPUT", out_schema, "OUTPUT"), [kp.create("INPUT", SOURCE, "input")])
+    plan["configs"].update(config)
+    return plan
+
+
+def test_a_plan_saved_with_cast_strings_preserve_nulls_false_casts_a_null_to_the_text_null(spark: Any, kp: Any) -> None:
+    """ksql.cast.strings.preserve.nulls=false: ksqlDB's CAST to STRING is String.valueOf, so a NULL
+    INT is 'null' (a NULL STRING is not cast at all, and stays NULL)."""
+    select = ["CAST(QTY AS STRING) AS Q", "CAST(NAME AS STRING) AS N"]
+    inputs = [TopicRecord("input", 1, {"NAME": None, "QTY": None}, 10), TopicRecord("input", 2, {"NAME": "b", "QTY": 2}, 20)]
+    schema = "`ID` INTEGER KEY, `Q` STRING, `N` STRING"
+    kept = _run(_one_select(kp, select, schema, {"ksql.cast.strings.preserve.nulls": "true"}), inputs)
+    assert kept == {"OUTPUT": [(1, {"Q": None, "N": None}), (2, {"Q": "2", "N": "b"})]}
+    text = _run(_one_select(kp, select, schema, {"ksql.cast.strings.preserve.nulls": "false"}), inputs)
+    assert text == {"OUTPUT": [(1, {"Q": "null", "N": None}), (2, {"Q": "2", "N": "b"})]}
+
+
+def test_a_plan_saved_with_nested_error_set_null_false_nulls_the_whole_select_item(spark: Any, kp: Any) -> None:
+    """ksql.nested.error.set.null=false: a failing CAST inside COALESCE fails the whole select
+    item, which is NULL; with true only the CAST is NULL and COALESCE gives its default."""
+    select = ["COALESCE(CAST(NAME AS INTEGER), -1) AS N", "QTY AS Q"]
+    inputs = [TopicRecord("input", 1, {"NAME": "abc", "QTY": 1}, 10), TopicRecord("input", 2, {"NAME": "7", "QTY": 2}, 20)]
+    schema = "`ID` INTEGER KEY, `N` INTEGER, `Q` INTEGER"
+    nested = _run(_one_select(kp, select, schema, {"ksql.nested.error.set.null": "true"}), inputs)
+    assert nested == {"OUTPUT": [(1, {"N": -1, "Q": 1}), (2, {"N": 7, "Q": 2})]}
+    whole = _run(_one_select(kp, select, schema, {"ksql.nested.error.set.null": "false"}), inputs)
+    assert whole == {"OUTPUT": [(1, {"N": None, "Q": 1}), (2, {"N": 7, "Q": 2})]}
+
+
+def test_a_plan_saved_with_timestamp_throw_on_invalid_true_stops_the_query_on_an_invalid_timestamp(
+    spark: Any, kp: Any
+) -> None:
+    """ksql.timestamp.throw.on.invalid=true: a record whose TIMESTAMP column cannot be parsed
+    stops the query; with false it is logged and skipped."""
+    schema = "`ID` INTEGER KEY, `TS` STRING, `QTY` INTEGER"
+    source = kp.stream_source(schema, timestampColumn={"column": "TS", "format": "yyyy-MM-dd"})
+    physical = kp.sink(kp.select(source, ["QTY AS QTY"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `QTY` INTEGER", "OUTPUT")
+
+    def saved(value: str) -> dict[str, Any]:
+        plan = kp.query_plan(physical, out, [kp.create("INPUT", schema, "input")])
+        plan["configs"]["ksql.timestamp.throw.on.invalid"] = value
+        return plan
+
+    inputs = [TopicRecord("input", 1, {"TS": "not a date", "QTY": 1}, 10),
+              TopicRecord("input", 2, {"TS": "2020-01-01", "QTY": 2}, 20)]
+    assert _run(saved("false"), inputs) == {"OUTPUT": [(2, {"QTY": 2})]}
+    with pytest.raises(ExecutionError, match=r"Query CSAS_OUTPUT_0 failed: .*Failed to extract timestamp from row"):
+        _run(saved("true"), inputs)
+
+
+def test_a_plan_saved_with_json_sr_converter_deserializer_enabled_false_reads_json_sr_as_the_plain_json_deserializer(
+    spark: Any, kp: Any
+) -> None:
+    """ksql.json_sr.converter.deserializer.enabled=false: ksqlDB reads JSON_SR values with its
+    plain JSON deserializer past the registry header, which coerces a JSON text to an INT
+    column as it does for JSON; kspark reads JSON_SR that way."""
+    source = kp.step("streamSourceV1", "KsqlTopic/Source", topicName="input", formats=kp.fmt(value="JSON_SR"),
+                     sourceSchema=SOURCE, timestampColumn=None, pseudoColumnVersion=1)
+    physical = kp.sink(kp.select(source, ["(QTY + 1) AS Q", "NAME AS N"], ["ID"]))
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `Q` INTEGER, `N` STRING", "OUTPUT")
+    source_ddl = kp.create("INPUT", SOURCE, "input", formats=kp.fmt(value="JSON_SR"))
+    plan = kp.query_plan(physical, out, [source_ddl])
+    plan["configs"]["ksql.json_sr.converter.deserializer.enabled"] = "false"
+    outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": "12"}, 10)])
+    assert outputs == {"OUTPUT": [(1, {"Q": 13, "N": "a"})]}
+
+
+def test_a_protobuf_sink_saved_with_a_subject_name_writes_the_latest_schema_of_that_subject(spark: Any, kp: Any) -> None:
+    """A PROTOBUF format's "subjectName" (no schema id): ksqlDB's serde writes with the latest
+    schema registered under that subject, so its field past the sink's columns gets proto3's
+    default, as with a schema id."""
+    import uuid
+
+    from confluent_kafka.schema_registry import Schema
+
+    from engine.serde.registry import registry_client
+
+    url = f"mock://{uuid.uuid4().hex}"
+    proto = 'syntax = "proto3";\nmessage Row {\n  int32 X = 1;\n  string SITE = 2;\n}\n'
+    registry_client(url).register_schema("rows-custom-value", Schema(proto, "PROTOBUF"))
+    proto_fmt = {"keyFormat": {"format": "KAFKA", "properties": {}},
+                 "valueFormat": {"format": "PROTOBUF", "properties": {"subjectName": "rows-custom-value"}}}
+    sink = kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"]))
+    sink["formats"] = proto_fmt
+    out = kp.create("OUTPUT", "`ID` INTEGER KEY, `X` INTEGER", "OUTPUT", formats=proto_fmt)
+    plan = kp.query_plan(sink, out, [kp.create("INPUT", SOURCE, "input")])
+    plan["configs"]["ksql.schema.registry.url"] = url
+    outputs = _run(plan, [TopicRecord("input", 1, {"NAME": "a", "QTY": 3}, 10)])
+    assert outputs == {"OUTPUT": [(1, {"X": 3, "SITE": ""})]}

@@ -583,6 +583,7 @@ def test_every_ksqldb_format_imports_under_its_name(kp: Any, name: str) -> None:
         ("JSON_SR", {"schemaId": "7"}, (("schema_id", "7"),)),
         ("PROTOBUF", {"nullableRepresentation": "wrapper", "unwrapPrimitives": "true"},
          (("nullable_representation", "wrapper"),)),
+        ("PROTOBUF", {"subjectName": "rows-value"}, (("subject_name", "rows-value"),)),
     ],
 )
 def test_format_properties_import_under_kspark_names(
@@ -596,7 +597,7 @@ def test_format_properties_import_under_kspark_names(
 
 
 @pytest.mark.parametrize(("properties", "feature"), [({"unwrapPrimitives": "false"}, "unwrapPrimitives=false"),
-                                                     ({"subjectName": "rows-value"}, "subjectName")])
+                                                     ({"noSuchProperty": "x"}, "noSuchProperty")])
 def test_format_properties_kspark_does_not_implement_are_unsupported_and_named(
     kp: Any, properties: dict[str, str], feature: str
 ) -> None:
@@ -649,9 +650,6 @@ def test_a_dropped_type_no_longer_resolves_in_later_plans(kp: Any) -> None:
 @pytest.mark.parametrize(
     ("config", "implemented", "other"),
     [
-        ("ksql.nested.error.set.null", "true", "false"),
-        ("ksql.timestamp.throw.on.invalid", "false", "true"),
-        ("ksql.cast.strings.preserve.nulls", "true", "false"),
         ("ksql.streams.cache.max.bytes.buffering", "0", "10485760"),
         ("ksql.query.persistent.max.bytes.buffering.total", "-1", "10485760"),
     ],
@@ -707,3 +705,36 @@ def test_a_join_key_name_is_read_from_either_of_ksqldbs_field_names(kp: Any, fie
                    internalFormats=kp.fmt(), **key)
     step = _chain(_root(kp, kp.sink(kp.select(join, ["R_QTY AS X"], [expected]))))[2]
     assert isinstance(step, J.StreamTableJoin) and step.key_column == expected
+
+
+def _suppressing_plan(kp: Any, buffer_bytes: str | None) -> dict[str, Any]:
+    window = " TUMBLING ( SIZE 1 SECONDS ) "
+    agg = _aggregate(kp, _group(kp, "streamGroupByV2", ["NAME"]), "streamWindowedAggregateV1", windowExpression=window)
+    project = kp.select(agg, ["KSQL_AGG_VARIABLE_0 AS X"], None, ctx="Aggregate/Project", table=True)
+    suppress = kp.step("tableSuppressV1", "Suppress", source=project, internalFormats=kp.fmt(),
+                       refinementInfo={"outputRefinement": "FINAL"})
+    out = kp.create("OUTPUT", "`NAME` STRING KEY, `X` BIGINT", "OUTPUT", table=True,
+                    windowInfo={"type": "TUMBLING", "size": 1.0})
+    plan: dict[str, Any] = kp.query_plan(kp.sink(suppress, table=True), out, [kp.create("INPUT", SOURCE, "input")],
+                                         query_id="CTAS_OUTPUT_0")
+    if buffer_bytes is not None:
+        plan["configs"]["ksql.suppress.buffer.size.bytes"] = buffer_bytes
+    return plan
+
+
+def test_suppress_buffer_size_bytes_minus_1_is_kspark_s_unbounded_emit_final_and_a_bound_is_unsupported(kp: Any) -> None:
+    """ksql.suppress.buffer.size.bytes=-1 (ksqlDB's default): EMIT FINAL's tableSuppressV1 buffers
+    without bound, as kspark's does; a bound stops ksqlDB's query when its buffer fills, by the
+    buffer's own record-size estimate, so a suppressing plan saved with one is reported."""
+    for unbounded in (None, "-1"):
+        chain = _chain(import_plan(_suppressing_plan(kp, unbounded)).statements[-1].query.root)  # type: ignore[union-attr]
+        assert isinstance(chain[1], A.TableSuppress)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        import_plan(_suppressing_plan(kp, "1048576"))
+    assert info.value.feature == "config ksql.suppress.buffer.size.bytes=1048576"
+    # Without a suppression the bound bounds nothing.
+    physical = kp.sink(kp.select(kp.stream_source(SOURCE), ["QTY AS X"], ["ID"]))
+    plan = kp.query_plan(physical, kp.create("OUTPUT", "`ID` INTEGER KEY, `X` INTEGER", "OUTPUT"),
+                         [kp.create("INPUT", SOURCE, "input")])
+    plan["configs"]["ksql.suppress.buffer.size.bytes"] = "1048576"
+    assert import_plan(plan).statements

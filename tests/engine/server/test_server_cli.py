@@ -134,12 +134,12 @@ def _server_with_config(config: Path, state: Path) -> subprocess.CompletedProces
 
 def test_a_config_file_setting_a_semantic_config_kspark_does_not_implement_is_one_line(tmp_path) -> None:
     path = tmp_path / "server.properties"
-    path.write_text("ksql.streams.auto.offset.reset=earliest\nksql.timestamp.throw.on.invalid=true\n")
+    path.write_text("ksql.streams.auto.offset.reset=earliest\nksql.timestamp.throw.on.invalid=sometimes\n")
     done = _server_with_config(path, tmp_path / "state")
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        f"kspark: {path}: kspark implements ksql.timestamp.throw.on.invalid only as false (a record with an invalid "
-        "timestamp is logged and skipped); it cannot be set to 'true'.")
+        f"kspark: {path}: kspark implements ksql.timestamp.throw.on.invalid only as false/true (false: a record with "
+        "an invalid timestamp is logged and skipped; true: it stops the query); it cannot be set to 'sometimes'.")
 
 
 def test_a_config_file_setting_a_bad_request_limit_is_one_line(tmp_path) -> None:
