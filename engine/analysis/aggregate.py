@@ -42,6 +42,9 @@ from engine.plan.steps_aggregate import WindowSpec
 AGG_PREFIX = "KSQL_AGG_VARIABLE_"
 _EITHER = "\nEither add the column(s) to the GROUP BY or remove them from the SELECT."
 
+# ksqlDB's logical planner refuses an EMIT FINAL that is not a windowed aggregation.
+EMIT_FINAL_UNWINDOWED = "EMIT FINAL is only supported for windowed aggregations."
+
 
 @dataclass
 class AggregateAnalysis:
@@ -279,7 +282,7 @@ def analyze_aggregate_query(
     scope = from_clause.scope
     window = window_spec(query.window) if query.window is not None else None
     if query.emit == "FINAL" and window is None:
-        raise AnalysisError("EMIT FINAL is only supported for windowed aggregations.")
+        raise AnalysisError(EMIT_FINAL_UNWINDOWED)
     if window is not None and node.is_table:
         raise AnalysisError("Windowing not supported for table aggregations.")
     if query.partition_by:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from engine.analysis.aggregate import analyze_aggregate_query
+from engine.analysis.aggregate import EMIT_FINAL_UNWINDOWED, analyze_aggregate_query
 from engine.analysis.joins import analyze_join
 from engine.analysis.scope import (
     AnalyzedQuery,
@@ -60,6 +60,7 @@ __all__ = [
     "rewrite",
     "source_columns",
 ]
+
 
 
 def analyze_query(
@@ -164,7 +165,7 @@ def analyze_query(
         _check_typed(s, columns)
     del alias
     if query.emit == "FINAL":  # ksqlDB's logical planner, once the projection is planned
-        raise AnalysisError("EMIT FINAL is only supported for windowed aggregations.")
+        raise AnalysisError(EMIT_FINAL_UNWINDOWED)
     return AnalyzedQuery(from_clause, select, where, partition_by, table_functions, star)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from engine.analysis.properties import WithProperties
 from engine.analysis.properties import duration_ms as _duration_ms
 from engine.analysis.query import (
+    EMIT_FINAL_UNWINDOWED,
     AnalyzedQuery,
     analyze_query,
     find_select,
@@ -83,6 +84,7 @@ DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
 OUTPUT_TOPIC_PREFIX = "ksql.output.topic.name.prefix"
+SUPPRESS_ENABLED = "ksql.suppress.enabled"
 
 
 @dataclass
@@ -565,7 +567,7 @@ class Planner:
             )
         if existing is not None and stmt.or_replace and existing.is_source:
             raise AnalysisError(_replace_source_message(existing))
-        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
+        analysis = self._analyze_refined(stmt)
         if analysis.is_table != (stmt.kind == "TABLE"):
             if stmt.kind == "TABLE":
                 raise AnalysisError(
@@ -613,6 +615,23 @@ class Planner:
             query_id=query_id, sources=analysis.source_names, sink=stmt.name, root=self._steps(sink)
         )
         return StatementPlan(statement_text=text, command=command, query=query)
+
+    def _analyze_refined(self, stmt: ast.CreateAsSelect) -> Any:
+        """The CREATE ... AS SELECT's query analyzed; with ``ksql.suppress.enabled`` false an EMIT
+        FINAL query is refused, as ksqlDB's logical planner refuses it once the query is analyzed
+        (before it checks that the query is a windowed aggregation)."""
+        suppressed = stmt.query.emit == "FINAL" and str(self.config.get(SUPPRESS_ENABLED, "true")).strip().lower() == "false"
+        refused = AnalysisError("Suppression is currently disabled. You can enable it by setting "
+                                f"{SUPPRESS_ENABLED} to true")
+        try:
+            analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
+        except AnalysisError as exc:
+            if suppressed and str(exc) == EMIT_FINAL_UNWINDOWED:
+                raise refused from None
+            raise
+        if suppressed:
+            raise refused
+        return analysis
 
     def plan_insert_into(self, stmt: ast.InsertInto, text: str, query_id: str) -> StatementPlan:
         """INSERT INTO target SELECT ..."""
