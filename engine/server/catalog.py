@@ -83,6 +83,7 @@ def persistent_description(
         window_type=window,
         overridden_properties=properties,
         host=host,
+        errors=info.errors if info is not None else (),
     )
 
 

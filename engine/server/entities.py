@@ -91,6 +91,20 @@ class RunningQueryInfo:
     state: str  # RUNNING, ERROR, UNRESPONSIVE (no live owner), PENDING (queries not run)
     owner: str | None = None  # the server running it (its HOST:PORT), None while it moves
     query_type: str = "PERSISTENT"  # PUSH: a push query being streamed (no sink)
+    errors: tuple[dict[str, Any], ...] = ()  # its latest failures on this server (``query_error``)
+
+
+# ksqlDB's error classifiers (its QueryErrorClassifier implementations) call these the user's:
+# a missing topic or subject, an authorization refusal, a record that does not deserialize.
+_USER_ERRORS = ("does not exist", "UNKNOWN_TOPIC", "UnknownTopicOrPartition", "not authorized", "Authorization",
+                "TOPIC_AUTHORIZATION_FAILED", "Subject not found", "under subject", "deserializ")
+
+
+def query_error(message: str, timestamp_ms: int) -> dict[str, Any]:
+    """ksqlDB's ``QueryError`` of a failure: when, its message, and its type (``USER`` for what
+    ksqlDB's classifiers call the user's, else ``UNKNOWN``)."""
+    kind = "USER" if any(marker in message for marker in _USER_ERRORS) else "UNKNOWN"
+    return {"timestamp": timestamp_ms, "errorMessage": message, "type": kind}
 
 
 def queries_list(statement_text: str, queries: Sequence[RunningQueryInfo]) -> dict[str, Any]:
@@ -425,6 +439,7 @@ class QueryDescription:
     window_type: str | None = None
     overridden_properties: Mapping[str, Any] | None = None
     host: str | None = None
+    errors: Sequence[Mapping[str, Any]] = ()  # queryErrors (``query_error``)
 
 
 def query_description(statement_text: str, query: QueryDescription) -> dict[str, Any]:
@@ -453,7 +468,7 @@ def query_description_value(query: QueryDescription) -> dict[str, Any]:
         "overriddenProperties": dict(query.overridden_properties or {}),
         "ksqlHostQueryStatus": {query.host: query.state} if query.host and query.state else {},
         "queryType": query.query_type,
-        "queryErrors": [],
+        "queryErrors": [dict(e) for e in query.errors],
         "tasksMetadata": [],
         "state": query.state,
     }

@@ -27,6 +27,7 @@ Errors are ``ServiceError``s carrying ksqlDB's error code and the statement's te
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import os
@@ -91,6 +92,7 @@ from engine.server.rest_config import COMMAND_RESPONSE_TIMEOUT
 LOG = logging.getLogger("engine.server")
 AUTO_OFFSET_RESET = "auto.offset.reset"
 PUSH_V2_ENABLED = "ksql.query.push.v2.enabled"
+ERROR_QUEUE_SIZE = "ksql.query.error.max.queue.size"
 NOT_A_QUERY_RESOURCE = (  # ksqlDB's words, written out whole (the errors reference reads them)
     "Statement type `io.confluent.ksql.parser.KsqlParser$PreparedStatement' not supported for this resource"
 )
@@ -112,6 +114,8 @@ class _QueryEntry:
     handle: Any = None
     error: str | None = None
     traced: str = ""  # the last failure whose whole stack went to the log (each distinct one goes once)
+    # Its latest failures, as ksqlDB's query descriptions list them (queryErrors), oldest first.
+    errors: collections.deque[dict[str, Any]] = field(default_factory=lambda: collections.deque(maxlen=10))
     # Set once the query has fixed its starting offsets (or failed): records written after
     # that are read even with auto.offset.reset=latest.
     started: threading.Event = field(default_factory=threading.Event)
@@ -335,7 +339,16 @@ class KsqlService:
         for query_id in self._backoff.due():
             self._start_query(query_id)
 
+    def _error_queue_size(self) -> int:
+        """``ksql.query.error.max.queue.size``: how many of a query's latest failures its
+        description lists (ksqlDB's default 10)."""
+        text = str(self.engine.config.get(ERROR_QUEUE_SIZE, 10)).strip()
+        return max(int(text), 0) if text.lstrip("-").isdigit() else 10
+
     def _failed(self, query_id: str, error: str) -> None:
+        entry = self._queries.get(query_id)
+        if entry is not None:
+            entry.errors.append(E.query_error(error, int(time.time() * 1000)))
         delay = self._backoff.failed(query_id)
         LOG.error("query %s failed (restart in %g s): %s", query_id, delay, error)
         if self.ownership is not None:
@@ -374,7 +387,8 @@ class KsqlService:
                     if plan.query is not None:
                         with self._queries_lock:
                             previous = self._queries.get(plan.query.query_id)
-                            entry = _QueryEntry(plan.query, command.statement, dict(command.properties))
+                            entry = _QueryEntry(plan.query, command.statement, dict(command.properties),
+                                                errors=collections.deque(maxlen=self._error_queue_size()))
                             if previous is not None:  # CREATE OR REPLACE: the old version runs until
                                 entry.handle = previous.handle  # the worker stops it and starts this one
                                 replaced = True
@@ -538,6 +552,7 @@ class KsqlService:
                     sink_topic=sink.topic if sink is not None else query.sink,
                     state=state,
                     owner=owner,
+                    errors=tuple(entry.errors) if entry else (),
                 ))
             return infos
 

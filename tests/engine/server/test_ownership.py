@@ -205,7 +205,32 @@ def test_a_failed_query_shows_error_and_is_restarted_with_backoff(kafka_broker, 
     time.sleep(0.6)
     service._supervise()
     assert started == ["CSAS_F_0"] and service._backoff.failures("CSAS_F_0") == 1
+    [error] = entry.errors  # what EXPLAIN and SHOW QUERIES EXTENDED list as the query's queryErrors
+    assert error["errorMessage"] == "java.lang.IllegalStateException: boom" and error["type"] == "UNKNOWN"
+    assert abs(error["timestamp"] - time.time() * 1000) < 60_000
+    assert service._error_queue_size() == 10  # ksqlDB's default
+    service.engine.config["ksql.query.error.max.queue.size"] = "2"
+    assert service._error_queue_size() == 2  # the length of a new query entry's errors
     service.log.close()
+
+
+def test_a_querys_description_lists_its_latest_errors_as_ksqldb_does() -> None:
+    """ksqlDB's QueryError: timestamp, errorMessage and type (USER for a missing topic, an
+    authorization refusal, ...); ksql.query.error.max.queue.size of them, the latest."""
+    import collections
+
+    from engine.server import entities as E
+
+    assert E.query_error("Topic 'orders' does not exist.", 5) == {
+        "timestamp": 5, "errorMessage": "Topic 'orders' does not exist.", "type": "USER"}
+    assert E.query_error("java.lang.IllegalStateException: boom", 6)["type"] == "UNKNOWN"
+    kept: collections.deque = collections.deque(maxlen=2)  # ksql.query.error.max.queue.size=2
+    for n in range(3):
+        kept.append(E.query_error(f"failure {n}", n))
+    described = E.query_description_value(E.QueryDescription(
+        query_id="CSAS_F_0", statement_text="", fields=(), sources=(), sinks=(), sink_topics=(), execution_plan="",
+        query_type="PERSISTENT", state="ERROR", errors=tuple(kept)))
+    assert [e["errorMessage"] for e in described["queryErrors"]] == ["failure 1", "failure 2"]
 
 
 class _RerunMetricsFailure(Exception):
