@@ -320,13 +320,18 @@ class WireSerde(RecordSerde):
         return json.dumps(schema, separators=(",", ":"))
 
     def to_bytes(self, data: Any) -> bytes | None:
+        """The record's Kafka bytes; a record this format cannot write raises
+        ``RecordSerdeError`` in the words of ksqlDB's serializer (``KsqlConnectSerializer``)."""
         if data is None:
             return None
-        if self.format.name == AVRO:
-            return self._avro_bytes(data)
-        if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
-            return self._protobuf_bytes(data)
-        return self._json_bytes(data)
+        try:
+            if self.format.name == AVRO:
+                return self._avro_bytes(data)
+            if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
+                return self._protobuf_bytes(data)
+            return self._json_bytes(data)
+        except RecordSerdeError as exc:
+            raise RecordSerdeError(serialization_error(self.topic, str(exc))) from None
 
     def from_bytes(self, data: bytes | None, *, as_written: bool = False) -> Any:
         if data is None:
@@ -590,6 +595,12 @@ def _filled(value: Any, schema: Any) -> Any:
         elif current is not None:
             out[key] = _filled(current, field.get("type"))
     return out
+
+
+def serialization_error(topic: str, reason: str) -> str:
+    """ksqlDB's text for a record its AVRO, JSON_SR or PROTOBUF serializer cannot write."""
+    return (f"Error serializing message to topic: {topic}. {reason}\n"
+            "Hint: You probably forgot to add VALUE_SCHEMA_ID when creating the source.")
 
 
 def wire_serde(serde: RecordSerde, topic: str, registry_url: str | None) -> RecordSerde:
