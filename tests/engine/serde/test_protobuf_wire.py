@@ -9,6 +9,7 @@ runs PROTOBUF through the real registry and broker.
 from __future__ import annotations
 
 import decimal
+import re
 import struct
 import uuid
 import warnings
@@ -319,11 +320,11 @@ def test_a_value_of_the_wrong_type_names_the_field() -> None:
 def test_a_boolean_is_not_written_to_an_integer_field() -> None:
     """In the words of ksqlDB's KsqlConnectSerializer, with its hint."""
     serde = _value("PROTOBUF_NOSR", "t", None)
+    hint = "Hint: You probably forgot to add VALUE_SCHEMA_ID when creating the source."
     with pytest.raises(
         RecordSerdeError,
         match=r"^Error serializing message to topic: t\. Cannot write the PROTOBUF_NOSR value field ID: True "
-              r"\(a boolean is not an integer\)\.\nHint: You probably forgot to add VALUE_SCHEMA_ID when creating "
-              r"the source\.$",
+              r"\(a boolean is not an integer\)\.\n" + re.escape(hint) + "$",
     ):
         serde.to_bytes({**RECORD, "ID": True})
     assert serde.from_bytes(serde.to_bytes({**RECORD, "ID": 1})) == {**RECORD, "ID": 1}
