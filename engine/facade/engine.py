@@ -530,13 +530,14 @@ class KsqlEngine:
 
     def _check_key_schema(self, source: DataSource) -> None:
         """A key format of the registry: the registered key schema must be the one the insert
-        writes with (``engine.serde.schema_register.check_insert_key_schema``)."""
+        writes with; a PROTOBUF value needs its subject's schema (``engine.serde.schema_register``)."""
         from engine.serde.schema_inference import SCHEMA_REGISTRY_URL
-        from engine.serde.schema_register import check_insert_key_schema
+        from engine.serde.schema_register import check_insert_key_schema, check_insert_value_subject
 
         url = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL) or None
         if url is not None:
             check_insert_key_schema(str(url), source.name, source.topic, source.formats, source.schema.columns)
+            check_insert_value_subject(str(url), source.topic, source.formats)
 
     def _registered_defaults(self, source: DataSource, row: dict[str, Any]) -> dict[str, Any]:
         """``row`` with the defaults of the registered AVRO value schema a source names

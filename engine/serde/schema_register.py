@@ -174,3 +174,19 @@ def check_insert_key_schema(registry_url: str, source: str, topic: str, formats:
             f"Cannot INSERT VALUES into data source {source}. ksqlDB generated schema would overwrite "
             f"existing key schema.\n\tExisting Schema: [{shown}]\n\tksqlDB Generated: [{ours}]"
         )
+
+
+def check_insert_value_subject(registry_url: str, topic: str, formats: Formats) -> None:
+    """A PROTOBUF value without a schema id: ksqlDB's INSERT VALUES writes with the latest schema
+    of ``<topic>-value`` and refuses the insert when the registry has none (``SerdeUtils``)."""
+    from engine.serde.registry import registry_client
+
+    if formats.value_format != PROTOBUF or SCHEMA_ID in dict(formats.value_properties):
+        return
+    subject = f"{topic}-value"
+    try:
+        registry_client(registry_url).get_latest_version(subject)
+    except Exception:
+        raise AnalysisError(
+            f"Failed to fetch schema for serialization from Schema Registry using schema subject: {subject}"
+        ) from None

@@ -138,3 +138,16 @@ def test_insert_values_needs_the_key_schema_and_a_registry_that_answers(registry
         )
     finally:
         forget_registry_client(dead)
+
+
+def test_insert_values_into_a_protobuf_value_needs_its_subjects_schema(registry: str) -> None:
+    engine = _engine(registry)
+    engine.execute_sql("CREATE STREAM PROTO (ID STRING KEY, V INT) WITH (kafka_topic='proto', value_format='PROTOBUF', "
+                       "partitions=1);")
+    engine.execute_sql("INSERT INTO PROTO (ID, V) VALUES ('a', 1);")
+    registry_client(registry).delete_subject("proto-value", permanent=True)
+    with pytest.raises(KsqlError) as caught:
+        engine.execute_sql("INSERT INTO PROTO (ID, V) VALUES ('a', 2);")
+    assert str(caught.value) == (
+        "Failed to fetch schema for serialization from Schema Registry using schema subject: proto-value"
+    )
