@@ -82,6 +82,9 @@ DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
 OUTPUT_TOPIC_PREFIX = "ksql.output.topic.name.prefix"
+SUPPRESS_ENABLED = "ksql.suppress.enabled"
+SUPPRESS_DISABLED = f"Suppression is currently disabled. You can enable it by setting {SUPPRESS_ENABLED} to true"
+EMIT_FINAL_UNWINDOWED = "EMIT FINAL is only supported for windowed aggregations."
 
 
 @dataclass
@@ -539,6 +542,21 @@ class Planner:
 
     # ------------------------------------------------------------------ queries
 
+    def _analyze(self, query: ast.Query, **options: Any) -> Any:
+        """``analyze_query``; an EMIT FINAL while ``ksql.suppress.enabled`` is false is refused
+        where ksqlDB's logical planner refuses it: after the analysis, before its check that
+        the query is a windowed aggregation."""
+        suppress_off = query.emit == "FINAL" and str(self.config.get(SUPPRESS_ENABLED, "true")).strip().lower() == "false"
+        try:
+            analysis = analyze_query(query, self.metastore, **options)
+        except AnalysisError as exc:
+            if suppress_off and str(exc) == EMIT_FINAL_UNWINDOWED:
+                raise AnalysisError(SUPPRESS_DISABLED) from None
+            raise
+        if suppress_off:
+            raise AnalysisError(SUPPRESS_DISABLED)
+        return analysis
+
     def plan_create_as_select(
         self, stmt: ast.CreateAsSelect, text: str, query_id: str
     ) -> StatementPlan | None:
@@ -559,7 +577,7 @@ class Planner:
             )
         if existing is not None and stmt.or_replace and existing.is_source:
             raise AnalysisError(_replace_source_message(existing))
-        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
+        analysis = self._analyze(stmt.query, sink_name=stmt.name)
         if analysis.is_table != (stmt.kind == "TABLE"):
             if stmt.kind == "TABLE":
                 raise AnalysisError(
@@ -622,7 +640,7 @@ class Planner:
             )
         if target.schema.headers:
             raise AnalysisError(f"Cannot insert into {target.name} because it has header columns")
-        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
+        analysis = self._analyze(stmt.query, sink_name=stmt.target)
         if target.is_table or analysis.is_table:
             raise AnalysisError(
                 f"INSERT INTO can only be used to insert into a stream. {target.name} is a table."
@@ -663,7 +681,7 @@ class Planner:
                 "Pull queries (a SELECT without EMIT CHANGES) are not supported yet: "
                 "add EMIT CHANGES to run a push query.",
             )
-        analysis = analyze_query(query, self.metastore, transient=True)
+        analysis = self._analyze(query, transient=True)
         projected = self._logical_query(analysis, query_id, transient=True)
         self._check_join_partitions(analysis.from_clause.node)
         project: Any = projected
