@@ -52,6 +52,11 @@ _REPARTITION_WINDOWED = (
     "Implicit repartitioning of windowed sources is not supported. "
     "See https://github.com/confluentinc/ksql/issues/4385."
 )
+_REPARTITION_WINDOWED_TABLES = (
+    _REPARTITION_WINDOWED + " As a result, ksqlDB does not support joins on windowed sources with "
+    "Schema-Registry-enabled key formats (AVRO, JSON_SR, PROTOBUF) at this time. Please "
+    "repartition your sources to use a different key format before performing the join."
+)
 _NO_WITHIN = (
     "Stream-Stream joins must have a WITHIN clause specified. None was provided. To learn "
     "about how to specify a WITHIN clause with a stream-stream join, please visit: "
@@ -275,7 +280,7 @@ def _analyze(relation: ast.Join, metastore: MetaStore, *, depth: int) -> FromCla
             raise AnalysisError("Invalid join type encountered: RIGHT [OUTER] JOIN")
     else:
         kind = LJ.STREAM_STREAM
-    _check_windows(left, left_node, right_src, left_is_key, right_is_key)
+    _check_windows(left, left_node, right_src, left_is_key, right_is_key, tables=kind == LJ.TABLE_TABLE)
     if kind == LJ.STREAM_STREAM and relation.within is None:
         raise AnalysisError(_NO_WITHIN)
 
@@ -467,7 +472,8 @@ def _check_source_windows(left_alias: str, left: DataSource, right_alias: str, r
 
 
 def _check_windows(
-    left: FromClause, left_node: object, right: DataSource, left_is_key: bool, right_is_key: bool
+    left: FromClause, left_node: object, right: DataSource, left_is_key: bool, right_is_key: bool,
+    *, tables: bool = False,
 ) -> None:
     lw = left_node.window  # type: ignore[attr-defined]
     rw = right.window_info
@@ -489,6 +495,10 @@ def _check_windows(
         )
     if not (left_is_key and right_is_key):
         raise AnalysisError(_REPARTITION_WINDOWED)
+    # A join in a schema-registry key format repartitions both sides (their key schema ids may
+    # differ); a stream can, but ksqlDB repartitions no windowed table.
+    if tables and left.sources[-1].formats.key_format in SCHEMA_REGISTRY_FORMATS:
+        raise AnalysisError(_REPARTITION_WINDOWED_TABLES)
     # Windows of another type or size mean another key format, and a key join of windowed
     # sources can only repartition into the left's key format when that is a schema-registry
     # format: ksqlDB repartitions both sides then anyway, keeping the window start in the key

@@ -143,14 +143,23 @@ def _then(fn: NodeFn, convert: Converter | None) -> NodeFn:
     return lambda row, scope: convert(fn(row, scope))
 
 
+LIKE_ENDS_WITH_ESCAPE = "LIKE pattern must not end with escape character"
+
+
 def like_regex(pattern: str, escape: str | None) -> re.Pattern[str]:
-    """The regular expression of a LIKE pattern: ``%`` any run, ``_`` one character."""
+    """The regular expression of a LIKE pattern: ``%`` any run, ``_`` one character.
+
+    A pattern whose last character is an unescaped ``escape`` fails each record it is
+    evaluated for, as ksqlDB's LikeEvaluator does.
+    """
     out: list[str] = []
     chars = iter(pattern)
     for c in chars:
         if escape is not None and c == escape:
             nxt = next(chars, None)
-            out.append(re.escape(nxt if nxt is not None else c))
+            if nxt is None:
+                raise EvaluationError(LIKE_ENDS_WITH_ESCAPE)
+            out.append(re.escape(nxt))
         elif c == "%":
             out.append(".*")
         elif c == "_":
@@ -413,8 +422,15 @@ class _Compiler:
         if isinstance(expr.pattern, Literal):
             if expr.pattern.value is None:
                 return _const(negated)
-            regex = like_regex(expr.pattern.value, escape)
-            pattern_of: Callable[[Row, Scope], re.Pattern[str] | None] = lambda row, scope: regex  # noqa: E731
+            try:
+                regex = like_regex(expr.pattern.value, escape)
+            except EvaluationError as exc:
+                problem = exc
+
+                def pattern_of(row: Row, scope: Scope) -> re.Pattern[str] | None:
+                    raise EvaluationError(str(problem))
+            else:
+                pattern_of = lambda row, scope: regex  # noqa: E731
         else:
             pattern = self.compile(expr.pattern)
 

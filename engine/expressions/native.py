@@ -376,7 +376,7 @@ class _Compiler:
             return F.lit(expr.negated)
         regex = _like_java_regex(pattern.value, expr.escape)
         if regex is None:
-            raise _Fallback("LIKE pattern with \\E in it")
+            raise _Fallback("LIKE pattern with \\E in it, or ending with its escape character")
         matched = _no_null(self.compile(expr.value).rlike(regex))
         return ~matched if expr.negated else matched
 
@@ -497,7 +497,9 @@ def _like_java_regex(pattern: str, escape: str | None) -> str | None:
     for c in chars:
         if escape is not None and c == escape:
             nxt = next(chars, None)
-            literal.append(nxt if nxt is not None else c)
+            if nxt is None:
+                return None  # fails each record (see like_regex): the Python evaluator logs it
+            literal.append(nxt)
         elif c in "%_":
             flush()
             out.append(".*" if c == "%" else ".")

@@ -190,6 +190,7 @@ class KsqlEngine:
                 raise AnalysisError("Cannot execute command because source table materialization is disabled.")
             plan = planner.plan_create_source(stmt, text)
             self._provision_topic(stmt, plan)
+            self._register_schemas(plan, create_as_select=False)
             result = self._apply(plan, text, f"CREATE_{stmt.kind}")
             if _numbers_a_query(plan):
                 self._query_counter += 1
@@ -197,6 +198,7 @@ class KsqlEngine:
         if isinstance(stmt, ast.CreateAsSelect):
             plan = planner.plan_create_as_select(stmt, text, self._create_as_query_id(stmt))
             self._provision_topic(stmt, plan)
+            self._register_schemas(plan, create_as_select=True)
             return self._apply(plan, text, f"CREATE_{stmt.kind}_AS_SELECT")
         if isinstance(stmt, ast.InsertInto):
             requested = stmt.properties.get("QUERY_ID")
@@ -317,6 +319,23 @@ class KsqlEngine:
         if retention is not None and policy != "compact":
             configs["retention.ms"] = str(retention)
         return replicas, configs
+
+    def _register_schemas(self, plan: StatementPlan | None, *, create_as_select: bool) -> None:
+        """Register the schemas of a new source's topic when a registry is configured, as
+        ksqlDB's SchemaRegisterInjector does before it runs the statement (see
+        ``engine.serde.schema_register``); a replayed plan registers nothing."""
+        if plan is None or not isinstance(plan.command, CreateStreamCommand | CreateTableCommand):
+            return
+        from engine.serde.schema_inference import SCHEMA_REGISTRY_URL
+        from engine.serde.schema_register import register_schemas
+
+        url = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL) or None
+        if url is None:
+            return
+
+        command = plan.command
+        register_schemas(str(url), command.topic, command.formats, command.schema.columns,
+                         create_as_select=create_as_select)
 
     def _create_as_query_id(self, stmt: ast.CreateAsSelect) -> str:
         """The id of the query a CREATE ... AS SELECT runs: with OR REPLACE over a sink one
@@ -539,7 +558,19 @@ class KsqlEngine:
         missing_keys = [c.name for c in source.schema.key if c.name not in row] if source.kind == "TABLE" else []
         if missing_keys:
             raise AnalysisError(f"Value for primary key column(s) {', '.join(missing_keys)} is required for tables")
+        self._check_key_schema(source)
         self._publish_row(source, self._registered_defaults(source, row), timestamp)
+
+    def _check_key_schema(self, source: DataSource) -> None:
+        """A key format of the registry: the registered key schema must be the one the insert
+        writes with; a PROTOBUF value needs its subject's schema (``engine.serde.schema_register``)."""
+        from engine.serde.schema_inference import SCHEMA_REGISTRY_URL
+        from engine.serde.schema_register import check_insert_key_schema, check_insert_value_subject
+
+        url = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL) or None
+        if url is not None:
+            check_insert_key_schema(str(url), source.name, source.topic, source.formats, source.schema.columns)
+            check_insert_value_subject(str(url), source.topic, source.formats)
 
     def _registered_defaults(self, source: DataSource, row: dict[str, Any]) -> dict[str, Any]:
         """``row`` with the defaults of the registered AVRO value schema a source names

@@ -36,6 +36,7 @@ from engine.errors import (
     ExecutionError,
     KafkaClientError,
     KsqlError,
+    RecordSerdeError,
     UpgradeError,
     query_failure_in,
     root_cause_line,
@@ -144,13 +145,25 @@ class KafkaTopics:
             producer.close()
 
     def publish(self, record: TopicRecord, codec: TopicCodec) -> None:
+        from engine.serde.registry import SchemaFetchError
+
         key_serde = self._wire(codec.key, record.topic)
         value_serde = self._wire(codec.value, record.topic)
-        produced = ProducerRecord(
-            key=key_serde.to_bytes(record.key),
-            value=value_serde.to_bytes(record.value),
-            timestamp=record.timestamp or None,
-        )
+        # A key or value its format cannot write fails the insert in ksqlDB's words
+        # (InsertValuesExecutor): the key's reason is its cause only, the value's is told.
+        try:
+            key = key_serde.to_bytes(record.key)
+        except SchemaFetchError:
+            raise  # ksqlDB meets it when it makes the serializer
+        except RecordSerdeError as exc:
+            raise RecordSerdeError("Could not serialize key") from exc
+        try:
+            value = value_serde.to_bytes(record.value)
+        except SchemaFetchError:
+            raise
+        except RecordSerdeError as exc:
+            raise RecordSerdeError(f"Could not serialize value{exc}") from None
+        produced = ProducerRecord(key=key, value=value, timestamp=record.timestamp or None)
         producer = self._shared_producer()
         for attempt in (1, 2):
             try:

@@ -85,6 +85,7 @@ DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
 WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
 OUTPUT_TOPIC_PREFIX = "ksql.output.topic.name.prefix"
 SUPPRESS_ENABLED = "ksql.suppress.enabled"
+SUPPRESS_DISABLED = f"Suppression is currently disabled. You can enable it by setting {SUPPRESS_ENABLED} to true"
 
 
 @dataclass
@@ -547,6 +548,21 @@ class Planner:
 
     # ------------------------------------------------------------------ queries
 
+    def _analyze(self, query: ast.Query, **options: Any) -> Any:
+        """``analyze_query``; an EMIT FINAL while ``ksql.suppress.enabled`` is false is refused
+        where ksqlDB's logical planner refuses it: after the analysis, before its check that
+        the query is a windowed aggregation."""
+        suppress_off = query.emit == "FINAL" and str(self.config.get(SUPPRESS_ENABLED, "true")).strip().lower() == "false"
+        try:
+            analysis = analyze_query(query, self.metastore, **options)
+        except AnalysisError as exc:
+            if suppress_off and str(exc) == EMIT_FINAL_UNWINDOWED:
+                raise AnalysisError(SUPPRESS_DISABLED) from None
+            raise
+        if suppress_off:
+            raise AnalysisError(SUPPRESS_DISABLED)
+        return analysis
+
     def plan_create_as_select(
         self, stmt: ast.CreateAsSelect, text: str, query_id: str
     ) -> StatementPlan | None:
@@ -567,7 +583,7 @@ class Planner:
             )
         if existing is not None and stmt.or_replace and existing.is_source:
             raise AnalysisError(_replace_source_message(existing))
-        analysis = self._analyze_refined(stmt)
+        analysis = self._analyze(stmt.query, sink_name=stmt.name)
         if analysis.is_table != (stmt.kind == "TABLE"):
             if stmt.kind == "TABLE":
                 raise AnalysisError(
@@ -616,23 +632,6 @@ class Planner:
         )
         return StatementPlan(statement_text=text, command=command, query=query)
 
-    def _analyze_refined(self, stmt: ast.CreateAsSelect) -> Any:
-        """The CREATE ... AS SELECT's query analyzed; with ``ksql.suppress.enabled`` false an EMIT
-        FINAL query is refused, as ksqlDB's logical planner refuses it once the query is analyzed
-        (before it checks that the query is a windowed aggregation)."""
-        suppressed = stmt.query.emit == "FINAL" and str(self.config.get(SUPPRESS_ENABLED, "true")).strip().lower() == "false"
-        refused = AnalysisError("Suppression is currently disabled. You can enable it by setting "
-                                f"{SUPPRESS_ENABLED} to true")
-        try:
-            analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.name)
-        except AnalysisError as exc:
-            if suppressed and str(exc) == EMIT_FINAL_UNWINDOWED:
-                raise refused from None
-            raise
-        if suppressed:
-            raise refused
-        return analysis
-
     def plan_insert_into(self, stmt: ast.InsertInto, text: str, query_id: str) -> StatementPlan:
         """INSERT INTO target SELECT ..."""
         refuse_unknown_types(stmt)
@@ -647,7 +646,7 @@ class Planner:
             raise AnalysisError(f"INSERT INTO can only be used to insert into a stream. {target.name} is a table.")
         if target.schema.headers:
             raise AnalysisError(f"Cannot insert into {target.name} because it has header columns")
-        analysis = analyze_query(stmt.query, self.metastore, sink_name=stmt.target)
+        analysis = self._analyze(stmt.query, sink_name=stmt.target)
         if analysis.is_table:
             raise AnalysisError(
                 "Incompatible data sink and query result. Data sink "
@@ -688,7 +687,7 @@ class Planner:
                 "Pull queries (a SELECT without EMIT CHANGES) are not supported yet: "
                 "add EMIT CHANGES to run a push query.",
             )
-        analysis = analyze_query(query, self.metastore, transient=True)
+        analysis = self._analyze(query, transient=True)
         projected = self._logical_query(analysis, query_id, transient=True)
         self._check_join_partitions(analysis.from_clause.node)
         project: Any = projected

@@ -320,13 +320,20 @@ class WireSerde(RecordSerde):
         return json.dumps(schema, separators=(",", ":"))
 
     def to_bytes(self, data: Any) -> bytes | None:
+        """The record's Kafka bytes; a record this format cannot write raises
+        ``RecordSerdeError`` in the words of ksqlDB's serializer (``KsqlConnectSerializer``)."""
         if data is None:
             return None
-        if self.format.name == AVRO:
-            return self._avro_bytes(data)
-        if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
-            return self._protobuf_bytes(data)
-        return self._json_bytes(data)
+        try:
+            if self.format.name == AVRO:
+                return self._avro_bytes(data)
+            if self.format.name in (PROTOBUF, PROTOBUF_NOSR):
+                return self._protobuf_bytes(data)
+            return self._json_bytes(data)
+        except SchemaFetchError:
+            raise  # ksqlDB meets it when it makes the serializer, not in it
+        except RecordSerdeError as exc:
+            raise RecordSerdeError(serialization_error(self.topic, str(exc))) from None
 
     def from_bytes(self, data: bytes | None, *, as_written: bool = False) -> Any:
         if data is None:
@@ -448,7 +455,7 @@ class WireSerde(RecordSerde):
         given = self.format.get(SCHEMA_ID)
         if self.format.name == PROTOBUF and given is not None:
             self._schema_id = int(given)
-            self._proto = self._registered_codec(int(given), full_name)
+            self._proto = self._registered_codec(int(given), full_name, writing=True)
             return self._proto
         text = self.schema_text()
         self._proto = ProtoCodec.from_text(text, full_name=full_name)
@@ -466,7 +473,7 @@ class WireSerde(RecordSerde):
                 ) from None
         return self._proto
 
-    def _registered_codec(self, schema_id: int, full_name: str | None = None) -> Any:
+    def _registered_codec(self, schema_id: int, full_name: str | None = None, *, writing: bool = False) -> Any:
         """The PROTOBUF codec of the schema registered under ``schema_id`` (with the files it
         references), cached per id."""
         codec = self._proto_readers.get(schema_id)
@@ -480,6 +487,8 @@ class WireSerde(RecordSerde):
             imports = {str(ref.name): str(client.get_version(ref.subject, ref.version).schema.schema_str)
                        for ref in schema.references or ()}
         except Exception as exc:
+            if writing:
+                raise SchemaFetchError(fetch_for_serialization_error(schema_id)) from None
             raise RecordSerdeError(
                 f"Cannot read the {self.what} schema with id {schema_id}: {_message(exc)}"
             ) from None
@@ -531,8 +540,8 @@ class _GivenSchemaAvroWriter:
 
         try:
             text = client.get_schema(schema_id).schema_str
-        except Exception as exc:
-            raise RecordSerdeError(f"Cannot read the {what} schema with id {schema_id}: {_message(exc)}") from None
+        except Exception:
+            raise SchemaFetchError(fetch_for_serialization_error(schema_id)) from None
         self.schema = fastavro.parse_schema(json.loads(text))
         self.header = bytes([_MAGIC]) + struct.pack(">i", schema_id)
 
@@ -590,6 +599,21 @@ def _filled(value: Any, schema: Any) -> Any:
         elif current is not None:
             out[key] = _filled(current, field.get("type"))
     return out
+
+
+class SchemaFetchError(RecordSerdeError):
+    """The registered schema a format's SCHEMA_ID names could not be read to write a record."""
+
+
+def fetch_for_serialization_error(schema_id: int) -> str:
+    """ksqlDB's text (SerdeUtils) when the schema a KEY/VALUE_SCHEMA_ID names cannot be read."""
+    return f"Failed to fetch schema for serialization from Schema Registry using schema id: {schema_id}"
+
+
+def serialization_error(topic: str, reason: str) -> str:
+    """ksqlDB's text for a record its AVRO, JSON_SR or PROTOBUF serializer cannot write."""
+    return (f"Error serializing message to topic: {topic}. {reason}\n"
+            "Hint: You probably forgot to add VALUE_SCHEMA_ID when creating the source.")
 
 
 def wire_serde(serde: RecordSerde, topic: str, registry_url: str | None) -> RecordSerde:

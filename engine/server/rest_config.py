@@ -74,6 +74,57 @@ def invalid(name: str, value: object, message: str) -> RestConfigError:
     return RestConfigError(f"Invalid value {value} for configuration {name}: {message}")
 
 
+# ksqlDB's settings written as a map ("k1:v1,k2:v2"), with what each entry's key and value must be.
+METRICS_TAGS = "ksql.metrics.tags.custom"
+RATE_LIMITED_CODES = "ksql.logging.server.rate.limited.response.codes"
+RATE_LIMITED_PATHS = "ksql.logging.server.rate.limited.request.paths"
+MAP_SETTINGS = {METRICS_TAGS: (None, None), RATE_LIMITED_CODES: ("Not an int", "Not a double"),
+                RATE_LIMITED_PATHS: (None, "Not a double")}
+
+
+def parse_string_as_map(name: str, value: str) -> dict[str, str]:
+    """ksqlDB's ``KsqlConfig.parseStringAsMap``: comma-separated ``key:value`` entries (Guava's
+    map splitter, whose refusal ksqlDB quotes as the reason)."""
+    if not value:
+        return {}
+    parsed: dict[str, str] = {}
+    for entry in (e.strip() for e in value.split(",")):
+        fields = entry.split(":")
+        reason = f"Chunk [{entry}] is not a valid entry"
+        if fields[0] in parsed:
+            reason = f"Duplicate key [{fields[0]}] found."
+        elif len(fields) == 2:
+            parsed[fields[0]] = fields[1]
+            continue
+        raise RestConfigError(f"Invalid config value for '{name}'. value: {value}. reason: {reason}")
+    return parsed
+
+
+def _check_map_settings(properties: Mapping[str, Any]) -> None:
+    for name, (key_problem, value_problem) in MAP_SETTINGS.items():
+        if name not in properties:
+            continue
+        text = str(properties[name])
+        for key, value in parse_string_as_map(name, text.strip() if name == METRICS_TAGS else text).items():
+            if key_problem is not None and not _java_int(key):
+                raise invalid(name, key, key_problem)
+            if value_problem is not None and not _java_double(value):
+                raise invalid(name, value, value_problem)
+
+
+def _java_int(text: str) -> bool:
+    return re.fullmatch(r"[+-]?[0-9]+", text) is not None and -(2**31) <= int(text) < 2**31
+
+
+def _java_double(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return not text.strip().lower().lstrip("+-").startswith(("inf", "nan")) or text.strip().lstrip("+-") in (
+        "Infinity", "NaN")
+
+
 # ---------------------------------------------------------------------- Kafka's ConfigDef types
 
 
@@ -198,6 +249,7 @@ class RestConfig:
     @staticmethod
     def from_properties(properties: Mapping[str, Any]) -> RestConfig:
         """Check the server settings among ``properties``; ``RestConfigError`` names the first bad one."""
+        _check_map_settings(properties)
         p = {name: str(value) for name, value in properties.items() if name in NAMES}
         listeners = tuple(parse_listener("listeners", text) for text in _list(p, "listeners"))
         if "listeners" in p and not listeners:

@@ -239,6 +239,16 @@ def test_like_escape_makes_wildcards_literal() -> None:
     assert run(expr, S="x", P="!%") is False
 
 
+def test_like_pattern_ending_with_its_escape_character_fails_each_record() -> None:
+    message = "LIKE pattern must not end with escape character"
+    for pattern in (lit("ab!"), col("P")):
+        expr = Like(col("S"), pattern, escape="!")
+        with pytest.raises(EvaluationError, match=f"^{message}$"):
+            run(expr, S="ab", P="ab!")
+    # an escaped escape character is a literal one
+    assert run(Like(col("S"), lit("ab!!"), escape="!"), S="ab!") is True
+
+
 def test_like_on_null_is_false_and_not_like_true() -> None:
     assert run(Like(col("S"), lit("%"))) is False
     assert run(Like(col("S"), lit("%"), negated=True)) is True

@@ -9,6 +9,7 @@ runs PROTOBUF through the real registry and broker.
 from __future__ import annotations
 
 import decimal
+import re
 import struct
 import uuid
 import warnings
@@ -283,7 +284,7 @@ def test_a_given_schema_id_0_is_written_in_the_header(monkeypatch: pytest.Monkey
     columns = (Column("QTY", T.INTEGER),)
     serde = _value("PROTOBUF", "t", _url(), columns, {"schema_id": "0"})
     codec = ProtoCodec.from_text(proto_schema(columns, FormatInfo("PROTOBUF", {})))
-    monkeypatch.setattr(serde, "_registered_codec", lambda schema_id, full_name=None: codec)
+    monkeypatch.setattr(serde, "_registered_codec", lambda schema_id, full_name=None, writing=False: codec)
     data = serde.to_bytes({"QTY": 3})
     assert data == b"\x00" + struct.pack(">i", 0) + b"\x00" + b"\x08\x03"
     assert serde.from_bytes(data) == {"QTY": 3}
@@ -317,10 +318,13 @@ def test_a_value_of_the_wrong_type_names_the_field() -> None:
 
 
 def test_a_boolean_is_not_written_to_an_integer_field() -> None:
+    """In the words of ksqlDB's KsqlConnectSerializer, with its hint."""
     serde = _value("PROTOBUF_NOSR", "t", None)
+    hint = "Hint: You probably forgot to add VALUE_SCHEMA_ID when creating the source."
     with pytest.raises(
         RecordSerdeError,
-        match=r"^Cannot write the PROTOBUF_NOSR value field ID: True \(a boolean is not an integer\)\.$",
+        match=r"^Error serializing message to topic: t\. Cannot write the PROTOBUF_NOSR value field ID: True "
+              r"\(a boolean is not an integer\)\.\n" + re.escape(hint) + "$",
     ):
         serde.to_bytes({**RECORD, "ID": True})
     assert serde.from_bytes(serde.to_bytes({**RECORD, "ID": 1})) == {**RECORD, "ID": 1}
@@ -341,3 +345,11 @@ def test_the_serde_pickles_to_workers() -> None:
     serde = _value("PROTOBUF_NOSR", "t", None)
     copy = pickle.loads(pickle.dumps(serde))
     assert copy.from_bytes(serde.to_bytes(RECORD)) == RECORD
+
+
+@pytest.mark.parametrize("fmt", ["AVRO", "PROTOBUF"])
+def test_a_schema_id_the_registry_does_not_know_fails_the_write_in_ksqldbs_words(fmt: str) -> None:
+    serde = _value(fmt, "t", _url(), properties={"schema_id": "999"})
+    with pytest.raises(RecordSerdeError) as caught:
+        serde.to_bytes(RECORD)
+    assert str(caught.value) == "Failed to fetch schema for serialization from Schema Registry using schema id: 999"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -174,14 +175,24 @@ def test_drop_delete_topic_also_deletes_the_schemas_of_the_topic(kafka_broker, s
         # the registry refuses the deletion (not a 404), then the broker does
         import engine.serde.registry as registry
 
+        real_client = registry.registry_client
+
         class Refusing:
+            """The registry, refusing deletions (a CREATE still asks it for its subjects)."""
+
+            def __init__(self, url: str) -> None:
+                self.real = real_client(url)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.real, name)
+
             def delete_subject(self, subject: str) -> None:
                 raise type("SchemaRegistryError", (Exception,), {"http_status_code": 500})("boom")
 
         create = (f"CREATE STREAM DROPPED (ID INT KEY, V STRING) WITH (KAFKA_TOPIC='{topic}', PARTITIONS=1, "
                   "KEY_FORMAT='KAFKA', VALUE_FORMAT='AVRO');")
         service.execute(create)
-        monkeypatch.setattr(registry, "registry_client", lambda url: Refusing())
+        monkeypatch.setattr(registry, "registry_client", Refusing)
         with pytest.raises(ServiceError) as refused:
             service.execute("DROP STREAM DROPPED DELETE TOPIC;")
         assert refused.value.message == f"Could not clean up the schema registry for topic: {topic}"

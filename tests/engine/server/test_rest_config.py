@@ -73,6 +73,20 @@ def _config(properties: dict[str, str]) -> RestConfig:
     ({"ksql.query.pull.cancel.on.disconnect.enabled": "true"},
      "kspark implements ksql.query.pull.cancel.on.disconnect.enabled only as false"),
     ({"ssl.keystore.reload": "true"}, "ssl.keystore.reload is true, but kspark reads the server's key store once"),
+    # ksqlDB's map settings, in KsqlConfig.parseStringAsMap's words (Guava's reason)
+    ({"ksql.metrics.tags.custom": "env:prod,team"},
+     "Invalid config value for 'ksql.metrics.tags.custom'. value: env:prod,team. reason: Chunk [team] is not a "
+     "valid entry"),
+    ({"ksql.metrics.tags.custom": "env:prod,env:test"},
+     "Invalid config value for 'ksql.metrics.tags.custom'. value: env:prod,env:test. reason: Duplicate key [env] "
+     "found."),
+    ({"ksql.logging.server.rate.limited.response.codes": "404:1:2"},
+     "Invalid config value for 'ksql.logging.server.rate.limited.response.codes'. value: 404:1:2. reason: Chunk "
+     "[404:1:2] is not a valid entry"),
+    ({"ksql.logging.server.rate.limited.response.codes": "4xx:1"},
+     "Invalid value 4xx for configuration ksql.logging.server.rate.limited.response.codes: Not an int"),
+    ({"ksql.logging.server.rate.limited.request.paths": "/query:fast"},
+     "Invalid value fast for configuration ksql.logging.server.rate.limited.request.paths: Not a double"),
 ])
 def test_a_server_setting_ksqldb_refuses_is_refused_naming_it(properties, message) -> None:
     with pytest.raises(RestConfigError) as refused:
