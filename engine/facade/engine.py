@@ -24,6 +24,7 @@ from engine.errors import (
     MetastoreError,
     StatementPrepareError,
     UnsupportedFeatureError,
+    query_failure_cause,
     query_failure_in,
 )
 from engine.expressions import compile_expression, infer_type
@@ -597,10 +598,11 @@ class KsqlEngine:
                 written = runtime.write_sink(sink_topic, built.df, window_type, built.codec,
                                              base_key=self._base_key_serde(query, built))
             except Exception as exc:
-                stopped = query_failure_in(exc)
-                if stopped is None:
+                cause = query_failure_cause(exc)
+                if cause is None:
                     raise
-                raise ExecutionError(f"Query {query.query_id} failed: {stopped}") from None
+                # Caused by the failure, as ksqlDB's StreamsException by what stopped its thread.
+                raise ExecutionError(f"Query {query.query_id} failed: {query_failure_in(exc)}") from cause
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:
