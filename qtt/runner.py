@@ -18,8 +18,8 @@ from typing import Any
 from engine import errors
 from engine.data.records import TopicInfo, TopicRecord
 from qtt.loader import LoadProblem
-from qtt.model import ExpectedException, QttCase
-from qtt.schemas import use_case_registry
+from qtt.model import ExpectedException, QttCase, QttFormatError
+from qtt.schemas import inputs_through_topic_schemas, use_case_registry
 from qtt.verify import Verification, avro_decimals_as_numbers, check_post, verify_outputs
 
 EngineFactory = Callable[[Mapping[str, Any]], Any]
@@ -118,7 +118,7 @@ def message_matches(expected: ExpectedException, exc: BaseException) -> bool | N
         # As ksqlDB's matcher: an error's message or, for a KsqlStatementException, its other
         # message (kspark's text is the one with the values, ``logged`` the one without).
         chain = _chain(exc)
-        text = "\n".join([str(e) for e in chain] + [e.logged for e in chain if getattr(e, "logged", None)])
+        text = "\n".join([str(e) for e in chain] + [str(logged) for e in chain if (logged := getattr(e, "logged", None))])
         checks.append(expected.message in text)
     cause = cause_message_matches(expected, exc)
     if cause is not None:
@@ -272,6 +272,8 @@ def run_case(
         outcome = _drive(case, engine, stage, strict=strict)
     except errors.KsqlError as exc:
         outcome = _judge_error(case, exc, stage.text, strict=strict)
+    except QttFormatError as exc:  # the case's records do not fit its topics' schemas
+        outcome = {"status": Status.ERROR, "reason": f"Cannot use the case while {stage.text}: {exc}"}
     except Exception as exc:
         outcome = {
             "status": Status.ERROR,
@@ -343,7 +345,7 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
         if name not in created and name not in made:
             engine.create_topic(TopicInfo(name=name))
     stage.text = "producing the input records"
-    engine.produce(list(case.inputs))
+    engine.produce(inputs_through_topic_schemas(case))
     stage.text = "running the queries"
     produced: Mapping[str, Sequence[TopicRecord]] = engine.run() or {}
     sources = getattr(engine, "sources", None)

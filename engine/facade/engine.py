@@ -626,8 +626,13 @@ class KsqlEngine:
                 TopicInfo(name, partitions=source.partitions if source is not None else 1,
                           key_format=f.key_format, value_format=f.value_format)
             )
+            window = topic.window
             self._internal_formats[name] = (
-                FormatDescription(f.key_format, dict(f.key_properties), f.key_features),
+                FormatDescription(
+                    f.key_format, dict(f.key_properties), f.key_features,
+                    window_type=None if window is None else window.type,
+                    window_size_ms=None if window is None or window.type == "SESSION" else window.size_ms,
+                ),
                 FormatDescription(f.value_format, dict(f.value_properties), f.value_features),
             )
 

@@ -582,3 +582,15 @@ def test_conformance_filter_and_empty_total(
 ) -> None:
     assert cli.main(["conformance", str(corpus), "--filter", "no such case", "--no-progress"]) == 0
     assert capsys.readouterr().out.rstrip("\n").splitlines()[-1] == "conformance: 0/0 passed (0.0%)"
+
+
+def test_an_input_that_does_not_fit_its_topics_schema_is_an_error_naming_it(tmp_path: Path) -> None:
+    schema = {"type": "record", "name": "V", "fields": [{"name": "B", "type": "bytes"}]}
+    case = make_case(tmp_path, topics=[{"name": "in", "valueFormat": "AVRO", "valueSchema": schema}],
+                     inputs=[{"topic": "in", "key": "a", "value": {"B": "%%"}}])
+    result = run_case(case)
+    assert result.status is Status.ERROR
+    assert result.reason == (
+        "Cannot use the case while producing the input records: Input record 1 (topic 'in'): field 'B' is "
+        "BYTES in the topic's schema, so its text must be base64, but '%%' is not."
+    )
