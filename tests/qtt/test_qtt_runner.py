@@ -309,8 +309,8 @@ def test_an_expected_cause_fails_an_error_without_one_or_a_class_kspark_does_not
 
 
 def test_the_cause_message_is_looked_for_in_the_direct_cause_only(tmp_path: Path) -> None:
-    # The text is in the error's own message but not in its cause's: ksqlDB's matcher reads
-    # the cause's message only.
+    # expectedException.causeMessage: the text is in the error's own message but not in its
+    # cause's, and ksqlDB's matcher reads the cause's message only.
     case = _stopping(tmp_path, "STOP FunctionFailure Numeric field overflow",
                      "io.confluent.ksql.function.KsqlFunctionException", "Exception caught")
     lenient = run_case(case)

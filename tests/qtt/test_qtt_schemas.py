@@ -231,6 +231,10 @@ def test_a_topics_serde_features_decide_the_columns_its_schema_gives() -> None:
     assert _inputs(topics=[wrapped], inputs=[{"topic": "t", "value": {"B": "AQI="}}]) == [(None, {"B": "AQI="})]
     with pytest.raises(QttFormatError, match="Schema returned from schema registry is anonymous type"):
         _inputs(topics=[{**topic, "valueSerdeFeatures": []}], inputs=[{"topic": "t", "value": {"B": "AQI="}}])
+    key = {"name": "t", "keyFormat": "AVRO", "keySchema": "bytes", "keySerdeFeatures": ["UNWRAP_SINGLES"]}
+    assert _inputs(topics=[key], inputs=[{"topic": "t", "key": {"ROWKEY": "AQI="}, "value": None}]) == [
+        ({"ROWKEY": b"\x01\x02"}, None)
+    ]
     with pytest.raises(QttFormatError, match="Key schemas are always unwrapped."):
         _inputs(topics=[{"name": "t", "keyFormat": "AVRO", "keySchema": "bytes"}],
                 inputs=[{"topic": "t", "key": {"B": "AQI="}, "value": None}])

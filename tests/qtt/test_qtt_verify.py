@@ -383,6 +383,7 @@ def test_a_listed_topics_schemas_are_the_latest_registered_under_its_subjects_co
 
     from engine.serde.registry import forget_registry_client, registry_client
 
+    # post.topics.topics[].keySchema and valueSchema against the subjects' latest schemas.
     url = "mock://qtt-verify-registered-schemas"
     forget_registry_client(url)
     client = registry_client(url)
