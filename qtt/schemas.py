@@ -128,6 +128,7 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     from engine.parser import ast, parse
     from engine.plan.schema import Column, Namespace
     from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
+    from engine.serde.formats import NULLABLE_REPRESENTATION
 
     defaults = (properties.get(DEFAULT_KEY_FORMAT), properties.get(DEFAULT_VALUE_FORMAT))
     if not _REGISTRY_FORMAT_NAME.search(" ".join([text, *map(str, defaults)])):
@@ -153,12 +154,17 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     wrap = None if wrap_given is None else str(wrap_given).lower() == "true"
     if wrap is None and str(properties.get(WRAP_SINGLE_VALUES, "true")).lower() == "false" and len(values) == 1:
         wrap = False
+    def info(fmt: str, side: str) -> Any:
+        # The format's properties that shape the schema it makes: a PROTOBUF nullable representation.
+        nullable = props.get(f"{side}_PROTOBUF_NULLABLE_REPRESENTATION")
+        return FormatInfo(fmt, {NULLABLE_REPRESENTATION: str(nullable).upper()} if nullable is not None else {})
+
     try:
         if keys and key_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
-            schemas["key"] = _generated_schema(key_serde(FormatInfo(key_fmt), keys))
+            schemas["key"] = _generated_schema(key_serde(info(key_fmt, "KEY"), keys))
         if values and value_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
             features = SerdeFeatures(wrap_single_value=wrap)
-            schemas["value"] = _generated_schema(value_serde(FormatInfo(value_fmt), values, features))
+            schemas["value"] = _generated_schema(value_serde(info(value_fmt, "VALUE"), values, features))
     except KsqlError:
         return None  # the statement is refused when it runs
     if not schemas:
@@ -427,6 +433,7 @@ def _schema_columns(schema: Any, fmt: str, features: Sequence[str], *, is_key: b
     from engine.errors import KsqlError
     from engine.plan import types as T
     from engine.serde.schema_inference import avro_to_sql, protobuf_to_sql
+    from engine.serde.schema_text import SchemaTranslationError
 
     text = schema if isinstance(schema, str) else json.dumps(schema)
     try:
@@ -434,8 +441,10 @@ def _schema_columns(schema: Any, fmt: str, features: Sequence[str], *, is_key: b
             whole = avro_to_sql(_avro_json(schema))
         else:
             whole = protobuf_to_sql(text, is_key=is_key)
-    except (KsqlError, ValueError):
-        return []  # a schema kspark cannot read: registering or using it reports the problem
+    except (KsqlError, SchemaTranslationError, ValueError):
+        # A schema kspark cannot read on its own (one importing its references, say): its
+        # fields stay as they are; registering or using it reports any problem.
+        return []
     if "UNWRAP_SINGLES" in features:
         return [("ROWKEY" if is_key else "ROWVAL", whole)]
     if not isinstance(whole, T.Struct):
