@@ -574,6 +574,11 @@ class _TopicFormats:
     ksqlDB's saved post-conditions name the formats of every topic as its sources read it;
     a case's declared topic format is that of the schema it registers (JSON for a JSON_SR
     source, AVRO on a topic a JSON source reads), so it counts only for a topic no source is on.
+
+    It shows no schema registry: a saved post topic's keySchema/valueSchema is not compared.
+    ksqlDB's saved post-conditions list the schema of every topic its registry held, sources
+    included, as ksqlDB's own JSON_SR translator wrote them (no "$schema"), and kspark's
+    registry holds kspark's (with "$schema") and none for a join's internal topics.
     """
 
     def __init__(self, engine: Any) -> None:
