@@ -156,21 +156,49 @@ class QueryFailure(Exception):
 
     Deliberately not a ``KsqlError``: the handlers that log a record's error to the
     processing log and go on catch ``KsqlError``, and must let this one through. A runtime
-    reports it as its query's failure (``query_failure_in``).
+    reports it as its query's failure (``query_failure_in``), caused by the failure itself
+    (``query_failure_cause``), as ksqlDB's "Exception caught in process" is caused by the
+    exception that stopped the stream thread.
     """
 
 
-def query_failure_in(error: BaseException) -> str | None:
-    """Why a query stopped, when a Spark job failed with a ``QueryFailure`` (as it crossed
-    from a Python worker, in the text of the JVM's error): its message after Kafka Streams'
-    words for a stopped stream thread, "Exception caught in process". None when ``error`` is
-    another failure."""
-    marker = f"{QueryFailure.__module__}.{QueryFailure.__name__}: "
-    text = str(error)
-    at = text.rfind(marker)
-    if at < 0:
+class FunctionFailure(QueryFailure):
+    """A function that fails on a record and so stops its query (ksqlDB's
+    ``KsqlFunctionException`` out of a UDAF, such as a DECIMAL sum that overflows its type)."""
+
+
+class SinkSerializationFailure(QueryFailure):
+    """A record its sink cannot serialize, which stops the query (where Kafka Streams' record
+    collector stops the stream thread with "Unable to serialize record")."""
+
+
+_QUERY_FAILURES: dict[str, type[QueryFailure]] = {
+    c.__name__: c for c in (QueryFailure, FunctionFailure, SinkSerializationFailure)
+}
+_QUERY_FAILURE = re.compile(
+    rf"{re.escape(QueryFailure.__module__)}\.({'|'.join(_QUERY_FAILURES)}): ([^\n]*)"
+)
+
+
+def query_failure_cause(error: BaseException) -> QueryFailure | None:
+    """The ``QueryFailure`` a Spark job failed with (as it crossed from a Python worker, in
+    the text of the JVM's error), rebuilt with its class and the first line of its message;
+    None when ``error`` is another failure."""
+    if isinstance(error, QueryFailure):
+        return error
+    found = list(_QUERY_FAILURE.finditer(str(error)))
+    if not found:
         return None
-    return "Exception caught in process: " + text[at + len(marker):].splitlines()[0].strip()
+    last = found[-1]  # the innermost report of the failure
+    return _QUERY_FAILURES[last.group(1)](last.group(2).strip())
+
+
+def query_failure_in(error: BaseException) -> str | None:
+    """Why a query stopped, when a Spark job failed with a ``QueryFailure``: its message after
+    Kafka Streams' words for a stopped stream thread, "Exception caught in process". None when
+    ``error`` is another failure."""
+    cause = query_failure_cause(error)
+    return None if cause is None else f"Exception caught in process: {cause}"
 
 
 class CommandLogError(KsqlError):

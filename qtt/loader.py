@@ -452,24 +452,45 @@ def _format_name(raw: Any, where: str) -> str | None:
     raise QttFormatError(f"Expected {where} to be a format name, found {_kind(raw)}.")
 
 
-def _format_spec(raw: Any, where: str) -> FormatSpec | None:
-    if raw is None:
-        return None
+def read_format_node(raw: Any, where: str, *, key: bool) -> FormatSpec:
+    """A post topic's expected key or value format, as ksqlDB reads its KeyFormat or
+    ValueFormat: ``format``, ``properties``, ``features`` and, for a key, ``windowInfo``
+    (``type`` and ``size`` in seconds); other keys are ignored. The whole format is compared:
+    what is absent is none. (A bare format name stands for the format without anything else.)"""
     if isinstance(raw, str):
-        return FormatSpec(format=raw)
+        return FormatSpec(format=raw, properties={}, features=(), exact_window=key, whole=True)
     if not isinstance(raw, dict):
         raise QttFormatError(
             f"Expected {where} to be a format name or an object with 'format', found {_kind(raw)}."
         )
     fmt = _required(raw, "format", str, where)
     props = _optional(raw, "properties", dict, where) or {}
-    features = _string_list(raw, "features", where=where) if "features" in raw else None
+    features = _string_list(raw, "features", where=where) if "features" in raw else []
+    window_type: str | None = None
+    window_size: int | None = None
+    window = raw.get("windowInfo") if key else None
+    if window is not None:
+        at = f"{where}.windowInfo"
+        if not isinstance(window, dict):
+            raise QttFormatError(f"Expected {at} to be an object with 'type', found {_kind(window)}.")
+        window_type = _required(window, "type", str, at).upper()
+        if window_type not in ("TUMBLING", "HOPPING", "SESSION"):
+            raise QttFormatError(
+                f"Window type '{window_type}' in {at} is not known; expected TUMBLING, HOPPING or SESSION."
+            )
+        size = window.get("size")
+        if size is not None:
+            if isinstance(size, bool) or not isinstance(size, int | float | decimal.Decimal):
+                raise QttFormatError(f"Expected {at}.size to be a duration in seconds, found {_kind(size)}.")
+            window_size = int(decimal.Decimal(str(size)) * 1000)  # a Java Duration read from seconds
     return FormatSpec(
         format=fmt,
         properties={str(k): v for k, v in props.items()},
-        features=tuple(features) if features is not None else None,
-        window_type=_optional(raw, "windowType", str, where),
-        window_size=_optional(raw, "windowSize", int, where),
+        features=tuple(features),
+        window_type=window_type,
+        window_size=window_size,
+        exact_window=key,
+        whole=True,
     )
 
 
@@ -578,8 +599,8 @@ def _post_topic(raw: Any, index: int) -> PostTopic:
         raise QttFormatError(f"Partition count must be positive, but was: {partitions} (in {where}).")
     return PostTopic(
         name=_required(raw, "name", str, where),
-        key_format=_format_spec(raw.get("keyFormat"), f"{where}.keyFormat"),
-        value_format=_format_spec(raw.get("valueFormat"), f"{where}.valueFormat"),
+        key_format=read_format_node(raw["keyFormat"], f"{where}.keyFormat", key=True),
+        value_format=read_format_node(raw["valueFormat"], f"{where}.valueFormat", key=False),
         partitions=partitions,
         key_schema=raw.get("keySchema"),
         value_schema=raw.get("valueSchema"),

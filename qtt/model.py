@@ -34,6 +34,9 @@ class FormatSpec:
     window_size: int | None = None
     # True: an absent window type or size means the key is not windowed (ksqlDB's KeyFormatNode).
     exact_window: bool = False
+    # True: the whole format is compared, as ksqlDB compares a post topic's KeyFormat or
+    # ValueFormat: absent properties, features or window mean none.
+    whole: bool = False
 
     def __str__(self) -> str:
         return self.format or "any format"

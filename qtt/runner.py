@@ -18,8 +18,8 @@ from typing import Any
 from engine import errors
 from engine.data.records import TopicInfo, TopicRecord
 from qtt.loader import LoadProblem
-from qtt.model import ExpectedException, QttCase
-from qtt.schemas import use_case_registry
+from qtt.model import ExpectedException, QttCase, QttFormatError
+from qtt.schemas import inputs_through_topic_schemas, use_case_registry
 from qtt.verify import Verification, avro_decimals_as_numbers, check_post, verify_outputs
 
 EngineFactory = Callable[[Mapping[str, Any]], Any]
@@ -53,6 +53,48 @@ EXPECTED_EXCEPTION_CLASSES: dict[str, tuple[type[errors.KsqlError], ...]] = {
 }
 
 
+# ksqlDB exception classes a case may name as the direct cause of its error
+# (expectedException.cause), and the engine failures that stand for them: what stops a
+# persistent query is the cause of the query's ExecutionError, as the exception that stops a
+# Kafka Streams thread is the cause of ksqlDB's StreamsException "Exception caught in
+# process". No other kspark error has a cause: a case naming another class fails, saying so.
+EXPECTED_CAUSE_CLASSES: dict[str, tuple[type[BaseException], ...]] = {
+    "io.confluent.ksql.function.KsqlFunctionException": (errors.FunctionFailure,),
+    "org.apache.kafka.streams.errors.StreamsException": (errors.SinkSerializationFailure,),
+}
+
+
+def cause_mismatch(expected: ExpectedException, exc: BaseException) -> str | None:
+    """Why ``exc``'s direct cause is not the one the case expects (None: it is, or the case
+    names none). As ksqlDB's matcher: the cause is an instance of the class, and its own
+    message holds causeMessage; the causes of the cause do not count."""
+    if expected.cause is None:
+        return None
+    java = expected.cause.strip()
+    cause = exc.__cause__
+    wanted = EXPECTED_CAUSE_CLASSES.get(java)
+    name = _java_name(java)
+    if wanted is None:
+        known = ", ".join(sorted(EXPECTED_CAUSE_CLASSES))
+        return f"Expected a cause {java}, which kspark maps to none of its errors (it maps {known})."
+    if cause is None:
+        return f"Expected an error caused by {name}, but {type(exc).__name__} has no cause."
+    if not isinstance(cause, wanted):
+        return (
+            f"Expected an error caused by {name} ({' or '.join(c.__name__ for c in wanted)}), "
+            f"but its cause is {type(cause).__name__}: {cause}"
+        )
+    return None
+
+
+def cause_message_matches(expected: ExpectedException, exc: BaseException) -> bool | None:
+    """Whether causeMessage occurs in the message of ``exc``'s direct cause (None: not given)."""
+    if expected.cause_message is None:
+        return None
+    cause = exc.__cause__
+    return cause is not None and expected.cause_message in str(cause)
+
+
 def expected_error_classes(java_type: str | None) -> tuple[type[errors.KsqlError], ...]:
     """The engine error classes that satisfy a ksqlDB exception class; unknown or none given
     (a case expecting only a message) -> KsqlError."""
@@ -69,15 +111,19 @@ def error_matches(expected: ExpectedException, exc: BaseException) -> bool:
 
 
 def message_matches(expected: ExpectedException, exc: BaseException) -> bool | None:
-    """Whether the expected message fragments occur in the error chain (None: none given)."""
-    fragments = [m for m in (expected.message, expected.cause_message) if m]
-    if not fragments:
-        return None
-    # As ksqlDB's matcher: an error's message or, for a KsqlStatementException, its other
-    # message (kspark's text is the one with the values, ``logged`` the one without).
-    chain = _chain(exc)
-    text = "\n".join([str(e) for e in chain] + [e.logged for e in chain if getattr(e, "logged", None)])
-    return all(f in text for f in fragments)
+    """Whether the expected message occurs in the error chain and the expected cause
+    message in the direct cause's message (None: neither given)."""
+    checks: list[bool] = []
+    if expected.message:
+        # As ksqlDB's matcher: an error's message or, for a KsqlStatementException, its other
+        # message (kspark's text is the one with the values, ``logged`` the one without).
+        chain = _chain(exc)
+        text = "\n".join([str(e) for e in chain] + [str(logged) for e in chain if (logged := getattr(e, "logged", None))])
+        checks.append(expected.message in text)
+    cause = cause_message_matches(expected, exc)
+    if cause is not None:
+        checks.append(cause)
+    return all(checks) if checks else None
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -226,6 +272,8 @@ def run_case(
         outcome = _drive(case, engine, stage, strict=strict)
     except errors.KsqlError as exc:
         outcome = _judge_error(case, exc, stage.text, strict=strict)
+    except QttFormatError as exc:  # the case's records do not fit its topics' schemas
+        outcome = {"status": Status.ERROR, "reason": f"Cannot use the case while {stage.text}: {exc}"}
     except Exception as exc:
         outcome = {
             "status": Status.ERROR,
@@ -297,7 +345,7 @@ def _drive(case: QttCase, engine: Any, stage: _Stage, *, strict: bool) -> dict[s
         if name not in created and name not in made:
             engine.create_topic(TopicInfo(name=name))
     stage.text = "producing the input records"
-    engine.produce(list(case.inputs))
+    engine.produce(inputs_through_topic_schemas(case))
     stage.text = "running the queries"
     produced: Mapping[str, Sequence[TopicRecord]] = engine.run() or {}
     sources = getattr(engine, "sources", None)
@@ -356,13 +404,23 @@ def _judge_error(case: QttCase, exc: errors.KsqlError, stage: str, *, strict: bo
             "details": f"Raised while {stage}:\n{error}",
         }
     matched = message_matches(expected, exc)
+    wrong_cause = cause_mismatch(expected, exc) if error_matches(expected, exc) else None
+    if wrong_cause is not None:
+        return {
+            "status": Status.FAILED,
+            "reason": wrong_cause,
+            "message_matched": matched,
+            "details": f"Raised while {stage}:\n{error}",
+        }
     if error_matches(expected, exc):
         if matched is not False:
             return {"status": Status.PASSED, "message_matched": matched}
         wanted_text = "' and '".join(m for m in (expected.message, expected.cause_message) if m)
+        got = str(exc) if exc.__cause__ is None or expected.cause_message is None else (
+            f"{exc}' caused by '{exc.__cause__}")
         reason = (  # each message cut on its own, so that both show
             f"{_java_name(expected.type)} raised with another message: expected one containing "
-            f"'{one_line(wanted_text, 200)}', got '{one_line(str(exc), 200)}'"
+            f"'{one_line(wanted_text, 200)}', got '{one_line(got, 200)}'"
         )
         return {
             "status": Status.FAILED if strict else Status.PASSED,

@@ -12,6 +12,8 @@ part of a saved plan.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import decimal
 import hashlib
@@ -93,6 +95,10 @@ SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
 _REGISTRY_FORMAT_NAME = re.compile("|".join(sorted(SCHEMA_REGISTRY_FORMATS)), re.IGNORECASE)
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"
+WRAP_SINGLE_VALUES = "ksql.persistence.wrap.single.values"
+# Key formats that support both WRAP_SINGLES and UNWRAP_SINGLES, whose single key column ksqlDB
+# unwraps (SerdeFeaturesFactory.getKeyWrapping): PROTOBUF supports wrapping only.
+WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF_NOSR"})
 
 
 def runner_topics(case: QttCase) -> tuple[TopicSpec, ...]:
@@ -122,6 +128,7 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     from engine.parser import ast, parse
     from engine.plan.schema import Column, Namespace
     from engine.serde import FormatInfo, SerdeFeatures, key_serde, value_serde
+    from engine.serde.formats import NULLABLE_REPRESENTATION
 
     defaults = (properties.get(DEFAULT_KEY_FORMAT), properties.get(DEFAULT_VALUE_FORMAT))
     if not _REGISTRY_FORMAT_NAME.search(" ".join([text, *map(str, defaults)])):
@@ -143,20 +150,33 @@ def _statement_topic(text: str, properties: Mapping[str, Any]) -> TopicSpec | No
     keys = [Column(e.name, e.type, Namespace.KEY) for e in stmt.elements if e.constraint in ("KEY", "PRIMARY KEY")]
     values = [Column(e.name, e.type, Namespace.VALUE) for e in stmt.elements if e.constraint is None]
     schemas: dict[str, Any] = {}
+    wrap_given = props.get("WRAP_SINGLE_VALUE")
+    wrap = None if wrap_given is None else str(wrap_given).lower() == "true"
+    if wrap is None and str(properties.get(WRAP_SINGLE_VALUES, "true")).lower() == "false" and len(values) == 1:
+        wrap = False
+    def info(fmt: str, side: str) -> Any:
+        # The format's properties that shape the schema it makes: a PROTOBUF nullable representation.
+        nullable = props.get(f"{side}_PROTOBUF_NULLABLE_REPRESENTATION")
+        return FormatInfo(fmt, {NULLABLE_REPRESENTATION: str(nullable).upper()} if nullable is not None else {})
+
     try:
         if keys and key_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
-            schemas["key"] = _generated_schema(key_serde(FormatInfo(key_fmt), keys))
+            schemas["key"] = _generated_schema(key_serde(info(key_fmt, "KEY"), keys))
         if values and value_fmt.upper() in SCHEMA_REGISTRY_FORMATS:
-            wrap = props.get("WRAP_SINGLE_VALUE")
-            features = SerdeFeatures(wrap_single_value=None if wrap is None else str(wrap).lower() == "true")
-            schemas["value"] = _generated_schema(value_serde(FormatInfo(value_fmt), values, features))
+            features = SerdeFeatures(wrap_single_value=wrap)
+            schemas["value"] = _generated_schema(value_serde(info(value_fmt, "VALUE"), values, features))
     except KsqlError:
         return None  # the statement is refused when it runs
     if not schemas:
         return None
+    # ksqlDB's SerdeFeaturesFactory: a single key column of a format that can unwrap it is
+    # unwrapped; a single value column follows WRAP_SINGLE_VALUE, else the property's config.
+    key_features = ("UNWRAP_SINGLES",) if key_fmt.upper() in WRAPPABLE_KEY_FORMATS and len(keys) == 1 else ()
+    value_features = () if wrap is None or len(values) != 1 else (("WRAP_SINGLES",) if wrap else ("UNWRAP_SINGLES",))
     return TopicSpec(
         name=topic, key_format=key_fmt.upper(), value_format=value_fmt.upper() or None,
         key_schema=schemas.get("key"), value_schema=schemas.get("value"),
+        key_serde_features=key_features, value_serde_features=value_features,
     )
 
 
@@ -310,6 +330,131 @@ def _guess_format(schema: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- inputs
+
+
+def schema_topics(case: QttCase) -> dict[str, TopicSpec]:
+    """The topics whose schemas ksqlDB's test builder reads the case's inputs through, by
+    lower-cased name: the declared ones, each with the schemas a CREATE statement with
+    columns gives it where it declares none and that statement's serde features, and the
+    topics only such statements name (TestCaseBuilderUtil.getAllTopics)."""
+    topics = {t.name: t for t in case.topics}
+    for text in case.statements:
+        derived = _statement_topic(text, case.properties)
+        if derived is None:
+            continue
+        declared = topics.get(derived.name)
+        if declared is None:
+            topics[derived.name] = derived
+        else:
+            topics[derived.name] = dataclasses.replace(
+                declared,
+                key_schema=declared.key_schema if declared.key_schema is not None else derived.key_schema,
+                key_format=declared.key_format if declared.key_schema is not None else derived.key_format,
+                value_schema=declared.value_schema if declared.value_schema is not None else derived.value_schema,
+                value_format=declared.value_format if declared.value_schema is not None else derived.value_format,
+                key_serde_features=derived.key_serde_features,
+                value_serde_features=derived.value_serde_features,
+            )
+    return {name.lower(): t for name, t in topics.items()}
+
+
+def inputs_through_topic_schemas(case: QttCase) -> list[TopicRecord]:
+    """The case's input records as ksqlDB's RecordNode builds them with their topic's schema:
+    where the topic has an AVRO or PROTOBUF schema and the key or value is an object, each
+    top-level field that the schema (read as columns with the topic's serde features) types
+    as BYTES and that the object gives as text, under the column's name in lower or upper
+    case, is decoded from base64. Other records, and other fields, stay as they are."""
+    topics = schema_topics(case)
+    if not any(_bytes_schema(t.key_format, t.key_schema) or _bytes_schema(t.value_format, t.value_schema)
+               for t in topics.values()):
+        return list(case.inputs)
+    out: list[TopicRecord] = []
+    for i, record in enumerate(case.inputs):
+        topic = topics.get(record.topic.lower())
+        if topic is not None:
+            where = f"Input record {i + 1} (topic '{record.topic}')"
+            record = dataclasses.replace(
+                record,
+                key=_coerce_record(record.key, topic.key_format, topic.key_schema, topic.key_serde_features,
+                                   is_key=True, where=where),
+                value=_coerce_record(record.value, topic.value_format, topic.value_schema,
+                                     topic.value_serde_features, is_key=False, where=where),
+            )
+        out.append(record)
+    return out
+
+
+def _schema_format(fmt: str | None, schema: Any) -> str:
+    return (fmt or _guess_format(schema)).upper()
+
+
+def _bytes_schema(fmt: str | None, schema: Any) -> bool:
+    """Whether a topic's key or value schema is one whose BYTES fields ksqlDB decodes."""
+    return schema is not None and _schema_format(fmt, schema) in ("AVRO", "PROTOBUF", "PROTOBUF_NOSR")
+
+
+def _coerce_record(data: Any, fmt: str | None, schema: Any, features: Sequence[str], *,
+                   is_key: bool, where: str) -> Any:
+    if not isinstance(data, dict) or not _bytes_schema(fmt, schema):
+        return data
+    from engine.plan import types as T
+
+    out = dict(data)
+    for name, sql_type in _schema_columns(schema, _schema_format(fmt, schema), features, is_key=is_key):
+        lower, upper = name.lower(), name.upper()
+        field = lower if lower in out else upper
+        value = out.get(field)
+        if sql_type != T.BYTES or not isinstance(value, str):
+            continue
+        try:
+            out[field] = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise QttFormatError(
+                f"{where}: field '{field}' is BYTES in the topic's schema, so its text must be base64, "
+                f"but '{value}' is not."
+            ) from None
+    return out
+
+
+def _avro_json(schema: Any) -> Any:
+    """An Avro schema a case declares: JSON, or JSON text, or a bare primitive's name."""
+    if not isinstance(schema, str):
+        return schema
+    try:
+        return json.loads(schema)
+    except ValueError:
+        return schema
+
+
+def _schema_columns(schema: Any, fmt: str, features: Sequence[str], *, is_key: bool) -> list[tuple[str, Any]]:
+    """The columns a registered schema stands for, as ksqlDB's schema translator's toColumns
+    reads them: the schema wrapped in one field (ROWKEY or ROWVAL) with UNWRAP_SINGLES, then
+    the fields of the struct it must be."""
+    from engine.errors import KsqlError
+    from engine.plan import types as T
+    from engine.serde.schema_inference import avro_to_sql, protobuf_to_sql
+    from engine.serde.schema_text import SchemaTranslationError
+
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    try:
+        if fmt == "AVRO":
+            whole = avro_to_sql(_avro_json(schema))
+        else:
+            whole = protobuf_to_sql(text, is_key=is_key)
+    except (KsqlError, SchemaTranslationError, ValueError):
+        # A schema kspark cannot read on its own (one importing its references, say): its
+        # fields stay as they are; registering or using it reports any problem.
+        return []
+    if "UNWRAP_SINGLES" in features:
+        return [("ROWKEY" if is_key else "ROWVAL", whole)]
+    if not isinstance(whole, T.Struct):
+        if is_key:
+            raise QttFormatError("Key schemas are always unwrapped.")
+        raise QttFormatError(
+            "Schema returned from schema registry is anonymous type. To use this schema with ksqlDB, "
+            "set 'WRAP_SINGLE_VALUE=false' in the WITH clause properties."
+        )
+    return [(f.name, f.type) for f in whole.fields]
 
 
 def inputs_through_declared_schemas(

@@ -107,6 +107,9 @@ def find_difference(expected: Any, actual: Any, path: str = "") -> str | None:
         )
     if isinstance(expected, str) and isinstance(actual, decimal.Decimal):
         return None if text_matches_decimal(expected, actual) else path
+    if isinstance(expected, str) and isinstance(actual, bytes | bytearray):
+        # As ksqlDB's comparator reads a ByteBuffer: its base64 text.
+        return None if base64.b64encode(actual).decode("ascii") == expected else path
     if type(expected) is not type(actual) and not (
         isinstance(expected, str) and isinstance(actual, str)
     ):
@@ -542,7 +545,110 @@ def check_post(
                 )
             )
             reasons.extend(_check_schema_ids(expected_topic, declared))
+            reasons.extend(_check_registered_schemas(expected_topic, engine))
     return reasons
+
+
+def _check_registered_schemas(expected: PostTopic, engine: Any) -> list[str]:
+    """A schema a listed topic states equals the latest one registered under the topic's
+    ``<topic>-key`` or ``<topic>-value`` subject in the engine's registry, as ksqlDB's runner
+    compares them: parsed (a JSON tree for AVRO and JSON_SR, a proto file for PROTOBUF).
+    One it leaves out (or gives as null) is not checked."""
+    reasons: list[str] = []
+    if not hasattr(engine, "schema_registry_url"):
+        return []  # a view of an engine without a registry of its own (replay-ksqldb's): see its docs
+    url = getattr(engine, "schema_registry_url", None)
+    for label, want in (("key", expected.key_schema), ("value", expected.value_schema)):
+        if want is None:
+            continue
+        subject = f"{expected.name}-{label}"
+        got = latest_registered_schema(url, subject) if url else None
+        if got is None:
+            reasons.append(f"Topic '{expected.name}' has no {label} schema registered under {subject} "
+                           f"but expected {_schema_text(want)}.")
+        elif not schemas_equal(want, got):
+            reasons.append(f"Topic '{expected.name}' has {label} schema {_schema_text(got)} registered under "
+                           f"{subject} but expected {_schema_text(want)}.")
+    return reasons
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredSchema:
+    """The latest schema of a subject: its registry type and its text."""
+
+    schema_type: str
+    text: str
+
+
+def latest_registered_schema(url: str, subject: str) -> RegisteredSchema | None:
+    """The latest schema registered under ``subject`` at ``url``; None when there is none."""
+    from engine.serde.registry import registry_client
+
+    try:
+        registered = registry_client(url).get_latest_version(subject)
+    except Exception:  # the client's SchemaRegistryError (40401: no such subject)
+        return None
+    schema = registered.schema
+    return RegisteredSchema(str(schema.schema_type or "AVRO").upper(), str(schema.schema_str))
+
+
+def schemas_equal(expected: Any, actual: RegisteredSchema) -> bool:
+    """ksqlDB's comparison of a case's schema (a JSON value, or the text of a proto file)
+    with a registered one: JSON trees for AVRO and JSON schemas, proto files parsed for PROTOBUF."""
+    if actual.schema_type == "PROTOBUF":
+        return isinstance(expected, str) and _proto_file(expected) == _proto_file(actual.text)
+    try:
+        registered = json.loads(actual.text, parse_float=decimal.Decimal)
+    except ValueError:
+        return False
+    if isinstance(expected, str):  # a schema given as text: ksqlDB's TextNode of a JSON string
+        try:
+            expected = json.loads(expected, parse_float=decimal.Decimal)
+        except ValueError:
+            return False
+    return _json_equal(expected, registered)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON trees equal as Jackson's nodes are: same keys in any order, numbers by value and kind."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if _is_number(a) and _is_number(b):
+        return isinstance(a, int) == isinstance(b, int) and a == b
+    return bool(type(a) is type(b) and a == b)
+
+
+def _proto_file(text: str) -> Any:
+    """A proto file parsed (its syntax, messages, fields and options), without its comments and
+    layout; the text itself, spaces collapsed, when it does not parse."""
+    try:
+        from proto_schema_parser.parser import Parser
+
+        return _without_comments(Parser().parse(text))
+    except Exception:  # not a proto file the parser reads: compare the text
+        return " ".join(text.split())
+
+
+def _without_comments(node: Any) -> Any:
+    from proto_schema_parser import ast as P
+
+    if isinstance(node, list):
+        return [_without_comments(n) for n in node if not isinstance(n, P.Comment)]
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return dataclasses.replace(node, **{
+            f.name: _without_comments(getattr(node, f.name)) for f in dataclasses.fields(node) if f.init
+        })
+    return node
+
+
+def _schema_text(schema: Any) -> str:
+    text = schema.text if isinstance(schema, RegisteredSchema) else (
+        schema if isinstance(schema, str) else json.dumps(schema, default=str))
+    return _short(" ".join(text.split()), 200)
 
 
 def _check_source(expected: PostSource, actual: SourceInfo | None) -> list[str]:
@@ -589,6 +695,8 @@ def _check_format(label: str, expected: FormatSpec | None, actual: FormatDescrip
     reasons: list[str] = []
     if expected.format is not None and expected.format.upper() != actual.format.upper():
         reasons.append(f"{label} format is {actual.format} but expected {expected.format}.")
+    if expected.whole:
+        return reasons + _check_whole_format(label, expected, actual)
     for k, v in expected.properties.items():
         got = format_property(actual, k)
         if not _property_equal(k, got, str(v)):
@@ -608,6 +716,58 @@ def _check_format(label: str, expected: FormatSpec | None, actual: FormatDescrip
             f"{label} window size is {actual.window_size_ms} ms but expected {expected.window_size} ms."
         )
     return reasons
+
+
+def _check_whole_format(label: str, expected: FormatSpec, actual: FormatDescription) -> list[str]:
+    """The properties, features and window of a format compared whole, as ksqlDB's KeyFormat
+    and ValueFormat equality compares them: what the case leaves out must be absent."""
+    reasons: list[str] = []
+    want = {k: _property_text(v) for k, v in expected.properties.items()}
+    got = ksqldb_format_properties(actual)
+    if want != got:
+        reasons.append(f"{label} format properties are {got} but expected {want}.")
+    if set(expected.features or ()) != set(actual.features):
+        reasons.append(
+            f"{label} features are {sorted(actual.features)} but expected {sorted(expected.features or ())}."
+        )
+    if expected.exact_window:
+        if (actual.window_type or "").upper() != (expected.window_type or "").upper():
+            reasons.append(
+                f"{label} window type is {actual.window_type or 'none'} but expected "
+                f"{expected.window_type or 'none'}."
+            )
+        elif actual.window_size_ms != expected.window_size:
+            reasons.append(
+                f"{label} window size is {actual.window_size_ms} ms but expected {expected.window_size} ms."
+            )
+    return reasons
+
+
+def format_differences(label: str, expected: FormatSpec, actual: FormatDescription) -> list[str]:
+    """Why ``actual`` is not the whole format ``expected`` describes (``read_format_node``)."""
+    return _check_format(label, expected, actual)
+
+
+def _property_text(value: Any) -> str:
+    """A property value as ksqlDB's Map<String, String> reads it from JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def ksqldb_format_properties(actual: FormatDescription) -> dict[str, str]:
+    """A format's properties by ksqlDB's names and in ksqlDB's spelling (nullableRepresentation
+    lower-cased), with the one ksqlDB adds to every PROTOBUF format, unwrapPrimitives=true,
+    which is how kspark's PROTOBUF serdes always read wrapper types."""
+    names = {v: k for k, v in _KSQLDB_PROPERTY_NAMES.items()}
+    out: dict[str, str] = {}
+    for name, value in actual.properties.items():
+        ksqldb = names.get(name, name)
+        text = str(value)
+        out[ksqldb] = text.lower() if ksqldb == "nullableRepresentation" else text
+    if actual.format.upper() == "PROTOBUF":
+        out.setdefault("unwrapPrimitives", "true")
+    return out
 
 
 # ksqlDB's names of format properties (as its plans and QTT cases write them) -> kspark's.

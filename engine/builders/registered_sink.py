@@ -32,7 +32,7 @@ from engine.builders.native_forms import native_reason
 from engine.builders.native_io import _report
 from engine.builders.sinks import build_python_sink
 from engine.builders.walker import builds
-from engine.errors import AnalysisError, ExecutionError, QueryFailure
+from engine.errors import AnalysisError, ExecutionError, SinkSerializationFailure
 from engine.plan import steps as S
 from engine.plan import types as T
 from engine.plan.schema import Column, Namespace
@@ -79,12 +79,12 @@ class RegisteredExtras:
 
     def apply(self, data: Any) -> Any:
         """``data`` (a serialised key or value in QTT form) with the extra fields; raises
-        ``QueryFailure`` for a required one. A null (a tombstone) stays null."""
+        ``SinkSerializationFailure`` for a required one. A null (a tombstone) stays null."""
         if not isinstance(data, dict):
             return data
         for f in self.fields:
             if f.required:
-                raise QueryFailure(  # kspark's words, then ksqlDB's (its AvroSRSchemaDataTranslator)
+                raise SinkSerializationFailure(  # kspark's words, then ksqlDB's (its AvroSRSchemaDataTranslator)
                     f"Unable to serialize record: field '{f.name}' of the registered {self.what} schema "
                     f"(id {self.schema_id}) is required, has no default, and the sink has no column for it.\n"
                     f"Missing default value for required Avro field: [{f.name}]. "

@@ -24,6 +24,7 @@ from engine.errors import (
     MetastoreError,
     StatementPrepareError,
     UnsupportedFeatureError,
+    query_failure_cause,
     query_failure_in,
 )
 from engine.expressions import compile_expression, infer_type
@@ -657,14 +658,17 @@ class KsqlEngine:
                 plan_text=partial(physical_plan_text, built.df),
                 internal_schemas=dict(built.internal_schemas),
             )
+            if query.query_id in self._create_as_queries.values():
+                self._register_sink_schemas(sink_topic, query, built)
             try:
                 written = runtime.write_sink(sink_topic, built.df, window_type, built.codec,
                                              base_key=self._base_key_serde(query, built))
             except Exception as exc:
-                stopped = query_failure_in(exc)
-                if stopped is None:
+                cause = query_failure_cause(exc)
+                if cause is None:
                     raise
-                raise ExecutionError(f"Query {query.query_id} failed: {stopped}") from None
+                # Caused by the failure, as ksqlDB's StreamsException by what stopped its thread.
+                raise ExecutionError(f"Query {query.query_id} failed: {query_failure_in(exc)}") from cause
             outputs.setdefault(sink_topic, []).extend(written)
         ordered: dict[str, list[TopicRecord]] = {}
         for topic_name in outputs:
@@ -672,6 +676,36 @@ class KsqlEngine:
             ordered[topic_name] = sorted(outputs[topic_name], key=lambda r: seqs.get(id(r), ()))
         self._outputs = ordered
         return ordered
+
+    def _register_sink_schemas(self, topic: str, query: QueryPlan, built: Built) -> None:
+        """Register the key and value schemas of a CREATE ... AS SELECT sink in a schema
+        registry format under ``<topic>-key`` and ``<topic>-value``, as ksqlDB registers a
+        sink's schemas when it creates it (and a Kafka runtime's serializers with the first
+        record). A format naming a schema id writes that registered schema: nothing to register.
+        A registry that refuses a schema leaves the subject as it was: the run goes on, as a
+        bounded run writes no bytes with it."""
+        from engine.builders.formats import serdes_for
+        from engine.serde.formats import SCHEMA_ID
+        from engine.serde.registry import WireSerde, registry_client, wire_serde
+        from engine.serde.schema_inference import SCHEMA_REGISTRY_URL
+
+        url = self.schema_registry_url or self.config.get(SCHEMA_REGISTRY_URL) or None
+        formats = getattr(query.root, "formats", None)
+        if url is None or formats is None:
+            return
+        for serde in serdes_for(formats, built.schema.columns):
+            if serde is None or serde.format.get(SCHEMA_ID) is not None:
+                continue
+            wire = wire_serde(serde, topic, str(url))
+            if not isinstance(wire, WireSerde) or wire.format.name not in ("AVRO", "JSON_SR", "PROTOBUF"):
+                continue
+            from confluent_kafka.schema_registry import Schema
+
+            schema_type = {"AVRO": "AVRO", "JSON_SR": "JSON", "PROTOBUF": "PROTOBUF"}[wire.format.name]
+            try:
+                registry_client(str(url)).register_schema(wire.subject, Schema(wire.schema_text(), schema_type))
+            except Exception:  # noqa: BLE001 - see the docstring
+                continue
 
     def _create_internal_topics(self, query: QueryPlan) -> None:
         """Create the repartition and changelog topics ksqlDB's topology of ``query`` has,
@@ -688,8 +722,13 @@ class KsqlEngine:
                 TopicInfo(name, partitions=source.partitions if source is not None else 1,
                           key_format=f.key_format, value_format=f.value_format)
             )
+            window = topic.window
             self._internal_formats[name] = (
-                FormatDescription(f.key_format, dict(f.key_properties), f.key_features),
+                FormatDescription(
+                    f.key_format, dict(f.key_properties), f.key_features,
+                    window_type=None if window is None else window.type,
+                    window_size_ms=None if window is None or window.type == "SESSION" else window.size_ms,
+                ),
                 FormatDescription(f.value_format, dict(f.value_properties), f.value_features),
             )
 

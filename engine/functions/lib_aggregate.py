@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.errors import AnalysisError, EvaluationError, InternalError, QueryFailure
+from engine.errors import AnalysisError, EvaluationError, FunctionFailure, InternalError
 from engine.functions.java_hash import hll_cardinality, hll_register, murmur_hash_object
 from engine.functions.lib_math import ANY_DECIMAL
 from engine.functions.registry import REGISTRY, Generic, aggregate
@@ -185,7 +185,7 @@ class StoppingDecimalSumAggregator(DecimalSumAggregator):
         try:
             return super()._fit(x)
         except EvaluationError as exc:
-            raise QueryFailure(f"SUM over DECIMAL({self.precision}, {self.scale}): {exc}") from None
+            raise FunctionFailure(f"SUM over DECIMAL({self.precision}, {self.scale}): {exc}") from None
 
 
 @aggregate("SUM", params=[ANY_DECIMAL], returns=_first_arg, supports_undo=True, until=1)

@@ -38,6 +38,7 @@ from engine.errors import (
     KsqlError,
     RecordSerdeError,
     UpgradeError,
+    query_failure_cause,
     query_failure_in,
     root_cause_line,
 )
@@ -646,7 +647,7 @@ def _await(handle: Any, query_id: str, error_file: Path | None = None) -> None:
                 pass  # a read-only or remote state dir: the line alone must do
         if any(signature in _stack_text(handle) for signature in _RESTARTABLE):
             raise RestartableFailure(message) from None
-        raise ExecutionError(message) from None
+        raise ExecutionError(message) from query_failure_cause(exc)
 
 
 def _stack_text(handle: Any) -> str:

@@ -30,12 +30,12 @@ this module does not name yet. The module imports no pyspark.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.plan import expr as E
 from engine.plan.plan import QueryPlan
 from engine.plan.schema import LogicalSchema
-from engine.plan.steps import Formats, Step
+from engine.plan.steps import Formats, Step, WindowInfo
 from engine.plan.steps_join import StreamStreamJoin, StreamTableJoin, TableTableJoin
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
@@ -45,8 +45,9 @@ DEFAULT_PERSISTENT_PREFIX = "query_"
 # Formats whose key schema ksqlDB registers in the schema registry: a join always re-keys
 # into them, so the key schema is registered under the internal topic's subject.
 SCHEMA_REGISTRY_FORMATS = frozenset({"AVRO", "JSON_SR", "PROTOBUF"})
-# Key formats that wrap a single key column unless told not to (ksqlDB adds UNWRAP_SINGLES).
-_WRAPPING_FORMATS = frozenset({"AVRO", "JSON", "JSON_SR", "PROTOBUF", "PROTOBUF_NOSR"})
+# Key formats that wrap a single key column unless told not to (ksqlDB adds UNWRAP_SINGLES to
+# those that support both wrapping and unwrapping: not PROTOBUF, which only wraps).
+_WRAPPING_FORMATS = frozenset({"AVRO", "JSON", "JSON_SR", "PROTOBUF_NOSR"})
 # Kafka Streams processor nodes a ksqlDB source adds (source, and two value transformers),
 # a stream's key selection, a repartition (filter, sink, source) and a join's windows.
 _SOURCE_NODES, _SELECT_KEY_NODES, _REPARTITION_NODES = 3, 1, 3
@@ -60,6 +61,8 @@ class InternalTopic:
     formats: Formats
     # The source topic whose partition count the internal topic takes.
     partitions_of: str
+    # The window of its keys: a join's key format is one of its inputs', window included.
+    window: WindowInfo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class _Side:
     topic: str  # the leftmost source's topic
     nodes: int  # Kafka Streams nodes built for this input before the join
     is_source: bool = True  # False: a nested join
+    window: WindowInfo | None = None  # a windowed source's (a nested join's: its key format's)
 
 
 def application_id(service_id: str, query_id: str, persistent_prefix: str = DEFAULT_PERSISTENT_PREFIX) -> str:
@@ -108,8 +112,8 @@ def _side(step: Step, name: str, prefix: str, default_key: str, out: list[Intern
         inner = _join_topics(step, prefix + "L_", default_key, out)
         if inner is None:
             return None
-        formats, topic, nodes = inner
-        return _Side(name, isinstance(step, TableTableJoin), (step.key_column,), formats, topic, nodes, False)
+        formats, topic, nodes, window = inner
+        return _Side(name, isinstance(step, TableTableJoin), (step.key_column,), formats, topic, nodes, False, window)
     source_formats = getattr(step, "formats", None)
     schema = getattr(step, "source_schema", None)
     source_topic = getattr(step, "topic", None)
@@ -118,21 +122,32 @@ def _side(step: Step, name: str, prefix: str, default_key: str, out: list[Intern
     ):
         return None  # not a source step: ksqlDB's rules for it are not modelled
     is_table = "table" in step.TYPE.lower()
-    return _Side(name, is_table, tuple(c.name for c in schema.key), source_formats, source_topic, _SOURCE_NODES)
+    window = getattr(step, "window_info", None)
+    return _Side(name, is_table, tuple(c.name for c in schema.key), source_formats, source_topic, _SOURCE_NODES,
+                 window=window if isinstance(window, WindowInfo) else None)
 
 
 def _keyed_by(side: _Side, key: E.Expr) -> bool:
     return len(side.key_names) == 1 and isinstance(key, E.ColumnRef) and key.name == side.key_names[0]
 
 
-def _join_key_formats(left: _Side, right: _Side, left_ok: bool, right_ok: bool, default_key: str) -> Formats:
-    """ksqlDB's JoinNode.resolveKeyFormats: the key formats of the join's inputs and output."""
+def _join_key_side(left: _Side, right: _Side, left_ok: bool, right_ok: bool) -> _Side | None:
+    """The input whose key format ksqlDB's JoinNode.resolveKeyFormats gives the join (its
+    window included); None: neither has a key format."""
     for side, keyed in ((left, left_ok), (right, right_ok)):
         if keyed and side.formats.key_format != "NONE":
-            return side.formats
+            return side
     for side in (left, right):
         if side.formats.key_format != "NONE":
-            return side.formats
+            return side
+    return None
+
+
+def _join_key_formats(left: _Side, right: _Side, left_ok: bool, right_ok: bool, default_key: str) -> Formats:
+    """ksqlDB's JoinNode.resolveKeyFormats: the key formats of the join's inputs and output."""
+    side = _join_key_side(left, right, left_ok, right_ok)
+    if side is not None:
+        return side.formats
     return Formats(key_format=default_key, value_format=left.formats.value_format)
 
 
@@ -154,7 +169,7 @@ def _key_formats(chosen: Formats, side: _Side) -> Formats:
 
 def _join_topics(
     join: Step, prefix: str, default_key: str, out: list[InternalTopic]
-) -> tuple[Formats, str, int] | None:
+) -> tuple[Formats, str, int, WindowInfo | None] | None:
     """Add ``join``'s topics (an inner join's first); its key formats, leftmost topic and node count."""
     assert isinstance(join, StreamStreamJoin | StreamTableJoin | TableTableJoin)
     left = _side(join.left, prefix + "Left", prefix, default_key, out)
@@ -163,6 +178,8 @@ def _join_topics(
         return None
     left_ok, right_ok = _keyed_by(left, join.left_key), _keyed_by(right, join.right_key)
     chosen = _join_key_formats(left, right, left_ok, right_ok, default_key)
+    key_side = _join_key_side(left, right, left_ok, right_ok)
+    window = key_side.window if key_side is not None else None
     forced = chosen.key_format in SCHEMA_REGISTRY_FORMATS
 
     def rekeyed(side: _Side, keyed: bool) -> bool:
@@ -198,5 +215,10 @@ def _join_topics(
         nodes += 1
     else:
         nodes += 1
+    # The table sources' own changelogs keep their own windows; the other topics the join's.
+    own = [replace(t, window=window) if not t.suffix.startswith("KafkaTopic_") else t for t in own]
+    for side in (left, right):
+        own = [replace(t, window=side.window) if t.suffix == f"KafkaTopic_{side.name}-Reduce-changelog" else t
+               for t in own]
     out.extend(own)
-    return chosen, left.topic, nodes
+    return chosen, left.topic, nodes, window

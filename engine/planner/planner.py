@@ -78,7 +78,9 @@ from engine.serde.schema_inference import (
 )
 
 RESERVED_COLUMN_NAMES = frozenset({*PSEUDO_COLUMNS, *WINDOW_BOUNDS})
-WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF", "PROTOBUF_NOSR"})
+# Key formats that support both wrapping and unwrapping a single column, whose single key
+# ksqlDB unwraps (SerdeFeaturesFactory.getKeyWrapping); PROTOBUF supports wrapping only.
+WRAPPABLE_KEY_FORMATS = frozenset({"JSON", "JSON_SR", "AVRO", "PROTOBUF_NOSR"})
 
 DEFAULT_KEY_FORMAT = "ksql.persistence.default.format.key"
 DEFAULT_VALUE_FORMAT = "ksql.persistence.default.format.value"

@@ -34,6 +34,8 @@ from typing import Any
 
 from engine.data.records import TopicInfo
 from engine.errors import KsqlError, UnsupportedFeatureError
+from engine.facade.api import FormatDescription
+from engine.plan.steps import Formats
 from qtt.loader import parse_qtt_json
 from qtt.model import PostConditions, QttCase, version_tuple
 from qtt.schemas import close_engine, use_case_registry
@@ -189,6 +191,8 @@ class _Run:
     reads: ConfigReads
     label: str
     registry: str | None  # the run's own registry, forgotten when its engine closes
+    # The key and value formats of each step that reads or writes a topic, by schema name.
+    formats: Mapping[str, tuple[FormatDescription, FormatDescription]] = field(default_factory=dict)
 
 
 def replay_case(plans: Sequence[SavedPlan]) -> list[VersionResult]:
@@ -452,13 +456,18 @@ def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
     reads = ConfigReads(engine.config)
     engine.config = reads
     built: dict[str, str] = {}
+    formats: dict[str, tuple[FormatDescription, FormatDescription]] = {}
     # The case's schemas in a registry of the run's own, registered in ksqlDB's runner's order
     # so that their ids match (a sink naming VALUE_SCHEMA_ID reads its schema). It replaces the
     # registry the saved configs name: ksqlDB's test driver's, which no run here reaches.
     registry = use_case_registry(engine, case, run=uuid.uuid4().hex)
 
     def observe(step: Any, ctx: Any, result: Any) -> None:
-        built[f"{ctx.query_id}.{step.ctx.replace('/', '.')}"] = _schema_text(result.schema)
+        name = f"{ctx.query_id}.{step.ctx.replace('/', '.')}"
+        built[name] = _schema_text(result.schema)
+        described = step_formats(step)
+        if described is not None:
+            formats[name] = described
         for name, described in result.internal_schemas:
             built.setdefault(f"{ctx.query_id}.internal.{name}", described)
 
@@ -480,7 +489,7 @@ def _run(loaded: _Loaded, configs: dict[str, Any]) -> _Run:
     except BaseException:
         close_engine(engine, registry)
         raise
-    return _Run(engine, produced, built, configs, reads, loaded.saved.label, registry)
+    return _Run(engine, produced, built, configs, reads, loaded.saved.label, registry, formats)
 
 
 def _configs(loaded: _Loaded) -> dict[str, Any]:
@@ -498,7 +507,7 @@ def _verdict(loaded: _Loaded, ran: _Run) -> dict[str, Any]:
     verification = verify_outputs(case.outputs, ran.produced, headers_at=case.outputs_with_headers, strict=False)
     view = _TopicFormats(ran.engine)
     post = check_post(_external_post(case.post), view, case.topics) if not case.post.is_empty() else []
-    compared, differences = compare_schemas(loaded.spec.get("schemas") or {}, ran.built)
+    compared, differences = compare_schemas(loaded.spec.get("schemas") or {}, ran.built, ran.formats)
     common = dict(schemas_compared=compared, schema_differences=tuple(differences))
     if not verification.ok:
         return dict(
@@ -565,6 +574,11 @@ class _TopicFormats:
     ksqlDB's saved post-conditions name the formats of every topic as its sources read it;
     a case's declared topic format is that of the schema it registers (JSON for a JSON_SR
     source, AVRO on a topic a JSON source reads), so it counts only for a topic no source is on.
+
+    It shows no schema registry: a saved post topic's keySchema/valueSchema is not compared.
+    ksqlDB's saved post-conditions list the schema of every topic its registry held, sources
+    included, as ksqlDB's own JSON_SR translator wrote them (no "$schema"), and kspark's
+    registry holds kspark's (with "$schema") and none for a join's internal topics.
     """
 
     def __init__(self, engine: Any) -> None:
@@ -595,17 +609,57 @@ def _schema_text(schema: Any) -> str:
     return ", ".join(str(c) for c in schema.columns if c.name not in _HIDDEN)
 
 
-def compare_schemas(saved: Mapping[str, Any], built: Mapping[str, str]) -> tuple[int, list[str]]:
+def step_formats(step: Any) -> tuple[FormatDescription, FormatDescription] | None:
+    """The key and value formats a step reads or writes its topic with (a source's or a
+    sink's), its window with them for a windowed source; None for a step without a topic."""
+    f = getattr(step, "formats", None)
+    if not isinstance(f, Formats) or not isinstance(getattr(step, "topic", None), str):
+        return None
+    window = getattr(step, "window_info", None)
+    key = FormatDescription(
+        f.key_format, dict(f.key_properties), tuple(f.key_features),
+        window_type=None if window is None else window.type,
+        window_size_ms=None if window is None or window.type == "SESSION" else window.size_ms,
+    )
+    return key, FormatDescription(f.value_format, dict(f.value_properties), tuple(f.value_features))
+
+
+def compare_schemas(
+    saved: Mapping[str, Any],
+    built: Mapping[str, str],
+    formats: Mapping[str, tuple[FormatDescription, FormatDescription]] | None = None,
+) -> tuple[int, list[str]]:
     """(how many saved schemas had a kspark counterpart, one line per difference).
 
     ``<query>.<ctx>`` names a step's output; ``<query>.<ctx>.Materialize`` an aggregate's
-    store, compared with the aggregate step's output.
+    store, compared with the aggregate step's output. A saved ``keyFormat`` and
+    ``valueFormat`` are compared whole (``qtt.loader.read_format_node``: absent properties
+    and features mean none) with the formats of the step that reads or writes a topic; the
+    window of a key only where the step knows its window (a windowed source).
     """
+    from qtt.loader import read_format_node
+    from qtt.model import QttFormatError
+    from qtt.verify import format_differences
+
     compared, differences = 0, []
     for name, entry in sorted(saved.items()):
         text = entry.get("schema") if isinstance(entry, Mapping) else None
         if not isinstance(text, str):
             continue
+        ours_formats = (formats or {}).get(name)
+        if ours_formats is not None:
+            for i, side in enumerate(("keyFormat", "valueFormat")):
+                node = entry.get(side)
+                if node is None:
+                    continue
+                try:
+                    expected = read_format_node(node, f"schemas.{name}.{side}", key=i == 0)
+                except QttFormatError as exc:
+                    differences.append(f"{name}: {exc}")
+                    continue
+                if i == 0 and ours_formats[0].window_type is None:
+                    expected = replace(expected, exact_window=False)  # the step knows no window
+                differences.extend(f"{name}: {d}" for d in format_differences(side, expected, ours_formats[i]))
         ours = built.get(name)
         if ours is None and name.endswith(".Materialize"):
             ours = built.get(name[: -len(".Materialize")])

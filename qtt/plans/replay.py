@@ -205,6 +205,7 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
     case = codec.case_from_json(
         spec["testCase"], case_id=saved.case_id, file=saved.version.path / SPEC_FILE
     )
+    case = with_post_topic_formats_as_recorded(case, spec["testCase"], saved.version.engine_version)
     plans = [statement_plan_from_json(p) for p in saved.plan.get("plans", [])]
     statement_records = codec.records_from_json(
         spec.get("statementRecords", []), "statementRecords"
@@ -231,6 +232,38 @@ def _observe(saved: SavedCase, *, streaming: bool) -> tuple[QttCase, Observation
         return case, observe(case, engine, built, produced, streaming=streaming)
     finally:
         close_engine(engine, fresh_registry)
+
+
+# The first engine version whose planned cases record post topics' formats whole, as ksqlDB
+# compares them (absent properties and features mean none); older versions recorded only the
+# parts they list, and keep being checked that way: a saved version is never rewritten.
+WHOLE_POST_TOPIC_FORMATS_SINCE = (0, 12, 0)
+
+
+def with_post_topic_formats_as_recorded(case: QttCase, raw: Mapping[str, Any], engine_version: str) -> QttCase:
+    """``case`` with the post topics' formats compared as the version's engine recorded them:
+    before ``WHOLE_POST_TOPIC_FORMATS_SINCE``, only the format name and the properties and
+    features the case lists (``raw``: the saved testCase)."""
+    from qtt.model import FormatSpec, version_tuple
+
+    if version_tuple(engine_version) >= WHOLE_POST_TOPIC_FORMATS_SINCE or not case.post.topics:
+        return case
+    listed = ((raw.get("post") or {}).get("topics") or {}).get("topics") or []
+
+    def partial_spec(spec: FormatSpec | None, node: Any) -> FormatSpec | None:
+        if spec is None:
+            return None
+        features = node.get("features") if isinstance(node, dict) else None
+        return FormatSpec(format=spec.format, properties=spec.properties,
+                          features=tuple(features) if isinstance(features, list) else None)
+
+    topics = tuple(
+        replace(t, key_format=partial_spec(t.key_format, node.get("keyFormat")),
+                value_format=partial_spec(t.value_format, node.get("valueFormat")))
+        for t, node in zip(case.post.topics, listed, strict=False)
+        if isinstance(node, dict)
+    )
+    return replace(case, post=replace(case.post, topics=topics))
 
 
 @dataclass(frozen=True, slots=True)

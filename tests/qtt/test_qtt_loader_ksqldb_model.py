@@ -226,6 +226,52 @@ def test_post_topics_need_their_formats_and_a_positive_partition_count(tmp_path:
     assert [(t.name, t.partitions) for t in c.post.topics] == [("t", 2)]
 
 
+class DescribedTopics(Metastore):
+    def sources(self) -> list[SourceInfo]:
+        return list(self._sources.values())
+
+
+def topic_source(key_format: FormatDescription, value_format: FormatDescription) -> SourceInfo:
+    return SourceInfo(name="T", kind="TABLE", schema=LogicalSchema.parse("`K` STRING KEY, `N` BIGINT"),
+                      topic="t", key_format=key_format, value_format=value_format)
+
+
+def test_a_post_topic_format_is_compared_whole_absent_properties_features_and_window_mean_none(
+    tmp_path: Path,
+) -> None:
+    # ksqlDB's PostTopicNode compares KeyFormat and ValueFormat with equals: the format, its
+    # properties, its features and (for a key) its windowInfo, whose size is in seconds.
+    key_format = {"format": "AVRO", "features": ["UNWRAP_SINGLES"],
+                  "properties": {"fullSchemaName": "io.example.OutKey"}, "windowInfo": {"type": "hopping", "size": 5}}
+    post = {"topics": {"topics": [{"name": "t", "keyFormat": key_format, "valueFormat": {"format": "PROTOBUF"}}]}}
+    [c] = load_one(tmp_path, case(post=post)).cases
+    windowed_avro = FormatDescription("AVRO", {"schema_full_name": "io.example.OutKey"}, ("UNWRAP_SINGLES",),
+                                      window_type="HOPPING", window_size_ms=5000)
+    protobuf = FormatDescription("PROTOBUF")  # ksqlDB's unwrapPrimitives=true on every PROTOBUF format
+    assert check_post(c.post, DescribedTopics([topic_source(windowed_avro, protobuf)], {"t": TopicInfo("t")})) == [
+        "Topic 't' value format properties are {'unwrapPrimitives': 'true'} but expected {}."
+    ]
+    plain_value = {"format": "PROTOBUF", "properties": {"unwrapPrimitives": "true"}}
+    [c] = load_one(tmp_path, case(post={"topics": {"topics": [
+        {"name": "t", "keyFormat": key_format, "valueFormat": plain_value}]}})).cases
+    assert check_post(c.post, DescribedTopics([topic_source(windowed_avro, protobuf)], {"t": TopicInfo("t")})) == []
+    bare = {"topics": {"topics": [{"name": "t", "keyFormat": {"format": "AVRO"}, "valueFormat": plain_value}]}}
+    [b] = load_one(tmp_path, case(post=bare)).cases
+    assert check_post(b.post, DescribedTopics([topic_source(windowed_avro, protobuf)], {"t": TopicInfo("t")})) == [
+        "Topic 't' key format properties are {'fullSchemaName': 'io.example.OutKey'} but expected {}.",
+        "Topic 't' key features are ['UNWRAP_SINGLES'] but expected [].",
+        "Topic 't' key window type is HOPPING but expected none.",
+    ]
+    nullable = FormatDescription("PROTOBUF_NOSR", {"nullable_representation": "OPTIONAL"})
+    nosr = {"format": "PROTOBUF_NOSR", "properties": {"nullableRepresentation": "optional"}}
+    [n] = load_one(tmp_path, case(post={"topics": {"topics": [
+        {"name": "t", "keyFormat": {"format": "KAFKA"}, "valueFormat": nosr}]}})).cases
+    view = DescribedTopics([topic_source(FormatDescription("KAFKA"), nullable)], {"t": TopicInfo("t")})
+    assert check_post(n.post, view) == []
+    assert "Window type 'DAILY'" in problem(tmp_path, case(post={"topics": {"topics": [
+        {"name": "t", "keyFormat": {"format": "KAFKA", "windowInfo": {"type": "daily"}}, "valueFormat": "JSON"}]}}))
+
+
 def test_an_invalid_blacklist_is_refused_when_the_case_loads(tmp_path: Path) -> None:
     message = problem(tmp_path, case(post={"topics": {"blacklist": "(unclosed"}}))
     assert message.startswith("blacklist: not valid regex: '(unclosed'")

@@ -28,6 +28,7 @@ class FakeEngine:
     UNSUPPORTED feature    raise UnsupportedFeatureError(feature)
     CRASH                  raise a RuntimeError
     SOURCE NAME            register a stream NAME (`K` STRING KEY, `V` INTEGER)
+    STOP Failure text      a query stops: ExecutionError caused by engine.errors.Failure(text)
     """
 
     instances: list[FakeEngine] = []
@@ -53,6 +54,9 @@ class FakeEngine:
                 raise getattr(errors, cls)(message)
             case ["UNSUPPORTED", *feature]:
                 raise errors.UnsupportedFeatureError(" ".join(feature))
+            case ["STOP", cls, message]:
+                cause = getattr(errors, cls)(message)
+                raise errors.ExecutionError(f"Query Q failed: Exception caught in process: {message}") from cause
             case ["CRASH"]:
                 raise RuntimeError("the fake engine fell over")
             case ["SOURCE", name]:
@@ -260,6 +264,71 @@ def test_conformance_counts_other_messages_apart_and_lists_them(
     assert "expected errors raised with another message" in out and "errors - other" in out
     totals = json.loads(report.read_text())["totals"]
     assert (totals["passed"], totals["passed_strictly"], totals["other_message"]) == (2, 1, 1)
+
+
+def _stopping(tmp_path: Path, statement: str, cause: str, cause_message: str) -> QttCase:
+    return make_case(
+        tmp_path,
+        statements=[statement],
+        expectedException={
+            "type": "org.apache.kafka.streams.errors.StreamsException",
+            "message": "Exception caught in process",
+            "cause": cause,
+            "causeMessage": cause_message,
+        },
+    )
+
+
+def test_expected_cause_is_the_class_of_the_errors_direct_cause(tmp_path: Path) -> None:
+    function = "io.confluent.ksql.function.KsqlFunctionException"
+    serialize = "org.apache.kafka.streams.errors.StreamsException"
+    result = run_case(_stopping(tmp_path, "STOP FunctionFailure Numeric field overflow", function, "overflow"))
+    assert result.status is Status.PASSED and result.message_matched is True, result.reason
+    result = run_case(
+        _stopping(tmp_path, "STOP SinkSerializationFailure Unable to serialize record", serialize, "serialize")
+    )
+    assert result.status is Status.PASSED and result.message_matched is True, result.reason
+    wrong = run_case(_stopping(tmp_path, "STOP SinkSerializationFailure Unable to serialize", function, "x"))
+    assert wrong.status is Status.FAILED
+    assert wrong.reason.startswith(
+        "Expected an error caused by KsqlFunctionException (FunctionFailure), but its cause is "
+        "SinkSerializationFailure: Unable to serialize"
+    )
+
+
+def test_an_expected_cause_fails_an_error_without_one_or_a_class_kspark_does_not_map(tmp_path: Path) -> None:
+    none = run_case(_stopping(tmp_path, "FAIL ExecutionError Exception caught in process",
+                              "io.confluent.ksql.function.KsqlFunctionException", "overflow"))
+    assert none.status is Status.FAILED
+    assert none.reason == "Expected an error caused by KsqlFunctionException, but ExecutionError has no cause."
+    unknown = run_case(_stopping(tmp_path, "STOP FunctionFailure boom", "java.lang.ArithmeticException", "boom"))
+    assert unknown.status is Status.FAILED
+    assert unknown.reason.startswith(
+        "Expected a cause java.lang.ArithmeticException, which kspark maps to none of its errors"
+    )
+
+
+def test_the_cause_message_is_looked_for_in_the_direct_cause_only(tmp_path: Path) -> None:
+    # expectedException.causeMessage: the text is in the error's own message but not in its
+    # cause's, and ksqlDB's matcher reads the cause's message only.
+    case = _stopping(tmp_path, "STOP FunctionFailure Numeric field overflow",
+                     "io.confluent.ksql.function.KsqlFunctionException", "Exception caught")
+    lenient = run_case(case)
+    assert lenient.status is Status.PASSED and lenient.message_matched is False
+    assert lenient.reason == (
+        "StreamsException raised with another message: expected one containing 'Exception caught in "
+        "process' and 'Exception caught', got 'Query Q failed: Exception caught in process: Numeric field "
+        "overflow' caused by 'Numeric field overflow'"
+    )
+    assert run_case(case, strict=True).status is Status.FAILED
+    expected = ExpectedException(type="x", cause="c", cause_message="deep")
+    inner = errors.FunctionFailure("deep")
+    middle = errors.FunctionFailure("shallow")
+    middle.__cause__ = inner
+    outer = errors.ExecutionError("top")
+    outer.__cause__ = middle
+    assert runner.cause_message_matches(expected, outer) is False
+    assert runner.cause_message_matches(expected, middle) is True
 
 
 def test_expected_parse_failure_rejects_other_error_classes(tmp_path: Path) -> None:
@@ -513,3 +582,15 @@ def test_conformance_filter_and_empty_total(
 ) -> None:
     assert cli.main(["conformance", str(corpus), "--filter", "no such case", "--no-progress"]) == 0
     assert capsys.readouterr().out.rstrip("\n").splitlines()[-1] == "conformance: 0/0 passed (0.0%)"
+
+
+def test_an_input_that_does_not_fit_its_topics_schema_is_an_error_naming_it(tmp_path: Path) -> None:
+    schema = {"type": "record", "name": "V", "fields": [{"name": "B", "type": "bytes"}]}
+    case = make_case(tmp_path, topics=[{"name": "in", "valueFormat": "AVRO", "valueSchema": schema}],
+                     inputs=[{"topic": "in", "key": "a", "value": {"B": "%%"}}])
+    result = run_case(case)
+    assert result.status is Status.ERROR
+    assert result.reason == (
+        "Cannot use the case while producing the input records: Input record 1 (topic 'in'): field 'B' is "
+        "BYTES in the topic's schema, so its text must be base64, but '%%' is not."
+    )

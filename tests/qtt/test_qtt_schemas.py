@@ -175,3 +175,81 @@ def test_only_statements_that_can_name_a_registry_format_are_parsed_for_their_sc
     spec = _statement_topic(create.format(", value_format='JSON'"), {"ksql.persistence.default.format.key": "AVRO"})
     assert spec is not None and spec.key_format == "AVRO" and spec.value_schema is None
     assert len(parsed) == 3
+
+
+# ---------------------------------------------------------------------------- inputs through the topic's schema
+
+
+def _inputs(**raw: object) -> list[object]:
+    from pathlib import Path
+
+    from qtt.loader import expand_case
+    from qtt.schemas import inputs_through_topic_schemas
+
+    body: dict[str, object] = {"name": "c", "statements": ["SELECT 1;"]}
+    body.update(raw)
+    [case] = expand_case(body, Path("f.json"), 0)
+    return [(r.key, r.value) for r in inputs_through_topic_schemas(case)]
+
+
+AVRO_BYTES = {"type": "record", "name": "V", "fields": [
+    {"name": "B", "type": ["null", "bytes"]}, {"name": "S", "type": "string"},
+    {"name": "N", "type": {"type": "record", "name": "In", "fields": [{"name": "B", "type": "bytes"}]}}]}
+
+
+def test_bytes_fields_of_an_avro_or_protobuf_schema_are_decoded_from_base64_in_lower_or_upper_case() -> None:
+    value = {"b": "AQI=", "S": "AQI=", "N": {"B": "AQI="}}
+    topics = [{"name": "t", "valueFormat": "AVRO", "valueSchema": AVRO_BYTES},
+              {"name": "j", "valueFormat": "JSON_SR", "valueSchema": {"type": "object", "properties": {
+                  "B": {"type": "string", "contentEncoding": "base64"}}}}]
+    inputs = [{"topic": "T", "key": None, "value": value}, {"topic": "j", "key": None, "value": {"B": "AQI="}},
+              {"topic": "t", "key": None, "value": "AQI="}]
+    assert _inputs(topics=topics, inputs=inputs) == [
+        (None, {"b": b"\x01\x02", "S": "AQI=", "N": {"B": "AQI="}}),  # top-level BYTES fields only
+        (None, {"B": "AQI="}),  # JSON_SR: ksqlDB's builder reads AVRO and PROTOBUF schemas only
+        (None, "AQI="),  # not an object
+    ]
+    proto = 'syntax = "proto3";\nmessage K { bytes ID = 1; int32 N = 2; }'
+    topics = [{"name": "p", "keyFormat": "PROTOBUF", "keySchema": proto}]
+    assert _inputs(topics=topics, inputs=[{"topic": "p", "key": {"ID": "/w==", "N": 1}, "value": None}]) == [
+        ({"ID": b"\xff", "N": 1}, None)
+    ]
+    bad = [{"topic": "t", "key": None, "value": {"B": "not base64!"}}]
+    with pytest.raises(QttFormatError, match=r"Input record 1 \(topic 't'\): field 'B' is BYTES in the topic's "
+                                             r"schema, so its text must be base64, but 'not base64!' is not."):
+        _inputs(topics=[topics[0] | {"name": "t", "valueSchema": AVRO_BYTES, "valueFormat": "AVRO"}], inputs=bad)
+
+
+def test_a_topics_serde_features_decide_the_columns_its_schema_gives() -> None:
+    # UNWRAP_SINGLES: the whole schema is one column, ROWVAL (ROWKEY for a key), as ksqlDB's
+    # schema translator wraps it; without it a schema that is not a record is refused.
+    topic = {"name": "t", "valueFormat": "AVRO", "valueSchema": "bytes", "valueSerdeFeatures": ["UNWRAP_SINGLES"]}
+    assert _inputs(topics=[topic], inputs=[{"topic": "t", "value": {"rowval": "AQI=", "B": "AQI="}}]) == [
+        (None, {"rowval": b"\x01\x02", "B": "AQI="})
+    ]
+    wrapped = {**topic, "valueSchema": AVRO_BYTES}
+    assert _inputs(topics=[wrapped], inputs=[{"topic": "t", "value": {"B": "AQI="}}]) == [(None, {"B": "AQI="})]
+    with pytest.raises(QttFormatError, match="Schema returned from schema registry is anonymous type"):
+        _inputs(topics=[{**topic, "valueSerdeFeatures": []}], inputs=[{"topic": "t", "value": {"B": "AQI="}}])
+    key = {"name": "t", "keyFormat": "AVRO", "keySchema": "bytes", "keySerdeFeatures": ["UNWRAP_SINGLES"]}
+    assert _inputs(topics=[key], inputs=[{"topic": "t", "key": {"ROWKEY": "AQI="}, "value": None}]) == [
+        ({"ROWKEY": b"\x01\x02"}, None)
+    ]
+    with pytest.raises(QttFormatError, match="Key schemas are always unwrapped."):
+        _inputs(topics=[{"name": "t", "keyFormat": "AVRO", "keySchema": "bytes"}],
+                inputs=[{"topic": "t", "key": {"B": "AQI="}, "value": None}])
+
+
+def test_a_create_statement_with_columns_gives_its_topic_a_schema_and_ksqldbs_serde_features() -> None:
+    create = "CREATE STREAM S (K BYTES KEY, B BYTES) WITH (kafka_topic='s', format='AVRO'{});"
+    record = {"topic": "s", "key": {"ROWKEY": "AQI="}, "value": {"B": "AQI="}}
+    # One key column: UNWRAP_SINGLES, so a key object reads ROWKEY; one value column: wrapped.
+    assert _inputs(statements=[create.format("")], inputs=[record]) == [
+        ({"ROWKEY": b"\x01\x02"}, {"B": b"\x01\x02"})
+    ]
+    unwrapped = create.format(", wrap_single_value=false")
+    assert _inputs(statements=[unwrapped], inputs=[record]) == [({"ROWKEY": b"\x01\x02"}, {"B": "AQI="})]
+    declared = [{"name": "s", "valueFormat": "AVRO", "valueSchema": AVRO_BYTES}]  # its schema, the statement's features
+    assert _inputs(statements=[create.format("")], topics=declared, inputs=[record]) == [
+        ({"ROWKEY": b"\x01\x02"}, {"B": b"\x01\x02"})
+    ]

@@ -367,3 +367,52 @@ def test_a_topic_is_described_by_the_source_on_it() -> None:
         "Topic 'out' key format is AVRO but expected KAFKA.",
         "Topic 'out' key features are ['UNWRAP_SINGLES'] but expected [].",
     ]
+
+
+# ---------------------------------------------------------------------------- registered schemas of listed topics
+
+
+class RegistryEngine(FakeEngine):
+    def __init__(self, url: str) -> None:
+        super().__init__([], {"out": TopicInfo("out")})
+        self.schema_registry_url = url
+
+
+def test_a_listed_topics_schemas_are_the_latest_registered_under_its_subjects_compared_parsed() -> None:
+    from confluent_kafka.schema_registry import Schema
+
+    from engine.serde.registry import forget_registry_client, registry_client
+
+    # post.topics.topics[].keySchema and valueSchema against the subjects' latest schemas.
+    url = "mock://qtt-verify-registered-schemas"
+    forget_registry_client(url)
+    client = registry_client(url)
+    client.register_schema("out-key", Schema('{"type": "integer", "connect.type": "int32"}', "JSON"))
+    client.register_schema("out-value", Schema('syntax = "proto3";\nmessage V { string A = 1; }', "PROTOBUF"))
+    client.register_schema("out-value", Schema('syntax = "proto3";\n\nmessage V {\n  int32 A = 1;\n}\n', "PROTOBUF"))
+    view = RegistryEngine(url)
+    try:
+        ok = PostTopic(name="out", key_schema={"connect.type": "int32", "type": "integer"},
+                       value_schema='syntax = "proto3";\nmessage V {\n  int32 A = 1; // the latest\n}')
+        assert check_post(PostConditions(topics=(ok,)), view) == []
+        older = PostTopic(name="out", key_schema={"type": "integer"},
+                          value_schema='syntax = "proto3";\nmessage V { string A = 1; }')
+        reasons = check_post(PostConditions(topics=(older,)), view)
+        assert reasons[0] == (
+            "Topic 'out' has key schema {\"type\": \"integer\", \"connect.type\": \"int32\"} registered under "
+            "out-key but expected {\"type\": \"integer\"}."
+        )
+        assert reasons[1].startswith("Topic 'out' has value schema syntax = \"proto3\"; message V { int32 A = 1; }")
+        nothing = PostTopic(name="gone", key_schema={"type": "integer"})
+        assert check_post(PostConditions(topics=(nothing,)), RegistryEngine(url))[-1] == (
+            "Topic 'gone' has no key schema registered under gone-key but expected {\"type\": \"integer\"}."
+        )
+        assert check_post(PostConditions(topics=(PostTopic(name="out"),)), view) == []  # none stated
+    finally:
+        forget_registry_client(url)
+
+
+def test_bytes_an_output_holds_compare_as_their_base64_text() -> None:
+    assert values_equal({"B": "AQI="}, {"B": b"\x01\x02"})
+    assert not values_equal({"B": "AQI"}, {"B": b"\x01\x02"})
+    assert find_difference({"B": "AQM="}, {"B": b"\x01\x02"}) == "B"

@@ -117,3 +117,46 @@ def test_the_application_id_takes_the_service_id_and_the_persistent_prefix() -> 
     prefix ``query_``; a running query's identity (tests/engine/runtime/test_kafka_runtime.py)."""
     assert application_id("default_", "CSAS_J_0") == "_confluent-ksql-default_query_CSAS_J_0"
     assert application_id("svc_", "CSAS_J_0", "pq_") == "_confluent-ksql-svc_pq_CSAS_J_0"
+
+
+def test_a_protobuf_key_is_never_unwrapped_as_protobuf_only_wraps_a_single_column() -> None:
+    # ksqlDB unwraps a single key column only in a format that supports both wrapping and
+    # unwrapping: PROTOBUF_NOSR does, PROTOBUF does not.
+    engine = KsqlEngine({})
+    engine.schema_registry_url = "mock://test-internal-topics-protobuf-key"
+    for name in ("a", "b"):
+        engine.create_topic(TopicInfo(name))
+    engine.execute_sql(
+        "CREATE STREAM L (ID INT KEY, X INT) WITH (kafka_topic='a', key_format='PROTOBUF', value_format='JSON');"
+        "CREATE STREAM R (ID INT KEY, Y INT) WITH (kafka_topic='b', key_format='PROTOBUF_NOSR', value_format='JSON');"
+    )
+    assert engine.source("L").key_format.features == ()
+    assert engine.source("R").key_format.features == ("UNWRAP_SINGLES",)
+    (result,) = engine.execute_sql("CREATE STREAM J AS SELECT L.ID, X, Y FROM L JOIN R WITHIN 5 SECONDS ON L.ID = R.ID;")
+    assert result.plan is not None and result.plan.query is not None
+    features = {t.suffix: t.formats.key_features for t in internal_topics(result.plan.query, engine.config)}
+    assert features["Join-right-repartition"] == ()
+    assert set(features.values()) == {()}
+
+
+def test_a_join_of_windowed_streams_keeps_the_key_formats_window_in_every_internal_topic() -> None:
+    engine = KsqlEngine({})
+    engine.schema_registry_url = "mock://test-internal-topics-windowed-join"
+    for name in ("a", "b"):
+        engine.create_topic(TopicInfo(name))
+    engine.execute_sql(
+        "CREATE STREAM L (ID INT KEY, X INT) WITH (kafka_topic='a', key_format='JSON_SR', value_format='JSON', "
+        "WINDOW_TYPE='Hopping', WINDOW_SIZE='5 SECONDS');"
+        "CREATE STREAM R (ID INT KEY, Y INT) WITH (kafka_topic='b', key_format='JSON_SR', value_format='JSON', "
+        "WINDOW_TYPE='Tumbling', WINDOW_SIZE='2 SECONDS');"
+    )
+    (result,) = engine.execute_sql("CREATE STREAM J AS SELECT L.ID, X, Y FROM L JOIN R WITHIN 1 MINUTE ON L.ID = R.ID;")
+    assert result.plan is not None and result.plan.query is not None
+    windows = {t.suffix: t.window for t in internal_topics(result.plan.query, engine.config)}
+    assert "Join-right-repartition" in windows  # re-keyed into the left's key format, window included
+    assert {(w.type, w.size_ms) for w in windows.values() if w is not None} == {("HOPPING", 5000)}
+    assert None not in windows.values()
+    engine._create_internal_topics(result.plan.query)  # what a run creates first, without Spark
+    described = engine.internal_topic_formats()
+    [right] = [key for name, (key, _) in described.items() if name.endswith("Join-right-repartition")]
+    assert (right.window_type, right.window_size_ms) == ("HOPPING", 5000)

@@ -161,6 +161,47 @@ def test_schemas_compare_step_outputs_and_aggregate_stores() -> None:
     assert compared == 1 and differences == ["Q.Aggregate.Aggregate.Materialize: ksqlDB `K` STRING KEY, `N` BIGINT | kspark `K` STRING KEY, `N` INTEGER"]
 
 
+def test_schemas_compare_the_key_and_value_formats_of_steps_with_a_topic_whole() -> None:
+    from engine.plan.schema import LogicalSchema
+    from engine.plan.steps import Formats, WindowedStreamSource, WindowInfo
+    from qtt.plans.ksqldb_replay import step_formats
+
+    source = WindowedStreamSource(
+        ctx="KsqlTopic/Source", topic="in", source_schema=LogicalSchema.parse("`K` INTEGER KEY, `V` INTEGER"),
+        formats=Formats(key_format="AVRO", value_format="PROTOBUF", key_features=("UNWRAP_SINGLES",),
+                        value_properties=(("nullable_representation", "OPTIONAL"),)),
+        window_info=WindowInfo(type="HOPPING", size_ms=5000),
+    )
+    described = step_formats(source)
+    assert described is not None
+    schema = "`K` INTEGER KEY, `V` INTEGER"
+    same = {"Q.KsqlTopic.Source": {
+        "schema": schema,
+        "keyFormat": {"format": "AVRO", "features": ["UNWRAP_SINGLES"], "windowInfo": {"type": "HOPPING", "size": 5.0}},
+        "valueFormat": {"format": "PROTOBUF",
+                        "properties": {"unwrapPrimitives": "true", "nullableRepresentation": "optional"}}}}
+    assert compare_schemas(same, {"Q.KsqlTopic.Source": schema}, {"Q.KsqlTopic.Source": described}) == (1, [])
+    bare = {"Q.KsqlTopic.Source": {"schema": schema, "keyFormat": {"format": "AVRO"}, "valueFormat": {"format": "JSON"}}}
+    _, differences = compare_schemas(bare, {"Q.KsqlTopic.Source": schema}, {"Q.KsqlTopic.Source": described})
+    assert differences == [
+        "Q.KsqlTopic.Source: keyFormat features are ['UNWRAP_SINGLES'] but expected [].",
+        "Q.KsqlTopic.Source: keyFormat window type is HOPPING but expected none.",
+        "Q.KsqlTopic.Source: valueFormat format is PROTOBUF but expected JSON.",
+        "Q.KsqlTopic.Source: valueFormat format properties are {'nullableRepresentation': 'optional', "
+        "'unwrapPrimitives': 'true'} but expected {}.",
+    ]
+    assert step_formats(replace_topicless()) is None
+
+
+def replace_topicless() -> object:
+    from engine.plan.steps import Formats
+
+    class NoTopic:
+        formats = Formats(key_format="KAFKA", value_format="JSON")
+
+    return NoTopic()
+
+
 def test_records_of_ksqldb_internal_topics_are_not_compared_and_header_indexes_follow(tmp_path: Path) -> None:
     internal = "_confluent-ksql-svc_query_CTAS_T_0-Aggregate-Aggregate-Materialize-changelog"
     spec = {"testCase": {"name": "c", "inputs": [{"topic": "in", "key": 1, "value": {"A": 1}}], "outputs": [

@@ -356,3 +356,21 @@ def test_replay_bench_counts_versions_and_shared_runs_and_times_the_floor(
     assert "2 planned-case versions replayed in " in out
     assert "(0 failed; 1 builds and runs, " in out and ", 1 at a time)" in out
     assert re.search(r"collect\) on this session, 1 at a time: \d+\.\d\d jobs/s", out), out
+
+
+def test_versions_saved_before_whole_post_topic_formats_are_checked_as_they_were_recorded(tmp_path: Path) -> None:
+    from qtt.loader import expand_case
+    from qtt.plans.replay import with_post_topic_formats_as_recorded
+
+    raw = {"name": "c", "statements": ["X;"], "inputs": [], "post": {"topics": {"topics": [
+        {"name": "t", "keyFormat": {"format": "AVRO"},
+         "valueFormat": {"format": "PROTOBUF", "properties": {"nullableRepresentation": "optional"},
+                         "features": []}}]}}}
+    [case] = expand_case(raw, tmp_path / "f.json", 0)
+    old = with_post_topic_formats_as_recorded(case, raw, "0.7.0")
+    [topic] = old.post.topics
+    assert topic.key_format is not None and topic.value_format is not None
+    assert (topic.key_format.whole, topic.key_format.features) == (False, None)  # features not listed
+    assert (topic.value_format.whole, topic.value_format.features) == (False, ())
+    assert topic.value_format.properties == {"nullableRepresentation": "optional"}
+    assert with_post_topic_formats_as_recorded(case, raw, "0.12.0") is case  # recorded whole
