@@ -32,8 +32,9 @@ the broker directory::
 
 Settings suit one-node development and tests: replication factor 1 everywhere, no topic
 auto-creation, no group rebalance delay, and records kept whatever their timestamps
-(time retention off, any timestamp accepted), since test data often uses timestamps
-near 0.
+(time retention off, any timestamp accepted, no time-based segment roll), since test data
+often uses timestamps near 0: a segment whose first record is from 1970 would otherwise roll
+with every write, and a compacted topic (a table's) would be compacted at once.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ DEFAULT_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "false",
     "log.segment.bytes": str(16 * 1024 * 1024),
     "log.retention.ms": "-1",
+    "log.roll.ms": str(2**63 - 1),
     "log.message.timestamp.before.max.ms": str(2**63 - 1),
     "log.message.timestamp.after.max.ms": str(2**63 - 1),
 }

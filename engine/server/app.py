@@ -189,6 +189,13 @@ async def _body(request: Request, fields: set[str], required: str | None,
     return body
 
 
+def _server_config(service: Any) -> Mapping[str, Any] | None:
+    """The server configuration a request's properties are checked against (its override lists);
+    None for a service without an engine of its own (a stand-in), which checks none."""
+    engine = getattr(service, "engine", None)
+    return getattr(engine, "config", None)
+
+
 class OpenPushQueries:
     """The push queries being streamed, by query id: ``/close-query`` ends one, a server stop all."""
 
@@ -275,7 +282,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def ksql(request: Request) -> Response:
         try:
             negotiate(request.headers.get("accept"), (OLD_API,))
-            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", service.engine.config)
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", _server_config(service))
             sequence = body.get("commandSequenceNumber")
             if sequence is not None and sequence >= 0:
                 await run_in_threadpool(service.wait_for_sequence, sequence)
@@ -316,7 +323,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query(request: Request) -> Response:
         try:
             route, _media = negotiate(request.headers.get("accept"), QUERY_ROUTES)
-            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", service.engine.config)
+            body = await _body(request, KSQL_REQUEST_FIELDS, "ksql", _server_config(service))
             text, properties, variables = body["ksql"], body["properties"], body["sessionVariables"]
             if not text.strip():  # ksqlDB's StreamedQueryResource
                 raise ServiceError('"ksql" field must be populated', code=E.ERROR_BAD_REQUEST)
@@ -338,7 +345,7 @@ def create_app(service: KsqlService, auth: BasicAuth | None = None,
     async def query_stream(request: Request) -> Response:
         try:
             route, media = negotiate(request.headers.get("accept"), QUERY_STREAM_ROUTES)
-            body = await _body(request, QUERY_STREAM_FIELDS, "sql", service.engine.config)
+            body = await _body(request, QUERY_STREAM_FIELDS, "sql", _server_config(service))
             text, properties, variables = body["sql"], body["properties"], body["sessionVariables"]
             if route == 1:
                 return await _protobuf_answer(text, properties, variables)

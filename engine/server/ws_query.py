@@ -110,7 +110,7 @@ async def serve(
     /close-query and the server's stop know it) and ``rows`` streams its rows."""
     await websocket.accept()
     try:
-        ksql, properties, variables = parse_request(websocket.query_params, service.engine.config)
+        ksql, properties, variables = parse_request(websocket.query_params, getattr(getattr(service, "engine", None), "config", None))
         check_statement(ksql, variables)
         printed = await run_in_threadpool(_print, service, ksql, variables)
         if printed is not None:

@@ -48,7 +48,7 @@ def test_a_join_creates_its_repartition_and_store_topics_in_the_join_key_format(
         {"name": PREFIX + "KSTREAM-JOINTHIS-0000000012-store-changelog", "keyFormat": key, **JSON_VALUE},
         {"name": PREFIX + "KSTREAM-JOINOTHER-0000000013-store-changelog", "keyFormat": key, **JSON_VALUE},
         # A topic a CREATE statement names gets its PARTITIONS, else ksqlDB's runner's 4.
-        {"name": "l", "keyFormat": {"format": "JSON"}, **JSON_VALUE, "partitions": 4},
+        {"name": "l", "keyFormat": key, **JSON_VALUE, "partitions": 4},  # one key column: unwrapped
         {"name": "r", "keyFormat": {"format": "KAFKA"}, **JSON_VALUE, "partitions": 4},
         {"name": "o", "keyFormat": {"format": "KAFKA"}, **JSON_VALUE, "partitions": 2},
     ])
@@ -64,12 +64,13 @@ def test_a_wrong_internal_topic_expectation_fails_naming_the_topic(spark: SparkS
     result = run_case(case, strict=True)
     assert result.status is Status.FAILED
     assert f"Topic '{PREFIX}Join-left-repartition' does not exist after the case ran." in result.reason
-    assert "(and 1 more problem)" in result.reason
+    assert "(and 2 more problems)" in result.reason  # the right one's format and its features
 
 
 def test_a_case_property_names_the_service_id(spark: SparkSession, tmp_path: Path) -> None:
     name = "_confluent-ksql-mine_query_CSAS_J_0-Join-right-repartition"
-    case = _case(tmp_path, [{"name": name, "keyFormat": {"format": "JSON"}, **JSON_VALUE}],
+    case = _case(tmp_path, [{"name": name, "keyFormat": {"format": "JSON", "features": ["UNWRAP_SINGLES"]},
+                             **JSON_VALUE}],
                  properties={"ksql.service.id": "mine_"})
     result = run_case(case, strict=True)
     assert result.status is Status.PASSED, result.reason
