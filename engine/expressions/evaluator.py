@@ -97,36 +97,30 @@ def compile_typed(
 
 def _guard(expr: Expr, fn: NodeFn) -> NodeFn:
     """Turn unexpected exceptions of ``fn`` into EvaluationErrors that name ``expr``."""
-
-    def guarded(row: Row, scope: Scope) -> Any:
-        try:
-            return fn(row, scope)
-        except KsqlError:
-            raise
-        except Exception as exc:
-            raise EvaluationError(
-                f"Error evaluating {format_sql(expr)}: {type(exc).__name__}: {exc}"
-            ) from exc
-
-    return guarded
+    return _naming(expr, fn, KsqlError)
 
 
 def _failing(expr: Expr, fn: NodeFn) -> NodeFn:
     """``fn`` whose every failure is an EvaluationError naming ``expr``: ksqlDB's
     ``ksql.nested.error.set.null=false``, where a failing call or cast fails the whole
     expression (which its step sets to NULL) instead of being NULL itself."""
+    return _naming(expr, fn, EvaluationError)
 
-    def failing(row: Row, scope: Scope) -> Any:
+
+def _naming(expr: Expr, fn: NodeFn, passing: type[Exception]) -> NodeFn:
+    """``fn`` with every exception but a ``passing`` one raised as an EvaluationError naming ``expr``."""
+
+    def named(row: Row, scope: Scope) -> Any:
         try:
             return fn(row, scope)
-        except EvaluationError:
+        except passing:
             raise
         except Exception as exc:
             raise EvaluationError(
                 f"Error evaluating {format_sql(expr)}: {type(exc).__name__}: {exc}"
             ) from exc
 
-    return failing
+    return named
 
 
 def _const(value: Any) -> NodeFn:
